@@ -1,0 +1,561 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
+# Its functions may change without notice; do not import it from other collections.
+"""Kernel, boot loader, nouveau, NVIDIA module, DKMS and PCI state.
+
+The parsers are pure functions (no Ansible import).  ``collect_kernel_facts`` reads files
+below ``root`` (so a tree can stand in for a host) and runs grubby, modinfo, dkms and
+lsinitrd/lsinitramfs through ``module.run_command`` when it looks at the real host.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import glob
+import os
+import re
+
+
+class KernelError(Exception):
+    """Kernel related output or files that cannot be understood."""
+
+
+ENV = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
+NVIDIA_VENDOR = '0x10de'
+GPU_CLASSES = ('0x0300', '0x0302')
+NVSWITCH_CLASS = '0x0680'
+MODPROBE_DIRS = ('etc/modprobe.d', 'run/modprobe.d', 'usr/local/lib/modprobe.d', 'usr/lib/modprobe.d',
+                 'lib/modprobe.d')
+KERNEL_IMAGES = ('boot/vmlinuz-{0}', 'boot/vmlinux-{0}', 'boot/Image-{0}', 'lib/modules/{0}/vmlinuz')
+
+
+def version_key(release):
+    """Sort key comparing numeric runs as numbers (5.14.0-570 > 5.14.0-427)."""
+    return [(0, int(part), '') if part.isdigit() else (1, 0, part) for part in re.findall(r'\d+|[^\d]+', release)]
+
+
+# ---------------------------------------------------------------- NVIDIA module
+
+def parse_nvidia_version_file(text):
+    """Parse /proc/driver/nvidia/version: {'version', 'flavour'}."""
+    first = text.splitlines()[0] if text.strip() else ''
+    if not first.startswith('NVRM version:'):
+        raise KernelError("/proc/driver/nvidia/version: first line '{0}' does not start with 'NVRM version:'".format(
+            first))
+    match = re.search(r'\s(\d+\.\d+(?:\.\d+)*)\s', first + ' ')
+    if not match:
+        raise KernelError("/proc/driver/nvidia/version: no driver version in '{0}'".format(first))
+    flavour = 'open' if 'Open Kernel Module' in first else 'proprietary'
+    return {'version': match.group(1), 'flavour': flavour}
+
+
+def license_flavour(license_text):
+    """Flavour from ``modinfo -F license nvidia``: 'Dual MIT/GPL' is open, 'NVIDIA' proprietary."""
+    value = license_text.strip().splitlines()[0].strip() if license_text.strip() else ''
+    if value == 'Dual MIT/GPL':
+        return 'open'
+    if value == 'NVIDIA':
+        return 'proprietary'
+    raise KernelError("modinfo -F license nvidia printed '{0}' (expected 'Dual MIT/GPL' or 'NVIDIA')".format(value))
+
+
+def parse_proc_modules(text):
+    """Names of the modules in /proc/modules."""
+    return [line.split(' ', 1)[0] for line in text.splitlines() if line.strip()]
+
+
+# ---------------------------------------------------------------- DKMS
+
+_DKMS_RE = re.compile(r'^(?P<head>[^:]+?)\s*:\s*(?P<status>.+?)\s*$')
+
+
+def parse_dkms_status(text):
+    """Parse ``dkms status`` in its old (``name, ver, kernel, arch: state``) and new (``name/ver, ...``) forms."""
+    result = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if line.startswith(('Error!', 'Warning:', 'WARNING:')) or line.startswith(' '):
+            continue
+        match = _DKMS_RE.match(line)
+        if not match:
+            raise KernelError("dkms status line {0}: cannot parse '{1}'".format(lineno, line))
+        parts = [p.strip() for p in match.group('head').split(',')]
+        if '/' in parts[0]:
+            module, version = parts[0].split('/', 1)
+            rest = parts[1:]
+        else:
+            if len(parts) < 2:
+                raise KernelError("dkms status line {0}: no module version in '{1}'".format(lineno, line))
+            module, version = parts[0], parts[1]
+            rest = parts[2:]
+        if len(rest) not in (0, 2):
+            raise KernelError("dkms status line {0}: expected 'kernel, arch' after the version in '{1}'".format(
+                lineno, line))
+        status = match.group('status')
+        result.append({'module': module, 'version': version,
+                       'kernel': rest[0] if rest else None, 'arch': rest[1] if rest else None,
+                       'status': status.split(' ', 1)[0].rstrip(','), 'detail': status})
+    return result
+
+
+# ---------------------------------------------------------------- nouveau
+
+def parse_modprobe_conf(text, module='nouveau'):
+    """Return the lines of a modprobe.d file that keep ``module`` from loading: [(lineno, line)]."""
+    found = []
+    joined = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        joined.append((lineno, raw))
+    for lineno, raw in joined:
+        line = raw.strip()
+        if not line or line.startswith('#'):
+            continue
+        words = line.split()
+        if words[0] == 'blacklist' and len(words) >= 2 and words[1] == module:
+            found.append((lineno, line))
+        elif words[0] == 'install' and len(words) >= 3 and words[1] == module and \
+                os.path.basename(words[2]) in ('false', 'true'):
+            found.append((lineno, line))
+    return found
+
+
+def cmdline_blacklist(cmdline, module='nouveau'):
+    """Kernel command line parameters that blacklist ``module`` (modprobe.blacklist=, rd.driver.blacklist=)."""
+    hits = []
+    for word in cmdline.split():
+        key, _sep, value = word.partition('=')
+        if key in ('modprobe.blacklist', 'module_blacklist', 'rd.driver.blacklist') and \
+                module in value.split(','):
+            hits.append(word)
+    return hits
+
+
+def modprobe_files(root='/'):
+    """*.conf of the modprobe.d directories; a name in an earlier directory hides later ones (kmod)."""
+    chosen = {}
+    for base in MODPROBE_DIRS:
+        for path in glob.glob(os.path.join(root, base, '*.conf')):
+            chosen.setdefault(os.path.basename(path), path)
+    return [chosen[name] for name in sorted(chosen)]
+
+
+# ---------------------------------------------------------------- PCI
+
+def _read_attr(path):
+    try:
+        with open(path) as handle:
+            return handle.read().strip().lower()
+    except (IOError, OSError):
+        return None
+
+
+def scan_pci(root='/'):
+    """NVIDIA GPUs and NVSwitches from sysfs, without lspci."""
+    gpus = []
+    switches = []
+    for dev in sorted(glob.glob(os.path.join(root, 'sys/bus/pci/devices/*'))):
+        vendor = _read_attr(os.path.join(dev, 'vendor'))
+        if vendor != NVIDIA_VENDOR:
+            continue
+        pci_class = _read_attr(os.path.join(dev, 'class')) or ''
+        info = {'bus_id': os.path.basename(dev), 'device_id': _read_attr(os.path.join(dev, 'device')),
+                'vendor_id': vendor, 'class': pci_class}
+        if pci_class[:6] in GPU_CLASSES:
+            gpus.append(info)
+        elif pci_class[:6] == NVSWITCH_CLASS:
+            switches.append(info)
+    return {'gpus': gpus, 'gpu_count': len(gpus), 'nvswitches': switches, 'nvswitch_count': len(switches)}
+
+
+# ---------------------------------------------------------------- boot loader
+
+def parse_grubenv(text):
+    """GRUB environment block: {name: value}."""
+    env = {}
+    for line in text.splitlines():
+        if line.startswith('#') or '=' not in line:
+            continue
+        key, value = line.split('=', 1)
+        env[key] = value
+    return env
+
+
+_MENU_RE = re.compile(r'^\s*(menuentry|submenu)\s+(\'[^\']*\'|"[^"]*"|\S+)(.*?)\{\s*$')
+_ID_RE = re.compile(r'\$menuentry_id_option\s+(\'[^\']*\'|"[^"]*"|\S+)')
+_LINUX_RE = re.compile(r'^\s*linux(?:efi|16)?\s+(\S+)')
+_DEFAULT_RE = re.compile(r'^\s*set\s+default=(\'[^\']*\'|"[^"]*"|\S+)')
+
+
+def _unquote(word):
+    if len(word) >= 2 and word[0] == word[-1] and word[0] in '\'"':
+        return word[1:-1]
+    return word
+
+
+def release_from_image(path):
+    """'/boot/vmlinuz-6.1.0-18-amd64' -> '6.1.0-18-amd64'."""
+    name = os.path.basename(path.strip())
+    for prefix in ('vmlinuz-', 'vmlinux-', 'Image-', 'kernel-'):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return None
+
+
+def parse_grub_cfg(text):
+    """Return {'entries': tree of {title, id, release, children}, 'defaults': [raw values of set default=]}."""
+    root = {'title': None, 'id': None, 'release': None, 'children': []}
+    stack = [root]
+    defaults = []
+    for line in text.splitlines():
+        match = _MENU_RE.match(line)
+        if match:
+            ident = _ID_RE.search(match.group(3))
+            node = {'kind': match.group(1), 'title': _unquote(match.group(2)),
+                    'id': _unquote(ident.group(1)) if ident else None, 'release': None, 'children': []}
+            stack[-1]['children'].append(node)
+            stack.append(node)
+            continue
+        if line.strip() == '}' and len(stack) > 1:
+            stack.pop()
+            continue
+        linux = _LINUX_RE.match(line)
+        if linux and len(stack) > 1:
+            stack[-1]['release'] = release_from_image(linux.group(1))
+            continue
+        default = _DEFAULT_RE.match(line)
+        if default:
+            defaults.append(_unquote(default.group(1)))
+    return {'entries': root['children'], 'defaults': defaults}
+
+
+def resolve_grub_default(cfg, env):
+    """Release GRUB boots next from a parsed grub.cfg and grubenv (next_entry, then default/saved_entry)."""
+    value = None
+    if env.get('next_entry') and any('next_entry' in d for d in cfg['defaults']):
+        value = env['next_entry']
+    else:
+        for raw in cfg['defaults']:
+            if 'next_entry' in raw:
+                continue
+            value = raw
+        if value is not None and value.startswith('${') and value.endswith('}'):
+            value = env.get(value[2:-1], '')
+        if value is None or value == '':
+            value = '0'
+    return _walk_grub(cfg['entries'], value)
+
+
+def _walk_grub(entries, value):
+    nodes = entries
+    node = None
+    for part in value.split('>'):
+        node = None
+        if part.isdigit():
+            index = int(part)
+            if index < len(nodes):
+                node = nodes[index]
+        else:
+            for candidate in nodes:
+                if part in (candidate['title'], candidate['id']):
+                    node = candidate
+                    break
+        if node is None:
+            return None
+        nodes = node['children']
+    if node is None:
+        return None
+    if node.get('kind') == 'submenu':
+        return _walk_grub(node['children'], '0')
+    return node['release']
+
+
+def parse_bls_entry(text):
+    """Boot Loader Specification entry: the release of its ``linux`` line (or its ``version``)."""
+    version = None
+    for line in text.splitlines():
+        words = line.split(None, 1)
+        if len(words) == 2 and words[0] == 'linux':
+            release = release_from_image(words[1])
+            if release:
+                return release
+        if len(words) == 2 and words[0] == 'version':
+            version = words[1].strip()
+    return version
+
+
+def bls_default(root, env):
+    """Default of a BLS (EL8+) host: grubenv saved_entry names /boot/loader/entries/<id>.conf, else the newest."""
+    entries_dir = os.path.join(root, 'boot/loader/entries')
+    saved = env.get('saved_entry')
+    if saved:
+        path = os.path.join(entries_dir, saved + '.conf')
+        if os.path.exists(path):
+            with open(path) as handle:
+                return parse_bls_entry(handle.read())
+    releases = []
+    for path in glob.glob(os.path.join(entries_dir, '*.conf')):
+        with open(path) as handle:
+            release = parse_bls_entry(handle.read())
+        if release and not release.endswith('rescue') and 'rescue' not in os.path.basename(path):
+            releases.append(release)
+    if not releases:
+        return None
+    return sorted(releases, key=version_key)[-1]
+
+
+# ---------------------------------------------------------------- tree helpers
+
+def resolve_in_root(root, path, depth=0):
+    """Follow symlinks in path as if root were /; return the real path or None when it does not resolve."""
+    if depth > 40:
+        return None
+    parts = [p for p in path.split('/') if p]
+    current = root
+    for index, part in enumerate(parts):
+        candidate = os.path.join(current, part)
+        if os.path.islink(candidate):
+            target = os.readlink(candidate)
+            rest = '/'.join(parts[index + 1:])
+            if target.startswith('/'):
+                new = target
+            else:
+                new = os.path.join(current[len(root.rstrip('/')):] or '/', target)
+            return resolve_in_root(root, os.path.normpath(os.path.join(new, rest)), depth + 1)
+        if not os.path.exists(candidate):
+            return None
+        current = candidate
+    return current
+
+
+def _read(path):
+    with open(path, 'rb') as handle:
+        return handle.read().decode('utf-8', 'replace')
+
+
+def _try_read(path):
+    try:
+        return _read(path)
+    except (IOError, OSError):
+        return None
+
+
+# ---------------------------------------------------------------- collector
+
+def _run(module, argv):
+    rc, out, err = module.run_command(argv, environ_update=ENV)
+    return rc, out, err
+
+
+def installed_kernels(root='/'):
+    """Releases with a kernel image in /boot or /lib/modules, and every /lib/modules directory."""
+    found = set()
+    for pattern in KERNEL_IMAGES:
+        for path in glob.glob(os.path.join(root, pattern.format('*'))):
+            if pattern.startswith('lib/'):
+                found.add(os.path.basename(os.path.dirname(path)))
+            else:
+                release = release_from_image(path)
+                if release and not release.endswith('.hmac') and 'rescue' not in release:
+                    found.add(release)
+    module_dirs = [os.path.basename(p) for p in glob.glob(os.path.join(root, 'lib/modules/*')) if os.path.isdir(p)]
+    return sorted(found, key=version_key), sorted(module_dirs, key=version_key)
+
+
+def _running_release(root):
+    if root == '/':
+        return os.uname()[2]
+    text = _try_read(os.path.join(root, 'proc/sys/kernel/osrelease'))
+    if text and text.strip():
+        return text.strip()
+    return os.uname()[2]
+
+
+def _default_kernel(module, root, warnings):
+    if root == '/':
+        grubby = module.get_bin_path('grubby')
+        if grubby:
+            argv = [grubby, '--default-kernel']
+            rc, out, err = _run(module, argv)
+            if rc == 0 and out.strip():
+                return release_from_image(out.strip().splitlines()[-1]), 'grubby'
+            warnings.append('grubby --default-kernel failed (rc={0}): {1}'.format(rc, (err or out).strip()))
+    for cfg_rel, env_rel in (('boot/grub/grub.cfg', 'boot/grub/grubenv'),
+                             ('boot/grub2/grub.cfg', 'boot/grub2/grubenv'),
+                             ('boot/efi/EFI/redhat/grub.cfg', 'boot/grub2/grubenv')):
+        cfg_text = _try_read(os.path.join(root, cfg_rel))
+        if cfg_text is None:
+            continue
+        env = parse_grubenv(_try_read(os.path.join(root, env_rel)) or '')
+        if 'blscfg' in cfg_text:
+            return bls_default(root, env), 'bls:' + cfg_rel
+        return resolve_grub_default(parse_grub_cfg(cfg_text), env), cfg_rel
+    if os.path.isdir(os.path.join(root, 'boot/loader/entries')):
+        env = parse_grubenv(_try_read(os.path.join(root, 'boot/grub2/grubenv')) or '')
+        return bls_default(root, env), 'bls'
+    return None, None
+
+
+def _nouveau(module, root, running, check_initramfs, warnings):
+    modules_text = _try_read(os.path.join(root, 'proc/modules')) or ''
+    loaded = 'nouveau' in parse_proc_modules(modules_text) or os.path.isdir(os.path.join(root, 'sys/module/nouveau'))
+    files = []
+    lines = []
+    for path in modprobe_files(root):
+        text = _try_read(path)
+        if text is None:
+            continue
+        hits = parse_modprobe_conf(text)
+        if hits:
+            files.append(path)
+            lines.extend('{0}:{1}: {2}'.format(path, n, line) for n, line in hits)
+    cmdline = cmdline_blacklist(_try_read(os.path.join(root, 'proc/cmdline')) or '')
+    result = {'loaded': loaded, 'blacklisted': bool(files or cmdline), 'blacklist_files': files,
+              'blacklist_lines': lines, 'cmdline': cmdline, 'initramfs': None}
+    if check_initramfs:
+        result['initramfs'] = _initramfs(module, root, running, warnings)
+    return result
+
+
+def _initramfs(module, root, release, warnings):
+    if root != '/':
+        return {'image': None, 'checked': False, 'reason': 'root is not /', 'module_present': None,
+                'blacklist_files': []}
+    candidates = ['/boot/initramfs-{0}.img'.format(release), '/boot/initrd.img-{0}'.format(release)]
+    image = next((c for c in candidates if os.path.exists(c)), None)
+    tool = module.get_bin_path('lsinitrd') or module.get_bin_path('lsinitramfs')
+    if image is None or tool is None:
+        return {'image': image, 'checked': False, 'module_present': None, 'blacklist_files': [],
+                'reason': 'no initramfs image for {0}'.format(release) if image is None
+                else 'neither lsinitrd nor lsinitramfs is installed'}
+    argv = [tool, image]
+    rc, out, err = _run(module, argv)
+    if rc != 0:
+        warnings.append('{0} failed (rc={1}): {2}'.format(' '.join(argv), rc, err.strip()))
+        return {'image': image, 'checked': False, 'module_present': None, 'blacklist_files': [],
+                'reason': err.strip()}
+    names = [line.split()[-1] for line in out.splitlines() if line.strip()]
+    present = any(re.search(r'/nouveau\.ko(\.[a-z]+)?$', n) for n in names)
+    conf = [n for n in names if re.search(r'modprobe\.d/[^/]+\.conf$', n)]
+    return {'image': image, 'checked': True, 'module_present': present, 'blacklist_files': conf, 'reason': None}
+
+
+def _nvidia(module, root, running, warnings):
+    modules_text = _try_read(os.path.join(root, 'proc/modules')) or ''
+    loaded = 'nvidia' in parse_proc_modules(modules_text)
+    result = {'loaded': loaded, 'version': None, 'flavour': None, 'source': None}
+    version_text = _try_read(os.path.join(root, 'proc/driver/nvidia/version'))
+    if version_text:
+        parsed = parse_nvidia_version_file(version_text)
+        result.update(parsed)
+        result['loaded'] = True
+        result['source'] = '/proc/driver/nvidia/version'
+        return result
+    sys_version = _try_read(os.path.join(root, 'sys/module/nvidia/version'))
+    if sys_version and sys_version.strip():
+        result['version'] = sys_version.strip()
+        result['loaded'] = True
+        result['source'] = '/sys/module/nvidia/version'
+    modinfo = module.get_bin_path('modinfo')
+    if modinfo is None:
+        return result
+    base = [modinfo] + (['-b', root, '-k', running] if root != '/' else [])
+    rc, out, err = _run(module, base + ['-F', 'license', 'nvidia'])
+    if rc != 0:
+        if 'not found' not in err:
+            warnings.append('modinfo -F license nvidia failed (rc={0}): {1}'.format(rc, err.strip()))
+        return result
+    try:
+        result['flavour'] = license_flavour(out)
+    except KernelError as exc:
+        warnings.append(str(exc))
+        return result
+    if result['version'] is None:
+        rc, out, err = _run(module, base + ['-F', 'version', 'nvidia'])
+        if rc == 0 and out.strip():
+            result['version'] = out.strip().splitlines()[0]
+    result['source'] = result['source'] or 'modinfo'
+    return result
+
+
+def dkms_tree_status(root):
+    """DKMS state read from <root>/var/lib/dkms (what ``dkms status`` reports, for a tree).
+
+    <module>/<version>/<kernel>/<arch>/module/*.ko* is 'built'; 'installed' when those files
+    also sit below <root>/lib/modules/<kernel>; a version with no kernel build is 'added'.
+    """
+    result = []
+    base = os.path.join(root, 'var/lib/dkms')
+    for mod_dir in sorted(glob.glob(os.path.join(base, '*'))):
+        module_name = os.path.basename(mod_dir)
+        for ver_dir in sorted(glob.glob(os.path.join(mod_dir, '*')), key=version_key):
+            if os.path.islink(ver_dir) or not os.path.isdir(ver_dir):
+                continue
+            version = os.path.basename(ver_dir)
+            builds = glob.glob(os.path.join(ver_dir, '*', '*', 'module'))
+            if not builds:
+                result.append({'module': module_name, 'version': version, 'kernel': None, 'arch': None,
+                               'status': 'added', 'detail': 'added'})
+                continue
+            for build in sorted(builds):
+                arch_dir = os.path.dirname(build)
+                kernel = os.path.basename(os.path.dirname(arch_dir))
+                kos = [os.path.basename(k) for k in glob.glob(os.path.join(build, '*.ko*'))]
+                installed = set()
+                for dirpath, _dirs, files in os.walk(os.path.join(root, 'lib/modules', kernel)):
+                    installed.update(f for f in files if f in kos)
+                status = 'installed' if kos and set(kos) <= installed else 'built'
+                result.append({'module': module_name, 'version': version, 'kernel': kernel,
+                               'arch': os.path.basename(arch_dir), 'status': status, 'detail': status})
+    return result
+
+
+def _dkms(module, root, warnings):
+    if root != '/':
+        return dkms_tree_status(root)
+    dkms = module.get_bin_path('dkms')
+    if dkms is None:
+        return []
+    argv = [dkms, 'status']
+    rc, out, err = _run(module, argv)
+    if rc != 0:
+        warnings.append('dkms status failed (rc={0}): {1}'.format(rc, err.strip()))
+        return []
+    return parse_dkms_status(out)
+
+
+def collect_kernel_facts(module, root='/', check_initramfs=False):
+    """Return the ``kernel_state`` namespace."""
+    root = root or '/'
+    warnings = []
+    running = _running_release(root)
+    installed, module_dirs = installed_kernels(root)
+    default, default_source = _default_kernel(module, root, warnings)
+    devel = {}
+    build_paths = {}
+    for release in [running] + ([default] if default else []) + installed:
+        if release in devel:
+            continue
+        link = os.path.join('/lib/modules', release, 'build')
+        resolved = resolve_in_root(root, link) if root != '/' else (
+            os.path.realpath(link) if os.path.exists(link) else None)
+        devel[release] = resolved is not None
+        build_paths[release] = resolved
+    return {
+        'running': running,
+        'installed': installed,
+        'module_dirs': module_dirs,
+        'default': default,
+        'default_source': default_source,
+        'devel': devel,
+        'build_paths': build_paths,
+        'nouveau': _nouveau(module, root, running, check_initramfs, warnings),
+        'nvidia_module': _nvidia(module, root, running, warnings),
+        'dkms': _dkms(module, root, warnings),
+        'pci': scan_pci(root),
+        'warnings': warnings,
+    }

@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
+# It may change or disappear in any release without notice.
+#
+# Runs ``nvidia-smi -q -x`` with a hard timeout and turns its output into the
+# ``ansible_facts.nvidia`` namespace (see docs/contracts.md). Used by the
+# nvidia_gpu_facts, nvidia_gpu and gpu_node_facts modules.
+#
+# AnsibleModule.run_command has no timeout in ansible-core 2.16 (the last one
+# that manages EL8's Python 3.6), and nvidia-smi can block for minutes when a
+# GPU has fallen off the bus, so commands run through run_with_timeout().
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import signal
+import subprocess  # runs nvidia-smi by absolute path with a fixed argv list, no shell  # nosec B404
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import (
+    NvidiaSmiParseError,
+    parse_nvsmi_xml,
+)
+
+C_LOCALE = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
+
+
+class CommandTimeout(Exception):
+    """A command did not finish within its timeout; it and its process group were killed."""
+
+    def __init__(self, argv, timeout, stdout='', stderr=''):
+        self.argv = list(argv)
+        self.timeout = timeout
+        self.stdout = stdout
+        self.stderr = stderr
+        super(CommandTimeout, self).__init__(
+            '{0} did not finish within {1} seconds and was killed'.format(' '.join(self.argv), timeout))
+
+
+class NvidiaCollectError(Exception):
+    """Gathering NVIDIA facts failed in a way the calling module must fail on."""
+
+    def __init__(self, msg, cmd=None, rc=None, stdout='', stderr=''):
+        super(NvidiaCollectError, self).__init__(msg)
+        self.msg = msg
+        self.cmd = cmd
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def fail_kwargs(self):
+        """Keyword arguments for ``module.fail_json``."""
+        return dict(msg=self.msg, cmd=self.cmd, rc=self.rc, stdout=self.stdout, stderr=self.stderr)
+
+
+class NvidiaSmiTimeout(NvidiaCollectError):
+    """``nvidia-smi`` hung (typically a GPU that fell off the bus) and was killed."""
+
+
+def _to_text(data):
+    if data is None:
+        return ''
+    if isinstance(data, bytes):
+        return data.decode('utf-8', 'replace')
+    return data
+
+
+def run_with_timeout(argv, timeout, env=None):
+    """Run ``argv`` (a list, never a shell string) and return ``(rc, stdout, stderr)`` as text.
+
+    ``env`` entries are added to the current environment (the C locale is always
+    pinned). The command runs in its own session; on timeout the whole process
+    group is killed with SIGKILL and CommandTimeout is raised.
+    """
+    argv = [str(arg) for arg in argv]
+    environ = dict(os.environ)
+    environ.update(C_LOCALE)
+    if env:
+        environ.update(env)
+    # argv is a list built by the collection, never a shell string.
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,  # nosec B603
+                            stderr=subprocess.PIPE, env=environ, close_fds=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            # A child that left the group may still hold the pipes; give up on them.
+            out, err = b'', b''
+        raise CommandTimeout(argv, timeout, _to_text(out), _to_text(err))
+    return proc.returncode, _to_text(out), _to_text(err)
+
+
+def find_nvidia_smi(module, nvidia_smi=None):
+    """Path of nvidia-smi, or None when it is not installed."""
+    if nvidia_smi:
+        if os.path.isfile(nvidia_smi) and os.access(nvidia_smi, os.X_OK):
+            return nvidia_smi
+        return None
+    return module.get_bin_path('nvidia-smi', required=False, opt_dirs=['/usr/bin', '/usr/local/bin'])
+
+
+def empty_facts(error):
+    return {
+        'present': False,
+        'error': error,
+        'driver_version': None,
+        'cuda_version': None,
+        'attached_gpus': 0,
+        'gpu_blocks': 0,
+        'dtd_version': None,
+        'timestamp': None,
+        'gpus': [],
+    }
+
+
+def query_xml(binary, timeout):
+    """Run ``nvidia-smi -q -x``; return (argv, rc, stdout, stderr). Raises NvidiaSmiTimeout."""
+    argv = [binary, '-q', '-x']
+    try:
+        rc, out, err = run_with_timeout(argv, timeout)
+    except CommandTimeout as exc:
+        raise NvidiaSmiTimeout(
+            'nvidia-smi -q -x did not answer within the timeout of {0} seconds and was killed; '
+            'a GPU may have fallen off the bus (check dmesg for Xid 79) or the driver is hung'.format(timeout),
+            cmd=argv, rc=None, stdout=exc.stdout, stderr=exc.stderr)
+    except OSError as exc:
+        raise NvidiaCollectError('cannot run {0}: {1}'.format(binary, exc), cmd=argv)
+    return argv, rc, out, err
+
+
+def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvidia_smi=None):
+    """Return the ``ansible_facts.nvidia`` namespace.
+
+    ``present`` is false (and ``error`` says why) when nvidia-smi is missing or
+    the driver does not answer. Raises NvidiaSmiTimeout when nvidia-smi hangs
+    and NvidiaCollectError when it answers with output that is not valid XML.
+    """
+    binary = find_nvidia_smi(module, nvidia_smi)
+    if binary is None:
+        return empty_facts('nvidia-smi not found{0}'.format(
+            ' at {0}'.format(nvidia_smi) if nvidia_smi else ' in PATH, /usr/bin or /usr/local/bin'))
+    argv, rc, out, err = query_xml(binary, timeout)
+    if rc != 0:
+        said = '\n'.join(part.strip() for part in (out, err) if part and part.strip())
+        return empty_facts(said or '{0} exited with rc {1} and printed nothing'.format(' '.join(argv), rc))
+    try:
+        facts = parse_nvsmi_xml(out, include_supported_clocks=include_supported_clocks)
+    except NvidiaSmiParseError as exc:
+        raise NvidiaCollectError('cannot parse the output of {0}: {1}'.format(' '.join(argv), exc),
+                                 cmd=argv, rc=rc, stdout=out, stderr=err)
+    facts['present'] = True
+    facts['error'] = None
+    return facts

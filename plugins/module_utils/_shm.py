@@ -1,0 +1,235 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
+# Its functions may change without notice; do not import it from other collections.
+"""Parsers for /proc/self/mountinfo, /etc/fstab, /proc/meminfo and tmpfs size options.
+
+Pure functions; no Ansible import.  Sizes follow tmpfs(5) and the kernel's shmem option
+parser: ``size=`` takes memparse() syntax (a C integer - decimal, 0x hex or 0 octal - with
+an optional k, m, g, t, p or e suffix, base 1024) or ``N%`` of RAM, and is rounded up to
+whole pages; ``nr_blocks=`` counts pages; without either, tmpfs takes half of RAM.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import re
+
+
+class ShmError(Exception):
+    """A mount table, fstab or size value that cannot be understood."""
+
+
+_SUFFIX = {'': 1, 'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4, 'p': 1024 ** 5, 'e': 1024 ** 6}
+_MEMPARSE_RE = re.compile(r'^(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)([kKmMgGtTpPeE]?)(%?)$')
+_OCTAL_RE = re.compile(r'\\([0-7]{3})')
+
+
+def unescape(field):
+    """Undo the octal escapes (\\040 space, \\011 tab, \\012 newline, \\134 backslash) of mount tables."""
+    return _OCTAL_RE.sub(lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _round_pages(size, page_size):
+    return (size + page_size - 1) // page_size * page_size
+
+
+def parse_tmpfs_size(value, ram_bytes=None, page_size=4096, where='size'):
+    """Bytes that tmpfs reserves for ``size=value``.
+
+    ``ram_bytes`` (MemTotal) is needed for percentages.  Raises ShmError naming the option.
+    """
+    text = value.strip()
+    match = _MEMPARSE_RE.match(text)
+    if not match:
+        raise ShmError(
+            "{0}={1}: not a tmpfs size (allowed: bytes, or a number with k, m, g, t, p or e, or a percentage "
+            "of RAM such as 50%)".format(where, value))
+    digits = match.group(1)
+    if digits[:2].lower() == '0x':
+        number = int(digits, 16)
+    elif digits.startswith('0'):
+        number = int(digits, 8)
+    else:
+        number = int(digits)
+    number *= _SUFFIX[match.group(2).lower()]
+    if match.group(3):
+        if ram_bytes is None:
+            raise ShmError('{0}={1}: a percentage needs the size of RAM (MemTotal in /proc/meminfo)'.format(
+                where, value))
+        # shmem: size <<= PAGE_SHIFT; size *= totalram_pages; size /= 100
+        pages = ram_bytes // page_size
+        number = number * page_size * pages // 100
+    return _round_pages(number, page_size)
+
+
+def tmpfs_size_from_options(options, ram_bytes=None, page_size=4096):
+    """Size in bytes given by a tmpfs option list, or None when it sets no size (then RAM/2 applies)."""
+    size = None
+    for option in options:
+        key, _sep, value = option.partition('=')
+        if key == 'size':
+            size = parse_tmpfs_size(value, ram_bytes, page_size, 'size')
+        elif key == 'nr_blocks':
+            if not value.isdigit():
+                raise ShmError('nr_blocks={0}: not a number of pages'.format(value))
+            size = int(value) * page_size
+    return size
+
+
+def tmpfs_default_size(ram_bytes, page_size=4096):
+    """tmpfs without size=: half of the RAM pages."""
+    return (ram_bytes // page_size // 2) * page_size
+
+
+def parse_meminfo(text):
+    """Return MemTotal in bytes."""
+    for line in text.splitlines():
+        if line.startswith('MemTotal:'):
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                factor = 1024 if len(parts) < 3 or parts[2].lower() == 'kb' else 1
+                return int(parts[1]) * factor
+            raise ShmError("/proc/meminfo: cannot read MemTotal from '{0}'".format(line.strip()))
+    raise ShmError('/proc/meminfo: no MemTotal line')
+
+
+def parse_mountinfo(text):
+    """List of dicts: mount_id, parent_id, dev, root, mount_point, mount_options, optional, fstype, source,
+    super_options; in the kernel's order."""
+    mounts = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = line.split(' ')
+        try:
+            sep = fields.index('-', 6)
+        except ValueError:
+            raise ShmError("mountinfo line {0}: no ' - ' separator in '{1}'".format(lineno, line))
+        if len(fields) < sep + 4 or sep < 6:
+            raise ShmError("mountinfo line {0}: too few fields in '{1}'".format(lineno, line))
+        mounts.append({
+            'mount_id': fields[0],
+            'parent_id': fields[1],
+            'dev': fields[2],
+            'root': unescape(fields[3]),
+            'mount_point': unescape(fields[4]),
+            'mount_options': fields[5].split(','),
+            'optional': fields[6:sep],
+            'fstype': fields[sep + 1],
+            'source': unescape(fields[sep + 2]),
+            'super_options': fields[sep + 3].split(','),
+        })
+    return mounts
+
+
+def parse_fstab(text):
+    """List of dicts: spec, file, vfstype, options (list), freq, passno, line."""
+    entries = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith('#'):
+            continue
+        fields = line.split()
+        if len(fields) < 3:
+            raise ShmError("fstab line {0}: expected at least 'spec file vfstype', got '{1}'".format(lineno, line))
+        entries.append({
+            'spec': unescape(fields[0]),
+            'file': unescape(fields[1]),
+            'vfstype': fields[2],
+            'options': fields[3].split(',') if len(fields) > 3 else ['defaults'],
+            'freq': fields[4] if len(fields) > 4 else '0',
+            'passno': fields[5] if len(fields) > 5 else '0',
+            'line': lineno,
+        })
+    return entries
+
+
+def _norm(path):
+    path = os.path.normpath(path)
+    return path if path != '//' else '/'
+
+
+def find_mount(mounts, path):
+    """The visible (last) mount whose mount point is path, or None."""
+    found = None
+    for mount in mounts:
+        if _norm(mount['mount_point']) == _norm(path):
+            found = mount
+    return found
+
+
+def find_fstab(entries, path):
+    """The last fstab entry for path (mount -a mounts them in order; the last one ends on top)."""
+    found = None
+    for entry in entries:
+        if _norm(entry['file']) == _norm(path):
+            found = entry
+    return found
+
+
+def merge_options(mount):
+    """Per-mount options, then the superblock options not already listed."""
+    merged = list(mount['mount_options'])
+    for option in mount['super_options']:
+        if option not in merged:
+            merged.append(option)
+    return merged
+
+
+def _read(path):
+    with open(path, 'rb') as handle:
+        return handle.read().decode('utf-8', 'surrogateescape')
+
+
+def collect_shm_facts(module, path='/dev/shm', root='/'):
+    """Return the ``shm`` namespace. module is unused (kept for the collector contract)."""
+    root = root or '/'
+    live = root == '/'
+    page_size = os.sysconf('SC_PAGE_SIZE') if live else 4096
+    ram_bytes = None
+    try:
+        ram_bytes = parse_meminfo(_read(os.path.join(root, 'proc/meminfo')))
+    except (IOError, OSError):
+        pass
+    mountinfo_path = os.path.join(root, 'proc/self/mountinfo')
+    try:
+        mounts = parse_mountinfo(_read(mountinfo_path))
+    except (IOError, OSError) as exc:
+        raise ShmError('cannot read {0}: {1}'.format(mountinfo_path, exc))
+    mount = find_mount(mounts, path)
+    facts = {'path': path, 'mounted': mount is not None, 'fstype': None, 'source': None, 'size_bytes': None,
+             'used_bytes': None, 'free_bytes': None, 'mount_options': [], 'fstab': None,
+             'ram_bytes': ram_bytes, 'default_size_bytes': None}
+    if ram_bytes is not None:
+        facts['default_size_bytes'] = tmpfs_default_size(ram_bytes, page_size)
+    if mount is not None:
+        facts['fstype'] = mount['fstype']
+        facts['source'] = mount['source']
+        facts['mount_options'] = merge_options(mount)
+        if live:
+            st = os.statvfs(path)
+            facts['size_bytes'] = st.f_blocks * st.f_frsize
+            facts['used_bytes'] = (st.f_blocks - st.f_bfree) * st.f_frsize
+            facts['free_bytes'] = st.f_bavail * st.f_frsize
+        elif mount['fstype'] == 'tmpfs':
+            size = tmpfs_size_from_options(mount['super_options'], ram_bytes, page_size)
+            facts['size_bytes'] = size if size is not None else facts['default_size_bytes']
+    fstab_path = os.path.join(root, 'etc/fstab')
+    if os.path.exists(fstab_path):
+        entry = find_fstab(parse_fstab(_read(fstab_path)), path)
+        if entry is not None:
+            size = None
+            explicit = False
+            if entry['vfstype'] == 'tmpfs':
+                size = tmpfs_size_from_options(entry['options'], ram_bytes, page_size)
+                explicit = size is not None
+                if size is None and ram_bytes is not None:
+                    size = tmpfs_default_size(ram_bytes, page_size)
+            facts['fstab'] = {'options': entry['options'], 'size_bytes': size, 'size_explicit': explicit,
+                              'vfstype': entry['vfstype'], 'spec': entry['spec'], 'line': entry['line']}
+    return facts

@@ -1,0 +1,207 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: kernel_facts
+short_description: Report kernels, boot default, devel trees, nouveau, the NVIDIA module, DKMS and NVIDIA PCI devices
+version_added: 0.1.0
+author: gpufleet maintainers (@gpufleet)
+description:
+  - Running kernel, installed kernels (a kernel image in C(/boot) or C(/lib/modules/<release>)) and the kernel that
+    boots next (C(grubby --default-kernel) on EL, otherwise the GRUB environment and C(grub.cfg), or BLS entries).
+  - Whether C(/lib/modules/<release>/build) resolves (devel or headers installed) for the running, the default and
+    every installed kernel.
+  - nouveau - loaded (C(/proc/modules), C(/sys/module/nouveau)), blacklisted (C(blacklist nouveau) or
+    C(install nouveau /bin/false) in C(/etc), C(/run), C(/usr/local/lib), C(/usr/lib) or C(/lib) C(modprobe.d), a file
+    in an earlier directory hiding one of the same name later, or C(modprobe.blacklist=nouveau) on the kernel command
+    line) and, with O(check_initramfs), inside the initramfs of the running kernel.
+  - NVIDIA module - loaded, version and flavour from C(/proc/driver/nvidia/version) (open modules say
+    C(Open Kernel Module)), otherwise from C(modinfo) (license C(Dual MIT/GPL) is open, C(NVIDIA) proprietary).
+  - C(dkms status), old and new formats.
+  - NVIDIA GPUs (PCI class 0x0300/0x0302) and NVSwitches (class 0x0680) from sysfs, without lspci, so a GPU shows even
+    when nvidia-smi hangs.
+extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+  - gpufleet.nodeprep.attributes.FACTS
+  - gpufleet.nodeprep.attributes.INFO_MODULE
+options:
+  root:
+    description:
+      - Read C(boot/), C(lib/modules/), C(etc/), C(proc/), C(sys/) and C(var/lib/dkms/) below this directory instead
+        of C(/). With another root, grubby, dkms and lsinitrd are not run (DKMS state comes from C(var/lib/dkms)) and
+        modinfo is run with C(-b root -k <running>).
+    type: path
+    default: /
+  check_initramfs:
+    description:
+      - Also list the running kernel's initramfs with C(lsinitrd) or C(lsinitramfs) and report whether it holds
+        C(nouveau.ko) and which C(modprobe.d) files. Slow, hence off by default.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Read kernel state
+  gpufleet.nodeprep.kernel_facts:
+
+- name: Headers must exist for the kernel that boots next
+  ansible.builtin.assert:
+    that:
+      - ansible_facts.kernel_state.devel[ansible_facts.kernel_state.default | default(ansible_facts.kernel_state.running, true)]
+    fail_msg: install kernel-devel/linux-headers for {{ ansible_facts.kernel_state.default }}
+
+- name: Look inside the initramfs as well
+  gpufleet.nodeprep.kernel_facts:
+    check_initramfs: true
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added under C(kernel_state).
+  returned: always
+  type: dict
+  contains:
+    kernel_state:
+      description: Kernel and driver state.
+      returned: always
+      type: dict
+      contains:
+        running:
+          description: The running kernel release (C(uname -r)).
+          type: str
+          sample: 5.14.0-503.14.1.el9_5.x86_64
+        installed:
+          description: Releases that have a kernel image, oldest first.
+          type: list
+          elements: str
+        module_dirs:
+          description: Every directory in C(/lib/modules), including leftovers of removed kernels.
+          type: list
+          elements: str
+        default:
+          description: The release that boots next, null when it cannot be told.
+          type: str
+        default_source:
+          description: Where RV(ansible_facts.kernel_state.default) came from (V(grubby), a C(grub.cfg) path, V(bls)).
+          type: str
+        devel:
+          description: Release -> whether C(/lib/modules/<release>/build) resolves.
+          type: dict
+          sample: {5.14.0-503.14.1.el9_5.x86_64: true}
+        build_paths:
+          description: Release -> where C(build) resolves to, or null.
+          type: dict
+        nouveau:
+          description: nouveau state.
+          type: dict
+          contains:
+            loaded:
+              description: Whether nouveau is loaded.
+              type: bool
+            blacklisted:
+              description: Whether a modprobe.d file or the kernel command line blacklists it.
+              type: bool
+            blacklist_files:
+              description: The modprobe.d files that do.
+              type: list
+              elements: str
+            blacklist_lines:
+              description: The C(file:line) and text of each such line.
+              type: list
+              elements: str
+            cmdline:
+              description: Kernel command line words that blacklist it.
+              type: list
+              elements: str
+            initramfs:
+              description: Null unless O(check_initramfs); then C(image), C(checked), C(module_present),
+                C(blacklist_files) (modprobe.d files inside) and C(reason).
+              type: dict
+        nvidia_module:
+          description: NVIDIA kernel module.
+          type: dict
+          contains:
+            loaded:
+              description: Whether C(nvidia) is loaded.
+              type: bool
+            version:
+              description: Its version (of the loaded module, else of the one modinfo finds).
+              type: str
+              sample: 570.86.15
+            flavour:
+              description: V(open), V(proprietary) or null.
+              type: str
+            source:
+              description: Where version/flavour came from.
+              type: str
+        dkms:
+          description: DKMS modules.
+          type: list
+          elements: dict
+          sample: [{module: nvidia, version: 570.86.15, kernel: 5.14.0-503.14.1.el9_5.x86_64, arch: x86_64,
+                    status: installed, detail: installed}]
+        pci:
+          description: NVIDIA PCI devices from sysfs.
+          type: dict
+          contains:
+            gpus:
+              description: C({bus_id, device_id, vendor_id, class}) per GPU.
+              type: list
+              elements: dict
+            gpu_count:
+              description: Number of GPUs.
+              type: int
+            nvswitches:
+              description: C({bus_id, device_id, vendor_id, class}) per NVSwitch.
+              type: list
+              elements: dict
+            nvswitch_count:
+              description: Number of NVSwitches.
+              type: int
+        warnings:
+          description: Commands that failed without making the facts useless.
+          type: list
+          elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import (
+    KernelError,
+    collect_kernel_facts,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            root=dict(type='path', default='/'),
+            check_initramfs=dict(type='bool', default=False),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        facts = collect_kernel_facts(module, root=module.params['root'],
+                                     check_initramfs=module.params['check_initramfs'])
+    except KernelError as exc:
+        module.fail_json(msg=str(exc))
+    for warning in facts['warnings']:
+        module.warn(warning)
+    module.exit_json(changed=False, ansible_facts={'kernel_state': facts})
+
+
+if __name__ == '__main__':
+    main()

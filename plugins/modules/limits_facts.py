@@ -1,0 +1,202 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: limits_facts
+short_description: Report pam_limits entries, effective per-user limits and systemd's memlock limits
+version_added: 0.1.0
+author: gpufleet maintainers (@gpufleet)
+description:
+  - Reads C(/etc/security/limits.conf) and C(/etc/security/limits.d/*.conf) in the order pam_limits reads them
+    and returns every entry with its file and line.
+  - For each user in O(users) computes the soft and hard value pam_limits would set at login, with pam_limits'
+    precedence (user or uid range, then C(@group), then C(*); a later line of the same rank wins).
+  - On Debian and Ubuntu the distribution's pam_limits patch is modelled too - C(*) and group lines do not apply
+    to root, and values no line sets start from C(/proc/1/limits).
+  - Reads C(DefaultLimitMEMLOCK) and C(DefaultLimitNOFILE) from C(system.conf) and its drop-ins, and asks systemd
+    for the limits of the units in O(services). pam_limits does not reach systemd services.
+  - Values are V(unlimited) or integers in limits.conf units (KiB for memlock, minutes for cpu); systemd's bytes
+    are converted to KiB and its V(infinity) becomes V(unlimited).
+extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+  - gpufleet.nodeprep.attributes.FACTS
+  - gpufleet.nodeprep.attributes.INFO_MODULE
+options:
+  users:
+    description:
+      - Users to compute effective limits for. Each must exist (or be listed in O(groups)).
+    type: list
+    elements: str
+    default: []
+  services:
+    description:
+      - systemd units whose C(LimitMEMLOCK)/C(LimitNOFILE) to report, as C(systemctl show) reports them.
+      - Without a running systemd each is reported as null with a reason in RV(ansible_facts.limits.systemd.service_errors).
+    type: list
+    elements: str
+    default: []
+  groups:
+    description:
+      - Group names per user, used instead of the account database. Mainly for tests and for users that do not exist
+        yet. The value for a user is a list of group names, or a dict with C(groups), and optionally C(uid) and C(gid).
+    type: dict
+  flavour:
+    description:
+      - Which pam_limits behaviour to model. V(debian) is the Debian/Ubuntu patched module, V(upstream) is Linux-PAM
+        as shipped on EL. V(auto) picks V(debian) when C(/etc/debian_version) exists.
+    type: str
+    choices: [auto, debian, upstream]
+    default: auto
+  root:
+    description:
+      - Read C(etc/), C(proc/) below this directory instead of C(/). With another root systemd is not asked.
+    type: path
+    default: /
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+notes:
+  - pam_limits only acts at PAM session start. A running shell or service keeps the limits it started with.
+"""
+
+EXAMPLES = r"""
+- name: Check memlock for the training user and slurmd
+  gpufleet.nodeprep.limits_facts:
+    users: [root, train]
+    services: [slurmd.service]
+
+- name: Fail when a training user cannot lock unlimited memory
+  ansible.builtin.assert:
+    that:
+      - ansible_facts.limits.effective.train.memlock.soft == 'unlimited'
+      - ansible_facts.limits.systemd.default.memlock.hard == 'unlimited'
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added under C(limits).
+  returned: always
+  type: dict
+  contains:
+    limits:
+      description: Limits configuration and effective values.
+      returned: always
+      type: dict
+      contains:
+        entries:
+          description: Every valid line, in the order pam_limits reads them.
+          type: list
+          elements: dict
+          returned: always
+          sample: [{file: /etc/security/limits.d/90-nodeprep.conf, line: 1, domain: '*', type: '-', item: memlock,
+                    value: unlimited}]
+        files:
+          description: The limits files that exist, in reading order.
+          type: list
+          elements: str
+          returned: always
+        warnings:
+          description: Lines pam_limits skips, with file, line and why.
+          type: list
+          elements: str
+          returned: always
+        flavour:
+          description: The pam_limits behaviour modelled (V(debian) or V(upstream)).
+          type: str
+          returned: always
+        effective:
+          description:
+            - User -> item -> C({soft, hard}). Null halves are not set by any line and, on EL, stay what the
+              login service had.
+          type: dict
+          returned: always
+          sample: {root: {memlock: {soft: unlimited, hard: unlimited}}}
+        sources:
+          description: User -> item -> C({soft, hard}) naming the C(file:line) (or C(/proc/1/limits)) each value came from.
+          type: dict
+          returned: always
+        no_limits:
+          description: Users hit by a C(<domain> -) line (pam_limits sets nothing for them), with its C(file:line).
+          type: dict
+          returned: always
+        systemd:
+          description: systemd's limits.
+          type: dict
+          returned: always
+          contains:
+            default:
+              description: Item -> C({soft, hard}) of C(DefaultLimit*), from the files when set there, otherwise what
+                the manager reports, otherwise null.
+              type: dict
+              sample: {memlock: {soft: unlimited, hard: unlimited}, nofile: {soft: 1024, hard: 524288}}
+            default_source:
+              description: Item -> C(file:line), V(manager) or null.
+              type: dict
+            configured:
+              description: Item -> C({soft, hard}) set in C(system.conf) and drop-ins (takes effect after reexec).
+              type: dict
+            config_files:
+              description: C(system.conf) and drop-ins read, in precedence order.
+              type: list
+              elements: str
+            manager:
+              description: What the running manager reports for its defaults, or null.
+              type: dict
+            services:
+              description: Service -> item -> C({soft, hard}), or null when unknown.
+              type: dict
+            service_errors:
+              description: Service -> why it is null.
+              type: dict
+            reason:
+              description: Why systemd was not asked, or null.
+              type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._limits import (
+    LimitsError,
+    collect_limits_facts,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            users=dict(type='list', elements='str', default=[]),
+            services=dict(type='list', elements='str', default=[]),
+            groups=dict(type='dict'),
+            flavour=dict(type='str', choices=['auto', 'debian', 'upstream'], default='auto'),
+            root=dict(type='path', default='/'),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        facts = collect_limits_facts(
+            module,
+            users=module.params['users'],
+            services=module.params['services'],
+            root=module.params['root'],
+            groups=module.params['groups'],
+            flavour=module.params['flavour'],
+        )
+    except LimitsError as exc:
+        module.fail_json(msg=str(exc))
+    for warning in facts['warnings']:
+        module.warn(warning)
+    module.exit_json(changed=False, ansible_facts={'limits': facts})
+
+
+if __name__ == '__main__':
+    main()

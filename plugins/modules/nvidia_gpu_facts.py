@@ -1,0 +1,200 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: nvidia_gpu_facts
+short_description: Gather NVIDIA GPU facts from C(nvidia-smi -q -x)
+version_added: 0.1.0
+author: gpufleet maintainers (@gpufleet)
+description:
+  - Runs C(nvidia-smi -q -x) once, with a hard timeout, and returns what it printed as C(ansible_facts.nvidia).
+  - Reads every XML schema seen in the field (nvsmi_device DTD v10 to v13 and output without a DOCTYPE), from
+    Kepler to Blackwell.
+  - When C(nvidia-smi) is not installed or the driver does not answer, returns C(present=false) with C(error) set to
+    what C(nvidia-smi) said, and does not fail unless O(fail_on_missing=true).
+  - When C(nvidia-smi) does not answer within O(timeout) (it can hang for minutes when a GPU has fallen off the bus),
+    its process group is killed and the module fails with a message naming the timeout.
+extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+  - gpufleet.nodeprep.attributes.FACTS
+  - gpufleet.nodeprep.attributes.INFO_MODULE
+options:
+  timeout:
+    description:
+      - Seconds to wait for C(nvidia-smi -q -x) before killing it and failing.
+    type: int
+    default: 60
+  include_supported_clocks:
+    description:
+      - Include C(supported_clocks) for each GPU (the list of valid memory/graphics clock pairs is large).
+      - When V(false), C(supported_clocks) is V(null).
+    type: bool
+    default: true
+  fail_on_missing:
+    description:
+      - Fail when C(nvidia-smi) is missing or the driver does not answer, instead of returning C(present=false).
+    type: bool
+    default: false
+  nvidia_smi:
+    description:
+      - Path of the C(nvidia-smi) binary. By default it is searched in E(PATH), C(/usr/bin) and C(/usr/local/bin).
+    type: path
+notes:
+  - The parser is shared with the P(gpufleet.nodeprep.nvidia_smi_xml#filter) filter and the
+    M(gpufleet.nodeprep.nvidia_gpu) module.
+  - Locked clocks (C(nvidia-smi -lgc)/C(-lmc)) are not part of C(nvidia-smi -q -x) output; see
+    M(gpufleet.nodeprep.nvidia_gpu) for how they are tracked.
+seealso:
+  - module: gpufleet.nodeprep.nvidia_gpu
+  - plugin: gpufleet.nodeprep.nvidia_smi_xml
+    plugin_type: filter
+"""
+
+EXAMPLES = r"""
+- name: Gather GPU facts
+  gpufleet.nodeprep.nvidia_gpu_facts:
+
+- name: Gather GPU facts without the supported clocks table, failing if there is no working driver
+  gpufleet.nodeprep.nvidia_gpu_facts:
+    include_supported_clocks: false
+    fail_on_missing: true
+    timeout: 30
+
+- name: Show the GPUs
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.nvidia.gpus | map(attribute='name') | list }}"
+  when: ansible_facts.nvidia.present
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to C(ansible_facts).
+  returned: always
+  type: dict
+  contains:
+    nvidia:
+      description: NVIDIA driver and GPU state, as described in the collection's C(docs/contracts.md).
+      returned: always
+      type: dict
+      contains:
+        present:
+          description: Whether C(nvidia-smi) ran and printed GPU data.
+          type: bool
+          returned: always
+          sample: true
+        error:
+          description: What C(nvidia-smi) said when it did not work (or that it was not found); V(null) otherwise.
+          type: str
+          returned: always
+          sample: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+        driver_version:
+          description: Driver version.
+          type: str
+          returned: always
+          sample: "580.105.08"
+        cuda_version:
+          description: Highest CUDA version the driver supports; V(null) when not reported.
+          type: str
+          returned: always
+          sample: "13.0"
+        attached_gpus:
+          description:
+            - Number of GPUs the driver reports. It can differ from the number of entries in RV(ansible_facts.nvidia.gpus)
+              when a GPU is not readable.
+          type: int
+          returned: always
+          sample: 8
+        gpu_blocks:
+          description: Number of C(<gpu>) blocks in the output (the length of RV(ansible_facts.nvidia.gpus)).
+          type: int
+          returned: always
+          sample: 8
+        dtd_version:
+          description: Version of the C(nvsmi_device) DTD named in the output; V(null) without a DOCTYPE.
+          type: int
+          returned: always
+          sample: 13
+        timestamp:
+          description: Timestamp printed by C(nvidia-smi).
+          type: str
+          returned: always
+        gpus:
+          description:
+            - One entry per GPU in C(nvidia-smi) order. Values C(nvidia-smi) prints as C(N/A), C(Not Supported),
+              C(Insufficient Permissions) or C(Requested functionality has been deprecated) are V(null).
+            - Keys include C(index), C(pci_bus_id), C(uuid), C(name), C(architecture), C(persistence_mode),
+              C(memory_total_mib), C(power_limit_w) (the limit set with C(-pl)), C(enforced_power_limit_w),
+              C(default_power_limit_w), C(min_power_limit_w), C(max_power_limit_w), C(mig_mode), C(mig_devices),
+              C(compute_mode), C(clocks), C(applications_clocks), C(default_applications_clocks),
+              C(applications_clocks_deprecated), C(max_clocks), C(supported_clocks), C(ecc), C(retired_pages),
+              C(remapped_rows), C(fabric), C(pci_device_id), C(clocks_event_reasons).
+          type: list
+          elements: dict
+          returned: always
+          sample:
+            - index: 0
+              pci_bus_id: "00000000:8F:00.0"
+              uuid: "GPU-00000000-0000-0000-0000-000000000000"
+              name: "NVIDIA B200"
+              architecture: "Blackwell"
+              persistence_mode: false
+              memory_total_mib: 183359
+              power_limit_w: 1000.0
+              default_power_limit_w: 1000.0
+              min_power_limit_w: 200.0
+              max_power_limit_w: 1000.0
+              mig_mode: "Disabled"
+              compute_mode: "Default"
+              clocks: {graphics_mhz: 120, sm_mhz: 120, mem_mhz: 3996, video_mhz: 600}
+              applications_clocks: {graphics_mhz: 1965, mem_mhz: 3996}
+              default_applications_clocks: {graphics_mhz: 1965, mem_mhz: 3996}
+              max_clocks: {graphics_mhz: 1965, sm_mhz: 1965, mem_mhz: 3996}
+              ecc: {current: "Enabled", pending: "Enabled", volatile_uncorrectable: 0, aggregate_uncorrectable: 0}
+              retired_pages: null
+              remapped_rows: {pending: false, failure: false, correctable: 0, uncorrectable: 0}
+              fabric: {state: "Completed", status: "Success"}
+              pci_device_id: "0x2901"
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvidia_collect import (
+    NvidiaCollectError,
+    collect_nvidia_facts,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            timeout=dict(type='int', default=60),
+            include_supported_clocks=dict(type='bool', default=True),
+            fail_on_missing=dict(type='bool', default=False),
+            nvidia_smi=dict(type='path'),
+        ),
+        supports_check_mode=True,
+    )
+    if module.params['timeout'] < 1:
+        module.fail_json(msg='timeout must be at least 1 second, got {0}'.format(module.params['timeout']))
+    try:
+        facts = collect_nvidia_facts(
+            module,
+            timeout=module.params['timeout'],
+            include_supported_clocks=module.params['include_supported_clocks'],
+            nvidia_smi=module.params['nvidia_smi'],
+        )
+    except NvidiaCollectError as exc:
+        module.fail_json(**exc.fail_kwargs())
+    if not facts['present'] and module.params['fail_on_missing']:
+        module.fail_json(msg='NVIDIA driver not usable: {0}'.format(facts['error']), ansible_facts=dict(nvidia=facts))
+    module.exit_json(changed=False, ansible_facts=dict(nvidia=facts))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,153 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: shm_facts
+short_description: Report the size and mount options of /dev/shm, live and in /etc/fstab
+version_added: 0.1.0
+author: gpufleet maintainers (@gpufleet)
+description:
+  - Finds O(path) in C(/proc/self/mountinfo) and reports whether it is mounted, its file system type and options.
+  - Reports size, used and free bytes from C(statvfs) (as C(df -B1) shows them).
+  - Reports the C(/etc/fstab) entry for O(path), its options and the size it asks for in bytes. Sizes in
+    C(k), C(m), C(g), C(t) (base 1024), plain bytes, C(nr_blocks=) pages or a percentage of RAM are converted the
+    way tmpfs does (rounded up to whole pages, RAM is C(MemTotal) from C(/proc/meminfo)). A tmpfs entry without a
+    size gets tmpfs' default, half of RAM.
+extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+  - gpufleet.nodeprep.attributes.FACTS
+  - gpufleet.nodeprep.attributes.INFO_MODULE
+options:
+  path:
+    description: The mount point to report.
+    type: path
+    default: /dev/shm
+  root:
+    description:
+      - Read C(proc/) and C(etc/fstab) below this directory. With another root than C(/), no C(statvfs) is done;
+        the size comes from the mount's C(size=) option and used/free are null.
+    type: path
+    default: /
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Read /dev/shm
+  gpufleet.nodeprep.shm_facts:
+
+- name: Require at least 64 GiB of /dev/shm, live and after reboot
+  ansible.builtin.assert:
+    that:
+      - ansible_facts.shm.size_bytes >= 64 * 1024 ** 3
+      - ansible_facts.shm.fstab is not none
+      - ansible_facts.shm.fstab.size_bytes >= 64 * 1024 ** 3
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added under C(shm).
+  returned: always
+  type: dict
+  contains:
+    shm:
+      description: State of O(path).
+      returned: always
+      type: dict
+      contains:
+        path:
+          description: The mount point looked at.
+          type: str
+          sample: /dev/shm
+        mounted:
+          description: Whether O(path) is a mount point now.
+          type: bool
+        fstype:
+          description: File system type, null when not mounted.
+          type: str
+          sample: tmpfs
+        source:
+          description: The mount source, null when not mounted.
+          type: str
+        size_bytes:
+          description: Total size in bytes (statvfs blocks times fragment size), null when not mounted.
+          type: int
+          sample: 25325268992
+        used_bytes:
+          description: Bytes in use, null when not mounted or not measured.
+          type: int
+        free_bytes:
+          description: Bytes available, null when not mounted or not measured.
+          type: int
+        mount_options:
+          description: Mount options followed by the superblock options not already listed.
+          type: list
+          elements: str
+          sample: [rw, nosuid, nodev, relatime, size=24731708k]
+        ram_bytes:
+          description: MemTotal in bytes, null when unreadable.
+          type: int
+        default_size_bytes:
+          description: What a tmpfs without C(size=) gets (half of RAM, whole pages).
+          type: int
+        fstab:
+          description: The last C(/etc/fstab) line for O(path), or null.
+          type: dict
+          contains:
+            options:
+              description: Its options.
+              type: list
+              elements: str
+            size_bytes:
+              description: The size it gives in bytes (tmpfs' default when it sets none), null when not tmpfs.
+              type: int
+            size_explicit:
+              description: Whether the line sets C(size=) or C(nr_blocks=).
+              type: bool
+            vfstype:
+              description: Its file system type.
+              type: str
+            spec:
+              description: Its first field.
+              type: str
+            line:
+              description: Line number in C(/etc/fstab).
+              type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import (
+    ShmError,
+    collect_shm_facts,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type='path', default='/dev/shm'),
+            root=dict(type='path', default='/'),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        facts = collect_shm_facts(module, path=module.params['path'], root=module.params['root'])
+    except (ShmError, OSError) as exc:
+        module.fail_json(msg='{0}: {1}'.format(module.params['path'], exc))
+    module.exit_json(changed=False, ansible_facts={'shm': facts})
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,363 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2025 gpufleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""`gpu-double` commands: boot-time driver load, PCI tree, the NVIDIA daemons, modprobe and dkms shims."""
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import signal
+import sys
+import time
+
+import gpudouble as gd
+
+
+def cmd_boot(args):
+    """Run once per boot (gpu-double-driver.service): fresh state, driver load, PCI view, boot record."""
+    profile = gd.load_profile()
+    gd.write_text(os.path.join(gd.RUN_DIR, 'kernel.log'), '')
+    # modules listed in modules-load.d at boot count as loaded (ib_umad for NVLSM)
+    mods = set()
+    for d in ('etc/modules-load.d', 'usr/lib/modules-load.d', 'run/modules-load.d'):
+        full = gd.path(d)
+        if os.path.isdir(full):
+            for name in os.listdir(full):
+                if name.endswith('.conf'):
+                    for line in (gd.read_text(os.path.join(d, name), '') or '').splitlines():
+                        line = line.split('#', 1)[0].strip()
+                        if line:
+                            mods.add(line)
+    modtext = gd.read_text('etc/modules', '') or ''
+    mods.update(l.split('#', 1)[0].strip() for l in modtext.splitlines() if l.split('#', 1)[0].strip())
+    for mod in sorted(mods):
+        set_module(mod, True)
+    state = gd.ensure_state(profile, at_boot=True)
+    gd.save_state(state)
+    gd.write_proc_driver(state)
+    pci_dir = os.environ.get('GPU_DOUBLE_PCI_DIR', gd.path('sys/bus/pci/devices'))
+    try:
+        gd.write_pci_tree(profile, pci_dir)
+    except (IOError, OSError) as exc:
+        print('gpu-double: PCI view not written to {0}: {1}'.format(pci_dir, exc))
+    record = {'uname_r': gd.uname_r(), 'selected_kernel': selected_kernel(), 'booted_at': time.time()}
+    gd.write_text(os.path.join(gd.RUN_DIR, 'boot.json'), json.dumps(record, sort_keys=True) + '\n')
+    if record['selected_kernel'] and record['selected_kernel'] != record['uname_r']:
+        gd.append_kernel_log(['testbed: boot entry selects {0}; the node keeps running {1} '
+                              '(kernel switch recorded, not real)'.format(record['selected_kernel'],
+                                                                          record['uname_r'])])
+    drv = state['driver']
+    print('gpu-double: driver {0}{1}'.format(
+        'loaded {0} ({1})'.format(drv['version'], drv['flavour']) if drv.get('loaded') else 'not loaded: ',
+        '' if drv.get('loaded') else drv.get('reason')))
+    sys.stdout.write(gd.read_text(os.path.join(gd.RUN_DIR, 'kernel.log'), ''))
+    return 0
+
+
+def selected_kernel():
+    """The kernel the boot loader would start: grubby default (EL) or GRUB default/saved (Debian)."""
+    env = gd.read_text('boot/grub2/grubenv') or gd.read_text('boot/grub/grubenv') or ''
+    vals = dict(l.split('=', 1) for l in env.splitlines() if '=' in l and not l.startswith('#'))
+    entry = vals.get('next_entry') or vals.get('saved_entry') or ''
+    if entry:
+        # BLS id "<machine-id>-<release>" or GRUB menu id "...gnulinux-<release>-advanced-..."
+        for rel in sorted(os.listdir(gd.path('lib/modules')) if os.path.isdir(gd.path('lib/modules')) else [],
+                          key=len, reverse=True):
+            if entry.endswith('-' + rel) or 'gnulinux-{0}-'.format(rel) in entry or entry == rel:
+                return rel
+    cfg = gd.read_text('boot/grub/grub.cfg') or ''
+    for line in cfg.splitlines():
+        line = line.strip()
+        if line.startswith('linux') and '/vmlinuz-' in line:
+            return line.split('/vmlinuz-', 1)[1].split()[0]
+    return None
+
+
+def cmd_pcigen(args):
+    """gpu-double pcigen [OUT_DIR]: (re)write the simulated PCI tree (also callable from the host
+    with GPU_DOUBLE_ROOT=<node root>)."""
+    out = args[0] if args else os.environ.get('GPU_DOUBLE_PCI_DIR', gd.path('sys/bus/pci/devices'))
+    for name in gd.write_pci_tree(gd.load_profile(), out):
+        print(name)
+    return 0
+
+
+def cmd_kernel_log(args):
+    sys.stdout.write(gd.render_kernel_log(gd.load_profile()))
+    return 0
+
+
+def module_loaded(name):
+    return os.path.exists(gd.path(os.path.join(gd.RUN_DIR, 'modules', name))) or \
+        os.path.isdir('/sys/module/{0}'.format(name)) and gd.root() == '/'
+
+
+def set_module(name, loaded):
+    rel = os.path.join(gd.RUN_DIR, 'modules', name)
+    if loaded:
+        gd.write_text(rel, '')
+    elif os.path.exists(gd.path(rel)):
+        os.remove(gd.path(rel))
+
+
+SIMULATED_MODULES = ('nvidia', 'nvidia_uvm', 'nvidia_modeset', 'nvidia_drm', 'nvidia_peermem', 'ib_umad', 'nouveau')
+
+
+def cmd_modprobe(args):
+    """modprobe shim (installed as /usr/local/sbin/modprobe): simulated modules here, others to kmod."""
+    remove = '-r' in args or '--remove' in args
+    dry = '-n' in args or '--dry-run' in args
+    names = [a for a in args if not a.startswith('-')]
+    if not names or any(n.replace('-', '_') not in SIMULATED_MODULES for n in names):
+        for real in ('/usr/sbin/modprobe', '/sbin/modprobe'):
+            if os.path.exists(real):
+                os.execv(real, [real] + list(args))
+        sys.stderr.write('modprobe: kmod not installed\n')
+        return 1
+    profile = gd.load_profile()
+    for name in (n.replace('-', '_') for n in names):
+        if dry:
+            continue
+        if name == 'ib_umad':
+            set_module(name, not remove)
+        elif name == 'nouveau':
+            state = gd.ensure_state(profile)
+            if remove:
+                state['nouveau_loaded'] = False
+            gd.save_state(state)
+        elif name.startswith('nvidia'):
+            state = gd.ensure_state(profile)
+            if remove:
+                state['driver'] = {'loaded': False, 'reason': 'removed with modprobe -r'}
+                state['gpus'] = {}
+                gd.save_state(state)
+                gd.write_proc_driver(state)
+            elif not state['driver'].get('loaded'):
+                sys.stderr.write('modprobe: ERROR: could not insert \'nvidia\': No such device\n')
+                return 1
+    return 0
+
+
+# ---------------------------------------------------------------- daemons
+
+def _run_forever(cleanup):
+    def stop(signum, frame):
+        cleanup()
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while True:
+        time.sleep(3600)
+
+
+def _driver_or_fail(name):
+    profile = gd.load_profile()
+    state = gd.ensure_state(profile)
+    if not state['driver'].get('loaded') or not state['driver'].get('gpus_initialized'):
+        return profile, state, False
+    return profile, state, True
+
+
+def cmd_persistenced(args, version):
+    profile, state, ok = _driver_or_fail('nvidia-persistenced')
+    if not ok:
+        sys.stderr.write('nvidia-persistenced failed to initialize. Check syslog for more details.\n')
+        print('nvidia-persistenced: Failed to query NVIDIA devices. Please ensure that the NVIDIA '
+              'device files (/dev/nvidia*) exist, and that user {0} has read and write permissions '
+              'for those files.'.format(os.environ.get('USER', 'root')))
+        return 1
+    if state['driver']['version'] != version:
+        print('nvidia-persistenced: The NVIDIA kernel module version {0} does not match the '
+              'nvidia-persistenced version {1}'.format(state['driver']['version'], version))
+        return 1
+    for gpu in gd.present_gpus(profile):
+        gd.gpu_state(state, profile, gpu['pci_bus_id'])['persistence'] = True
+    gd.save_state(state)
+    print('nvidia-persistenced: device persistence enabled on {0} GPU(s) (version {1})'.format(
+        len(gd.present_gpus(profile)), version))
+    sys.stdout.flush()
+
+    def cleanup():
+        st = gd.load_state() or state
+        for gpu in st.get('gpus', {}).values():
+            gpu['persistence'] = False
+        gd.save_state(st)
+    _run_forever(cleanup)
+    return 0
+
+
+def cmd_fabricmanager(args, version):
+    profile, state, ok = _driver_or_fail('nv-fabricmanager')
+    if not ok:
+        print('nv-fabricmanager: failed to open NVIDIA driver: the NVIDIA kernel module is not loaded')
+        return 1
+    drv = state['driver']['version']
+    if drv != version:
+        print('nv-fabricmanager: fabric manager version {0} does not match the NVIDIA driver version {1}; '
+              'both must be the same version'.format(version, drv))
+        return 1
+    if not profile.get('nvswitches'):
+        print('nv-fabricmanager: no NVSwitch devices found, fabric manager is not needed on this system')
+        return 1
+    if profile.get('needs_nvlsm') and not os.path.exists(gd.path(os.path.join(gd.RUN_DIR, 'nvlsm.running'))):
+        print('nv-fabricmanager: NVLink subnet manager (nvlsm) is not running; start nvlsm first')
+        return 1
+    gd.write_text(os.path.join(gd.RUN_DIR, 'fabricmanager.running'), version + '\n')
+    print('nv-fabricmanager: started, version {0}, {1} NVSwitch(es)'.format(version, len(profile['nvswitches'])))
+    sys.stdout.flush()
+
+    def cleanup():
+        p = gd.path(os.path.join(gd.RUN_DIR, 'fabricmanager.running'))
+        if os.path.exists(p):
+            os.remove(p)
+    _run_forever(cleanup)
+    return 0
+
+
+def cmd_nvlsm(args, version):
+    profile = gd.load_profile()
+    if not profile.get('needs_nvlsm'):
+        print('nvlsm: no NVLink 5 switch ports found on this system')
+        return 1
+    if not module_loaded('ib_umad'):
+        print("nvlsm: cannot open /dev/infiniband/umad*: kernel module ib_umad is not loaded "
+              "(modprobe ib_umad)")
+        return 1
+    gd.write_text(os.path.join(gd.RUN_DIR, 'nvlsm.running'), version + '\n')
+    print('nvlsm: started, version {0}'.format(version))
+    sys.stdout.flush()
+
+    def cleanup():
+        p = gd.path(os.path.join(gd.RUN_DIR, 'nvlsm.running'))
+        if os.path.exists(p):
+            os.remove(p)
+    _run_forever(cleanup)
+    return 0
+
+
+# ---------------------------------------------------------------- dkms shim
+
+def dkms_modules():
+    """[(module, version)] with sources in /usr/src/<module>-<version>/dkms.conf."""
+    out = []
+    src = gd.path('usr/src')
+    if os.path.isdir(src):
+        for name in sorted(os.listdir(src)):
+            conf = os.path.join('usr/src', name, 'dkms.conf')
+            text = gd.read_text(conf)
+            if text is None:
+                continue
+            vals = dict(l.split('=', 1) for l in text.splitlines() if '=' in l)
+            out.append((vals.get('PACKAGE_NAME', '').strip('"'), vals.get('PACKAGE_VERSION', '').strip('"'),
+                        name, vals))
+    return out
+
+
+def _dkms_build(mod, ver, src, vals, kernel):
+    build = gd.path(os.path.join('lib/modules', kernel, 'build'))
+    if os.path.islink(build) and os.readlink(build).startswith('/'):
+        build = gd.path(os.readlink(build).lstrip('/'))
+    if not os.path.exists(os.path.join(build, 'Makefile')):
+        return 'Error! Your kernel headers for kernel {0} cannot be found at /lib/modules/{0}/build or ' \
+               '/lib/modules/{0}/source.'.format(kernel)
+    dest = os.path.join('lib/modules', kernel, 'updates/dkms')
+    gd.write_text(os.path.join(dest, 'nvidia.ko'), 'TESTBED-NVIDIA-MODULE version={0} flavour={1}\n'.format(
+        ver, vals.get('TESTBED_FLAVOUR', 'open').strip('"')))
+    gd.write_text(os.path.join('var/lib/dkms', mod, ver, kernel, 'x86_64', 'installed'), '')
+    return None
+
+
+def _dkms_remove(mod, ver, kernel=None):
+    base = gd.path(os.path.join('var/lib/dkms', mod, ver))
+    kernels = [kernel] if kernel else (os.listdir(base) if os.path.isdir(base) else [])
+    for k in kernels:
+        ko = gd.path(os.path.join('lib/modules', k, 'updates/dkms', 'nvidia.ko'))
+        if os.path.exists(ko):
+            text = gd.read_text(os.path.join('lib/modules', k, 'updates/dkms', 'nvidia.ko'), '')
+            if 'version={0} '.format(ver) in text:
+                os.remove(ko)
+        marker = os.path.join(base, k, 'x86_64', 'installed')
+        if os.path.exists(marker):
+            os.remove(marker)
+
+
+def cmd_dkms(args):
+    """dkms shim: install/remove/autoinstall/status with real dkms's status line format."""
+    if not args:
+        print('Error! No action was specified.')
+        return 1
+    action, rest = args[0], args[1:]
+    opts = {}
+    pos = []
+    i = 0
+    while i < len(rest):
+        if rest[i] in ('-m', '-v', '-k'):
+            opts[rest[i]] = rest[i + 1] if i + 1 < len(rest) else ''
+            i += 2
+            continue
+        if rest[i].startswith('--'):
+            i += 1
+            continue
+        pos.append(rest[i])
+        i += 1
+    if pos and '/' in pos[0]:
+        opts['-m'], opts['-v'] = pos[0].split('/', 1)
+    kernels = [opts['-k']] if '-k' in opts else [gd.uname_r()]
+    mods = dkms_modules()
+    if action == 'status':
+        lines = []
+        for mod, ver, src, vals in mods:
+            if '-m' in opts and mod != opts['-m']:
+                continue
+            base = gd.path(os.path.join('var/lib/dkms', mod, ver))
+            built = sorted(os.listdir(base)) if os.path.isdir(base) else []
+            built = [k for k in built if os.path.exists(os.path.join(base, k, 'x86_64', 'installed'))]
+            if not built:
+                lines.append('{0}/{1}: added'.format(mod, ver))
+            for k in built:
+                lines.append('{0}/{1}, {2}, x86_64: installed'.format(mod, ver, k))
+        if lines:
+            print('\n'.join(lines))
+        return 0
+    if action in ('install', 'build', 'autoinstall'):
+        rc = 0
+        for mod, ver, src, vals in mods:
+            if action != 'autoinstall' and (mod != opts.get('-m') or ver != opts.get('-v', ver)):
+                continue
+            for k in kernels:
+                err = _dkms_build(mod, ver, src, vals, k)
+                if err:
+                    print(err)
+                    rc = 1 if action != 'autoinstall' else rc
+                else:
+                    print('{0}/{1}: installed for {2}'.format(mod, ver, k))
+        return rc
+    if action == 'remove':
+        for mod, ver, src, vals in mods:
+            if mod == opts.get('-m') and ver == opts.get('-v', ver):
+                _dkms_remove(mod, ver, opts.get('-k') if '--all' not in rest else None)
+        return 0
+    if action == 'add':
+        return 0
+    print('Error! Unknown action {0}.'.format(action))
+    return 1
+
+
+COMMANDS = {'boot': cmd_boot, 'pcigen': cmd_pcigen, 'kernel-log': cmd_kernel_log, 'modprobe': cmd_modprobe,
+            'dkms': cmd_dkms}
+DAEMONS = {'persistenced': cmd_persistenced, 'fabricmanager': cmd_fabricmanager, 'nvlsm': cmd_nvlsm}
+
+
+def main(argv):
+    if not argv or argv[0] not in COMMANDS and argv[0] not in DAEMONS:
+        sys.stderr.write('usage: gpu-double {0} [args]\n'.format('|'.join(sorted(list(COMMANDS) + list(DAEMONS)))))
+        return 2
+    try:
+        if argv[0] in DAEMONS:
+            version = argv[1] if len(argv) > 1 else ''
+            return DAEMONS[argv[0]](argv[2:], version)
+        return COMMANDS[argv[0]](argv[1:])
+    except gd.DoubleError as exc:
+        sys.stderr.write('gpu-double: {0}\n'.format(exc))
+        return 1

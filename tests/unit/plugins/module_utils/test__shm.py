@@ -1,0 +1,197 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as S
+
+from conftest import FIXTURES
+
+HOST = os.path.join(FIXTURES, 'host')
+RAM = 2113140480 * 1024  # meminfo.2tib
+
+
+def read(name):
+    with open(os.path.join(HOST, name)) as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize('value, expected', [
+    ('64g', 64 * 1024 ** 3),
+    ('64G', 64 * 1024 ** 3),
+    ('65536m', 64 * 1024 ** 3),
+    ('1t', 1024 ** 4),
+    ('67108864k', 64 * 1024 ** 3),
+    ('1000', 4096),          # rounded up to a page
+    ('0', 0),
+    ('0x10000000', 256 * 1024 ** 2),
+    ('010m', 8 * 1024 ** 2),  # memparse: a leading 0 is octal
+    ('50%', RAM // 2),
+    ('1%', (1 * 4096 * (RAM // 4096) // 100 + 4095) // 4096 * 4096),
+])
+def test_parse_tmpfs_size(value, expected):
+    assert S.parse_tmpfs_size(value, RAM) == expected
+
+
+@pytest.mark.parametrize('value, ram, message', [
+    ('64q', RAM, 'size=64q: not a tmpfs size (allowed: bytes, or a number with k, m, g, t, p or e, '
+                 'or a percentage of RAM such as 50%)'),
+    ('', RAM, 'size=: not a tmpfs size (allowed: bytes, or a number with k, m, g, t, p or e, '
+              'or a percentage of RAM such as 50%)'),
+    ('5.5g', RAM, 'size=5.5g: not a tmpfs size (allowed: bytes, or a number with k, m, g, t, p or e, '
+                  'or a percentage of RAM such as 50%)'),
+    ('50%', None, 'size=50%: a percentage needs the size of RAM (MemTotal in /proc/meminfo)'),
+])
+def test_parse_tmpfs_size_errors(value, ram, message):
+    with pytest.raises(S.ShmError) as exc:
+        S.parse_tmpfs_size(value, ram)
+    assert str(exc.value) == message
+
+
+def test_meminfo():
+    assert S.parse_meminfo(read('meminfo.2tib')) == RAM
+    with pytest.raises(S.ShmError) as exc:
+        S.parse_meminfo('MemFree: 1 kB\n')
+    assert str(exc.value) == '/proc/meminfo: no MemTotal line'
+
+
+def test_mountinfo_el9():
+    mounts = S.parse_mountinfo(read('mountinfo.el9'))
+    shm = S.find_mount(mounts, '/dev/shm')
+    assert shm['fstype'] == 'tmpfs'
+    assert shm['mount_options'] == ['rw', 'nosuid', 'nodev']
+    assert shm['optional'] == ['shared:9']
+    assert S.merge_options(shm) == ['rw', 'nosuid', 'nodev', 'seclabel', 'inode64']
+    assert S.tmpfs_size_from_options(shm['super_options'], RAM) is None
+    scratch = S.find_mount(mounts, '/mnt/scratch space')
+    assert scratch['source'] == 'scratch'
+    assert S.tmpfs_size_from_options(scratch['super_options'], RAM) == 1024 ** 3
+
+
+def test_mountinfo_top_mount_wins():
+    mounts = S.parse_mountinfo(read('mountinfo.debian12-resized'))
+    shm = S.find_mount(mounts, '/dev/shm/')
+    assert shm['mount_id'] == '131'
+    assert S.tmpfs_size_from_options(shm['super_options'], RAM) == 64 * 1024 ** 3
+
+
+@pytest.mark.parametrize('text, message', [
+    ('22 97 0:21 / /proc rw,nosuid shared:12 proc proc rw', "mountinfo line 1: no ' - ' separator in "
+     "'22 97 0:21 / /proc rw,nosuid shared:12 proc proc rw'"),
+    ('22 97 0:21 / /proc rw - proc', "mountinfo line 1: too few fields in '22 97 0:21 / /proc rw - proc'"),
+])
+def test_mountinfo_errors(text, message):
+    with pytest.raises(S.ShmError) as exc:
+        S.parse_mountinfo(text)
+    assert str(exc.value) == message
+
+
+@pytest.mark.parametrize('name, options, size', [
+    ('fstab.el9', None, None),
+    ('fstab.el9-shm-64g', ['defaults', 'size=64g'], 64 * 1024 ** 3),
+    ('fstab.debian12-shm', ['defaults', 'nosuid', 'nodev', 'size=50%'], RAM // 2),
+    ('fstab.shm-no-size', ['rw', 'nosuid', 'nodev'], None),
+    ('fstab.shm-nr-blocks', ['nr_blocks=1024', 'mode=1777'], 4 * 1024 ** 2),
+    ('fstab.shm-twice', ['size=0x10000000'], 256 * 1024 ** 2),
+])
+def test_fstab_variants(name, options, size):
+    entry = S.find_fstab(S.parse_fstab(read(name)), '/dev/shm')
+    if options is None:
+        assert entry is None
+        return
+    assert entry['options'] == options
+    assert S.tmpfs_size_from_options(entry['options'], RAM) == size
+
+
+def test_fstab_errors():
+    with pytest.raises(S.ShmError) as exc:
+        S.parse_fstab('tmpfs /dev/shm\n')
+    assert str(exc.value) == "fstab line 1: expected at least 'spec file vfstype', got 'tmpfs /dev/shm'"
+    entry = S.find_fstab(S.parse_fstab(read('fstab.shm-bad-size')), '/dev/shm')
+    with pytest.raises(S.ShmError) as exc:
+        S.tmpfs_size_from_options(entry['options'], RAM)
+    assert str(exc.value).startswith('size=64q: not a tmpfs size')
+
+
+def test_default_size():
+    assert S.tmpfs_default_size(RAM) == RAM // 2
+    assert S.tmpfs_default_size(4096 * 3) == 4096
+
+
+def _tree(tmp_path, mountinfo, fstab=None):
+    (tmp_path / 'proc' / 'self').mkdir(parents=True)
+    (tmp_path / 'etc').mkdir()
+    shutil.copy(os.path.join(HOST, mountinfo), str(tmp_path / 'proc' / 'self' / 'mountinfo'))
+    shutil.copy(os.path.join(HOST, 'meminfo.2tib'), str(tmp_path / 'proc' / 'meminfo'))
+    if fstab:
+        shutil.copy(os.path.join(HOST, fstab), str(tmp_path / 'etc' / 'fstab'))
+    return str(tmp_path)
+
+
+def test_collect_tree(tmp_path):
+    root = _tree(tmp_path, 'mountinfo.debian12-resized', 'fstab.debian12-shm')
+    facts = S.collect_shm_facts(None, root=root)
+    assert facts['mounted'] is True
+    assert facts['fstype'] == 'tmpfs'
+    assert facts['size_bytes'] == 64 * 1024 ** 3
+    assert facts['used_bytes'] is None
+    assert facts['mount_options'] == ['rw', 'nosuid', 'nodev', 'relatime', 'size=67108864k', 'inode64']
+    assert facts['fstab'] == {'options': ['defaults', 'nosuid', 'nodev', 'size=50%'], 'size_bytes': RAM // 2,
+                              'size_explicit': True, 'vfstype': 'tmpfs', 'spec': 'tmpfs', 'line': 17}
+
+
+def test_collect_tree_not_mounted(tmp_path):
+    root = _tree(tmp_path, 'mountinfo.el9', 'fstab.el9')
+    facts = S.collect_shm_facts(None, path='/dev/hugepages', root=root)
+    assert facts['mounted'] is False and facts['size_bytes'] is None and facts['fstab'] is None
+
+
+def test_collect_live_matches_statvfs():
+    facts = S.collect_shm_facts(None)
+    st = os.statvfs('/dev/shm')
+    assert facts['mounted'] is True
+    assert facts['size_bytes'] == st.f_blocks * st.f_frsize
+    df = subprocess.check_output(['df', '-B1', '--output=size', '/dev/shm']).decode().split()
+    assert facts['size_bytes'] == int(df[1])
+
+
+MOUNTNS_PROBE = r'''
+import json, os, subprocess, sys, tempfile
+sys.path[:0] = json.loads(sys.argv[1])
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm
+target = tempfile.mkdtemp(prefix='nodeprep-shm-')
+try:
+    subprocess.check_call(['mount', '-t', 'tmpfs', '-o', 'size=3m,nosuid', 'nodeprep-test', target])
+    with open(os.path.join(target, 'blob'), 'wb') as handle:
+        handle.write(b'x' * 1048576)
+    print(json.dumps(_shm.collect_shm_facts(None, path=target)))
+finally:
+    subprocess.call(['umount', target])
+    os.rmdir(target)
+'''
+
+
+@pytest.mark.mountns
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which('unshare'), reason='needs root and unshare')
+def test_private_tmpfs_in_mount_namespace():
+    out = subprocess.check_output(['unshare', '--mount', '--propagation', 'private', sys.executable, '-c',
+                                   MOUNTNS_PROBE, json.dumps(sys.path)], timeout=60)
+    facts = json.loads(out.decode())
+    assert facts['mounted'] is True
+    assert facts['fstype'] == 'tmpfs'
+    assert facts['source'] == 'nodeprep-test'
+    assert facts['size_bytes'] == 3 * 1024 ** 2
+    assert facts['used_bytes'] == 1024 ** 2
+    assert facts['free_bytes'] == 2 * 1024 ** 2
+    assert 'size=3072k' in facts['mount_options'] and 'nosuid' in facts['mount_options']

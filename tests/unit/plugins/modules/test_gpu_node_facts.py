@@ -1,0 +1,112 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import platform
+import time
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from conftest import FIXTURES
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
+from ansible_collections.gpufleet.nodeprep.plugins.modules import gpu_node_facts
+
+B200 = os.path.join(FIXTURES, 'nvidia-smi-xml', 'b200-8gpu_k8s-test-infra.xml')
+
+
+def fake_smi(tmp_path, body):
+    path = tmp_path / 'nvidia-smi'
+    path.write_text('#!/bin/sh\n' + body + '\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+def run(args, capsys):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as excinfo:
+            gpu_node_facts.main()
+    return excinfo.value.code, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize('requested, expected', [
+    (['all'], ['nvidia', 'kernel', 'limits', 'shm', 'nic']),
+    (['nic', 'nvidia'], ['nvidia', 'nic']),
+    (['shm', 'all'], ['nvidia', 'kernel', 'limits', 'shm', 'nic']),
+    (['limits'], ['limits']),
+])
+def test_wanted_subsets(requested, expected):
+    assert gpu_node_facts.wanted_subsets(requested) == expected
+
+
+def test_everything_in_one_call(tmp_path, capsys):
+    smi = fake_smi(tmp_path, 'exec cat "{0}"'.format(B200))
+    code, result = run({'nvidia_smi': smi, 'limits_users': ['root'], 'nic_interfaces': ['lo'],
+                        'nvidia_supported_clocks': False}, capsys)
+    assert code == 0, result.get("msg")
+    assert result['changed'] is False
+    facts = result['ansible_facts']
+    assert facts['nodeprep_gathered'] == ['nvidia', 'kernel', 'limits', 'shm', 'nic']
+    assert facts['nodeprep_errors'] == {}
+    with open(B200) as handle:
+        expected = parse_nvsmi_xml(handle.read(), include_supported_clocks=False)
+    expected.update(present=True, error=None)
+    assert facts['nvidia'] == expected
+    assert facts['kernel_state']['running'] == platform.release()
+    assert set(facts['limits']['effective']['root']['memlock']) == {'soft', 'hard'}
+    assert facts['shm']['mounted'] is True
+    assert list(facts['nics']) == ['lo']
+    assert sorted(result['timings']) == ['kernel', 'limits', 'nic', 'nvidia', 'shm']
+
+
+def test_subset_only_sets_its_namespace(capsys):
+    code, result = run({'gather_subset': ['shm']}, capsys)
+    assert code == 0, result.get("msg")
+    assert sorted(result['ansible_facts']) == ['nodeprep_errors', 'nodeprep_gathered', 'shm']
+
+
+def test_hang_fails_naming_the_timeout(tmp_path, capsys):
+    smi = fake_smi(tmp_path, 'exec sleep 30')
+    started = time.time()
+    code, result = run({'gather_subset': ['nvidia'], 'nvidia_smi': smi, 'nvidia_timeout': 1}, capsys)
+    assert time.time() - started < 15
+    assert code == 1
+    assert result['failed'] is True
+    assert result['subset'] == 'nvidia'
+    assert result['msg'].startswith('nvidia facts: nvidia-smi -q -x did not answer within the timeout of 1 seconds')
+
+
+def test_hang_reported_when_not_failing(tmp_path, capsys):
+    smi = fake_smi(tmp_path, 'exec sleep 30')
+    code, result = run({'gather_subset': ['nvidia', 'shm'], 'nvidia_smi': smi, 'nvidia_timeout': 1,
+                        'fail_on_error': False}, capsys)
+    assert code == 0, result.get("msg")
+    facts = result['ansible_facts']
+    assert facts['nvidia']['present'] is False
+    assert facts['nvidia']['timed_out'] is True
+    assert facts['nvidia']['gpus'] == []
+    assert 'within the timeout of 1 seconds' in facts['nvidia']['error']
+    assert list(facts['nodeprep_errors']) == ['nvidia']
+    assert facts['shm']['mounted'] is True
+
+
+def test_unknown_interface_fails_listing_real_ones(capsys):
+    code, result = run({'gather_subset': ['nic'], 'nic_interfaces': ['nosuchnic0']}, capsys)
+    assert code == 1
+    assert result['msg'].startswith('nic facts: ')
+    assert 'nosuchnic0' in result['msg']
+    assert 'lo' in result['msg']
+
+
+def test_bad_timeout_rejected(capsys):
+    code, result = run({'nvidia_timeout': 0}, capsys)
+    assert code == 1
+    assert result['msg'] == 'nvidia_timeout must be at least 1 second, got 0'

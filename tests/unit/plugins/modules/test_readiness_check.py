@@ -1,0 +1,206 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of plugins/modules/readiness_check.py: the exact commands it runs and what it returns."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import sys
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpufleet.nodeprep.plugins.modules import readiness_check
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'module_utils'))
+import test_readiness_facts as F  # noqa: E402  pylint: disable=wrong-import-position
+
+UNITS = ['nvidia-persistenced.service', 'nvidia-fabricmanager.service', 'nvlsm.service',
+         'nodeprep-gpu-settings.service']
+JOURNAL = ['/usr/bin/journalctl', '-k', '-b', '0', '--no-pager', '-q', '-o', 'short-iso', '-n', '20000']
+SHOW = ['/usr/bin/systemctl', 'show', '--property=Id,LoadState,ActiveState,UnitFileState', '--'] + UNITS
+XID = ("2025-06-02T10:11:12+0000 node07 kernel: NVRM: Xid (PCI:0000:c4:00): 79, pid='<unknown>', name=<unknown>, "
+       "GPU has fallen off the bus.")
+
+
+def show_output(states):
+    blocks = []
+    for unit, (load, active, enabled) in zip(UNITS, states):
+        blocks.append('Id={0}\nLoadState={1}\nActiveState={2}\nUnitFileState={3}\n'.format(unit, load, active, enabled))
+    return '\n'.join(blocks)
+
+
+ALL_UP = show_output([('loaded', 'active', 'enabled')] * 4)
+
+
+class Runner(object):
+    """Answers run_command from a table of (argv, (rc, stdout, stderr)) and records every call."""
+
+    def __init__(self, table):
+        self.table = list(table)
+        self.calls = []
+
+    def __call__(self, module, args, **kwargs):
+        self.calls.append((list(args), kwargs.get('environ_update')))
+        for argv, answer in self.table:
+            if argv == list(args):
+                return answer
+        raise AssertionError('unexpected command {0}'.format(args))
+
+
+def run(monkeypatch, capsys, args, table, bins=('journalctl', 'dmesg', 'systemctl'), systemd=True):
+    runner = Runner(table)
+    monkeypatch.setattr(readiness_check, '_SYSTEMD_RUN_DIR', '/' if systemd else '/nonexistent/systemd')
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda self, args, **kw: runner(self, args, **kw))
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path',
+                        lambda self, name, required=False, opt_dirs=None: '/usr/bin/' + name if name in bins else None)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            readiness_check.main()
+    return json.loads(capsys.readouterr().out), runner.calls
+
+
+@pytest.fixture
+def nccl_conf(tmp_path):
+    path = tmp_path / 'nccl.conf'
+    path.write_text(F.converged()[2]['nccl_conf']['content'])
+    return str(path)
+
+
+def base_args(nccl_path):
+    facts, settings, _probe = F.converged()
+    return {'facts': facts, 'settings': settings, 'nccl_conf_path': nccl_path}
+
+
+def test_converged_node(monkeypatch, capsys, nccl_conf):
+    result, calls = run(monkeypatch, capsys, base_args(nccl_conf), [
+        (JOURNAL, (0, '2025-06-02T10:00:00+0000 node07 kernel: Linux version 5.14.0\n', '')),
+        (SHOW, (0, ALL_UP, '')),
+    ])
+    assert calls == [(JOURNAL, {'LC_ALL': 'C', 'LANGUAGE': 'C'}), (SHOW, {'LC_ALL': 'C', 'LANGUAGE': 'C'})]
+    assert result['changed'] is False
+    assert result['ready'] is True
+    assert result['summary'] == {'pass': 15, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
+    assert [c['status'] for c in result['checks']] == ['pass'] * 15
+    assert result['lost_gpus'] == []
+    assert result['probe']['kernel_log'] == {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [],
+                                             'error': None}
+    assert result['probe']['nccl_conf']['exists'] is True
+    assert result['probe']['services']['nvlsm.service'] == {'load_state': 'loaded', 'active_state': 'active',
+                                                            'unit_file_state': 'enabled'}
+
+
+def test_xid_from_dmesg_when_journald_has_no_log(monkeypatch, capsys, nccl_conf):
+    result, calls = run(monkeypatch, capsys, base_args(nccl_conf), [
+        (JOURNAL, (1, '', 'No journal files were found.\n')),
+        (['/usr/bin/dmesg'], (0, '[   12.3] nvidia: loading\n[ 99.1] ' + XID + '\n', '')),
+        (SHOW, (0, ALL_UP, '')),
+    ])
+    assert [argv for argv, _env in calls] == [JOURNAL, ['/usr/bin/dmesg'], SHOW]
+    assert result['probe']['kernel_log'] == {'source': 'dmesg (last 20000 lines)',
+                                             'lines': ['[ 99.1] ' + XID], 'error': None}
+    health = [c for c in result['checks'] if c['id'] == 'gpu.health'][0]
+    assert (health['status'], health['observed']) == (
+        'fail', "Xid 79 on 0000:c4:00.0 x1: pid='<unknown>', name=<unknown>, GPU has fallen off the bus.")
+    assert result['ready'] is False
+    assert result['summary']['status'] == 'fail'
+
+
+def test_services_missing(monkeypatch, capsys, nccl_conf):
+    states = [('not-found', 'inactive', ''), ('loaded', 'failed', 'enabled'), ('loaded', 'active', 'enabled'),
+              ('loaded', 'active', 'enabled')]
+    result, _calls = run(monkeypatch, capsys, base_args(nccl_conf), [
+        (JOURNAL, (0, '', '')), (SHOW, (0, show_output(states), '')),
+    ])
+    got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
+    assert got['driver.persistenced'] == ('warn', 'nvidia-persistenced: not installed; persistence mode set by the '
+                                                  'legacy nvidia-smi -pm 1 on all GPUs')
+    assert got['fabric.manager'] == ('fail', '2 NVSwitches; nvidia-fabricmanager: failed, enabled, nvlsm: active, '
+                                             'enabled')
+    assert result['probe']['services']['nvidia-persistenced.service'] == {
+        'load_state': 'not-found', 'active_state': 'inactive', 'unit_file_state': None}
+
+
+def test_nothing_to_read_runs_no_command(monkeypatch, capsys, tmp_path):
+    """Already-known answers: no kernel log, no units - no command at all, nothing changed."""
+    args = base_args(str(tmp_path / 'absent.conf'))
+    args.update(kernel_log_lines=0, services=[])
+    result, calls = run(monkeypatch, capsys, args, [])
+    assert calls == []
+    assert result['changed'] is False
+    assert result['probe']['kernel_log'] == {'source': None, 'lines': None,
+                                             'error': 'not read (kernel_log_lines is 0)'}
+    assert result['probe']['nccl_conf'] == {'path': str(tmp_path / 'absent.conf'), 'exists': False, 'content': None,
+                                            'error': None}
+    got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
+    assert got['nccl.config'] == ('fail', '{0} does not exist'.format(tmp_path / 'absent.conf'))
+    assert got['gpu.health'] == ('warn', 'kernel log not read: not read (kernel_log_lines is 0)')
+    assert got['driver.persistenced'] == ('warn', 'nvidia-persistenced: not installed; persistence mode set by the '
+                                                  'legacy nvidia-smi -pm 1 on all GPUs')
+
+
+def test_lost_gpu_reported(monkeypatch, capsys, nccl_conf):
+    args = base_args(nccl_conf)
+    del args['facts']['nvidia']['gpus'][4]
+    result, _calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
+    assert result['lost_gpus'] == [{'bus_id': '0000:c4:00.0', 'reason': 'on the PCI bus, not listed by nvidia-smi'}]
+    assert result['ready'] is False
+
+
+def test_systemctl_failure_carries_everything(monkeypatch, capsys, nccl_conf):
+    result, _calls = run(monkeypatch, capsys, base_args(nccl_conf), [
+        (JOURNAL, (0, '', '')), (SHOW, (1, '', 'Failed to connect to bus: No such file or directory\n')),
+    ])
+    assert result['failed'] is True
+    assert result['msg'] == 'systemctl show failed for units ' + ', '.join(UNITS)
+    assert (result['rc'], result['stdout'], result['stderr'], result['cmd']) == (
+        1, '', 'Failed to connect to bus: No such file or directory\n', SHOW)
+
+
+def test_systemctl_block_count_mismatch(monkeypatch, capsys, nccl_conf):
+    result, _calls = run(monkeypatch, capsys, base_args(nccl_conf), [
+        (JOURNAL, (0, '', '')), (SHOW, (0, 'Id=nvidia-persistenced.service\nLoadState=loaded\n', '')),
+    ])
+    assert result['failed'] is True
+    assert result['msg'] == 'systemctl show printed 1 unit blocks for 4 units ({0})'.format(', '.join(UNITS))
+    assert result['cmd'] == SHOW
+
+
+def test_no_log_tool_and_no_systemctl(monkeypatch, capsys, nccl_conf):
+    result, calls = run(monkeypatch, capsys, base_args(nccl_conf), [], bins=())
+    assert calls == []
+    assert result['probe']['kernel_log']['error'] == 'neither journalctl nor dmesg found'
+    assert result['probe']['services']['nvlsm.service'] == {'load_state': None, 'active_state': None,
+                                                            'unit_file_state': None, 'error': 'systemctl not found'}
+
+
+def test_not_booted_with_systemd(monkeypatch, capsys, nccl_conf):
+    result, calls = run(monkeypatch, capsys, base_args(nccl_conf), [(JOURNAL, (0, '', ''))], systemd=False)
+    assert [argv for argv, _env in calls] == [JOURNAL]
+    got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
+    assert got['driver.persistenced'] == (
+        'warn', 'nvidia-persistenced: unknown (not booted with systemd (/nonexistent/systemd is missing)); '
+                'persistence mode set by the legacy nvidia-smi -pm 1 on all GPUs')
+
+
+def test_bad_setting_fails_with_the_reason(monkeypatch, capsys, nccl_conf):
+    args = base_args(nccl_conf)
+    args['settings']['nodeprep_gpu_settings_power_limit'] = '70 percent'
+    result, _calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
+    assert result['failed'] is True
+    assert result['msg'] == ('readiness check: nodeprep_gpu_settings_power_limit: \'70 percent\' is not watts (700) '
+                             'or a percentage of the default limit ("70%")')
+
+
+def test_check_mode_is_the_same(monkeypatch, capsys, nccl_conf):
+    args = base_args(nccl_conf)
+    args['_ansible_check_mode'] = True
+    result, calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
+    assert [argv for argv, _env in calls] == [JOURNAL, SHOW]
+    assert result['changed'] is False
+    assert result['summary']['status'] == 'pass'

@@ -1,0 +1,400 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2025 gpufleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of the simulated fleet's GPU double (tests/testbed/gpu_double) against the collection's parser."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+
+DOUBLE = os.path.join(ROOT, 'tests', 'testbed', 'gpu_double')
+sys.path.insert(0, os.path.join(DOUBLE, 'lib'))
+
+import bootloader  # noqa: E402
+import double_tools  # noqa: E402
+import gpudouble as gd  # noqa: E402
+import nvsmi_double  # noqa: E402
+
+KERNEL = '6.18.44-fc-v657'
+NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+             "Make sure that the latest NVIDIA driver is installed and running.\n")
+REAL_XML = {
+    'hgx-b200-8gpu': 'b200-8gpu_k8s-test-infra.xml',
+    'hgx-h100-8gpu': 'h100-sxm-80gb-hbm3-8gpu_k8s-test-infra.xml',
+}
+
+
+def load_profile(name):
+    with open(os.path.join(DOUBLE, 'profiles', name + '.json')) as f:
+        return json.load(f)
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch):
+    """A node root with the double installed; returns a helper to shape it."""
+    root = tmp_path / 'root'
+    (root / 'etc' / 'testbed').mkdir(parents=True)
+    (root / 'etc' / 'modprobe.d').mkdir(parents=True)
+    (root / 'var' / 'lib' / 'testbed' / 'faults').mkdir(parents=True)
+    (root / 'lib' / 'modules' / KERNEL).mkdir(parents=True)
+    monkeypatch.setenv('GPU_DOUBLE_ROOT', str(root))
+    monkeypatch.setenv('GPU_DOUBLE_UNAME_R', KERNEL)
+    monkeypatch.setenv('GPU_DOUBLE_TEMPLATES', os.path.join(DOUBLE, 'templates'))
+    monkeypatch.setenv('GPU_DOUBLE_EUID', '0')
+    monkeypatch.delenv('GPU_DOUBLE_PROC_DRIVER', raising=False)
+
+    class Node(object):
+        path = root
+
+        def profile(self, name='hgx-b200-8gpu'):
+            shutil.copy(os.path.join(DOUBLE, 'profiles', name + '.json'), str(root / 'etc/testbed/hardware.json'))
+            return self
+
+        def module(self, version='580.95.05', flavour='open'):
+            d = root / 'lib' / 'modules' / KERNEL / 'updates' / 'dkms'
+            d.mkdir(parents=True, exist_ok=True)
+            (d / 'nvidia.ko').write_text('TESTBED-NVIDIA-MODULE version={0} flavour={1}\n'.format(version, flavour))
+            return self
+
+        def blacklist(self, initramfs=True):
+            (root / 'etc/modprobe.d/blacklist-nouveau.conf').write_text('blacklist nouveau\noptions nouveau modeset=0\n')
+            if initramfs:
+                (root / 'boot').mkdir(exist_ok=True)
+                assert bootloader.dracut(['-f', '/boot/initramfs-{0}.img'.format(KERNEL), KERNEL]) == 0
+            return self
+
+        def fault(self, name, text=''):
+            (root / 'var/lib/testbed/faults' / name).write_text(text)
+            return self
+
+        def ready(self, name='hgx-b200-8gpu', version='580.95.05', flavour='open'):
+            return self.profile(name).module(version, flavour).blacklist()
+
+        def smi(self, *argv, **kw):
+            return nvsmi_double.run(list(argv), kw.get('version', '580.95.05'))
+
+    return Node()
+
+
+# ---------------------------------------------------------------- XML against the collection's parser
+
+def _parser():
+    try:
+        from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
+    except ImportError as exc:
+        pytest.skip('plugins/module_utils/_nvsmi.py (parse_nvsmi_xml) is not there yet: {0}'.format(exc))
+    return parse_nvsmi_xml
+
+
+def _gpus(parsed):
+    return parsed['gpus'] if isinstance(parsed, dict) else parsed
+
+
+@pytest.mark.parametrize('profile_name', sorted(REAL_XML))
+def test_double_xml_has_the_real_field_set(node, profile_name):
+    parse = _parser()
+    node.ready(profile_name)
+    text, rc = node.smi('-q', '-x')
+    assert rc == 0
+    with open(os.path.join(FIXTURES, 'nvidia-smi-xml', REAL_XML[profile_name])) as f:
+        real = _gpus(parse(f.read()))
+    ours = _gpus(parse(text))
+    assert len(ours) == len(real) == 8
+    for mine, theirs in zip(ours, real):
+        assert sorted(mine) == sorted(theirs)
+
+
+@pytest.mark.parametrize('profile_name', ['hgx-b200-8gpu', 'hgx-h100-8gpu', 'hgx-h200-8gpu'])
+def test_double_xml_values_come_from_the_profile(node, profile_name):
+    parse = _parser()
+    prof = load_profile(profile_name)
+    node.ready(profile_name)
+    parsed = parse(node.smi('-q', '-x')[0])
+    gpus = _gpus(parsed)
+    assert [g['pci_bus_id'] for g in gpus] == [g['pci_bus_id'] for g in prof['gpus']]
+    assert [g['uuid'] for g in gpus] == [g['uuid'] for g in prof['gpus']]
+    for g in gpus:
+        assert g['name'] == prof['product_name']
+        assert g['architecture'] == prof['architecture']
+        assert g['memory_total_mib'] == prof['memory_total_mib']
+        assert g['default_power_limit_w'] == prof['power']['default_w']
+        assert g['min_power_limit_w'] == prof['power']['min_w']
+        assert g['max_power_limit_w'] == prof['power']['max_w']
+        assert g['power_limit_w'] == prof['power']['default_w']
+        assert g['persistence_mode'] is False
+        assert g['max_clocks'] == {'graphics_mhz': prof['max_clocks']['graphics_mhz'],
+                                   'sm_mhz': prof['max_clocks']['sm_mhz'], 'mem_mhz': prof['max_clocks']['mem_mhz']}
+        assert g['pci_device_id'] == prof['pci_device_id']
+        sup = dict((k, sorted(v)) for k, v in g['supported_clocks'].items())
+        assert sup == dict((k, sorted(v)) for k, v in prof['supported_clocks'].items())
+    assert parsed['driver_version'] == '580.95.05'
+    assert parsed['cuda_version'] == '13.0'
+
+
+def test_double_xml_follows_state_changes(node):
+    parse = _parser()
+    node.ready()
+    assert node.smi('-pm', '1')[1] == 0
+    assert node.smi('-i', '1', '-pl', '700')[1] == 0
+    assert node.smi('-i', '1', '-ac', '3996,1500')[1] == 0
+    g = _gpus(parse(node.smi('-q', '-x')[0]))
+    assert [x['persistence_mode'] for x in g] == [True] * 8
+    assert [x['power_limit_w'] for x in g] == [1000.0, 700.0] + [1000.0] * 6
+    assert g[1]['applications_clocks'] == {'graphics_mhz': 1500, 'mem_mhz': 3996}
+    assert g[0]['applications_clocks'] == {'graphics_mhz': 1965, 'mem_mhz': 3996}
+
+
+# ---------------------------------------------------------------- driver load rules
+
+@pytest.mark.parametrize('setup,argv,expected,rc', [
+    ('nothing', ['-L'], NO_DRIVER, 9),
+    ('no-blacklist', ['-L'], NO_DRIVER, 9),
+    ('initramfs-old', ['-L'], NO_DRIVER, 9),
+    ('proprietary-blackwell', ['-L'], 'No devices were found\n', 6),
+    ('mismatch', ['-L'], 'Failed to initialize NVML: Driver/library version mismatch\n'
+                         'NVML library version: 590.48\n', 18),
+    ('driver-unloaded', ['-L'], NO_DRIVER, 9),
+    ('ready', ['-i', '3', '-L'], 'GPU 3: NVIDIA B200 (UUID: GPU-00000003-0000-0000-0000-000000000003)\n', 0),
+    ('ready', ['-i', '9', '-L'], 'No devices were found\n', 6),
+    ('proprietary-hopper', ['-i', '00000000:53:00.0', '-L'],
+     'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-000000000000)\n', 0),
+])
+def test_driver_load_rules(node, setup, argv, expected, rc):
+    version = '580.95.05'
+    node.profile()
+    if setup == 'no-blacklist':
+        node.module()
+    elif setup == 'initramfs-old':
+        node.module()
+        (node.path / 'boot').mkdir()
+        bootloader.dracut(['-f', '/boot/initramfs-{0}.img'.format(KERNEL), KERNEL])
+        node.blacklist(initramfs=False)
+    elif setup == 'proprietary-blackwell':
+        node.ready(flavour='proprietary')
+    elif setup == 'proprietary-hopper':
+        node.ready('hgx-h100-8gpu', flavour='proprietary')
+    elif setup == 'mismatch':
+        node.ready()
+        version = '590.48.01'
+    elif setup == 'driver-unloaded':
+        node.ready().fault('driver-unloaded')
+    elif setup == 'ready':
+        node.ready()
+    assert node.smi(*argv, version=version) == (expected, rc)
+
+
+def test_kernel_log_tells_why(node):
+    node.profile().module()
+    node.smi('-L')
+    log = (node.path / 'run/gpu-double/kernel.log').read_text()
+    assert 'NVRM: The NVIDIA probe routine was not called for 8 device(s).' in log
+    node2 = node.ready(flavour='proprietary')
+    (node.path / 'run/gpu-double/state.json').unlink()
+    node2.smi('-L')
+    log = (node.path / 'run/gpu-double/kernel.log').read_text()
+    assert 'NVRM: The NVIDIA GPU 0000:8f:00.0 (PCI ID: 10de:2901)' in log
+    assert 'NVRM: installed in this system requires use of the NVIDIA open kernel modules.' in log
+
+
+def test_proc_driver_version_formats(node, tmp_path, monkeypatch):
+    proc = tmp_path / 'proc-driver'
+    monkeypatch.setenv('GPU_DOUBLE_PROC_DRIVER', str(proc))
+    node.ready()
+    node.smi('-L')
+    assert (proc / 'nvidia' / 'version').read_text().splitlines()[0] == (
+        'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  '
+        '(dvs-builder@U16-I3-B03-4-3)  Thu Sep 18 21:36:58 UTC 2025')
+    assert sorted(os.listdir(str(proc / 'nvidia' / 'gpus')))[0] == '0000:8f:00.0'
+    node.fault('driver-unloaded')
+    assert node.smi('-L') == (NO_DRIVER, 9)
+    assert not (proc / 'nvidia').exists()
+    assert gd.nvrm_version_line('570.172.08', 'proprietary') == (
+        'NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.172.08  Thu Sep 18 21:36:58 UTC 2025')
+
+
+# ---------------------------------------------------------------- setters
+
+B0 = '00000000:8F:00.0'
+
+
+@pytest.mark.parametrize('argv,euid,expected,rc', [
+    (['-i', '0', '-pm', '1'], '0', 'Enabled persistence mode for GPU {0}.\nAll done.\n'.format(B0), 0),
+    (['-i', '0', '-pm', '0'], '0', 'Persistence mode is already Disabled for GPU {0}.\nAll done.\n'.format(B0), 0),
+    (['-i', '0', '-pm', '1'], '1000',
+     'Unable to set persistence mode for GPU {0}: Insufficient Permissions\n'
+     'Terminating early due to previous errors.\n'.format(B0), 4),
+    (['-i', '0', '-pl', '700'], '0',
+     'Power limit for GPU {0} was set to 700.00 W from 1000.00 W.\nAll done.\n'.format(B0), 0),
+    (['-i', '0', '-pl', '150'], '0',
+     'Provided power limit 150.00 W is not a valid power limit which should be between 200.00 W and '
+     '1000.00 W for GPU {0}\nTerminating early due to previous errors.\n'.format(B0), 2),
+    (['-i', '0', '-pl', '700'], '1000',
+     'Failed to set power management limit for GPU {0}: Insufficient Permissions\n'
+     'Terminating early due to previous errors.\n'.format(B0), 4),
+    (['-i', '0', '-lgc', '1500,1500'], '0',
+     'GPU clocks set to "(gpuClkMin 1500, gpuClkMax 1500)" for GPU {0}\nAll done.\n'.format(B0), 0),
+    (['-i', '0', '-lmc', '3996,3996'], '0',
+     'Memory clocks set to "(memClkMin 3996, memClkMax 3996)" for GPU {0}\nAll done.\n'.format(B0), 0),
+    (['-i', '0', '-ac', '3996,1965'], '0',
+     'Applications clocks set to "(MEM 3996, SM 1965)" for GPU {0}\nAll done.\n'.format(B0), 0),
+    (['-i', '0', '-ac', '5001,2100'], '0',
+     'Specified clock combination "(MEM 5001, SM 2100)" is not supported for GPU {0}. Run '
+     "'nvidia-smi -q -d SUPPORTED_CLOCKS' to see list of supported clock combinations\n"
+     'Terminating early due to previous errors.\n'.format(B0), 2),
+    (['-pl'], '0', "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n", 2),
+])
+def test_setters(node, monkeypatch, argv, euid, expected, rc):
+    node.ready()
+    monkeypatch.setenv('GPU_DOUBLE_EUID', euid)
+    assert node.smi(*argv) == (expected, rc)
+
+
+def test_application_clocks_are_deprecated_from_590(node):
+    node.ready(version='590.48.01')
+    assert node.smi('-i', '0', '-ac', '3996,1965', version='590.48.01') == (
+        'Setting applications clocks is not supported for GPU {0}: Requested functionality has been '
+        'deprecated.\nTreating as warning and moving on.\nAll done.\n'.format(B0), 0)
+    out = node.smi('-i', '0', '--query-gpu=clocks.applications.graphics,clocks.max.graphics', '--format=csv',
+                   version='590.48.01')
+    assert out == ('clocks.applications.graphics [MHz], clocks.max.graphics [MHz]\n'
+                   '[Requested functionality has been deprecated], 1965 MHz\n', 0)
+
+
+def test_unsupported_power_limit_is_a_warning(node):
+    node.ready()
+    prof = json.loads((node.path / 'etc/testbed/hardware.json').read_text())
+    prof['unsupported'] = ['power-limit']
+    (node.path / 'etc/testbed/hardware.json').write_text(json.dumps(prof))
+    assert node.smi('-i', '0', '-pl', '700') == (
+        'Changing power management limit is not supported for GPU: {0}.\nTreating as warning and moving on.\n'
+        'All done.\n'.format(B0), 0)
+
+
+def test_clock_lock_shows_in_queries_and_resets(node):
+    node.ready()
+    node.smi('-i', '2', '-lgc', '1500,1500')
+    assert node.smi('-i', '2', '--query-gpu=index,clocks.gr,clocks.sm', '--format=csv,noheader,nounits') == (
+        '2, 1500, 1500\n', 0)
+    node.smi('-i', '2', '-rgc')
+    assert node.smi('-i', '2', '--query-gpu=clocks.gr', '--format=csv,noheader') == ('120 MHz\n', 0)
+
+
+# ---------------------------------------------------------------- queries and faults
+
+def test_csv_query_header_units_and_errors(node):
+    node.ready()
+    assert node.smi('-i', '0', '--query-gpu=index,name,pci.bus_id,power.limit,memory.total,pci.device_id',
+                    '--format=csv') == (
+        'index, name, pci.bus_id, power.limit [W], memory.total [MiB], pci.device_id\n'
+        '0, NVIDIA B200, 00000000:8F:00.0, 1000.00 W, 183359 MiB, 0x290110DE\n', 0)
+    assert node.smi('--query-gpu=index,bogus', '--format=csv') == (
+        'Field "bogus" is not a valid field to query.\n', 2)
+
+
+@pytest.mark.parametrize('content,gone', [('', '00000000:CC:00.0'), ('2\n', '00000000:96:00.0'),
+                                          ('0000:8f:00.0\n', '00000000:8F:00.0')])
+def test_gpu_missing_hides_gpu_from_smi_and_pci(node, tmp_path, content, gone):
+    node.ready().fault('gpu-missing', content)
+    text, rc = node.smi('--query-gpu=index,pci.bus_id,count', '--format=csv,noheader')
+    assert rc == 0
+    rows = [line.split(', ') for line in text.splitlines()]
+    assert [r[0] for r in rows] == [str(i) for i in range(7)]
+    assert gone not in [r[1] for r in rows]
+    assert set(r[2] for r in rows) == {'7'}
+    pci = gd.write_pci_tree(gd.load_profile(), str(tmp_path / 'pci'))
+    assert len(pci) == 7 + 2
+    assert gd.sysfs_bus_id(gone) not in pci
+
+
+def test_pci_tree_files(node, tmp_path):
+    node.profile()
+    names = gd.write_pci_tree(gd.load_profile(), str(tmp_path / 'pci'))
+    assert names[:2] == ['0000:05:00.0', '0000:06:00.0']
+    dev = tmp_path / 'pci' / '0000:8f:00.0'
+    assert [(f, (dev / f).read_text()) for f in ('vendor', 'device', 'class', 'subsystem_vendor',
+                                                 'subsystem_device')] == [
+        ('vendor', '0x10de\n'), ('device', '0x2901\n'), ('class', '0x030200\n'),
+        ('subsystem_vendor', '0x10de\n'), ('subsystem_device', '0x1999\n')]
+
+
+def test_xid_and_pending_row_faults(node):
+    parse = _parser()
+    node.ready().fault('xid', '79 1\n48\n').fault('remapped-rows-pending', '0\n').fault('retired-pages-pending', '1')
+    assert gd.xid_lines(gd.load_profile()) == [
+        "NVRM: Xid (PCI:0000:90:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+        "NVRM: Xid (PCI:0000:8f:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error "
+        "(DBE) has been detected on GPU in the framebuffer"]
+    g = _gpus(parse(node.smi('-q', '-x')[0]))
+    assert [x['remapped_rows']['pending'] for x in g[:3]] == [True, False, False]
+    assert [x['retired_pages'] for x in g[:3]] == [None, {'pending': True, 'single_bit': None, 'double_bit': None},
+                                                   None]
+
+
+def test_nvidia_smi_hang_fault(node):
+    node.ready().fault('nvidia-smi-hang')
+    env = dict(os.environ, GPU_DOUBLE_LIB=os.path.join(DOUBLE, 'lib'))
+    script = "import sys; sys.path.insert(0, {0!r}); import nvsmi_double; nvsmi_double.main(['-L'], '580.95.05')".format(
+        os.path.join(DOUBLE, 'lib'))
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([sys.executable, '-c', script], env=env, timeout=1.5, check=False)
+
+
+# ---------------------------------------------------------------- daemons, dkms, boot loader
+
+def test_fabric_manager_refuses_other_version(node, capsys):
+    node.ready('hgx-h100-8gpu')
+    assert double_tools.cmd_fabricmanager([], '570.172.08') == 1
+    assert capsys.readouterr().out == ('nv-fabricmanager: fabric manager version 570.172.08 does not match the '
+                                       'NVIDIA driver version 580.95.05; both must be the same version\n')
+
+
+def test_nvlsm_needs_ib_umad(node, capsys):
+    node.ready()
+    assert double_tools.cmd_nvlsm([], '2025.06.4') == 1
+    assert 'kernel module ib_umad is not loaded' in capsys.readouterr().out
+    assert double_tools.cmd_fabricmanager([], '580.95.05') == 1
+    assert capsys.readouterr().out == ('nv-fabricmanager: NVLink subnet manager (nvlsm) is not running; '
+                                       'start nvlsm first\n')
+
+
+def test_dkms_builds_only_with_headers(node, capsys):
+    node.profile()
+    src = node.path / 'usr/src/nvidia-open-580.95.05'
+    src.mkdir(parents=True)
+    (src / 'dkms.conf').write_text('PACKAGE_NAME="nvidia-open"\nPACKAGE_VERSION="580.95.05"\nTESTBED_FLAVOUR="open"\n')
+    assert double_tools.cmd_dkms(['install', '-m', 'nvidia-open', '-v', '580.95.05', '-k', KERNEL]) == 1
+    assert 'Your kernel headers for kernel {0} cannot be found'.format(KERNEL) in capsys.readouterr().out
+    hdr = node.path / 'usr/src/kernels' / KERNEL
+    hdr.mkdir(parents=True)
+    (hdr / 'Makefile').write_text('all:\n')
+    os.symlink('/usr/src/kernels/' + KERNEL, str(node.path / 'lib/modules' / KERNEL / 'build'))
+    assert double_tools.cmd_dkms(['autoinstall', '-k', KERNEL]) == 0
+    capsys.readouterr()
+    assert double_tools.cmd_dkms(['status']) == 0
+    assert capsys.readouterr().out == 'nvidia-open/580.95.05, {0}, x86_64: installed\n'.format(KERNEL)
+    assert gd.find_module(KERNEL)[1] == {'version': '580.95.05', 'flavour': 'open'}
+
+
+def test_grubby_default_and_set_default(node, capsys):
+    node.profile()
+    (node.path / 'etc/machine-id').write_text('0123456789abcdef0123456789abcdef\n')
+    for rel in (KERNEL, '6.1.150-1.el9.elrepo.x86_64'):
+        assert bootloader.grubby(['--add-kernel=/boot/vmlinuz-' + rel, '--initrd=/boot/initramfs-{0}.img'.format(rel),
+                                  '--title=T ' + rel]) == 0
+    assert bootloader.grubby(['--set-default=/boot/vmlinuz-' + KERNEL]) == 0
+    assert bootloader.grubby(['--default-kernel']) == 0
+    assert bootloader.grubby(['--default-index']) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ['The default is /boot/loader/entries/0123456789abcdef0123456789abcdef-{0}.conf with index 0 '
+                   'and kernel /boot/vmlinuz-{0}'.format(KERNEL), '/boot/vmlinuz-' + KERNEL, '0']
+    assert bootloader.grubby(['--set-default=/boot/vmlinuz-nope']) == 1
+    assert double_tools.selected_kernel() == KERNEL
