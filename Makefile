@@ -72,7 +72,8 @@ lint: collection-link ## ansible-lint (production profile) on roles and playbook
 build: collection-link ## Build the collection, install the tarball, render every module/role with ansible-doc
 	rm -rf $(TMP)/dist $(TMP)/install
 	$(BIN)/ansible-galaxy collection build --force --output-path $(TMP)/dist
-	$(BIN)/ansible-galaxy collection install --no-deps -p $(TMP)/install $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
+	ANSIBLE_COLLECTIONS_PATH=$(TMP)/install $(BIN)/ansible-galaxy collection install --no-deps --force -p $(TMP)/install \
+	  $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
 	ANSIBLE_COLLECTIONS_PATH=$(TMP)/install:$(SITE_PKGS) $(PY) tests/docs_check.py $(TMP)/install/ansible_collections/gpufleet/nodeprep
 
 changelog-lint: venv ## antsibull-changelog lint (fragments well-formed)
@@ -82,6 +83,9 @@ molecule: collection-link ## Molecule scenarios on the simulated fleet (needs ro
 	@if [ -d molecule/default ]; then $(BIN)/molecule test; else echo "molecule: no scenario yet"; fi
 
 -include tests/testbed/testbed.mk
+
+demo: deps collection-link ## The main job on a simulated fleet: up, converge, converge again (changed=0), readiness
+	bash tests/testbed/demo.sh
 
 bench: collection-link ## Benchmarks (parsers; fleet round trips when the testbed is up)
 	@for b in bench/bench_*.py; do [ -e "$$b" ] && $(PY) $$b; done

@@ -66,6 +66,14 @@ options:
     description: The shared memory mount point to report.
     type: path
     default: /dev/shm
+  keep_gathered:
+    description:
+      - Subsets gathered earlier in the play that are still valid. They are added to C(nodeprep_gathered), so a role
+        that re-gathers only what it changed does not make the next role gather everything again.
+      - Pass C({{ ansible_facts.nodeprep_gathered | default([]) }}).
+    type: list
+    elements: str
+    default: []
   fail_on_error:
     description:
       - When a reader fails (for example C(nvidia-smi) hangs past O(nvidia_timeout)), fail the task.
@@ -105,6 +113,11 @@ EXAMPLES = r"""
     nvidia_timeout: 20
     fail_on_error: false
 
+- name: Re-read only the GPUs after changing them; the other subsets stay valid
+  gpufleet.nodeprep.gpu_node_facts:
+    gather_subset: [nvidia]
+    keep_gathered: "{{ ansible_facts.nodeprep_gathered | default([]) }}"
+
 - name: Show the GPUs
   ansible.builtin.debug:
     msg: "{{ ansible_facts.nvidia.gpus | map(attribute='name') | list }}"
@@ -142,7 +155,7 @@ ansible_facts:
       type: dict
       sample: {"eth0": {"mtu": 9000}}
     nodeprep_gathered:
-      description: The subsets gathered by this call.
+      description: The subsets gathered by this call, plus those of O(keep_gathered).
       returned: always
       type: list
       elements: str
@@ -229,6 +242,7 @@ def main():
             nic_interfaces=dict(type='list', elements='str', default=[]),
             nic_networks=dict(type='list', elements='str', default=[]),
             shm_path=dict(type='path', default=SHM_PATH),
+            keep_gathered=dict(type='list', elements='str', default=[]),
             fail_on_error=dict(type='bool', default=True),
         ),
         supports_check_mode=True,
@@ -241,7 +255,8 @@ def main():
     for namespace in ('kernel_state', 'limits', 'shm', 'nics'):
         for warning in (facts.get(namespace) or {}).get('warnings') or []:
             module.warn('{0}: {1}'.format(namespace, warning))
-    facts['nodeprep_gathered'] = subsets
+    kept = [name for name in SUBSETS if name in module.params['keep_gathered'] and name not in subsets]
+    facts['nodeprep_gathered'] = [name for name in SUBSETS if name in subsets or name in kept]
     facts['nodeprep_errors'] = errors
     module.exit_json(changed=False, ansible_facts=facts, timings=timings)
 

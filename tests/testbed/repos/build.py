@@ -48,11 +48,15 @@ class BuildError(Exception):
 
 
 def run(argv, cwd=None):
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    """Run argv; return its stdout only (stderr, e.g. dpkg-scanpackages' warnings, must not end up in the
+    output that callers write to files such as Packages)."""
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=dict(os.environ, LC_ALL='C', LANGUAGE='C'))
-    out = proc.communicate()[0].decode('utf-8', 'replace')
+    out, err = proc.communicate()
+    out = out.decode('utf-8', 'replace')
+    err = err.decode('utf-8', 'replace')
     if proc.returncode != 0:
-        raise BuildError('command failed (rc {0}): {1}\n{2}'.format(proc.returncode, ' '.join(argv), out))
+        raise BuildError('command failed (rc {0}): {1}\n{2}{3}'.format(proc.returncode, ' '.join(argv), out, err))
     return out
 
 

@@ -110,3 +110,15 @@ def test_bad_timeout_rejected(capsys):
     code, result = run({'nvidia_timeout': 0}, capsys)
     assert code == 1
     assert result['msg'] == 'nvidia_timeout must be at least 1 second, got 0'
+
+
+@pytest.mark.parametrize('kept, expected', [
+    ([], ['shm']),
+    (['nvidia', 'limits'], ['nvidia', 'limits', 'shm']),
+    (['nic', 'shm', 'bogus'], ['shm', 'nic']),
+])
+def test_keep_gathered_adds_earlier_subsets(capsys, kept, expected):
+    code, result = run({'gather_subset': ['shm'], 'keep_gathered': kept}, capsys)
+    assert code == 0, result.get('msg')
+    assert result['ansible_facts']['nodeprep_gathered'] == expected
+    assert 'nvidia' not in result['ansible_facts']

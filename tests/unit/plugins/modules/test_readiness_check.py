@@ -56,7 +56,11 @@ class Runner(object):
 def run(monkeypatch, capsys, args, table, bins=('journalctl', 'dmesg', 'systemctl'), systemd=True):
     runner = Runner(table)
     monkeypatch.setattr(readiness_check, '_SYSTEMD_RUN_DIR', '/' if systemd else '/nonexistent/systemd')
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda self, args, **kw: runner(self, args, **kw))
+
+    def run_command(self, argv, **kw):
+        return runner(self, argv, **kw)
+
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path',
                         lambda self, name, required=False, opt_dirs=None: '/usr/bin/' + name if name in bins else None)
     with patch_module_args(args):

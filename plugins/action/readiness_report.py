@@ -1,0 +1,110 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Controller side of gpufleet.nodeprep.readiness_report: collect every host's readiness result from hostvars
+and write report.json, junit.xml and report.html. Documentation: plugins/modules/readiness_report.py."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import datetime
+import os
+import tempfile
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_bytes, to_native
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness import (
+    build_report,
+    render_html,
+    render_json,
+    render_junit,
+    render_matrix,
+)
+
+FILES = (('report.json', render_json), ('junit.xml', render_junit), ('report.html', render_html))
+
+
+def write_report(dest, report):
+    """Write the three report files into ``dest`` (created when missing), each atomically; return their paths."""
+    dest = os.path.abspath(os.path.expanduser(dest))
+    if os.path.exists(dest) and not os.path.isdir(dest):
+        raise AnsibleActionFail('dest {0} exists and is not a directory'.format(dest))
+    if not os.path.isdir(dest):
+        os.makedirs(dest)
+    written = []
+    for name, render in FILES:
+        path = os.path.join(dest, name)
+        handle, tmp = tempfile.mkstemp(prefix='.' + name + '.', dir=dest)
+        try:
+            with os.fdopen(handle, 'wb') as out:
+                out.write(to_bytes(render(report)))
+            os.chmod(tmp, 0o644)
+            os.rename(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        written.append(path)
+    return written
+
+
+def _plain(value):
+    """Deep copy of a templated hostvar into plain dicts, lists and strings."""
+    if isinstance(value, dict):
+        return dict((str(k), _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return str(value)
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(('dest', 'hosts', 'result_var'))
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+
+        _validation, args = self.validate_argument_spec(argument_spec=dict(
+            dest=dict(type='path', default='./readiness-report'),
+            hosts=dict(type='list', elements='str'),
+            result_var=dict(type='str', default='nodeprep_readiness'),
+        ))
+        hosts = args['hosts']
+        if hosts is None:
+            hosts = task_vars.get('ansible_play_hosts_all') or []
+        hostvars = task_vars.get('hostvars') or {}
+        results = {}
+        for host in hosts:
+            try:
+                value = hostvars[host].get(args['result_var'])
+            except KeyError:
+                value = None
+            if value:
+                results[host] = _plain(value)
+        generated = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+        report = build_report(list(hosts), results, generated)
+        try:
+            files = write_report(args['dest'], report)
+        except (IOError, OSError) as exc:
+            raise AnsibleActionFail('cannot write the readiness report into {0}: {1}'.format(
+                args['dest'], to_native(exc)))
+        order = report['host_order']
+        result.update(
+            changed=False,
+            dest=os.path.abspath(os.path.expanduser(args['dest'])),
+            files=files,
+            summary=report['summary'],
+            matrix=render_matrix(report),
+            ready=report['summary']['not_ready'] == 0 and report['summary']['unreachable'] == 0,
+            not_ready_hosts=[h for h in order if report['hosts'][h]['status'] == 'not_ready'],
+            unreachable_hosts=[h for h in order if report['hosts'][h]['status'] == 'unreachable'],
+        )
+        return result

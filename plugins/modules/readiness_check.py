@@ -1,0 +1,309 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: readiness_check
+short_description: Check that a GPU node is in the state the gpufleet.nodeprep roles leave it in
+version_added: 0.1.0
+author: gpufleet maintainers (@gpufleet)
+description:
+  - Evaluates the readiness checks of the P(gpufleet.nodeprep.readiness#role) role on one node and returns them.
+  - Takes the facts that M(gpufleet.nodeprep.gpu_node_facts) gathered (passed in O(facts), so the node is asked only
+    once) and reads on the node what those facts do not hold, in the same call - the NCCL configuration file, the
+    NVIDIA Xid lines of the kernel log of the current boot, and the state of a few systemd units.
+  - Each check has a stable id, a status (V(pass), V(warn), V(fail), V(skip)), what was expected, what was observed
+    and the role or playbook that fixes it. The check ids are C(kernel.devel_matched), C(driver.nouveau_blacklisted),
+    C(driver.loaded), C(driver.open_modules), C(driver.persistenced), C(gpu.count), C(gpu.power_limit),
+    C(gpu.clocks), C(gpu.health), C(memlock.users), C(memlock.services), C(shm.size), C(nccl.config),
+    C(nic.offload) and C(fabric.manager).
+  - Never changes the node.
+extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+  - gpufleet.nodeprep.attributes.INFO_MODULE
+options:
+  facts:
+    description:
+      - The fact namespaces gathered by M(gpufleet.nodeprep.gpu_node_facts) - C(nvidia), C(kernel_state), C(limits),
+        C(shm) and C(nics) (see the collection's docs/contracts.md).
+      - A namespace left out turns the checks that need it into V(skip).
+    type: dict
+    required: true
+  settings:
+    description:
+      - The role variables the checks compare against, by their names (for example
+        C(nodeprep_gpu_settings_power_limit), C(nodeprep_shm_size), C(nodeprep_expected_gpus)).
+      - A variable left out takes the default of the role that owns it. The P(gpufleet.nodeprep.readiness#role)
+        role builds this dict from the inventory and the roles' defaults; docs/readiness.md lists every name.
+    type: dict
+    default: {}
+  nccl_conf_path:
+    description:
+      - The NCCL configuration file to read for the C(nccl.config) check.
+    type: path
+    default: /etc/nccl.conf
+  services:
+    description:
+      - systemd units whose state the checks read (persistence daemon, fabric manager, NVLSM, the unit that
+        re-applies GPU settings at boot).
+    type: list
+    elements: str
+    default: [nvidia-persistenced.service, nvidia-fabricmanager.service, nvlsm.service, nodeprep-gpu-settings.service]
+  kernel_log_lines:
+    description:
+      - How many of the last kernel log lines of the current boot to search for NVIDIA Xid events
+        (C(journalctl -k -b 0), or C(dmesg) where journald is not available).
+      - V(0) does not read the kernel log.
+    type: int
+    default: 20000
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: N/A
+    details:
+      - Nothing on the node changes.
+notes:
+  - Reading the kernel log and C(/etc/nccl.conf) may need root; run it with become.
+seealso:
+  - module: gpufleet.nodeprep.gpu_node_facts
+  - module: gpufleet.nodeprep.readiness_report
+"""
+
+EXAMPLES = r"""
+- name: Gather the node's facts once
+  gpufleet.nodeprep.gpu_node_facts:
+
+- name: Check the node
+  gpufleet.nodeprep.readiness_check:
+    facts:
+      nvidia: "{{ ansible_facts.nvidia }}"
+      kernel_state: "{{ ansible_facts.kernel_state }}"
+      limits: "{{ ansible_facts.limits }}"
+      shm: "{{ ansible_facts.shm }}"
+      nics: "{{ ansible_facts.nics }}"
+    settings:
+      nodeprep_expected_gpus: 8
+      nodeprep_gpu_settings_power_limit: "70%"
+      nodeprep_shm_size: 512G
+  become: true
+  register: readiness
+
+- name: Show what failed
+  ansible.builtin.debug:
+    msg: "{{ readiness.checks | selectattr('status', 'equalto', 'fail') | list }}"
+"""
+
+RETURN = r"""
+checks:
+  description: One entry per check, in the order of the check ids above.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: The check id.
+      type: str
+      sample: gpu.count
+    status:
+      description: V(pass), V(warn), V(fail) or V(skip).
+      type: str
+      sample: fail
+    expected:
+      description: What a ready node shows.
+      type: str
+      sample: 8 GPUs in nvidia-smi and on the PCI bus (nodeprep_expected_gpus)
+    observed:
+      description: What this node shows.
+      type: str
+      sample: "nvidia-smi: 7, PCI bus: 8; missing from nvidia-smi: 0000:3b:00.0"
+    remedy:
+      description: The role or playbook that fixes it.
+      type: str
+      sample: playbooks/recover_gpu.yml (GPU missing from nvidia-smi)
+summary:
+  description: How many checks ended in each status, and the node's overall C(status) (the worst one).
+  returned: success
+  type: dict
+  sample: {pass: 12, warn: 1, fail: 0, skip: 2, status: warn}
+ready:
+  description: True when no check failed.
+  returned: success
+  type: bool
+  sample: true
+lost_gpus:
+  description:
+    - GPUs the PCI bus shows but nvidia-smi does not list, with sysfs-style bus ids (all of them when nvidia-smi
+      failed or timed out). Used by the collection's playbooks/recover_gpu.yml.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{bus_id: "0000:3b:00.0", reason: "on the PCI bus, not listed by nvidia-smi"}]
+probe:
+  description: What the module read on the node besides the facts.
+  returned: success
+  type: dict
+  contains:
+    nccl_conf:
+      description: C(path), C(exists) and C(content) of the NCCL configuration file.
+      type: dict
+    kernel_log:
+      description: C(source) (the command read), C(lines) (the Xid lines found; null when not read) and C(error).
+      type: dict
+    services:
+      description: Per unit - C(load_state), C(active_state) and C(unit_file_state) as systemctl reports them.
+      type: dict
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_text
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness import (
+    ReadinessError,
+    evaluate,
+    find_lost_gpus,
+    summarize,
+    FAIL,
+)
+
+_C_LOCALE = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
+_MAX_CONF_BYTES = 1024 * 1024
+_SYSTEMD_RUN_DIR = '/run/systemd/system'
+
+
+def read_nccl_conf(path):
+    """``{path, exists, content, error}`` of the NCCL configuration file."""
+    result = {'path': path, 'exists': False, 'content': None, 'error': None}
+    if not os.path.exists(path):
+        return result
+    result['exists'] = True
+    try:
+        with open(path, 'rb') as handle:
+            result['content'] = to_text(handle.read(_MAX_CONF_BYTES), errors='surrogate_or_replace')
+    except (IOError, OSError) as exc:
+        result['error'] = 'cannot read {0}: {1}'.format(path, exc)
+    return result
+
+
+def read_kernel_log(module, lines):
+    """Xid lines of the kernel log of this boot: journalctl first, dmesg where journald is not there."""
+    result = {'source': None, 'lines': None, 'error': None}
+    if lines <= 0:
+        result['error'] = 'not read (kernel_log_lines is 0)'
+        return result
+    errors = []
+    journalctl = module.get_bin_path('journalctl')
+    if journalctl:
+        argv = [journalctl, '-k', '-b', '0', '--no-pager', '-q', '-o', 'short-iso', '-n', str(lines)]
+        rc, out, err = module.run_command(argv, environ_update=_C_LOCALE)
+        if rc == 0:
+            result['source'] = 'journalctl -k -b 0 (last {0} lines)'.format(lines)
+            result['lines'] = [line for line in out.splitlines() if 'NVRM: Xid' in line]
+            return result
+        errors.append('journalctl rc={0}: {1}'.format(rc, err.strip()))
+    dmesg = module.get_bin_path('dmesg')
+    if dmesg:
+        rc, out, err = module.run_command([dmesg], environ_update=_C_LOCALE)
+        if rc == 0:
+            result['source'] = 'dmesg (last {0} lines)'.format(lines)
+            result['lines'] = [line for line in out.splitlines()[-lines:] if 'NVRM: Xid' in line]
+            return result
+        errors.append('dmesg rc={0}: {1}'.format(rc, err.strip()))
+    result['error'] = '; '.join(errors) or 'neither journalctl nor dmesg found'
+    return result
+
+
+def read_services(module, names):
+    """State of each unit in ``names`` from one ``systemctl show`` call, keyed by the names given."""
+    if not names:
+        return {}
+    systemctl = module.get_bin_path('systemctl')
+    reason = None
+    if not systemctl:
+        reason = 'systemctl not found'
+    elif not os.path.isdir(_SYSTEMD_RUN_DIR):
+        reason = 'not booted with systemd ({0} is missing)'.format(_SYSTEMD_RUN_DIR)
+    if reason:
+        return dict((name, {'load_state': None, 'active_state': None, 'unit_file_state': None,
+                            'error': reason}) for name in names)
+    argv = [systemctl, 'show', '--property=Id,LoadState,ActiveState,UnitFileState', '--'] + list(names)
+    rc, out, err = module.run_command(argv, environ_update=_C_LOCALE)
+    if rc != 0:
+        module.fail_json(msg='systemctl show failed for units {0}'.format(', '.join(names)), rc=rc, stdout=out,
+                         stderr=err, cmd=argv)
+    blocks = []
+    current = {}
+    for line in out.splitlines():
+        if not line.strip():
+            if current:
+                blocks.append(current)
+                current = {}
+            continue
+        key, _sep, value = line.partition('=')
+        current[key.strip()] = value.strip()
+    if current:
+        blocks.append(current)
+    if len(blocks) != len(names):
+        module.fail_json(msg='systemctl show printed {0} unit blocks for {1} units ({2})'.format(
+            len(blocks), len(names), ', '.join(names)), rc=rc, stdout=out, stderr=err, cmd=argv)
+    services = {}
+    for name, block in zip(names, blocks):
+        services[name] = {
+            'load_state': block.get('LoadState') or None,
+            'active_state': block.get('ActiveState') or None,
+            'unit_file_state': block.get('UnitFileState') or None,
+        }
+    return services
+
+
+def run_checks(module):
+    params = module.params
+    settings = dict(params['settings'] or {})
+    settings['nodeprep_nccl_conf_path'] = params['nccl_conf_path']
+    probe = {
+        'nccl_conf': read_nccl_conf(params['nccl_conf_path']),
+        'kernel_log': read_kernel_log(module, params['kernel_log_lines']),
+        'services': read_services(module, params['services']),
+    }
+    try:
+        checks = evaluate(params['facts'], settings, probe)
+        lost = find_lost_gpus(params['facts'])
+    except ReadinessError as exc:
+        module.fail_json(msg='readiness check: {0}'.format(exc))
+    summary = summarize(checks)
+    return {
+        'changed': False,
+        'checks': checks,
+        'summary': summary,
+        'ready': summary['status'] != FAIL,
+        'lost_gpus': lost,
+        'probe': probe,
+    }
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            facts=dict(type='dict', required=True),
+            settings=dict(type='dict', default={}),
+            nccl_conf_path=dict(type='path', default='/etc/nccl.conf'),
+            services=dict(type='list', elements='str',
+                          default=['nvidia-persistenced.service', 'nvidia-fabricmanager.service', 'nvlsm.service',
+                                   'nodeprep-gpu-settings.service']),
+            kernel_log_lines=dict(type='int', default=20000),
+        ),
+        supports_check_mode=True,
+    )
+    module.run_command_environ_update = _C_LOCALE
+    module.exit_json(**run_checks(module))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,117 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# The work is done on the controller by the action plugin plugins/action/readiness_report.py;
+# this file only documents it.
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: readiness_report
+short_description: Write the fleet readiness report on the controller
+version_added: 0.1.0
+author: gpufleet maintainers (@gpufleet)
+description:
+  - Reads every host's readiness result (what M(gpufleet.nodeprep.readiness_check) returned, kept in the host
+    variable named by O(result_var)) from hostvars and writes three files into O(dest) on the controller.
+  - C(report.json) - hosts with their checks (id, status, expected, observed, remedy) and a summary.
+  - C(junit.xml) - a testsuite per host and a testcase per check, for CI systems; V(fail) is a C(<failure>),
+    V(skip) a C(<skipped>), V(warn) a passed testcase with C(<system-out>); an unreachable host is one errored
+    testcase C(host.reachable).
+  - C(report.html) - a self-contained page, hosts as rows and checks as columns, coloured by status, the details
+    in each cell's tooltip and in a table below.
+  - A host of O(hosts) without a result, or whose result says it was unreachable, appears everywhere as
+    C(unreachable), never as missing.
+  - Runs on the controller only; use it with C(run_once). It never connects to the hosts.
+extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+options:
+  dest:
+    description:
+      - Directory on the controller to write the report into; created when missing. Relative paths are relative
+        to the directory C(ansible-playbook) runs in.
+    type: path
+    default: ./readiness-report
+  hosts:
+    description:
+      - The hosts to report on, in report order.
+      - Defaults to C(ansible_play_hosts_all), so hosts that became unreachable are still listed.
+    type: list
+    elements: str
+  result_var:
+    description:
+      - Name of the host variable that holds each host's readiness result.
+    type: str
+    default: nodeprep_readiness
+attributes:
+  check_mode:
+    support: full
+    details:
+      - The report is written in check mode too; it changes no managed node.
+  diff_mode:
+    support: N/A
+    details:
+      - Nothing on the node changes.
+  action:
+    support: full
+    description: Runs on the controller through an action plugin.
+notes:
+  - Always returns C(changed=false) - the files it writes live on the controller and carry the time of the run.
+seealso:
+  - module: gpufleet.nodeprep.readiness_check
+"""
+
+EXAMPLES = r"""
+- name: Write the readiness report of the whole play
+  gpufleet.nodeprep.readiness_report:
+    dest: /srv/reports/readiness
+  run_once: true
+  register: report
+
+- name: Print the matrix
+  ansible.builtin.debug:
+    msg: "{{ report.matrix.splitlines() }}"
+  run_once: true
+"""
+
+RETURN = r"""
+dest:
+  description: Absolute path of the report directory.
+  returned: success
+  type: str
+  sample: /home/ops/fleet/readiness-report
+files:
+  description: The files written.
+  returned: success
+  type: list
+  elements: str
+  sample: [/home/ops/fleet/readiness-report/report.json, /home/ops/fleet/readiness-report/junit.xml,
+           /home/ops/fleet/readiness-report/report.html]
+summary:
+  description: Host and check counts.
+  returned: success
+  type: dict
+  sample: {hosts: 3, ready: 1, not_ready: 1, unreachable: 1, pass: 24, warn: 2, fail: 1, skip: 3}
+matrix:
+  description: A compact text matrix, one line per host, to print at the end of the run.
+  returned: success
+  type: str
+ready:
+  description: True when every host is reachable and no check failed.
+  returned: success
+  type: bool
+not_ready_hosts:
+  description: Hosts with at least one failed check.
+  returned: success
+  type: list
+  elements: str
+unreachable_hosts:
+  description: Hosts without a result.
+  returned: success
+  type: list
+  elements: str
+"""

@@ -1,0 +1,1079 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2025, gpufleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Simulated GPU fleet for gpufleet.nodeprep: the fleet manager.
+
+Each node is a systemd-nspawn container booted with systemd, on an overlayfs
+over one cached Debian base image, in its own network namespace that the host
+reaches through a veth pair (10.231.0.0/16, on the testbed's own veths only).
+
+    testbed.py up [--nodes N]      bring the fleet up (safe to run again)
+    testbed.py down [--purge]      stop everything, leave no namespace, mount or process
+    testbed.py status [--json]
+    testbed.py fault NODE KIND [--gpu I] [--value V]
+    testbed.py heal NODE [KIND]
+    testbed.py ssh NODE [COMMAND...]
+
+Run as root. See tests/testbed/README.md for what is simulated and what is real.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+STATE_DIR = os.environ.get('TESTBED_DIR') or os.path.join(REPO, '.testbed')
+CACHE_DIR = os.environ.get('TESTBED_CACHE') or '/var/cache/nodeprep-testbed'
+BASE_FILES = os.path.join(HERE, 'base')
+DOUBLE_DIR = os.path.join(HERE, 'gpu_double')
+REPOS_BUILD = os.path.join(HERE, 'repos', 'build.py')
+
+PREFIX = 'nptb'                      # netns nptb-<node>, veths nptb<i>h / nptb<i>n
+SUBNET = (10, 231)                   # node i: 10.231.x.(4i+1) host side, .(4i+2) node side, /30
+BOOT_TIMEOUT = int(os.environ.get('TESTBED_BOOT_TIMEOUT', '120'))
+NSPAWN_REBOOT_RC = 133
+
+SUITE = 'bookworm'
+MIRROR = os.environ.get('TESTBED_MIRROR', 'http://deb.debian.org/debian')
+BASE_RECIPE = 3                      # bump when build_base() changes what it makes
+BASE_PACKAGES = [
+    'systemd', 'systemd-sysv', 'dbus', 'openssh-server', 'python3', 'python3-apt',
+    'iproute2', 'ethtool', 'kmod', 'procps', 'pciutils', 'sudo', 'gawk',
+    'dnf', 'python3-dnf', 'dnf-plugins-core', 'rpm',
+]
+TIMERS_MASKED = ['apt-daily.timer', 'apt-daily-upgrade.timer', 'dpkg-db-backup.timer',
+                 'e2scrub_all.timer', 'fstrim.timer']
+
+# flavour: what a node pretends to be.
+FLAVOURS = {
+    'el8': {'os_dir': 'rocky8', 'family': 'redhat', 'pkg': 'rpm', 'major': 8},
+    'el9': {'os_dir': 'rocky9', 'family': 'redhat', 'pkg': 'rpm', 'major': 9},
+    'el10': {'os_dir': 'rocky10', 'family': 'redhat', 'pkg': 'rpm', 'major': 10},
+    'ubuntu2404': {'os_dir': 'ubuntu2404', 'family': 'debian', 'pkg': 'deb', 'major': 24},
+}
+
+# The default fleet, cycled when NODES is larger: (flavour, GPU model, wanted profile names).
+TEMPLATES = [
+    ('el9', 'b200', ['hgx-b200-8gpu']),
+    ('el8', 'h100', ['hgx-h100-8gpu']),
+    ('ubuntu2404', 'h200', ['hgx-h200-8gpu', 'hgx-h100-8gpu']),
+    ('el10', 'b200', ['hgx-b200-8gpu']),
+]
+
+# Fault kinds. 'flag' faults are handled by the GPU double inside the node (it
+# reads /var/lib/testbed/faults/<flag>); the others are the fleet manager's own.
+FAULTS = {
+    'gpu-missing': {'flag': 'gpu-missing', 'help': 'one GPU gone from nvidia-smi and the PCI view (--gpu index or bus id; default the last GPU)'},
+    'nvidia-smi-hang': {'flag': 'nvidia-smi-hang', 'help': 'nvidia-smi never returns'},
+    'driver-unloaded': {'flag': 'driver-unloaded', 'help': 'the nvidia driver is not loaded; /proc/driver/nvidia gone'},
+    'xid': {'flag': 'xid', 'help': 'an Xid event in the kernel log (--value Xid code, default 79; --gpu, default 0)'},
+    'retired-pages': {'flag': 'retired-pages-pending', 'help': 'page retirement pending (--gpu; default every GPU)'},
+    'remapped-rows': {'flag': 'remapped-rows-pending', 'help': 'row remapping pending (--gpu; default every GPU)'},
+    'shm-full': {'flag': 'shm-full', 'help': '/dev/shm filled to 0 bytes free (--value: most bytes of RAM to use, default 2 GiB)'},
+    'node-down': {'flag': 'node-down', 'help': 'the node is cut off the network (host side of its veth down)'},
+}
+
+
+class TestbedError(Exception):
+    pass
+
+
+def log(msg):
+    sys.stderr.write('testbed: {0}\n'.format(msg))
+    sys.stderr.flush()
+
+
+def run(argv, check=True, quiet=False, **kw):
+    """Run argv (a list); return CompletedProcess with str stdout/stderr."""
+    kw.setdefault('stdout', subprocess.PIPE)
+    kw.setdefault('stderr', subprocess.PIPE)
+    env = dict(os.environ, LC_ALL='C', LANGUAGE='C')
+    env.update(kw.pop('env', {}))
+    proc = subprocess.run(argv, universal_newlines=True, env=env, check=False, **kw)
+    if check and proc.returncode != 0:
+        raise TestbedError('command failed (rc={0}): {1}\nstdout: {2}\nstderr: {3}'.format(
+            proc.returncode, ' '.join(argv), (proc.stdout or '')[-2000:], (proc.stderr or '')[-2000:]))
+    if not quiet and proc.returncode != 0:
+        pass
+    return proc
+
+
+# --------------------------------------------------------------------------- state
+
+def state_path(*parts):
+    return os.path.join(STATE_DIR, *parts)
+
+
+def node_dir(name, *parts):
+    return state_path('nodes', name, *parts)
+
+
+def load_state():
+    try:
+        with open(state_path('state.json')) as f:
+            return json.load(f)
+    except (IOError, OSError, ValueError):
+        return {'nodes': {}}
+
+
+def save_state(state):
+    os.makedirs(STATE_DIR, exist_ok=True)
+    tmp = state_path('state.json.tmp')
+    with open(tmp, 'w') as f:
+        json.dump(state, f, indent=2, sort_keys=True)
+        f.write('\n')
+    os.rename(tmp, state_path('state.json'))
+
+
+class Lock(object):
+    def __init__(self):
+        os.makedirs(STATE_DIR, exist_ok=True)
+        self.fd = os.open(state_path('.lock'), os.O_CREAT | os.O_RDWR, 0o644)
+
+    def __enter__(self):
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except (IOError, OSError):
+            log('another testbed command is running; waiting for it')
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+# --------------------------------------------------------------------------- fleet plan
+
+def find_profile(wanted):
+    pdir = os.path.join(DOUBLE_DIR, 'profiles')
+    for name in wanted:
+        path = os.path.join(pdir, name + '.json')
+        if os.path.isfile(path):
+            return name, path
+    return wanted[0], None
+
+
+def plan_fleet(count):
+    if count < 1:
+        raise TestbedError('NODES must be at least 1, got {0}'.format(count))
+    nodes = []
+    seen = {}
+    for i in range(count):
+        flavour, gpu, wanted = TEMPLATES[i % len(TEMPLATES)]
+        key = (flavour, gpu)
+        seen[key] = seen.get(key, 0) + 1
+        name = '{0}-{1}-{2:02d}'.format(flavour, gpu, seen[key])
+        profile, profile_path = find_profile(wanted)
+        third, fourth = divmod(4 * i, 256)
+        if third > 255:
+            raise TestbedError('at most 16384 nodes fit in 10.231.0.0/16, asked for {0}'.format(count))
+        nodes.append({
+            'name': name, 'index': i, 'flavour': flavour, 'gpu': gpu,
+            'profile': profile, 'profile_path': profile_path,
+            'family': FLAVOURS[flavour]['family'],
+            'host_ip': '{0}.{1}.{2}.{3}'.format(SUBNET[0], SUBNET[1], third, fourth + 1),
+            'node_ip': '{0}.{1}.{2}.{3}'.format(SUBNET[0], SUBNET[1], third, fourth + 2),
+            'netns': '{0}-{1}'.format(PREFIX, name),
+            'veth_host': '{0}{1}h'.format(PREFIX, i),
+            'veth_node': '{0}{1}n'.format(PREFIX, i),
+        })
+    return nodes
+
+
+# --------------------------------------------------------------------------- base image
+
+def tree_hash(paths, extra=''):
+    h = hashlib.sha256(extra.encode('utf-8'))
+    for top in paths:
+        if not os.path.exists(top):
+            h.update(('missing:' + top).encode('utf-8'))
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames.sort()
+            for fn in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
+                p = os.path.join(dirpath, fn)
+                h.update(os.path.relpath(p, top).encode('utf-8'))
+                if os.path.islink(p):
+                    h.update(('->' + os.readlink(p)).encode('utf-8'))
+                else:
+                    h.update(str(os.stat(p).st_mode & 0o777).encode('utf-8'))
+                    with open(p, 'rb') as f:
+                        h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+def base_key():
+    return hashlib.sha256(json.dumps([SUITE, MIRROR, BASE_PACKAGES, TIMERS_MASKED, BASE_RECIPE]).encode('utf-8')).hexdigest()[:16]
+
+
+def ensure_base():
+    key = base_key()
+    top = os.path.join(CACHE_DIR, 'base-' + key)
+    rootfs = os.path.join(top, 'rootfs')
+    if os.path.exists(os.path.join(top, 'complete')):
+        return key, rootfs
+    log('building the base image (debootstrap {0}, cached in {1}); this takes a minute or two'.format(SUITE, top))
+    tmp = os.path.join(top, 'rootfs.tmp')
+    os.makedirs(top, exist_ok=True)
+    if os.path.exists(tmp):
+        shutil.rmtree(tmp)
+    for leftover in (rootfs,):
+        if os.path.exists(leftover):
+            shutil.rmtree(leftover)
+    t0 = time.time()
+    run(['debootstrap', '--variant=minbase', '--include=' + ','.join(BASE_PACKAGES), SUITE, tmp, MIRROR])
+    # What every node shares: no network apt sources, quiet timers, empty machine-id.
+    for timer in TIMERS_MASKED:
+        link = os.path.join(tmp, 'etc/systemd/system', timer)
+        if not os.path.lexists(link):
+            os.symlink('/dev/null', link)
+    with open(os.path.join(tmp, 'etc/machine-id'), 'w') as f:
+        f.write('')
+    shutil.rmtree(os.path.join(tmp, 'var/cache/apt/archives'), ignore_errors=True)
+    os.makedirs(os.path.join(tmp, 'var/cache/apt/archives/partial'), exist_ok=True)
+    os.rename(tmp, rootfs)
+    with open(os.path.join(top, 'complete'), 'w') as f:
+        json.dump({'suite': SUITE, 'packages': BASE_PACKAGES, 'seconds': round(time.time() - t0)}, f)
+    log('base image ready in {0:.0f} s'.format(time.time() - t0))
+    return key, rootfs
+
+
+def copy_tree(src, dst):
+    """Copy src into dst (files and symlinks, modes kept), overwriting."""
+    if not os.path.isdir(src):
+        return
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = os.path.relpath(dirpath, src)
+        target_dir = os.path.normpath(os.path.join(dst, rel))
+        if not os.path.isdir(target_dir):
+            os.makedirs(target_dir, exist_ok=True)
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            s = os.path.join(dirpath, name)
+            d = os.path.join(target_dir, name)
+            if os.path.lexists(d) and (os.path.islink(d) or not os.path.isdir(d)):
+                os.unlink(d)
+            if os.path.islink(s):
+                os.symlink(os.readlink(s), d)
+            else:
+                shutil.copy2(s, d)
+
+
+def mount_overlay(lowers, upper, work, merged):
+    for d in (upper, work, merged):
+        os.makedirs(d, exist_ok=True)
+    if os.path.ismount(merged):
+        return
+    opts = 'lowerdir={0},upperdir={1},workdir={2}'.format(':'.join(lowers), upper, work)
+    run(['mount', '-t', 'overlay', 'overlay', '-o', opts, merged])
+
+
+def umount(path):
+    if os.path.ismount(path):
+        if run(['umount', path], check=False).returncode != 0:
+            run(['umount', '-l', path], check=False)
+
+
+def nspawn_run(root, argv, binds=(), check=True):
+    cmd = ['systemd-nspawn', '--quiet', '--register=no', '--keep-unit', '--pipe',
+           '-D', root, '-M', 'nptb-build-' + uuid.uuid4().hex[:8], '--private-network']
+    for b in binds:
+        cmd.append('--bind-ro=' + b)
+    return run(cmd + ['--'] + list(argv), check=check)
+
+
+def repos_dir():
+    return state_path('repos')
+
+
+def kernel_packages_present(flavour):
+    f = FLAVOURS[flavour]
+    if f['pkg'] == 'rpm':
+        path = os.path.join(repos_dir(), 'el{0}'.format(f['major']), 'baseos', 'repodata', 'repomd.xml')
+    else:
+        path = os.path.join(repos_dir(), 'apt', 'debian', 'Packages')
+    return os.path.exists(path)
+
+
+def install_running_kernel(flavour, merged):
+    """Make the node's package database say the host's running kernel is installed."""
+    release = os.uname().release
+    f = FLAVOURS[flavour]
+    binds = [repos_dir() + ':/srv/testbed-repos']
+    if f['pkg'] == 'rpm':
+        base = ['dnf', '-y', '--setopt=install_weak_deps=False', '--setopt=reposdir=/etc/yum.repos.d',
+                '--releasever={0}'.format(f['major'])]
+        # The distro kernel packages provide kernel-uname-r = <uname -r>, as EL's do.
+        spec = 'kernel-uname-r = {0}'.format(release)
+        proc = nspawn_run(merged, base + ['install', spec], binds=binds, check=False)
+        if proc.returncode != 0:
+            raise TestbedError('cannot install the running kernel ({0}) in the {1} layer from the local repository: '
+                               '{2}'.format(spec, flavour, (proc.stdout + proc.stderr)[-1500:]))
+        # The meta package and the module tree of that same version, as a distro install has them.
+        vr = nspawn_run(merged, ['rpm', '-qf', '/lib/modules/{0}/vmlinuz'.format(release),
+                                 '--qf', '%{NAME} %{VERSION}-%{RELEASE}\\n'])
+        core, evr = vr.stdout.split()[:2]
+        stem = core[:-len('-core')] if core.endswith('-core') else core
+        nspawn_run(merged, base + ['install', '{0}-{1}'.format(stem, evr), '{0}-modules-{1}'.format(stem, evr)],
+                   binds=binds)
+        nspawn_run(merged, ['dnf', 'clean', 'all'], check=False)
+    else:
+        pkg = 'linux-image-{0}'.format(release)
+        proc = nspawn_run(merged, ['sh', '-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive '
+                                   'apt-get install -y -q --no-install-recommends {0} && apt-get clean'.format(pkg)],
+                          binds=binds, check=False)
+        if proc.returncode != 0:
+            raise TestbedError('cannot install {0} in the {1} layer from the local repository: {2}'.format(
+                pkg, flavour, (proc.stdout + proc.stderr)[-1500:]))
+        shutil.rmtree(os.path.join(merged, 'var/lib/apt/lists'), ignore_errors=True)
+        os.makedirs(os.path.join(merged, 'var/lib/apt/lists/partial'), exist_ok=True)
+
+
+def ensure_layer(flavour, bkey, base_rootfs):
+    f = FLAVOURS[flavour]
+    have_kernel = kernel_packages_present(flavour)
+    kernel_input = ''
+    if have_kernel:
+        sub = 'el{0}/baseos'.format(f['major']) if f['pkg'] == 'rpm' else 'apt/debian'
+        meta = os.path.join(repos_dir(), sub, 'repodata', 'repomd.xml') if f['pkg'] == 'rpm' \
+            else os.path.join(repos_dir(), sub, 'Packages')
+        with open(meta, 'rb') as fh:
+            kernel_input = hashlib.sha256(fh.read()).hexdigest()
+    key = tree_hash([os.path.join(BASE_FILES, 'common'), os.path.join(BASE_FILES, 'os', f['os_dir'])],
+                    extra=json.dumps([bkey, flavour, os.uname().release, kernel_input]))
+    top = os.path.join(CACHE_DIR, 'layer-{0}-{1}'.format(flavour, key))
+    upper = os.path.join(top, 'upper')
+    if os.path.exists(os.path.join(top, 'complete')):
+        return upper
+    log('building the {0} layer ({1})'.format(flavour, top))
+    merged = os.path.join(top, 'merged')
+    umount(merged)
+    for d in ('upper', 'work', 'merged'):
+        shutil.rmtree(os.path.join(top, d), ignore_errors=True)
+    mount_overlay([base_rootfs], upper, os.path.join(top, 'work'), merged)
+    try:
+        copy_tree(os.path.join(BASE_FILES, 'common'), merged)
+        copy_tree(os.path.join(BASE_FILES, 'os', f['os_dir']), merged)
+        for unit, target in (('testbed-early.service', 'sysinit.target.wants'),
+                             ('testbed-faults.service', 'multi-user.target.wants')):
+            wants = os.path.join(merged, 'etc/systemd/system', target)
+            os.makedirs(wants, exist_ok=True)
+            link = os.path.join(wants, unit)
+            if not os.path.lexists(link):
+                os.symlink('/etc/systemd/system/' + unit, link)
+        for d in ('var/lib/testbed/faults', 'srv/testbed-repos', 'etc/testbed', 'var/lib/rpm'):
+            os.makedirs(os.path.join(merged, d), exist_ok=True)
+        if f['pkg'] == 'rpm':
+            nspawn_run(merged, ['rpm', '--initdb'])
+        if have_kernel:
+            install_running_kernel(flavour, merged)
+        else:
+            log('WARNING: no local repository for {0} yet ({1}); the node will have no kernel package '
+                'installed. Build the repositories (tests/testbed/repos/build.py) and run up again.'.format(
+                    flavour, repos_dir()))
+    finally:
+        umount(merged)
+    shutil.rmtree(os.path.join(top, 'work'), ignore_errors=True)
+    # The key covers the repository metadata: once the repositories appear or
+    # change, a new layer is built next to this one (nodes in use keep theirs).
+    with open(os.path.join(top, 'complete'), 'w') as fh:
+        fh.write(key + '\n')
+    return upper
+
+
+def ensure_repos():
+    """Build the local repositories (build.py itself skips the work when its inputs are unchanged)."""
+    if os.environ.get('TESTBED_SKIP_REPOS'):
+        os.makedirs(repos_dir(), exist_ok=True)
+        log('TESTBED_SKIP_REPOS is set: using {0} as it is'.format(repos_dir()))
+        return
+    if not os.path.exists(REPOS_BUILD):
+        os.makedirs(repos_dir(), exist_ok=True)
+        log('WARNING: {0} does not exist; nodes get an empty /srv/testbed-repos'.format(REPOS_BUILD))
+        return
+    before = os.stat(repos_dir()).st_ino if os.path.isdir(repos_dir()) else None
+    log('building the local repositories ({0} --out {1})'.format(REPOS_BUILD, repos_dir()))
+    proc = run([sys.executable, REPOS_BUILD, '--out', repos_dir()], check=False,
+               stdout=None, stderr=None)
+    if proc.returncode != 0:
+        raise TestbedError('{0} --out {1} failed with exit status {2} (TESTBED_SKIP_REPOS=1 skips it)'.format(
+            REPOS_BUILD, repos_dir(), proc.returncode))
+    return before is not None and os.stat(repos_dir()).st_ino != before
+
+
+def ensure_ssh_key():
+    key = state_path('ssh', 'id_ed25519')
+    if not os.path.exists(key):
+        os.makedirs(os.path.dirname(key), mode=0o700, exist_ok=True)
+        run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'nodeprep-testbed', '-f', key])
+    with open(key + '.pub') as f:
+        return key, f.read()
+
+
+# --------------------------------------------------------------------------- processes
+
+def pids():
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            yield int(entry)
+
+
+def cmdline(pid):
+    try:
+        with open('/proc/{0}/cmdline'.format(pid), 'rb') as f:
+            return [a.decode('utf-8', 'replace') for a in f.read().split(b'\0') if a]
+    except (IOError, OSError):
+        return []
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except OSError as e:
+        return e.errno == errno.EPERM
+    try:
+        with open('/proc/{0}/stat'.format(pid)) as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except (IOError, OSError, IndexError):
+        return False
+
+
+def read_pid(path):
+    try:
+        with open(path) as f:
+            pid = int(f.read().strip())
+    except (IOError, OSError, ValueError):
+        return None
+    return pid if alive(pid) else None
+
+
+def nspawn_pids(name):
+    """systemd-nspawn processes of node `name` started from this state dir."""
+    found = []
+    for pid in pids():
+        argv = cmdline(pid)
+        if not argv or not os.path.basename(argv[0]).startswith('systemd-nspawn'):
+            continue
+        if ('-M' in argv and argv[argv.index('-M') + 1:argv.index('-M') + 2] == [name]) \
+                and any(a.startswith(STATE_DIR) for a in argv):
+            found.append(pid)
+    return found
+
+
+def netns_inode(netns):
+    try:
+        return os.stat('/run/netns/' + netns).st_ino
+    except OSError:
+        return None
+
+
+def pids_in_netns(netns):
+    ino = netns_inode(netns)
+    if ino is None:
+        return []
+    out = []
+    for pid in pids():
+        try:
+            if os.stat('/proc/{0}/ns/net'.format(pid)).st_ino == ino:
+                out.append(pid)
+        except OSError:
+            pass
+    return out
+
+
+def container_pid1(name):
+    """PID (host view) of the node's init, or None."""
+    for pid in nspawn_pids(name):
+        try:
+            children = open('/proc/{0}/task/{0}/children'.format(pid)).read().split()
+        except (IOError, OSError):
+            children = []
+        for c in children:
+            if os.path.basename((cmdline(int(c)) or [''])[0]) in ('systemd', 'init'):
+                return int(c)
+            return int(c)
+    return None
+
+
+def node_exec(name, argv, check=True):
+    pid1 = container_pid1(name)
+    if pid1 is None:
+        raise TestbedError('node {0} is not running'.format(name))
+    return run(['nsenter', '-t', str(pid1), '-m', '-u', '-i', '-n', '-p', '--'] + list(argv), check=check)
+
+
+# --------------------------------------------------------------------------- node lifecycle
+
+def setup_network(node):
+    ns, vh, vn = node['netns'], node['veth_host'], node['veth_node']
+    if netns_inode(ns) is None:
+        run(['ip', 'netns', 'add', ns])
+    have_eth0 = run(['ip', 'netns', 'exec', ns, 'ip', 'link', 'show', 'eth0'], check=False).returncode == 0
+    if not have_eth0:
+        run(['ip', 'link', 'del', vh], check=False)
+        run(['ip', 'link', 'add', vh, 'type', 'veth', 'peer', 'name', vn])
+        run(['ip', 'link', 'set', vn, 'netns', ns])
+        run(['ip', 'netns', 'exec', ns, 'ip', 'link', 'set', vn, 'name', 'eth0'])
+    run(['ip', 'netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up'])
+    run(['ip', 'netns', 'exec', ns, 'ip', 'addr', 'replace', node['node_ip'] + '/30', 'dev', 'eth0'])
+    run(['ip', 'netns', 'exec', ns, 'ip', 'link', 'set', 'eth0', 'up'])
+    run(['ip', 'addr', 'replace', node['host_ip'] + '/30', 'dev', vh])
+    if not os.path.exists(node_dir(node['name'], 'faults', 'node-down')):
+        run(['ip', 'link', 'set', vh, 'up'])
+
+
+def provision_node(node, layer_upper, base_rootfs, pubkey):
+    name = node['name']
+    nd = node_dir(name)
+    merged = os.path.join(nd, 'root')
+    for d in ('faults',):
+        os.makedirs(os.path.join(nd, d), exist_ok=True)
+    mount_overlay([layer_upper, base_rootfs], os.path.join(nd, 'upper'), os.path.join(nd, 'work'), merged)
+    stamp = os.path.join(nd, 'provisioned')
+    if os.path.exists(stamp):
+        return merged
+    with open(os.path.join(merged, 'etc/hostname'), 'w') as f:
+        f.write(name + '\n')
+    with open(os.path.join(merged, 'etc/hosts'), 'w') as f:
+        f.write('127.0.0.1\tlocalhost\n{0}\t{1}\n::1\tlocalhost ip6-localhost ip6-loopback\n'.format(node['node_ip'], name))
+    with open(os.path.join(merged, 'etc/machine-id'), 'w') as f:
+        f.write(uuid.uuid4().hex + '\n')
+    sshdir = os.path.join(merged, 'root/.ssh')
+    os.makedirs(sshdir, mode=0o700, exist_ok=True)
+    os.chmod(sshdir, 0o700)
+    with open(os.path.join(sshdir, 'authorized_keys'), 'w') as f:
+        f.write(pubkey)
+    os.chmod(os.path.join(sshdir, 'authorized_keys'), 0o600)
+    os.makedirs(os.path.join(merged, 'etc/testbed'), exist_ok=True)
+    with open(os.path.join(merged, 'etc/testbed/node.json'), 'w') as f:
+        json.dump({k: node[k] for k in ('name', 'flavour', 'gpu', 'profile', 'node_ip')}, f, indent=2, sort_keys=True)
+    if node['profile_path']:
+        shutil.copy2(node['profile_path'], os.path.join(merged, 'etc/testbed/hardware.json'))
+        installer = os.path.join(DOUBLE_DIR, 'install_base.sh')
+        if os.path.exists(installer):
+            proc = run(['sh', installer, merged, node['profile_path']], check=False)
+            if proc.returncode != 0:
+                raise TestbedError('{0} {1} {2} failed (rc={3}): {4}'.format(
+                    installer, merged, node['profile_path'], proc.returncode, (proc.stdout + proc.stderr)[-1500:]))
+        else:
+            log('WARNING: {0} does not exist; {1} has no GPU double'.format(installer, name))
+    else:
+        log('WARNING: no hardware profile {0} in {1}/profiles; {2} has no GPU double'.format(
+            node['profile'], DOUBLE_DIR, name))
+    with open(stamp, 'w') as f:
+        f.write(time.strftime('%Y-%m-%dT%H:%M:%SZ\n', time.gmtime()))
+    return merged
+
+
+def nspawn_argv(node):
+    nd = node_dir(node['name'])
+    return ['systemd-nspawn', '--quiet', '--register=no', '--keep-unit', '--boot',
+            '-D', os.path.join(nd, 'root'), '-M', node['name'], '--hostname=' + node['name'],
+            '--network-namespace-path=/run/netns/' + node['netns'],
+            '--bind-ro=' + repos_dir() + ':/srv/testbed-repos',
+            '--bind=' + os.path.join(nd, 'faults') + ':/var/lib/testbed/faults',
+            '--console=read-only']
+
+
+def start_node(node):
+    name = node['name']
+    if read_pid(node_dir(name, 'runner.pid')) or nspawn_pids(name):
+        return False
+    for stale in ('stop', 'runner.pid'):
+        try:
+            os.unlink(node_dir(name, stale))
+        except OSError:
+            pass
+    console = open(node_dir(name, 'console.log'), 'ab')
+    runner = subprocess.Popen([sys.executable, os.path.abspath(__file__), '_run', name],
+                              stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
+                              start_new_session=True, close_fds=True, env=dict(os.environ, TESTBED_DIR=STATE_DIR))
+    console.close()
+    with open(node_dir(name, 'runner.pid'), 'w') as f:
+        f.write(str(runner.pid))
+    return True
+
+
+def cmd_run(args):
+    """The per-node runner: boots the node again whenever it reboots (nspawn exits 133)."""
+    name = args.node
+    node = load_state()['nodes'][name]
+    with open(node_dir(name, 'runner.pid'), 'w') as f:
+        f.write(str(os.getpid()))
+    child = {'proc': None}
+
+    def on_term(signum, frame):
+        with open(node_dir(name, 'stop'), 'w') as fh:
+            fh.write('stop\n')
+        if child['proc'] is not None and child['proc'].poll() is None:
+            child['proc'].send_signal(signal.SIGTERM)   # nspawn powers the node off
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    boots = 0
+    while not os.path.exists(node_dir(name, 'stop')):
+        boots += 1
+        with open(node_dir(name, 'boots.log'), 'a') as f:
+            f.write('{0} boot {1}\n'.format(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), boots))
+        child['proc'] = subprocess.Popen(nspawn_argv(node), stdin=subprocess.DEVNULL)
+        rc = child['proc'].wait()
+        with open(node_dir(name, 'boots.log'), 'a') as f:
+            f.write('{0} exit {1}\n'.format(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), rc))
+        if rc != NSPAWN_REBOOT_RC:
+            break
+    try:
+        os.unlink(node_dir(name, 'runner.pid'))
+    except OSError:
+        pass
+    return 0
+
+
+def wait_ssh(nodes, timeout):
+    deadline = time.time() + timeout
+    pending = {n['name']: n for n in nodes}
+    while pending and time.time() < deadline:
+        for name, node in list(pending.items()):
+            try:
+                s = socket.create_connection((node['node_ip'], 22), timeout=1)
+                s.settimeout(2)
+                banner = s.recv(64)
+                s.close()
+                if banner.startswith(b'SSH-'):
+                    del pending[name]
+            except (OSError, socket.timeout):
+                pass
+            if name in pending and not read_pid(node_dir(name, 'runner.pid')) and not nspawn_pids(name):
+                raise TestbedError('node {0} stopped while booting; see {1}'.format(name, node_dir(name, 'console.log')))
+        if pending:
+            time.sleep(0.5)
+    if pending:
+        raise TestbedError('no SSH from {0} after {1} s; see {2}/nodes/<name>/console.log'.format(
+            ', '.join(sorted(pending)), timeout, STATE_DIR))
+
+
+def stop_nodes(names, grace=20):
+    """Power nodes off (SIGTERM to the runner, which forwards it to nspawn), then kill what is left."""
+    for name in names:
+        if os.path.isdir(node_dir(name)):
+            with open(node_dir(name, 'stop'), 'w') as f:
+                f.write('stop\n')
+        runner = read_pid(node_dir(name, 'runner.pid'))
+        targets = ([runner] if runner else []) + nspawn_pids(name)
+        for pid in targets:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+    deadline = time.time() + grace
+    while time.time() < deadline:
+        if not any(nspawn_pids(n) or read_pid(node_dir(n, 'runner.pid')) for n in names):
+            break
+        time.sleep(0.3)
+    for name in names:
+        runner = read_pid(node_dir(name, 'runner.pid'))
+        leftovers = ([runner] if runner else []) + nspawn_pids(name) + pids_in_netns('{0}-{1}'.format(PREFIX, name))
+        for pid in leftovers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    time.sleep(0.2 if names else 0)
+
+
+# --------------------------------------------------------------------------- inventory
+
+def yaml_dump(obj, indent=0):
+    pad = '  ' * indent
+    lines = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, dict) and v:
+                lines.append('{0}{1}:'.format(pad, k))
+                lines.extend(yaml_dump(v, indent + 1))
+            elif isinstance(v, dict):
+                lines.append('{0}{1}: {{}}'.format(pad, k))
+            else:
+                lines.append('{0}{1}: {2}'.format(pad, k, json.dumps(v)))
+    return lines
+
+
+def write_inventory(nodes, keyfile):
+    el_vars = {}
+    for flavour, f in FLAVOURS.items():
+        if f['pkg'] == 'rpm':
+            el_vars[flavour] = {
+                'nodeprep_nvidia_driver_repo_url': 'file:///srv/testbed-repos/el{0}/cuda/'.format(f['major']),
+                'nodeprep_kernel_elrepo_url': 'file:///srv/testbed-repos/el{0}/elrepo/'.format(f['major']),
+            }
+        else:
+            el_vars[flavour] = {'nodeprep_nvidia_driver_repo_url': 'file:///srv/testbed-repos/apt/cuda/'}
+    inv = {'all': {'vars': {
+        'ansible_user': 'root',
+        'ansible_ssh_private_key_file': keyfile,
+        'ansible_ssh_common_args': '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR',
+        'ansible_python_interpreter': '/usr/bin/python3',
+        'nodeprep_nvidia_driver_repo_gpgcheck': False,
+        'nodeprep_kernel_elrepo_gpgcheck': False,
+        'nodeprep_reboot_ok': True,
+        'nodeprep_boot_time_command': "awk '{print $22}' /proc/1/stat",
+        'nodeprep_expected_gpus': 8,
+        # The simulated nodes have the host's RAM (24 GiB here) but 8 simulated GPUs with 640 GiB or more; half of
+        # that for /dev/shm exceeds RAM, which a real 8-GPU node (1-2 TiB of RAM) never does. tmpfs accepts it.
+        'nodeprep_shm_allow_oversize': True,
+    }, 'children': {}}}
+    children = inv['all']['children']
+    for family in ('redhat', 'debian'):
+        fam = {'children': {}}
+        for flavour in FLAVOURS:
+            if FLAVOURS[flavour]['family'] != family:
+                continue
+            hosts = {}
+            for n in nodes:
+                if n['flavour'] == flavour:
+                    hosts[n['name']] = {'ansible_host': n['node_ip'], 'testbed_profile': n['profile']}
+            if hosts:
+                fam['children'][flavour] = {'hosts': hosts, 'vars': el_vars[flavour]}
+        if fam['children']:
+            children[family] = fam
+    for gpu in sorted(set(n['gpu'] for n in nodes)):
+        children['gpu_' + gpu] = {'hosts': {n['name']: {} for n in nodes if n['gpu'] == gpu}}
+    lines = ['# Written by tests/testbed/testbed.py up: the simulated fleet. Do not edit; run it again.'] + yaml_dump(inv)
+    tmp = state_path('inventory.yml.tmp')
+    with open(tmp, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    os.rename(tmp, state_path('inventory.yml'))
+
+
+# --------------------------------------------------------------------------- commands
+
+def require_root():
+    if os.geteuid() != 0:
+        raise TestbedError('the testbed needs root (network namespaces, overlay mounts, systemd-nspawn)')
+    missing = [t for t in ('debootstrap', 'systemd-nspawn', 'ip', 'nsenter', 'ssh-keygen', 'mount')
+               if shutil.which(t) is None]
+    if missing:
+        raise TestbedError('missing host tools: {0} (Debian: apt-get install debootstrap systemd-container '
+                           'iproute2 util-linux openssh-client)'.format(', '.join(missing)))
+
+
+def raise_inotify_limits(count):
+    """Every node's systemd takes inotify instances from the host's per-user limit (128 by default on
+    Debian), so about 12 nodes exhaust it. Raise the host limits (never lower them) and say so."""
+    for knob, per_node, floor in (('max_user_instances', 64, 512), ('max_user_watches', 16384, 65536)):
+        path = '/proc/sys/fs/inotify/' + knob
+        try:
+            with open(path) as f:
+                current = int(f.read().strip())
+            wanted = per_node * count + floor
+            if current < wanted:
+                with open(path, 'w') as f:
+                    f.write(str(wanted))
+                log('raised fs.inotify.{0} from {1} to {2} for {3} nodes'.format(knob, current, wanted, count))
+        except (IOError, OSError, ValueError) as e:
+            log('WARNING: cannot read or raise fs.inotify.{0}: {1}'.format(knob, e))
+
+
+def cmd_up(args):
+    require_root()
+    t0 = time.time()
+    with Lock():
+        state = load_state()
+        wanted = plan_fleet(args.nodes)
+        wanted_names = [n['name'] for n in wanted]
+        extra = [n for n in state.get('nodes', {}) if n not in wanted_names]
+        if extra:
+            log('removing nodes not in the requested fleet: {0}'.format(', '.join(extra)))
+            teardown(extra, state)
+        rebuilt = ensure_repos()
+        running = [n for n in state.get('nodes', {}) if nspawn_pids(n)]
+        if rebuilt and running:
+            log('WARNING: the repositories were rebuilt; running nodes ({0}) still see the old ones until '
+                '`down` and `up`'.format(', '.join(running)))
+        bkey, base_rootfs = ensure_base()
+        layers = {}
+        for flavour in sorted(set(n['flavour'] for n in wanted)):
+            layers[flavour] = ensure_layer(flavour, bkey, base_rootfs)
+        keyfile, pubkey = ensure_ssh_key()
+        state['nodes'] = {n['name']: n for n in wanted}
+        state['base'] = base_rootfs
+        state['kernel'] = os.uname().release
+        save_state(state)            # record first: a crash from here on is cleaned by `down`
+        raise_inotify_limits(len(wanted))
+        started = []
+        for node in wanted:
+            setup_network(node)
+            provision_node(node, layers[node['flavour']], base_rootfs, pubkey)
+            if start_node(node):
+                started.append(node['name'])
+        write_inventory(wanted, keyfile)
+        if started:
+            log('booting {0}'.format(', '.join(started)))
+        wait_ssh([n for n in wanted if not os.path.exists(node_dir(n['name'], 'faults', 'node-down'))], BOOT_TIMEOUT)
+    log('{0} node(s) up in {1:.0f} s; inventory: {2}'.format(len(wanted), time.time() - t0, state_path('inventory.yml')))
+    return 0
+
+
+def known_node_names(state):
+    names = set(state.get('nodes', {}))
+    if os.path.isdir(state_path('nodes')):
+        names.update(os.listdir(state_path('nodes')))
+    proc = run(['ip', 'netns', 'list'], check=False)
+    for line in (proc.stdout or '').splitlines():
+        ns = line.split()[0] if line.split() else ''
+        if ns.startswith(PREFIX + '-'):
+            names.add(ns[len(PREFIX) + 1:])
+    return sorted(names)
+
+
+def our_mounts():
+    """Mount points under the state dir or the cache, deepest first."""
+    out = []
+    with open('/proc/self/mountinfo') as f:
+        for line in f:
+            mp = line.split()[4].replace('\\040', ' ')
+            for top in (STATE_DIR, CACHE_DIR):
+                if mp == top or mp.startswith(top.rstrip('/') + '/'):
+                    out.append(mp)
+    return sorted(set(out), key=lambda p: (-p.count('/'), p))
+
+
+def teardown(names, state):
+    stop_nodes(names)
+    for name in names:
+        umount(node_dir(name, 'root'))
+        ns = '{0}-{1}'.format(PREFIX, name)
+        if netns_inode(ns) is not None:
+            run(['ip', 'netns', 'del', ns], check=False)
+        node = state.get('nodes', {}).get(name)
+        if node:
+            run(['ip', 'link', 'del', node['veth_host']], check=False)
+        prop = os.path.join('/run/systemd/nspawn/propagate', name)
+        if os.path.isdir(prop) and not os.path.ismount(prop):
+            shutil.rmtree(prop, ignore_errors=True)
+        shutil.rmtree(node_dir(name), ignore_errors=True)
+        state.get('nodes', {}).pop(name, None)
+
+
+def cmd_down(args):
+    require_root()
+    with Lock():
+        state = load_state()
+        names = known_node_names(state)
+        if names:
+            log('stopping {0}'.format(', '.join(names)))
+        teardown(names, state)
+        for mp in our_mounts():
+            umount(mp)
+        # empty folders systemd-nspawn leaves for the layer builds
+        prop_top = '/run/systemd/nspawn/propagate'
+        for entry in (os.listdir(prop_top) if os.path.isdir(prop_top) else []):
+            p = os.path.join(prop_top, entry)
+            if entry.startswith(PREFIX + '-build-') and not os.path.ismount(p):
+                shutil.rmtree(p, ignore_errors=True)
+        # veths of ours whose namespace is gone already (a crash between add and move)
+        proc = run(['ip', '-o', 'link', 'show'], check=False)
+        for line in (proc.stdout or '').splitlines():
+            parts = line.split(':')
+            if len(parts) > 1:
+                ifname = parts[1].strip().split('@')[0]
+                if ifname.startswith(PREFIX) and ifname[len(PREFIX):-1].isdigit() and ifname[-1] in 'hn':
+                    run(['ip', 'link', 'del', ifname], check=False)
+        for fn in ('state.json', 'inventory.yml'):
+            try:
+                os.unlink(state_path(fn))
+            except OSError:
+                pass
+        shutil.rmtree(state_path('nodes'), ignore_errors=True)
+        if args.purge:
+            for entry in os.listdir(STATE_DIR):
+                if entry != '.lock':
+                    p = state_path(entry)
+                    shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
+    left = leftovers()
+    if any(left.values()):
+        raise TestbedError('left behind after down: {0}'.format(json.dumps(left)))
+    log('down: no testbed namespace, mount or process left')
+    return 0
+
+
+def leftovers():
+    proc = run(['ip', 'netns', 'list'], check=False)
+    netns = [l.split()[0] for l in (proc.stdout or '').splitlines() if l.startswith(PREFIX + '-')]
+    procs = []
+    for pid in pids():
+        argv = cmdline(pid)
+        if argv and os.path.basename(argv[0]).startswith('systemd-nspawn') and any(a.startswith(STATE_DIR) for a in argv):
+            procs.append(pid)
+        elif len(argv) > 2 and argv[1] == os.path.abspath(__file__) and argv[2] == '_run':
+            procs.append(pid)
+    links = []
+    proc = run(['ip', '-o', 'link', 'show'], check=False)
+    for line in (proc.stdout or '').splitlines():
+        parts = line.split(':')
+        if len(parts) > 1 and parts[1].strip().startswith(PREFIX):
+            links.append(parts[1].strip())
+    return {'netns': netns, 'mounts': our_mounts(), 'processes': procs, 'links': links}
+
+
+def node_status(node):
+    name = node['name']
+    running = bool(nspawn_pids(name))
+    faults = sorted(os.listdir(node_dir(name, 'faults'))) if os.path.isdir(node_dir(name, 'faults')) else []
+    boots = 0
+    try:
+        with open(node_dir(name, 'boots.log')) as f:
+            boots = sum(1 for l in f if ' boot ' in l)
+    except (IOError, OSError):
+        pass
+    return {'name': name, 'running': running, 'address': node['node_ip'], 'flavour': node['flavour'],
+            'profile': node['profile'], 'faults': faults, 'boots': boots}
+
+
+def cmd_status(args):
+    state = load_state()
+    rows = [node_status(n) for n in state.get('nodes', {}).values()]
+    rows.sort(key=lambda r: r['name'])
+    if args.json:
+        print(json.dumps({'nodes': rows, 'leftovers': leftovers() if not rows else None}, indent=2))
+        return 0
+    if not rows:
+        print('no testbed nodes')
+        return 0
+    print('{0:<22} {1:<8} {2:<14} {3:<11} {4:<15} {5:<5} {6}'.format(
+        'NODE', 'STATE', 'ADDRESS', 'FLAVOUR', 'PROFILE', 'BOOTS', 'FAULTS'))
+    for r in rows:
+        print('{0:<22} {1:<8} {2:<14} {3:<11} {4:<15} {5:<5} {6}'.format(
+            r['name'], 'running' if r['running'] else 'stopped', r['address'], r['flavour'], r['profile'],
+            r['boots'], ','.join(r['faults']) or '-'))
+    return 0
+
+
+def get_node(state, name):
+    nodes = state.get('nodes', {})
+    if name not in nodes:
+        raise TestbedError('no node {0!r} in the testbed; nodes: {1}'.format(name, ', '.join(sorted(nodes)) or '(none: run up)'))
+    return nodes[name]
+
+
+def fault_content(kind, args):
+    """Content of the flag file, in the format the GPU double reads (gpu_double/lib/gpudouble.py)."""
+    gpu = '' if args.gpu is None else str(args.gpu)
+    if kind == 'xid':
+        return '{0} {1}\n'.format(args.value or '79', gpu or '0')
+    if kind in ('gpu-missing', 'retired-pages', 'remapped-rows'):
+        return gpu + '\n' if gpu else ''
+    if kind == 'shm-full':
+        return '{0}\n'.format(args.value or '2147483648')
+    return ''
+
+
+def cmd_fault(args):
+    require_root()
+    if args.kind not in FAULTS:
+        raise TestbedError('unknown fault {0!r}; allowed: {1}'.format(args.kind, ', '.join(sorted(FAULTS))))
+    with Lock():
+        state = load_state()
+        node = get_node(state, args.node)
+        faults = node_dir(node['name'], 'faults')
+        os.makedirs(faults, exist_ok=True)
+        if args.kind == 'node-down':
+            with open(os.path.join(faults, 'node-down'), 'w') as f:
+                f.write('veth {0} down\n'.format(node['veth_host']))
+            run(['ip', 'link', 'set', node['veth_host'], 'down'])
+        else:
+            flag = os.path.join(faults, FAULTS[args.kind]['flag'])
+            with open(flag + '.tmp', 'w') as f:
+                f.write(fault_content(args.kind, args))
+            os.rename(flag + '.tmp', flag)
+            if args.kind == 'shm-full':
+                proc = node_exec(node['name'], ['/usr/local/lib/testbed/testbed-fault', 'apply'])
+                sys.stdout.write(proc.stdout)
+    log('fault {0} injected on {1}'.format(args.kind, args.node))
+    return 0
+
+
+def cmd_heal(args):
+    require_root()
+    with Lock():
+        state = load_state()
+        node = get_node(state, args.node)
+        faults = node_dir(node['name'], 'faults')
+        present = sorted(os.listdir(faults)) if os.path.isdir(faults) else []
+        if args.kind and args.kind not in FAULTS:
+            raise TestbedError('unknown fault {0!r}; allowed: {1}'.format(args.kind, ', '.join(sorted(FAULTS))))
+        kinds = [args.kind] if args.kind else [k for k in FAULTS if FAULTS[k]['flag'] in present]
+        for kind in kinds:
+            flag = os.path.join(faults, FAULTS[kind]['flag'])
+            if os.path.exists(flag):
+                os.unlink(flag)
+            if kind == 'node-down':
+                run(['ip', 'link', 'set', node['veth_host'], 'up'])
+            elif kind == 'shm-full' and container_pid1(node['name']):
+                node_exec(node['name'], ['/usr/local/lib/testbed/testbed-fault', 'heal', 'shm-full'])
+        if not nspawn_pids(node['name']) and not read_pid(node_dir(node['name'], 'runner.pid')):
+            log('{0} is powered off; booting it'.format(node['name']))
+            start_node(node)
+            wait_ssh([node], BOOT_TIMEOUT)
+    log('healed {0} on {1}'.format(', '.join(kinds) or 'nothing', args.node))
+    return 0
+
+
+def cmd_ssh(args):
+    state = load_state()
+    node = get_node(state, args.node)
+    argv = ['ssh', '-i', state_path('ssh', 'id_ed25519'), '-o', 'StrictHostKeyChecking=no',
+            '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', 'root@' + node['node_ip']] + args.command
+    os.execvp('ssh', argv)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog='testbed.py', description='Simulated GPU fleet for gpufleet.nodeprep.')
+    sub = p.add_subparsers(dest='cmd')
+    up = sub.add_parser('up', help='bring the fleet up (safe to run again)')
+    up.add_argument('--nodes', type=int, default=int(os.environ.get('NODES') or 4))
+    down = sub.add_parser('down', help='stop the fleet; leave no namespace, mount or process')
+    down.add_argument('--purge', action='store_true', help='also delete .testbed (repositories, SSH key)')
+    st = sub.add_parser('status', help='show the nodes')
+    st.add_argument('--json', action='store_true')
+    fa = sub.add_parser('fault', help='inject a fault: ' + '; '.join('{0}: {1}'.format(k, v['help']) for k, v in sorted(FAULTS.items())))
+    fa.add_argument('node')
+    fa.add_argument('kind')
+    fa.add_argument('--gpu', help='GPU index or PCI bus id')
+    fa.add_argument('--value')
+    he = sub.add_parser('heal', help='remove one fault (or all) from a node')
+    he.add_argument('node')
+    he.add_argument('kind', nargs='?')
+    sh = sub.add_parser('ssh', help='log into a node')
+    sh.add_argument('node')
+    sh.add_argument('command', nargs=argparse.REMAINDER)
+    rn = sub.add_parser('_run')
+    rn.add_argument('node')
+    args = p.parse_args(argv)
+    handlers = {'up': cmd_up, 'down': cmd_down, 'status': cmd_status, 'fault': cmd_fault,
+                'heal': cmd_heal, 'ssh': cmd_ssh, '_run': cmd_run}
+    if args.cmd not in handlers:
+        p.print_help()
+        return 2
+    try:
+        return handlers[args.cmd](args)
+    except TestbedError as e:
+        log('error: {0}'.format(e))
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

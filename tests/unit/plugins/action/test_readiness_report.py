@@ -1,0 +1,96 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of plugins/action/readiness_report.py: the files it writes from hostvars."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+from unittest.mock import MagicMock
+
+import pytest
+
+from ansible.errors import AnsibleActionFail
+from ansible.playbook.play_context import PlayContext
+
+from ansible_collections.gpufleet.nodeprep.plugins.action import readiness_report
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'module_utils'))
+import test_readiness_facts as F  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def make_action(args):
+    task = MagicMock()
+    task.args = args
+    task.async_val = 0
+    task.check_mode = False
+    task.diff = False
+    action = readiness_report.ActionModule(task, MagicMock(), PlayContext(), loader=None, templar=None,
+                                           shared_loader_obj=None)
+    return action
+
+
+def task_vars():
+    converged = {'checks': r.evaluate(*F.converged())}
+    fresh = {'checks': r.evaluate(*F.fresh())}
+    return {
+        'ansible_play_hosts_all': ['gpu-a01', 'gpu-a02', 'gpu-a03'],
+        'hostvars': {
+            'gpu-a01': {'nodeprep_readiness': converged},
+            'gpu-a02': {'nodeprep_readiness': fresh},
+            'gpu-a03': {},
+        },
+    }
+
+
+def test_writes_the_three_files(tmp_path):
+    dest = tmp_path / 'out' / 'readiness-report'
+    result = make_action({'dest': str(dest)}).run(task_vars=task_vars())
+    assert result['changed'] is False
+    assert result['dest'] == str(dest)
+    assert result['files'] == [str(dest / 'report.json'), str(dest / 'junit.xml'), str(dest / 'report.html')]
+    assert sorted(os.listdir(str(dest))) == ['junit.xml', 'report.html', 'report.json']
+    assert result['summary'] == {'hosts': 3, 'ready': 1, 'not_ready': 1, 'unreachable': 1,
+                                 'pass': 15, 'warn': 0, 'fail': 12, 'skip': 3}
+    assert result['ready'] is False
+    assert result['not_ready_hosts'] == ['gpu-a02']
+    assert result['unreachable_hosts'] == ['gpu-a03']
+    data = json.loads((dest / 'report.json').read_text())
+    assert [data['hosts'][h]['status'] for h in data['host_order']] == ['ready', 'not_ready', 'unreachable']
+    suites = [s.get('name') for s in ET.parse(str(dest / 'junit.xml')).getroot().findall('testsuite')]
+    assert suites == ['gpu-a01', 'gpu-a02', 'gpu-a03']
+    html = (dest / 'report.html').read_text()
+    assert '<td class="host">gpu-a03</td><td class="unreachable"' in html
+    assert result['matrix'].splitlines()[-1] == ('legend: . pass  W warn  F fail  - skip  ? unreachable; hosts 3: '
+                                                 '1 ready, 1 not ready, 1 unreachable')
+    assert oct(os.stat(str(dest / 'report.json')).st_mode & 0o777) == '0o644'
+
+
+def test_hosts_option_and_result_var(tmp_path):
+    tv = task_vars()
+    tv['hostvars']['gpu-a02'] = {'other_result': {'checks': r.evaluate(*F.converged())}}
+    result = make_action({'dest': str(tmp_path), 'hosts': ['gpu-a02', 'gpu-a09'],
+                          'result_var': 'other_result'}).run(task_vars=tv)
+    assert result['summary']['hosts'] == 2
+    assert result['summary']['ready'] == 1
+    assert result['unreachable_hosts'] == ['gpu-a09']
+
+
+def test_dest_is_a_file(tmp_path):
+    path = tmp_path / 'report'
+    path.write_text('x')
+    with pytest.raises(AnsibleActionFail) as exc:
+        make_action({'dest': str(path)}).run(task_vars=task_vars())
+    assert str(exc.value) == 'dest {0} exists and is not a directory'.format(path)
+
+
+def test_rewrite_keeps_no_temporary_files(tmp_path):
+    for _round in range(2):
+        make_action({'dest': str(tmp_path)}).run(task_vars=task_vars())
+    assert sorted(os.listdir(str(tmp_path))) == ['junit.xml', 'report.html', 'report.json']

@@ -1,0 +1,709 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of plugins/module_utils/_readiness.py: evaluate() over realistic fact sets, the helpers, the report."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import copy
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+try:
+    from html.parser import HTMLParser
+except ImportError:  # pragma: no cover
+    from HTMLParser import HTMLParser
+
+import pytest
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_readiness_facts as F  # noqa: E402  pylint: disable=wrong-import-position
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
+                        'fixtures')
+RUNNING = F.RUNNING
+ALL_GPUS = ', '.join(F.SYSFS_IDS)
+
+
+def statuses(checks):
+    return [(c['id'], c['status'], c['observed']) for c in checks]
+
+
+def by_id(checks, check_id):
+    return [c for c in checks if c['id'] == check_id][0]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# whole fact sets
+
+CONVERGED = [
+    ('kernel.devel_matched', 'pass', 'devel/headers present for ' + RUNNING),
+    ('driver.nouveau_blacklisted', 'pass', 'blacklisted in /etc/modprobe.d/nvidia-installer-disable-nouveau.conf, '
+                                           'not loaded'),
+    ('driver.loaded', 'pass', 'driver 580.105.08 loaded (open modules)'),
+    ('driver.open_modules', 'pass', 'open modules loaded'),
+    ('driver.persistenced', 'pass', 'nvidia-persistenced: active, enabled'),
+    ('gpu.count', 'pass', 'nvidia-smi: 8, PCI bus: 8'),
+    ('gpu.power_limit', 'pass', 'all 8 GPUs at 700 W'),
+    ('gpu.clocks', 'pass', 'within the supported range on all 8 GPUs; nodeprep-gpu-settings.service: active, enabled '
+                           '(nvidia-smi does not report the locked range itself)'),
+    ('gpu.health', 'pass', 'all 8 GPUs healthy; no Xid in journalctl -k -b 0 (last 20000 lines)'),
+    ('memlock.users', 'pass', 'root unlimited/unlimited, train unlimited/unlimited'),
+    ('memlock.services', 'pass', 'default unlimited/unlimited, slurmd unlimited/unlimited'),
+    ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
+    ('nccl.config', 'pass', '/etc/nccl.conf: 3 settings, all known to NCCL'),
+    ('nic.offload', 'pass', 'as wanted on ens3f0np0'),
+    ('fabric.manager', 'pass', '2 NVSwitches; nvidia-fabricmanager: active, enabled, nvlsm: active, enabled'),
+]
+
+FRESH = [
+    ('kernel.devel_matched', 'fail', 'no devel/headers tree for {0} (/lib/modules/{0}/build)'.format(RUNNING)),
+    ('driver.nouveau_blacklisted', 'fail', 'nouveau is loaded (reboot after blacklisting); nouveau is not blacklisted'),
+    ('driver.loaded', 'fail', 'the nvidia kernel module is not loaded; nvidia-smi failed: nvidia-smi not found'),
+    ('driver.open_modules', 'fail', 'no nvidia kernel module loaded'),
+    ('driver.persistenced', 'fail', 'nvidia-persistenced: not installed'),
+    ('gpu.count', 'fail', 'nvidia-smi: failed, PCI bus: 8; missing from nvidia-smi: ' + ALL_GPUS),
+    ('gpu.power_limit', 'skip', 'nvidia-smi lists no GPU'),
+    ('gpu.clocks', 'skip', 'nvidia-smi lists no GPU'),
+    ('gpu.health', 'skip', 'nvidia-smi lists no GPU'),
+    ('memlock.users', 'fail', 'root: soft 8192, hard 8192; train: soft 8192, hard 8192'),
+    ('memlock.services', 'fail', 'systemd default memlock soft 8192, hard 8192; slurmd: memlock soft 8192, hard 8192'),
+    ('shm.size', 'fail', 'live 1007.0 GiB, fstab no entry; the fstab entry does not keep 716.0 GiB across reboots'),
+    ('nccl.config', 'fail', '/etc/nccl.conf does not exist'),
+    ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
+    ('fabric.manager', 'fail', '2 NVSwitches; nvidia-fabricmanager: not installed, nvlsm: not installed'),
+]
+
+
+def test_converged_node_passes_every_check():
+    facts, settings, probe = F.converged()
+    checks = r.evaluate(facts, settings, probe)
+    assert statuses(checks) == CONVERGED
+    assert [c['id'] for c in checks] == list(r.CHECK_IDS)
+    assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
+    assert r.summarize(checks) == {'pass': 15, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
+
+
+def test_freshly_provisioned_node():
+    facts, settings, probe = F.fresh()
+    checks = r.evaluate(facts, settings, probe)
+    assert statuses(checks) == FRESH
+    assert by_id(checks, 'driver.open_modules')['expected'] == \
+        'open kernel modules (PCI 0000:8f:00.0 has device ID 0x2901 (Blackwell or newer))'
+    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 12, 'skip': 3, 'status': 'fail'}
+
+
+def test_expected_texts_of_the_converged_node():
+    facts, settings, probe = F.converged()
+    expected = dict((c['id'], c['expected']) for c in r.evaluate(facts, settings, probe))
+    assert expected == {
+        'kernel.devel_matched': 'devel/headers installed for the running kernel ' + RUNNING,
+        'driver.nouveau_blacklisted': 'nouveau blacklisted and not loaded',
+        'driver.loaded': 'a driver of branch 580 loaded and answering',
+        'driver.open_modules': 'open kernel modules (GPU 0 (00000000:8F:00.0) is Blackwell)',
+        'driver.persistenced': 'nvidia-persistenced enabled and running',
+        'gpu.count': '8 GPUs in nvidia-smi and on the PCI bus (nodeprep_expected_gpus)',
+        'gpu.power_limit': 'power limit 70% on every GPU (nodeprep_gpu_settings_power_limit)',
+        'gpu.clocks': 'GPU clocks locked to 1500-1965 MHz; re-applied at boot by nodeprep-gpu-settings.service',
+        'gpu.health': 'no pending page retirement or row remapping, no uncorrectable ECC error, no Xid event in the '
+                      'kernel log of this boot',
+        'memlock.users': 'memlock soft and hard unlimited for root, train',
+        'memlock.services': 'unlimited for systemd DefaultLimitMEMLOCK, slurmd LimitMEMLOCK',
+        'shm.size': '/dev/shm tmpfs of 716.0 GiB (nodeprep_shm_size), live and in fstab',
+        'nccl.config': '/etc/nccl.conf with NCCL_DEBUG=WARN, NCCL_IB_TIMEOUT=22, NCCL_SOCKET_IFNAME=ens3f0np0; '
+                       'only names NCCL reads',
+        'nic.offload': 'generic-receive-offload off, large-receive-offload off on the NICs chosen by name, driver or '
+                       'network',
+        'fabric.manager': 'nvidia-fabricmanager and nvlsm running, every GPU fabric state Completed/Success',
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# one fault at a time on the converged node: that check changes, every other one still passes
+
+
+def _gpus(state):
+    return state[0]['nvidia']['gpus']
+
+
+def _set(path, value):
+    """Mutation setting facts/settings/probe[path...] = value (path starts with 0, 1 or 2)."""
+    def mutate(state):
+        target = state[path[0]]
+        for key in path[1:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return mutate
+
+
+def _gpu_set(index, key, value):
+    def mutate(state):
+        _gpus(state)[index][key] = value
+    return mutate
+
+
+def _drop_gpu(index):
+    def mutate(state):
+        del _gpus(state)[index]
+    return mutate
+
+
+def _drop_pci(index):
+    def mutate(state):
+        pci = state[0]['kernel_state']['pci']
+        del pci['gpus'][index]
+        pci['gpu_count'] -= 1
+    return mutate
+
+
+def _xid(lines):
+    return _set((2, 'kernel_log', 'lines'), lines)
+
+
+def _unit(name, **states):
+    def mutate(state):
+        state[2]['services'][name].update(states)
+    return mutate
+
+
+def _both(*mutations):
+    def mutate(state):
+        for m in mutations:
+            m(state)
+    return mutate
+
+
+XID79 = ('2025-06-02T10:11:12+0000 node07 kernel: NVRM: Xid (PCI:0000:c4:00): 79, pid=\'<unknown>\', name=<unknown>, '
+         'GPU has fallen off the bus.')
+XID13 = ('2025-06-02T10:11:12+0000 node07 kernel: NVRM: Xid (PCI:0000:8f:00): 13, pid=4242, name=python3, '
+         'Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0): Out Of Range Address')
+
+FAULTS = [
+    ('devel missing for the next boot kernel',
+     _both(_set((0, 'kernel_state', 'default'), '5.14.0-611.el9.x86_64'),
+           _set((0, 'kernel_state', 'installed'), [RUNNING, '5.14.0-611.el9.x86_64'])),
+     'kernel.devel_matched', 'fail',
+     'no devel/headers tree for 5.14.0-611.el9.x86_64 (/lib/modules/5.14.0-611.el9.x86_64/build); the next boot runs '
+     '5.14.0-611.el9.x86_64, not the running ' + RUNNING + ': reboot pending'),
+    ('reboot pending into a kernel with devel',
+     _both(_set((0, 'kernel_state', 'default'), '5.14.0-611.el9.x86_64'),
+           _set((0, 'kernel_state', 'devel'), {RUNNING: True, '5.14.0-611.el9.x86_64': True})),
+     'kernel.devel_matched', 'warn',
+     'the next boot runs 5.14.0-611.el9.x86_64, not the running ' + RUNNING + ': reboot pending'),
+    ('ELRepo kernel wanted, distro kernel running',
+     _set((1, 'nodeprep_kernel_source'), 'elrepo-ml'),
+     'kernel.devel_matched', 'warn',
+     'nodeprep_kernel_source is elrepo-ml but the running kernel ' + RUNNING + ' is not an ELRepo kernel'),
+    ('nouveau blacklisted but still loaded',
+     _set((0, 'kernel_state', 'nouveau', 'loaded'), True),
+     'driver.nouveau_blacklisted', 'fail', 'nouveau is loaded (reboot after blacklisting)'),
+    ('wrong driver branch',
+     _set((1, 'nodeprep_nvidia_driver_branch'), '590'),
+     'driver.loaded', 'fail', 'driver 580.105.08 is loaded, branch 590 wanted'),
+    ('kernel module and user space differ after an update',
+     _set((0, 'kernel_state', 'nvidia_module', 'version'), '580.95.05'),
+     'driver.loaded', 'fail', 'kernel module 580.95.05 differs from user-space driver 580.105.08 (reboot or reload)'),
+    ('proprietary modules on Blackwell',
+     _set((0, 'kernel_state', 'nvidia_module', 'flavour'), 'proprietary'),
+     'driver.open_modules', 'fail', 'proprietary modules loaded; Blackwell and newer GPUs need the open ones'),
+    ('daemon stopped, legacy persistence mode on',
+     _unit('nvidia-persistenced.service', active_state='inactive', unit_file_state='disabled'),
+     'driver.persistenced', 'warn',
+     'nvidia-persistenced: inactive, disabled; persistence mode set by the legacy nvidia-smi -pm 1 on all GPUs'),
+    ('daemon running but not enabled at boot',
+     _unit('nvidia-persistenced.service', unit_file_state='disabled'),
+     'driver.persistenced', 'fail', 'nvidia-persistenced: active, disabled (not started at boot)'),
+    ('a GPU fell out of nvidia-smi',
+     _drop_gpu(4),
+     'gpu.count', 'fail', 'nvidia-smi: 7, PCI bus: 8; missing from nvidia-smi: 0000:c4:00.0'),
+    ('a GPU fell off the PCI bus',
+     _both(_drop_gpu(4), _drop_pci(4)),
+     'gpu.count', 'fail', 'nvidia-smi: 7, PCI bus: 7; the PCI bus shows 7 of 8 GPUs'),
+    ('nvidia-smi hangs',
+     _set((0, 'nvidia'), {'present': True, 'error': 'nvidia-smi timed out after 60 s', 'gpus': []}),
+     'gpu.count', 'fail', 'nvidia-smi: failed, PCI bus: 8; missing from nvidia-smi: ' + ALL_GPUS,
+     {'driver.loaded': 'fail', 'gpu.power_limit': 'skip', 'gpu.clocks': 'skip', 'gpu.health': 'skip'}),
+    ('power limit left at the default',
+     _gpu_set(2, 'power_limit_w', 1000.0),
+     'gpu.power_limit', 'fail', 'GPU 2 (00000000:96:00.0) is at 1000 W, wanted 700 W'),
+    ('re-apply unit disabled: power limit lost at reboot',
+     _both(_unit('nodeprep-gpu-settings.service', unit_file_state='disabled'),
+           _set((1, 'nodeprep_gpu_settings_locked_gpu_clocks'), None)),
+     'gpu.power_limit', 'warn',
+     'all 8 GPUs at 700 W; nodeprep-gpu-settings.service: active, disabled (lost at the next reboot)',
+     {'gpu.clocks': 'skip'}),
+    ('re-apply unit failed',
+     _unit('nodeprep-gpu-settings.service', active_state='failed'),
+     'gpu.clocks', 'fail', 'nodeprep-gpu-settings.service: failed, enabled: the last apply failed'),
+    ('locked clock above the maximum',
+     _set((1, 'nodeprep_gpu_settings_locked_gpu_clocks'), {'min': 1500, 'max': 2100}),
+     'gpu.clocks', 'fail', '; '.join('GPU {0} ({1}): GPU clock 2100 MHz above its maximum 1965 MHz'.format(i, b)
+                                     for i, b in enumerate(F.BUS_IDS))),
+    ('pending row remapping',
+     _gpu_set(5, 'remapped_rows', {'pending': True, 'failure': False, 'correctable': 0, 'uncorrectable': 1}),
+     'gpu.health', 'fail', 'GPU 5 (00000000:C5:00.0): row remapping pending (reset needed)'),
+    ('uncorrectable ECC errors since the driver loaded',
+     _gpu_set(1, 'ecc', {'current': 'Enabled', 'pending': 'Enabled', 'volatile_uncorrectable': 3,
+                         'aggregate_uncorrectable': 3}),
+     'gpu.health', 'fail', 'GPU 1 (00000000:90:00.0): 3 uncorrectable ECC errors since the driver loaded'),
+    ('old uncorrectable ECC errors only',
+     _gpu_set(1, 'ecc', {'current': 'Enabled', 'pending': 'Enabled', 'volatile_uncorrectable': 0,
+                         'aggregate_uncorrectable': 2}),
+     'gpu.health', 'warn', 'GPU 1 (00000000:90:00.0): 2 uncorrectable ECC errors in its lifetime'),
+    ('Xid 79 in the kernel log',
+     _xid([XID79, XID79]),
+     'gpu.health', 'fail', "Xid 79 on 0000:c4:00.0 x2: pid='<unknown>', name=<unknown>, GPU has fallen off the bus."),
+    ('an application Xid only',
+     _xid([XID13]),
+     'gpu.health', 'warn', 'Xid 13 on 0000:8f:00.0 x1: pid=4242, name=python3, Graphics SM Warp Exception on '
+                           '(GPC 0, TPC 1, SM 0): Out Of Range Address'),
+    ('kernel log unreadable',
+     _set((2, 'kernel_log'), {'source': None, 'lines': None, 'error': 'journalctl rc=1: No journal files were found.'}),
+     'gpu.health', 'warn', 'kernel log not read: journalctl rc=1: No journal files were found.'),
+    ('user back at the distro memlock',
+     _set((0, 'limits', 'effective', 'train', 'memlock'), {'soft': 8192, 'hard': 'unlimited'}),
+     'memlock.users', 'fail', 'train: soft 8192, hard unlimited'),
+    ('user unknown on the node',
+     _set((1, 'nodeprep_memlock_verify_users'), ['root', 'train', 'nobody2']),
+     'memlock.users', 'fail', 'nobody2: not reported (no such user?)'),
+    ('service without the drop-in',
+     _set((0, 'limits', 'systemd', 'services', 'slurmd', 'memlock'), {'soft': 8192, 'hard': 8192}),
+     'memlock.services', 'fail', 'slurmd: memlock soft 8192, hard 8192'),
+    ('systemd not running',
+     _set((0, 'limits', 'systemd'), {'default': {'memlock': None}, 'services': {'slurmd': None},
+                                     'reason': 'this host was not booted with systemd (/run/systemd/system is missing)'}),
+     'memlock.services', 'warn',
+     'systemd was not asked: this host was not booted with systemd (/run/systemd/system is missing)'),
+    ('service not installed',
+     _set((0, 'limits', 'systemd', 'services', 'slurmd'), None),
+     'memlock.services', 'warn', 'default unlimited/unlimited; slurmd: not reported (service not installed?)'),
+    ('/dev/shm at the tmpfs default of half the RAM',
+     _set((0, 'shm', 'size_bytes'), 503 * F.GIB),
+     'shm.size', 'fail', 'live 503.0 GiB, fstab 716.0 GiB; too small'),
+    ('/dev/shm too small, live size not managed',
+     _both(_set((0, 'shm', 'size_bytes'), 503 * F.GIB), _set((1, 'nodeprep_shm_remount'), False)),
+     'shm.size', 'warn',
+     'live 503.0 GiB, fstab 716.0 GiB; too small (live size not managed: nodeprep_shm_remount is false)'),
+    ('/dev/shm larger and shrinking wanted',
+     _both(_set((0, 'shm', 'size_bytes'), 1007 * F.GIB), _set((1, 'nodeprep_shm_shrink'), True)),
+     'shm.size', 'fail', 'live 1007.0 GiB, fstab 716.0 GiB; larger than wanted and nodeprep_shm_shrink is true'),
+    ('/dev/shm resized live only',
+     _set((0, 'shm', 'fstab'), None),
+     'shm.size', 'fail', 'live 716.0 GiB, fstab no entry; the fstab entry does not keep 716.0 GiB across reboots'),
+    ('invented name in nccl.conf',
+     _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'
+                                       'NCCL_TIMEOUT=1800\n'),
+     'nccl.config', 'warn', 'names NCCL does not read: NCCL_TIMEOUT'),
+    ('invented name in nccl.conf, strict',
+     _both(_set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'
+                                             'PYTORCH_ENABLE_FP8=1\n'),
+           _set((1, 'nodeprep_nccl_strict'), True)),
+     'nccl.config', 'fail', 'names NCCL does not read: PYTORCH_ENABLE_FP8'),
+    ('nccl.conf edited by hand',
+     _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=INFO\nNCCL_SOCKET_IFNAME=ens3f0np0\n'),
+     'nccl.config', 'fail', 'NCCL_DEBUG=INFO, wanted WARN; NCCL_IB_TIMEOUT missing'),
+    ('nccl.conf line that is not NAME=value',
+     _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG WARN\n'),
+     'nccl.config', 'fail', "/etc/nccl.conf: nccl.conf line 1: 'NCCL_DEBUG WARN' is not NAME=value"),
+    ('GRO back on after a NIC firmware update',
+     _set((0, 'nics', 'ens3f0np0', 'features', 'generic-receive-offload', 'enabled'), True),
+     'nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
+    ('fixed feature, ignored',
+     _both(_set((0, 'nics', 'ens3f0np0', 'features', 'large-receive-offload'), {'enabled': True, 'fixed': True}),
+           _set((1, 'nodeprep_nic_offload_ignore_fixed'), True)),
+     'nic.offload', 'warn',
+     'ens3f0np0: large-receive-offload is on [fixed]: the driver does not allow a change'),
+    ('feature name ethtool does not know',
+     _set((1, 'nodeprep_nic_offload_features'), {'rdma-offload': False}),
+     'nic.offload', 'fail', 'ens3f0np0: no feature rdma-offload in ethtool -k'),
+    ('no NIC on the training network',
+     _set((1, 'nodeprep_nic_offload_networks'), ['10.99.0.0/16']),
+     'nic.offload', 'skip', 'no NIC matches (interfaces -, drivers -, networks 10.99.0.0/16)'),
+    ('fabric manager stopped',
+     _unit('nvidia-fabricmanager.service', active_state='failed'),
+     'fabric.manager', 'fail', '2 NVSwitches; nvidia-fabricmanager: failed, enabled, nvlsm: active, enabled'),
+    ('fabric not trained on one GPU',
+     _gpu_set(7, 'fabric', {'state': 'In Progress', 'status': None}),
+     'fabric.manager', 'fail', '2 NVSwitches; nvidia-fabricmanager: active, enabled, nvlsm: active, enabled; '
+                               'GPU 7 (00000000:CC:00.0): fabric In Progress/None'),
+]
+
+
+@pytest.mark.parametrize('fault', FAULTS, ids=[f[0] for f in FAULTS])
+def test_single_fault(fault):
+    name, mutate, check_id, status, observed = fault[:5]
+    also = fault[5] if len(fault) > 5 else {}
+    state = [copy.deepcopy(x) for x in F.converged()]
+    mutate(state)
+    checks = r.evaluate(*state)
+    found = by_id(checks, check_id)
+    assert (found['status'], found['observed']) == (status, observed), name
+    others = dict((c['id'], c['status']) for c in checks if c['id'] != check_id and c['status'] != 'pass')
+    assert others == also
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# settings that change what "ready" means
+
+
+def test_unmanaged_settings_skip():
+    facts, settings, probe = F.converged()
+    settings = {'nodeprep_memlock_limits': False, 'nodeprep_memlock_systemd_default': False,
+                'nodeprep_nvidia_driver_persistenced': False, 'nodeprep_nvidia_driver_blacklist_nouveau': False,
+                'nodeprep_nvidia_driver_fabricmanager': 'never', 'nodeprep_nvidia_driver_nvlsm': 'never'}
+    got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    assert got['gpu.power_limit'] == ('skip', 'left as the driver set it')
+    assert got['gpu.clocks'] == ('skip', 'left as the driver set them')
+    assert got['memlock.users'] == ('skip', 'not managed (nodeprep_memlock_limits false)')
+    assert got['memlock.services'] == ('skip', 'no systemd memlock setting managed')
+    assert got['driver.persistenced'] == ('skip', 'not checked')
+    assert got['driver.nouveau_blacklisted'] == ('skip', 'not checked')
+    assert got['fabric.manager'] == ('skip', 'not managed (nodeprep_nvidia_driver_fabricmanager)')
+    assert got['nic.offload'] == ('skip', 'no NIC offload setting managed')
+    assert got['gpu.count'] == ('pass', 'nvidia-smi: 8, PCI bus: 8')
+    # shm from the role defaults: half of 8 x 183359 MiB rounded up to a GiB
+    assert got['shm.size'] == ('fail', 'live 716.0 GiB, fstab 716.0 GiB; too small; the fstab entry does not keep '
+                                       '717.0 GiB across reboots')
+
+
+def test_skip_checks_and_missing_namespaces():
+    facts, settings, probe = F.converged()
+    settings['nodeprep_readiness_skip_checks'] = ['gpu.health']
+    checks = r.evaluate({'shm': facts['shm']}, settings, None)
+    assert statuses(checks) == [
+        ('kernel.devel_matched', 'skip', 'kernel facts were not gathered'),
+        ('driver.nouveau_blacklisted', 'skip', 'kernel facts were not gathered'),
+        ('driver.loaded', 'fail', 'nvidia-smi failed: not found'),
+        ('driver.open_modules', 'skip', 'no nvidia kernel module loaded'),
+        ('driver.persistenced', 'skip', 'no NVIDIA GPU on the PCI bus'),
+        ('gpu.count', 'skip', 'neither kernel nor nvidia facts were gathered'),
+        ('gpu.power_limit', 'skip', 'nvidia-smi lists no GPU'),
+        ('gpu.clocks', 'skip', 'nvidia-smi lists no GPU'),
+        ('gpu.health', 'skip', 'not checked'),
+        ('memlock.users', 'skip', 'limits facts were not gathered'),
+        ('memlock.services', 'skip', 'limits facts were not gathered'),
+        ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
+        ('nccl.config', 'skip', '/etc/nccl.conf was not read'),
+        ('nic.offload', 'skip', 'nic facts were not gathered'),
+        ('fabric.manager', 'skip', 'no NVSwitch on the PCI bus'),
+    ]
+
+
+def test_nccl_socket_ifname_from_the_training_network():
+    facts, settings, probe = F.converged()
+    settings['nodeprep_nccl_socket_networks'] = ['10.20.0.0/16']
+    check = by_id(r.evaluate(facts, settings, probe), 'nccl.config')
+    assert (check['status'], check['observed']) == ('fail', 'NCCL_SOCKET_IFNAME=ens3f0np0, wanted =ens3f0np0')
+
+
+def test_applications_clocks_deprecated_driver_warns():
+    facts, settings, probe = F.converged()
+    settings['nodeprep_gpu_settings_locked_gpu_clocks'] = None
+    settings['nodeprep_gpu_settings_applications_clocks'] = {'memory': 3996, 'graphics': 1965}
+    settings['nodeprep_gpu_settings_gpus'] = [0, 'GPU-00000000-0000-0000-0000-000000000001', '0000:96:00.0']
+    for gpu in facts['nvidia']['gpus']:
+        gpu['applications_clocks'] = None
+    check = by_id(r.evaluate(facts, settings, probe), 'gpu.clocks')
+    assert check['status'] == 'warn'
+    assert check['observed'] == '; '.join(
+        'GPU {0} ({1}): applications clocks deprecated or not supported by this driver (use locked clocks)'.format(
+            i, F.BUS_IDS[i]) for i in range(3))
+
+
+@pytest.mark.parametrize('settings, message', [
+    ({'nodeprep_readiness_skip_checks': ['gpu.power', 'nic.offload']},
+     'nodeprep_readiness_skip_checks: unknown check ids gpu.power; known: ' + ', '.join(r.CHECK_IDS)),
+    ({'nodeprep_gpu_settings_power_limit': 'seventy'},
+     "nodeprep_gpu_settings_power_limit: 'seventy' is not watts (700) or a percentage of the default limit (\"70%\")"),
+    ({'nodeprep_shm_size': '64 gigs'},
+     "nodeprep_shm_size: '64 gigs' is not a size; use bytes or a number with K, M, G or T"),
+    ({'nodeprep_gpu_settings_locked_gpu_clocks': [1500, 1965]},
+     'nodeprep_gpu_settings_locked_gpu_clocks: [1500, 1965] is not {min, max} or "reset"'),
+    ({'nodeprep_gpu_settings_locked_memory_clocks': {'min': 'low', 'max': 3996}},
+     "nodeprep_gpu_settings_locked_memory_clocks: {'min': 'low', 'max': 3996} must give min and max as whole MHz"),
+    ({'nodeprep_nic_offload_networks': ['10.20.0.0/33']},
+     "nodeprep_nic_offload_networks: '10.20.0.0/33' is not a network in CIDR form"),
+    ({'nodeprep_nccl_conf': ['NCCL_DEBUG=WARN']},
+     "nodeprep_nccl_conf: expected a dict of NAME: value, got ['NCCL_DEBUG=WARN']"),
+    ({'nodeprep_expected_gpus': 'eight'}, "nodeprep_expected_gpus: 'eight' is not a whole number"),
+])
+def test_bad_settings_are_refused(settings, message):
+    facts, base, probe = F.converged()
+    base.update(settings)
+    with pytest.raises(r.ReadinessError) as exc:
+        r.evaluate(facts, base, probe)
+    assert str(exc.value) == message
+
+
+@pytest.mark.parametrize('facts, settings, message', [
+    ([], {}, 'facts: expected a dict of fact namespaces, got list'),
+    ({}, 'x', 'settings: expected a dict of role variables, got str'),
+])
+def test_bad_arguments(facts, settings, message):
+    with pytest.raises(r.ReadinessError) as exc:
+        r.evaluate(facts, settings)
+    assert str(exc.value) == message
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# helpers
+
+
+@pytest.mark.parametrize('setting, gpu_over, clamp, result', [
+    ('70%', {}, False, (700.0, None)),
+    ('33.3%', {}, False, (333.0, None)),
+    (650, {}, False, (650.0, None)),
+    ('650W', {}, False, (650.0, None)),
+    ('1100', {}, False, (1100.0, 'GPU 0 (00000000:8F:00.0): 1100 W is outside 200 W to 1000 W')),
+    ('1100', {}, True, (1000.0, None)),
+    ('10%', {}, True, (200.0, None)),
+    ('70%', {'default_power_limit_w': None}, False,
+     (None, 'GPU 0 (00000000:8F:00.0) reports no default power limit to take 70% of')),
+])
+def test_desired_power_limit(setting, gpu_over, clamp, result):
+    gpu = F.gpu(0)
+    gpu.update(gpu_over)
+    assert r.desired_power_limit(setting, gpu, clamp) == result
+
+
+@pytest.mark.parametrize('value, result', [
+    (None, None), ('', None), (1024, 1024), ('64G', 64 * F.GIB), ('64g', 64 * F.GIB), ('64GiB', 64 * F.GIB),
+    ('65536M', 64 * F.GIB), ('1.5T', 1536 * F.GIB), ('4096k', 4 * 1024 * 1024),
+])
+def test_parse_size(value, result):
+    assert r.parse_size(value, 'nodeprep_shm_size') == result
+
+
+@pytest.mark.parametrize('value, message', [
+    (True, "nodeprep_shm_min_size: True is not a size; use bytes or a number with K, M, G or T"),
+    ('50%', "nodeprep_shm_min_size: '50%' is not a size; use bytes or a number with K, M, G or T"),
+])
+def test_parse_size_errors(value, message):
+    with pytest.raises(r.ReadinessError) as exc:
+        r.parse_size(value, 'nodeprep_shm_min_size')
+    assert str(exc.value) == message
+
+
+@pytest.mark.parametrize('text, result', [
+    ('00000000:8F:00.0', '0000:8f:00.0'), ('0000:8f:00.0', '0000:8f:00.0'), ('8F:00.0', '0000:8f:00.0'),
+    ('0000:c4:00', '0000:c4:00.0'), ('00000001:3B:00.1', '0001:3b:00.1'),
+])
+def test_normalize_bus_id(text, result):
+    assert r.normalize_bus_id(text) == result
+
+
+def test_normalize_bus_id_error():
+    with pytest.raises(r.ReadinessError) as exc:
+        r.normalize_bus_id('GPU-1234')
+    assert str(exc.value) == "PCI bus id 'GPU-1234' is not DOMAIN:BUS:DEVICE.FUNCTION"
+
+
+def test_parse_xid_lines():
+    assert r.parse_xid_lines(['kernel: eth0: link up', XID79, XID13]) == [
+        {'bus_id': '0000:c4:00.0', 'xid': 79, 'text': "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+         'line': XID79},
+        {'bus_id': '0000:8f:00.0', 'xid': 13, 'text': 'pid=4242, name=python3, Graphics SM Warp Exception on '
+                                                      '(GPC 0, TPC 1, SM 0): Out Of Range Address', 'line': XID13},
+    ]
+
+
+@pytest.mark.parametrize('mutate, lost', [
+    (lambda s: None, []),
+    (_drop_gpu(0), [{'bus_id': '0000:8f:00.0', 'reason': 'on the PCI bus, not listed by nvidia-smi'}]),
+    (_both(_drop_gpu(7), _drop_gpu(3)),
+     [{'bus_id': '0000:97:00.0', 'reason': 'on the PCI bus, not listed by nvidia-smi'},
+      {'bus_id': '0000:cc:00.0', 'reason': 'on the PCI bus, not listed by nvidia-smi'}]),
+    (_set((0, 'nvidia'), {'present': True, 'error': 'nvidia-smi timed out after 30 s', 'gpus': []}),
+     [{'bus_id': b, 'reason': 'nvidia-smi failed: nvidia-smi timed out after 30 s'} for b in F.SYSFS_IDS]),
+])
+def test_find_lost_gpus(mutate, lost):
+    state = [copy.deepcopy(x) for x in F.converged()]
+    mutate(state)
+    assert r.find_lost_gpus(state[0]) == lost
+
+
+def test_parse_nccl_conf():
+    assert r.parse_nccl_conf('# c\n\nNCCL_DEBUG=WARN\nexport NCCL_IB_HCA = =mlx5_0,mlx5_1\n') == [
+        ('NCCL_DEBUG', 'WARN'), ('NCCL_IB_HCA', '=mlx5_0,mlx5_1')]
+
+
+def test_select_nics():
+    facts = F.converged()[0]
+    assert r.select_nics(facts['nics'], networks=['10.20.0.0/16']) == ['ens3f0np0']
+    assert r.select_nics(facts['nics'], drivers=['igb']) == ['eno1']
+    assert r.select_nics(facts['nics'], interfaces=['eno1', 'ens3f0np0']) == ['eno1', 'ens3f0np0']
+
+
+def test_builder_matches_the_real_b200_capture():
+    """The hand-built GPUs carry the values of the real 8x B200 capture (only power limit/persistence converged)."""
+    path = os.path.join(FIXTURES, 'nvidia-smi-xml', 'b200-8gpu_k8s-test-infra.xml')
+    with open(path) as handle:
+        real = parse_nvsmi_xml(handle.read())
+    assert real['driver_version'] == '580.105.08'
+    keys = ('index', 'pci_bus_id', 'name', 'architecture', 'memory_total_mib', 'default_power_limit_w',
+            'min_power_limit_w', 'max_power_limit_w', 'max_clocks', 'applications_clocks', 'ecc', 'remapped_rows',
+            'pci_device_id')
+    for got, built in zip(real['gpus'], F.converged()[0]['nvidia']['gpus']):
+        assert dict((k, got[k]) for k in keys) == dict((k, built[k]) for k in keys)
+        assert (got['fabric']['state'], got['fabric']['status']) == ('Completed', 'Success')
+    # as captured: persistence off and the default 1000 W limit - what a fresh node shows
+    facts, settings, probe = F.converged()
+    facts['nvidia'] = dict(real, present=True, error=None)
+    checks = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    assert checks['gpu.power_limit'] == ('fail', '; '.join(
+        'GPU {0} ({1}) is at 1000 W, wanted 700 W'.format(i, b) for i, b in enumerate(F.BUS_IDS)))
+    assert checks['gpu.count'] == ('pass', 'nvidia-smi: 8, PCI bus: 8')
+    assert checks['gpu.health'][0] == 'pass'
+    assert checks['shm.size'] == ('pass', 'live 716.0 GiB, fstab 716.0 GiB')
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the report: JSON, JUnit and HTML say the same thing
+
+
+def _report():
+    converged = F.converged()
+    fresh = F.fresh()
+    results = {
+        'gpu-a01': {'checks': r.evaluate(*converged)},
+        'gpu-a02': {'checks': r.evaluate(*fresh)},
+        'gpu-a03': {'unreachable': True, 'msg': 'Failed to connect to the host via ssh: No route to host'},
+        'gpu-a05': {'failed': True, 'msg': 'Gather the node facts: nvidia-smi timed out <after 60 s> & gave up'},
+    }
+    return r.build_report(['gpu-a01', 'gpu-a02', 'gpu-a03', 'gpu-a04', 'gpu-a05'], results, '2026-01-05T08:00:00Z')
+
+
+def test_build_report_summary_and_hosts():
+    report = _report()
+    assert report['summary'] == {'hosts': 5, 'ready': 1, 'not_ready': 2, 'unreachable': 2,
+                                 'pass': 15, 'warn': 0, 'fail': 13, 'skip': 3}
+    assert report['host_order'] == ['gpu-a01', 'gpu-a02', 'gpu-a03', 'gpu-a04', 'gpu-a05']
+    assert [report['hosts'][h]['status'] for h in report['host_order']] == \
+        ['ready', 'not_ready', 'unreachable', 'unreachable', 'not_ready']
+    assert report['hosts']['gpu-a03']['msg'] == 'Failed to connect to the host via ssh: No route to host'
+    assert report['hosts']['gpu-a04']['msg'] == 'no result: the host was unreachable or failed before the check'
+    assert report['hosts']['gpu-a05']['checks'] == [{
+        'id': 'facts.gather', 'status': 'fail', 'expected': 'facts gathered',
+        'observed': 'Gather the node facts: nvidia-smi timed out <after 60 s> & gave up',
+        'remedy': 'read the error; run playbooks/readiness.yml with -vvv on this host'}]
+    assert report['check_ids'] == list(r.CHECK_IDS) + ['facts.gather']
+
+
+def test_json_junit_html_agree():
+    report = _report()
+    data = json.loads(r.render_json(report))
+    assert data == json.loads(json.dumps(report))
+
+    # JUnit
+    root = ET.fromstring(r.render_junit(report).encode('utf-8'))
+    assert root.tag == 'testsuites'
+    assert (root.get('tests'), root.get('failures'), root.get('errors'), root.get('skipped')) == ('33', '13', '2', '3')
+    junit = {}
+    for suite in root.findall('testsuite'):
+        for case in suite.findall('testcase'):
+            if case.find('failure') is not None:
+                status = 'fail'
+            elif case.find('skipped') is not None:
+                status = 'skip'
+            elif case.find('error') is not None:
+                status = 'unreachable'
+            elif case.find('system-out') is not None:
+                status = 'warn'
+            else:
+                status = 'pass'
+            junit[(suite.get('name'), case.get('name'))] = status
+    expected = {}
+    for host in data['host_order']:
+        entry = data['hosts'][host]
+        if entry['status'] == 'unreachable':
+            expected[(host, 'host.reachable')] = 'unreachable'
+        for check in entry['checks']:
+            expected[(host, check['id'])] = check['status']
+    assert junit == expected
+    error = root.find("testsuite[@name='gpu-a03']/testcase/error")
+    assert error.get('message') == 'Failed to connect to the host via ssh: No route to host'
+    failure = root.find("testsuite[@name='gpu-a05']/testcase[@name='facts.gather']/failure")
+    assert failure.get('message') == 'Gather the node facts: nvidia-smi timed out <after 60 s> & gave up'
+    assert failure.text.startswith('expected: facts gathered\nobserved: Gather the node facts: nvidia-smi timed out '
+                                   '<after 60 s> & gave up\n')
+
+    # HTML: the matrix cells carry the same statuses, the text is escaped and readable back
+    class Cells(HTMLParser):
+        def __init__(self):
+            HTMLParser.__init__(self)
+            self.table = None
+            self.rows = []
+            self.cell = None
+
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            if tag == 'table':
+                self.table = attrs.get('id')
+            elif tag == 'tr' and self.table == 'matrix':
+                self.rows.append([])
+            elif tag in ('td', 'th') and self.table == 'matrix':
+                self.cell = {'class': attrs.get('class'), 'title': attrs.get('title'), 'text': '',
+                             'colspan': attrs.get('colspan')}
+                self.rows[-1].append(self.cell)
+
+        def handle_endtag(self, tag):
+            if tag == 'table':
+                self.table = None
+            if tag in ('td', 'th'):
+                self.cell = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell['text'] += data
+
+    parser = Cells()
+    parser.feed(r.render_html(report))
+    header = [c['text'] for c in parser.rows[0]]
+    assert header == ['host', 'status'] + data['check_ids']
+    html = {}
+    for row in parser.rows[1:]:
+        host = row[0]['text']
+        html[host] = [c['class'] for c in row[1:]]
+        entry = data['hosts'][host]
+        if entry['status'] == 'unreachable':
+            assert [c['text'] for c in row[1:]] == ['unreachable', 'unreachable']
+            assert row[2]['colspan'] == str(len(data['check_ids']))
+            assert row[2]['title'] == entry['msg']
+            continue
+        by_check = dict((c['id'], c) for c in entry['checks'])
+        for cell, check_id in zip(row[2:], data['check_ids']):
+            check = by_check.get(check_id)
+            if check is None:
+                assert (cell['class'], cell['text']) == ('skip', '-')
+            else:
+                assert (cell['class'], cell['text']) == (check['status'], check['status'])
+                assert cell['title'] == 'expected: {0}\nobserved: {1}\nremedy: {2}'.format(
+                    check['expected'], check['observed'], check['remedy'])
+    assert sorted(html) == sorted(data['host_order'])
+    assert '<after 60 s> &' not in r.render_html(report)
+
+
+def test_render_matrix():
+    text = r.render_matrix(_report())
+    lines = text.splitlines()
+    assert lines[0].startswith('checks: 1=kernel.devel_matched  2=driver.nouveau_blacklisted  ')
+    assert lines[2] == 'gpu-a01  ' + ' '.join(['{0:>2}'.format('.')] * 15 + ['  ']) + '  ready'
+    assert lines[3] == 'gpu-a02  ' + ' '.join('{0:>2}'.format(m) for m in 'FFFFFF---FFFFFF ') + '  not_ready'
+    assert lines[4] == 'gpu-a03  ' + ' '.join([' ?'] * 16) + '  unreachable'
+    assert lines[6] == 'gpu-a05  ' + ' '.join(['  '] * 15 + [' F']) + '  not_ready'
+    assert lines[-1] == ('legend: . pass  W warn  F fail  - skip  ? unreachable; hosts 5: 1 ready, 2 not ready, '
+                         '2 unreachable')
+
+
+def test_role_reads_exactly_the_settings_the_checks_use():
+    import yaml
+    path = os.path.join(os.path.dirname(FIXTURES), '..', 'roles', 'readiness', 'vars', 'main.yml')
+    with open(path) as handle:
+        names = yaml.safe_load(handle)['__nodeprep_readiness_setting_names']
+    assert names == list(r.SETTING_DEFAULTS)

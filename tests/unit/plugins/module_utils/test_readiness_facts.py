@@ -1,0 +1,136 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Data only (no tests): fact sets for the readiness tests: an 8x B200 HGX node, freshly provisioned or converged.
+
+The GPU values (bus ids, 183359 MiB, power limits 200-1000 W with a 1000 W default, max clocks 1965/3996 MHz,
+device ID 0x2901, driver 580.105.08, fabric Completed/Success) are those of the real capture
+tests/fixtures/nvidia-smi-xml/b200-8gpu_k8s-test-infra.xml; test_readiness.py checks them against it.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import copy
+
+BUS_IDS = ['00000000:8F:00.0', '00000000:90:00.0', '00000000:96:00.0', '00000000:97:00.0',
+           '00000000:C4:00.0', '00000000:C5:00.0', '00000000:CB:00.0', '00000000:CC:00.0']
+SYSFS_IDS = ['0000:8f:00.0', '0000:90:00.0', '0000:96:00.0', '0000:97:00.0',
+             '0000:c4:00.0', '0000:c5:00.0', '0000:cb:00.0', '0000:cc:00.0']
+SWITCH_IDS = ['0000:05:00.0', '0000:06:00.0']
+RUNNING = '5.14.0-570.58.1.el9_6.x86_64'
+GIB = 1024 ** 3
+
+
+def gpu(index):
+    return {
+        'index': index, 'pci_bus_id': BUS_IDS[index], 'uuid': 'GPU-00000000-0000-0000-0000-00000000000{0}'.format(index),
+        'name': 'NVIDIA B200', 'architecture': 'Blackwell', 'persistence_mode': True, 'memory_total_mib': 183359,
+        'power_limit_w': 700.0, 'default_power_limit_w': 1000.0, 'min_power_limit_w': 200.0,
+        'max_power_limit_w': 1000.0, 'mig_mode': 'Disabled', 'compute_mode': 'Default',
+        'clocks': {'graphics_mhz': 120, 'sm_mhz': 120, 'mem_mhz': 3996, 'video_mhz': 660},
+        'applications_clocks': {'graphics_mhz': 1965, 'mem_mhz': 3996},
+        'default_applications_clocks': {'graphics_mhz': 1965, 'mem_mhz': 3996},
+        'max_clocks': {'graphics_mhz': 1965, 'sm_mhz': 1965, 'mem_mhz': 3996},
+        'supported_clocks': None,
+        'ecc': {'current': 'Enabled', 'pending': 'Enabled', 'volatile_uncorrectable': 0, 'aggregate_uncorrectable': 0},
+        'retired_pages': None,
+        'remapped_rows': {'pending': False, 'failure': False, 'correctable': 0, 'uncorrectable': 0},
+        'fabric': {'state': 'Completed', 'status': 'Success'},
+        'pci_device_id': '0x2901',
+    }
+
+
+def pci():
+    return {
+        'gpus': [{'bus_id': bus, 'device_id': '0x2901', 'vendor_id': '0x10de'} for bus in SYSFS_IDS],
+        'gpu_count': 8,
+        'nvswitches': [{'bus_id': bus, 'device_id': '0x22a3', 'vendor_id': '0x10de'} for bus in SWITCH_IDS],
+        'nvswitch_count': 2,
+    }
+
+
+def nic(driver, ipv4, gro, lro_fixed=False):
+    return {
+        'mtu': 9000 if driver == 'mlx5_core' else 1500, 'speed_mbps': 400000 if driver == 'mlx5_core' else 1000,
+        'addresses': {'ipv4': [ipv4], 'ipv6': []},
+        'driver': {'driver': driver, 'version': '6.8', 'firmware_version': '28.43.1014', 'bus_info': ''},
+        'features': {'generic-receive-offload': {'enabled': gro, 'fixed': False},
+                     'large-receive-offload': {'enabled': False, 'fixed': lro_fixed},
+                     'tcp-segmentation-offload': {'enabled': True, 'fixed': False}},
+        'nm_managed': True,
+    }
+
+
+def unlimited():
+    return {'memlock': {'soft': 'unlimited', 'hard': 'unlimited'}, 'nofile': {'soft': 1024, 'hard': 524288}}
+
+
+def converged():
+    """facts, settings, probe of a node site.yml has converged."""
+    facts = {
+        'nvidia': {'present': True, 'error': None, 'driver_version': '580.105.08', 'cuda_version': '13.0',
+                   'attached_gpus': 8, 'gpus': [gpu(i) for i in range(8)]},
+        'kernel_state': {
+            'running': RUNNING, 'installed': [RUNNING], 'default': RUNNING, 'devel': {RUNNING: True},
+            'nouveau': {'loaded': False, 'blacklisted': True,
+                        'blacklist_files': ['/etc/modprobe.d/nvidia-installer-disable-nouveau.conf']},
+            'nvidia_module': {'loaded': True, 'version': '580.105.08', 'flavour': 'open'},
+            'dkms': [], 'pci': pci(),
+        },
+        'limits': {
+            'entries': [], 'effective': {'root': unlimited(), 'train': unlimited()},
+            'systemd': {'default': unlimited(), 'services': {'slurmd': unlimited()}},
+        },
+        'shm': {'mounted': True, 'fstype': 'tmpfs', 'size_bytes': 716 * GIB, 'used_bytes': 0,
+                'free_bytes': 716 * GIB, 'mount_options': ['rw', 'nosuid', 'nodev', 'size=751619276800'],
+                'fstab': {'options': ['size=716G'], 'size_bytes': 716 * GIB}},
+        'nics': {'ens3f0np0': nic('mlx5_core', '10.20.0.11/16', False),
+                 'eno1': nic('igb', '192.168.1.11/24', True)},
+    }
+    settings = {
+        'nodeprep_expected_gpus': 8,
+        'nodeprep_nvidia_driver_branch': '580',
+        'nodeprep_gpu_settings_power_limit': '70%',
+        'nodeprep_gpu_settings_locked_gpu_clocks': {'min': 1500, 'max': 1965},
+        'nodeprep_memlock_verify_users': ['root', 'train'],
+        'nodeprep_memlock_services': ['slurmd.service'],
+        'nodeprep_shm_size': '716G',
+        'nodeprep_nccl_conf': {'NCCL_DEBUG': 'WARN', 'NCCL_IB_TIMEOUT': 22, 'NCCL_SOCKET_IFNAME': 'ens3f0np0'},
+        'nodeprep_nic_offload_networks': ['10.20.0.0/16'],
+        'nodeprep_nic_offload_features': {'generic-receive-offload': False, 'large-receive-offload': False},
+    }
+    active = {'load_state': 'loaded', 'active_state': 'active', 'unit_file_state': 'enabled'}
+    probe = {
+        'nccl_conf': {'path': '/etc/nccl.conf', 'exists': True, 'error': None,
+                      'content': '# managed by gpufleet.nodeprep\nNCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\n'
+                                 'NCCL_SOCKET_IFNAME=ens3f0np0\n'},
+        'kernel_log': {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [], 'error': None},
+        'services': {'nvidia-persistenced.service': dict(active), 'nvidia-fabricmanager.service': dict(active),
+                     'nvlsm.service': dict(active), 'nodeprep-gpu-settings.service': dict(active)},
+    }
+    return facts, settings, probe
+
+
+def fresh():
+    """facts, settings, probe of the same node as delivered: distro kernel without devel, nouveau, no driver."""
+    facts, settings, probe = converged()
+    facts = copy.deepcopy(facts)
+    facts['nvidia'] = {'present': False, 'error': 'nvidia-smi not found', 'driver_version': None,
+                       'cuda_version': None, 'attached_gpus': 0, 'gpus': []}
+    ks = facts['kernel_state']
+    ks['devel'] = {RUNNING: False}
+    ks['nouveau'] = {'loaded': True, 'blacklisted': False, 'blacklist_files': []}
+    ks['nvidia_module'] = {'loaded': False, 'version': None, 'flavour': None}
+    eight_mib = {'soft': 8192, 'hard': 8192}
+    facts['limits'] = {'entries': [], 'effective': {'root': {'memlock': eight_mib}, 'train': {'memlock': eight_mib}},
+                       'systemd': {'default': {'memlock': eight_mib}, 'services': {'slurmd': {'memlock': eight_mib}}}}
+    facts['shm'].update(size_bytes=1007 * GIB, free_bytes=1007 * GIB, fstab=None)
+    facts['nics']['ens3f0np0']['features']['generic-receive-offload']['enabled'] = True
+    missing = {'load_state': 'not-found', 'active_state': 'inactive', 'unit_file_state': None}
+    probe = {
+        'nccl_conf': {'path': '/etc/nccl.conf', 'exists': False, 'content': None, 'error': None},
+        'kernel_log': {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [], 'error': None},
+        'services': dict((name, dict(missing)) for name in probe['services']),
+    }
+    return facts, settings, probe
