@@ -135,6 +135,9 @@ SETTING_DEFAULTS = {
 
 # Only named in messages (no file is opened here); the shm facts say where they looked.
 SHM_PATH = '/dev/shm'  # nosec B108
+# /dev/shm counts as full below this much free space: 64 MiB, or 5% of its size when that is more.
+SHM_FULL_FREE_BYTES = 64 * 1024 * 1024
+SHM_FULL_FREE_RATIO = 0.05
 
 # The unit the gpu_settings role installs to re-apply power limits and clocks at boot.
 GPU_SETTINGS_UNIT = 'nodeprep-gpu-settings.service'
@@ -932,6 +935,12 @@ def _shm(facts, settings, probe):
         problems, live_problems = live_problems, []
     if fstab_wanted and fstab_size != size:
         problems.append('the fstab entry does not keep {0} across reboots'.format(format_size(size)))
+    free = shm.get('free_bytes')
+    if free is not None and live and free < max(SHM_FULL_FREE_BYTES, live * SHM_FULL_FREE_RATIO):
+        # A full /dev/shm makes NCCL's shared-memory transport and DataLoader workers fail in ways that look like
+        # network timeouts; stale segments of crashed jobs are the usual cause.
+        problems.append('full: only {0} free (stale segments of crashed jobs? see ls -la {1})'.format(
+            format_size(free), SHM_PATH))
     if problems:
         return _check('shm.size', FAIL, expected, observed + '; ' + '; '.join(problems + live_problems))
     if live_problems:

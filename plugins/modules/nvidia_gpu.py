@@ -392,6 +392,8 @@ class NvidiaGpu(object):
 
     def select(self, state):
         wanted = [str(g).strip() for g in self.params['gpus']]
+        if not wanted:
+            self.fail('gpus is empty; give "all" or at least one GPU index, UUID or PCI bus id')
         gpus = state['gpus']
         if not gpus:
             self.fail('nvidia-smi reports no GPUs (attached_gpus: {0})'.format(state['attached_gpus']))

@@ -296,6 +296,13 @@ FAULTS = [
     ('/dev/shm resized live only',
      _set((0, 'shm', 'fstab'), None),
      'shm.size', 'fail', 'live 716.0 GiB, fstab no entry; the fstab entry does not keep 716.0 GiB across reboots'),
+    ('/dev/shm full (testbed fault shm-full)',
+     _both(_set((0, 'shm', 'free_bytes'), 0), _set((0, 'shm', 'used_bytes'), 716 * F.GIB)),
+     'shm.size', 'fail',
+     'live 716.0 GiB, fstab 716.0 GiB; full: only 0 B free (stale segments of crashed jobs? see ls -la /dev/shm)'),
+    ('/dev/shm nearly full, still above the threshold',
+     _set((0, 'shm', 'free_bytes'), 40 * F.GIB),
+     'shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
     ('invented name in nccl.conf',
      _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'
                                        'NCCL_TIMEOUT=1800\n'),

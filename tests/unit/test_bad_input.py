@@ -1,0 +1,447 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The bad-input table: every module and role refuses bad input before it changes anything.
+
+Module cases run the module's main() against fake nvidia-smi/ethtool scripts that log every argv they get, and
+assert the exact message, ``changed`` false and that no write command ran. Role cases run ONE generated playbook
+(--check, connection local) whose blocks include each role with bad variables and record, in a rescue, the failed
+task and its message; the cases then read that record. Nothing in these cases may pass validation.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import sysconfig
+
+import pytest
+import yaml
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.testing import patch_module_args
+
+from conftest import FIXTURES, _collection_root
+
+from ansible_collections.gpufleet.nodeprep.plugins.modules import nic_offload, nvidia_gpu
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+B200 = os.path.join(FIXTURES, 'nvidia-smi-xml', 'b200-8gpu_k8s-test-infra.xml')
+H100 = os.path.join(FIXTURES, 'nvidia-smi-xml', 'h100-sxm-80gb-hbm3-8gpu_k8s-test-infra.xml')
+T4 = os.path.join(FIXTURES, 'nvidia-smi-xml', 'tesla-t4-1gpu_telegraf.xml')
+RTX3090 = os.path.join(FIXTURES, 'nvidia-smi-xml', 'rtx-3090-1gpu-v13_telegraf.xml')
+LO_K = os.path.join(FIXTURES, 'ethtool', 'loopback-lo_ethtool-k_hotsos.txt')
+
+# nvidia-smi/ethtool options that change a device; none may appear in a log.
+WRITE_FLAGS = ('-pm', '-pl', '-lgc', '-rgc', '-lmc', '-rmc', '-ac', '-rac', '-r', '-K', '-s', '-G', '-L')
+
+
+def fake_tool(folder, name, reads):
+    """A shell script that logs its argv and prints the fixture for a read (-q -x or -k IFACE)."""
+    log = os.path.join(str(folder), name + '.log')
+    path = os.path.join(str(folder), name)
+    with open(path, 'w') as handle:
+        handle.write('#!/bin/sh\nprintf "%s\\n" "$*" >> "{0}"\n'.format(log))
+        for flag, fixture in reads:
+            handle.write('if [ "$1" = "{0}" ]; then cat "{1}"; exit 0; fi\n'.format(flag, fixture))
+        handle.write('exit 0\n')
+    os.chmod(path, stat.S_IRWXU)
+    return path, log
+
+
+def logged(log):
+    if not os.path.exists(log):
+        return []
+    with open(log) as handle:
+        return [line.split() for line in handle.read().splitlines()]
+
+
+def run_main(main, args, capsys):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            main()
+    return json.loads(capsys.readouterr().out)
+
+
+def b200_gpus():
+    with open(B200) as handle:
+        buses = re.findall(r'<gpu id="([^"]+)"', handle.read())
+    uuids = ['GPU-0000000{0}-0000-0000-0000-00000000000{0}'.format(i) for i in range(8)]
+    return ', '.join('{0} ({1}, {2})'.format(i, bus, uuid) for i, (bus, uuid) in enumerate(zip(buses, uuids)))
+
+
+TYPE_BOOL = ("argument 'persistence_mode' is of type str and we were unable to convert to bool: The value 'maybe' "
+             "is not a valid boolean. Valid booleans include: ")
+
+# (id, fixture, args, exact message, or None when the message is checked by `contains`, contains)
+NVIDIA_GPU_CASES = [
+    ('nvidia_gpu power above max', B200, {'gpus': ['0'], 'power_limit': 1200},
+     'GPU 0 (00000000:8F:00.0): power_limit 1200 W is outside the allowed range 200.00-1000.00 W'),
+    ('nvidia_gpu power above max H100', H100, {'gpus': ['1'], 'power_limit': '701W'},
+     'GPU 1 (00000000:64:00.0): power_limit 701 W is outside the allowed range 200.00-700.00 W'),
+    ('nvidia_gpu power percent below min', B200, {'gpus': ['3'], 'power_limit': '10%'},
+     'GPU 3 (00000000:97:00.0): power_limit 10% of the default 1000.00 W = 100 W is outside the allowed range '
+     '200.00-1000.00 W'),
+    ('nvidia_gpu power percent above max', B200, {'power_limit': '150%'},
+     'GPU 0 (00000000:8F:00.0): power_limit 150% of the default 1000.00 W = 1500 W is outside the allowed range '
+     '200.00-1000.00 W'),
+    ('nvidia_gpu power not a number', B200, {'power_limit': 'lots'},
+     "power_limit must be watts (e.g. 700) or a percentage of the default limit (e.g. \"70%\"), got 'lots'"),
+    ('nvidia_gpu power negative', B200, {'power_limit': -5},
+     'power_limit must be watts (e.g. 700) or a percentage of the default limit (e.g. "70%"), got -5'),
+    ('nvidia_gpu power boolean', B200, {'power_limit': True},
+     'power_limit must be watts (e.g. 700) or a percentage of the default limit (e.g. "70%"), got True'),
+    ('nvidia_gpu power list', B200, {'power_limit': [700]},
+     'power_limit must be watts (e.g. 700) or a percentage of the default limit (e.g. "70%"), got [700]'),
+    ('nvidia_gpu unknown GPU index', B200, {'gpus': ['8'], 'power_limit': 700},
+     "gpus: no GPU matches '8'; GPUs present: " + b200_gpus()),
+    ('nvidia_gpu unknown GPU UUID', RTX3090, {'gpus': ['GPU-deadbeef'], 'persistence_mode': True},
+     "gpus: no GPU matches 'GPU-deadbeef'; GPUs present: 0 (00000000:09:00.0, "
+     "GPU-12345678-aaaa-bbbb-cccc-0123456789ab)"),
+    ('nvidia_gpu unknown GPU bus id', RTX3090, {'gpus': ['0000:0a:00.0'], 'persistence_mode': True},
+     "gpus: no GPU matches '0000:0a:00.0'; GPUs present: 0 (00000000:09:00.0, "
+     "GPU-12345678-aaaa-bbbb-cccc-0123456789ab)"),
+    ('nvidia_gpu all plus other', B200, {'gpus': ['all', '0'], 'power_limit': 700},
+     "gpus: \"all\" cannot be combined with other entries, got ['all', '0']"),
+    ('nvidia_gpu locked clocks above max', B200, {'gpus': ['0'], 'locked_gpu_clocks': {'min': 1500, 'max': 2100}},
+     'GPU 0 (00000000:8F:00.0): locked_gpu_clocks 1500-2100 MHz is outside the supported range 120-1965 MHz'),
+    ('nvidia_gpu locked memory clocks above max', B200, {'gpus': ['0'], 'locked_memory_clocks': {'min': 3996,
+                                                                                               'max': 9000}},
+     'GPU 0 (00000000:8F:00.0): locked_memory_clocks 3996-9000 MHz is outside the supported range 3402-3996 MHz'),
+    ('nvidia_gpu locked clocks min above max', B200, {'locked_gpu_clocks': {'min': 1900, 'max': 1500}},
+     'locked_gpu_clocks: min (1900) must be at least 1 and not above max (1500)'),
+    ('nvidia_gpu locked clocks zero', B200, {'locked_gpu_clocks': {'min': 0, 'max': 1500}},
+     'locked_gpu_clocks: min (0) must be at least 1 and not above max (1500)'),
+    ('nvidia_gpu locked clocks not a number', B200, {'locked_gpu_clocks': {'min': 'fast', 'max': 1500}},
+     "locked_gpu_clocks.min must be an integer number of MHz, got 'fast'"),
+    ('nvidia_gpu locked clocks bad shape', B200, {'locked_memory_clocks': {'low': 1}},
+     "locked_memory_clocks must be \"reset\" or a dict with the keys min and max (MHz), got {'low': 1}"),
+    ('nvidia_gpu locked clocks bad word', B200, {'locked_gpu_clocks': 'off'},
+     "locked_gpu_clocks must be \"reset\" or a dict with the keys min and max (MHz), got 'off'"),
+    ('nvidia_gpu app clocks bad memory', T4, {'applications_clocks': {'memory': 6000, 'graphics': 1590}},
+     'GPU 0 (00000000:00:1E.0): applications_clocks memory 6000 MHz is not supported; supported memory clocks: '
+     '5001, 405'),
+    ('nvidia_gpu app clocks bad graphics', T4, {'applications_clocks': {'memory': 405, 'graphics': 1590}},
+     'GPU 0 (00000000:00:1E.0): applications_clocks graphics 1590 MHz is not supported with memory 405 MHz; '
+     'supported graphics clocks: 645, 630, 615, 600, 585, 570, 555, 540, 525, 510, 495, 480, 465, 450, 435, 420, '
+     '405, 390, 375, 360, 345, 330, 315, 300'),
+    ('nvidia_gpu app clocks deprecated', RTX3090, {'applications_clocks': {'memory': 9751, 'graphics': 2100}},
+     'GPU 0 (00000000:09:00.0): the driver reports applications clocks as deprecated ("Requested functionality has '
+     'been deprecated"); use locked_gpu_clocks and locked_memory_clocks (nvidia-smi -lgc/-lmc) instead'),
+    ('nvidia_gpu app clocks bad shape', T4, {'applications_clocks': {'memory': 5001}},
+     "applications_clocks must be \"reset\" or a dict with the keys memory and graphics (MHz), got {'memory': 5001}"),
+    ('nvidia_gpu timeout zero', B200, {'power_limit': 700, 'timeout': 0},
+     'timeout must be at least 1 second, got 0'),
+    ('nvidia_gpu wrong type persistence_mode', B200, {'persistence_mode': 'maybe'}, TYPE_BOOL),
+    ('nvidia_gpu wrong type timeout', B200, {'power_limit': 700, 'timeout': 'soon'},
+     "argument 'timeout' is of type str and we were unable to convert to int: \"'soon'\" cannot be converted to an "
+     "int"),
+    ('nvidia_gpu empty gpus list', B200, {'gpus': [], 'power_limit': 700},
+     'gpus is empty; give "all" or at least one GPU index, UUID or PCI bus id'),
+]
+
+
+def _case_id(case):
+    return case.values[0] if hasattr(case, 'values') else case[0]
+
+
+@pytest.mark.parametrize('name, fixture, args, message', NVIDIA_GPU_CASES,
+                         ids=[_case_id(c) for c in NVIDIA_GPU_CASES])
+def test_nvidia_gpu_refuses(tmp_path, capsys, name, fixture, args, message):
+    smi, log = fake_tool(tmp_path, 'nvidia-smi', [('-q', fixture)])
+    args = dict(args, nvidia_smi=smi, state_dir=str(tmp_path / 'state'))
+    result = run_main(nvidia_gpu.main, args, capsys)
+    assert result.get('failed') is True, result
+    if message.endswith('include: '):
+        assert result['msg'].startswith(message)
+    else:
+        assert result['msg'] == message
+    assert result.get('changed', False) is False
+    assert result.get('commands', []) == []
+    assert [argv for argv in logged(log) if set(argv) & set(WRITE_FLAGS)] == []
+    assert logged(log) in ([], [['-q', '-x']])
+    assert not os.path.exists(str(tmp_path / 'state'))
+
+
+SMALL_K = 'Features for veth1:\ngeneric-receive-offload: off\nhighdma: on [fixed]\nrx-gro-list: off\n'
+
+# (id, args, exact message)
+NIC_OFFLOAD_CASES = [
+    ('nic_offload unknown feature', {'interface': 'lo', 'features': {'rdma-offload': False}},
+     "interface lo: unknown feature 'rdma-offload'; the features this device has are: "),
+    ('nic_offload unknown feature among known ones', {'interface': 'lo', 'features': {'gro': False,
+                                                                                      'nvlink-offload': True}},
+     "interface lo: unknown feature 'nvlink-offload'; the features this device has are: "),
+    ('nic_offload fixed feature', {'interface': 'lo', 'features': {'netns-local': False}},
+     'interface lo: fixed by the driver, cannot change: netns-local (is on, asked off); set ignore_fixed to skip '
+     'them'),
+    ('nic_offload fixed feature by short name', {'interface': 'lo', 'features': {'lro': True}},
+     'interface lo: fixed by the driver, cannot change: large-receive-offload [lro] (is off, asked on); '
+     'set ignore_fixed to skip them'),
+    ('nic_offload value not a boolean', {'interface': 'lo', 'features': {'gro': 'maybe'}},
+     "features: the value for 'gro' is 'maybe'; expected a boolean (true/false, yes/no, on/off)"),
+    ('nic_offload no features', {'interface': 'lo', 'features': {}},
+     'features is empty; give at least one feature name and its wanted state'),
+    ('nic_offload no interface', {'interface': [], 'features': {'gro': False}},
+     'interface is empty; name at least one interface'),
+    ('nic_offload wrong type features', {'interface': 'lo', 'features': ['gro']},
+     "argument 'features' is of type list and we were unable to convert to dict: "),
+]
+
+
+@pytest.mark.parametrize('name, args, message', NIC_OFFLOAD_CASES, ids=[c[0] for c in NIC_OFFLOAD_CASES])
+def test_nic_offload_refuses(tmp_path, monkeypatch, capsys, name, args, message):
+    ethtool, log = fake_tool(tmp_path, 'ethtool', [('-k', LO_K)])
+    monkeypatch.setattr(AnsibleModule, 'get_bin_path',
+                        lambda self, tool, required=False, opt_dirs=None: ethtool if tool == 'ethtool' else None)
+    result = run_main(nic_offload.main, args, capsys)
+    assert result.get('failed') is True, result
+    if message.endswith(': '):
+        assert result['msg'].startswith(message)
+        if 'unknown feature' in message:
+            assert ', generic-receive-offload, ' in result['msg']
+            assert result['msg'].endswith('; ethtool -K also takes the short names: rx, tx, sg, tso, gso, gro, lro, '
+                                          'rxvlan, txvlan, ntuple, rxhash')
+    else:
+        assert result['msg'] == message
+    assert result.get('changed', False) is False
+    assert [argv for argv in logged(log) if set(argv) & set(WRITE_FLAGS)] == []
+    assert all(argv[0] == '-k' for argv in logged(log))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Roles: one ansible-playbook run, every case a block with a rescue that records the failed task and its message.
+
+SPEC = "Validating arguments against arg spec 'main' - "
+GPU_ASSERT = 'Check GPU selection, power limit and clocks'
+NCCL_ASSERT = 'Check names and values'
+NCCL_STRICT = 'Fail on names nothing reads (nodeprep_nccl_strict)'
+SHM_ASSERT = 'Check the size settings before changing anything'
+SHM_OVERSIZE = 'Refuse a size larger than RAM + swap'
+MEMLOCK_ASSERT = 'Check the memlock settings before changing anything'
+NIC_ASSERT = 'Check the selectors and features'
+NIC_MODULE = 'Apply the offload features live'
+KERNEL_SOURCE = 'Check that the kernel source exists on this distribution'
+KERNEL_ELREPO = 'Check that ELRepo publishes the requested kernel for this EL release'
+DRIVER_BRANCH = 'Check that the branch is a driver branch number'
+DRIVER_VERSION = 'Check that the version belongs to the branch'
+DRIVER_RUNFILE = 'Check that the runfile method has an exact version'
+DRIVER_BLACKWELL = 'Check that proprietary modules are not requested for Blackwell or newer GPUs'
+GPU_ALLOWED = '(allowed: null, watts > 0 such as 700, or a percentage of the default limit such as "70%")'
+CLOCKS_ALLOWED = '(allowed: null, "reset", or {min: MHz, max: MHz} with 0 < min <= max)'
+SHM_ALLOWED = 'must be bytes or a number with a K/M/G/T suffix (e.g. "512G")'
+
+# The platform the el10 host pretends to run (the kernel role reads only these facts to decide).
+EL10_FACTS = {'distribution': 'Rocky', 'os_family': 'RedHat', 'distribution_major_version': '10',
+              'distribution_version': '10.0', 'distribution_release': 'Red Quartz', 'architecture': 'x86_64'}
+
+# (id, host, role, variables, failing task, parts the message must contain)
+ROLE_CASES = [
+    ('gpu_settings power not a number', 'localhost', 'gpu_settings', {'nodeprep_gpu_settings_power_limit': 'lots'},
+     GPU_ASSERT, ['nodeprep_gpu_settings_power_limit="lots"', GPU_ALLOWED]),
+    ('gpu_settings power negative', 'localhost', 'gpu_settings', {'nodeprep_gpu_settings_power_limit': -100},
+     GPU_ASSERT, ['nodeprep_gpu_settings_power_limit=-100', GPU_ALLOWED]),
+    ('gpu_settings power zero percent', 'localhost', 'gpu_settings', {'nodeprep_gpu_settings_power_limit': '0%'},
+     GPU_ASSERT, ['nodeprep_gpu_settings_power_limit="0%"', GPU_ALLOWED]),
+    ('gpu_settings locked clocks min above max', 'localhost', 'gpu_settings',
+     {'nodeprep_gpu_settings_locked_gpu_clocks': {'min': 1900, 'max': 1500}},
+     GPU_ASSERT, ['nodeprep_gpu_settings_locked_gpu_clocks={"min": 1900, "max": 1500}', CLOCKS_ALLOWED]),
+    ('gpu_settings locked memory clocks a word', 'localhost', 'gpu_settings',
+     {'nodeprep_gpu_settings_locked_memory_clocks': 'fast'},
+     GPU_ASSERT, ['nodeprep_gpu_settings_locked_memory_clocks="fast"', CLOCKS_ALLOWED]),
+    ('gpu_settings empty GPU list', 'localhost', 'gpu_settings', {'nodeprep_gpu_settings_gpus': []},
+     GPU_ASSERT, ['nodeprep_gpu_settings_gpus=[]', '(allowed: "all" or a non-empty list of index/UUID/PCI bus id)']),
+    ('gpu_settings GPUs a word', 'localhost', 'gpu_settings', {'nodeprep_gpu_settings_gpus': 'first'},
+     GPU_ASSERT, ['nodeprep_gpu_settings_gpus="first"', '(allowed: "all" or a non-empty list']),
+    ('gpu_settings wrong type timeout', 'localhost', 'gpu_settings', {'nodeprep_gpu_settings_timeout': 'soon'},
+     SPEC, ['nodeprep_gpu_settings_timeout', "'soon'", 'int']),
+    ('gpu_settings wrong type persistence', 'localhost', 'gpu_settings',
+     {'nodeprep_gpu_settings_persistence_mode': 'maybe'},
+     SPEC, ['nodeprep_gpu_settings_persistence_mode', "'maybe'", 'bool']),
+    ('gpu_settings app clocks without graphics', 'localhost', 'gpu_settings',
+     {'nodeprep_gpu_settings_applications_clocks': {'memory': 5001}},
+     SPEC, ['missing required arguments: graphics', 'nodeprep_gpu_settings_applications_clocks']),
+    ('nccl strict invented NCCL_TIMEOUT', 'localhost', 'nccl',
+     {'nodeprep_nccl_strict': True, 'nodeprep_nccl_conf': {'NCCL_TIMEOUT': 1800}},
+     NCCL_STRICT, ['nodeprep_nccl_conf.NCCL_TIMEOUT: NCCL never reads it']),
+    ('nccl strict invented PYTORCH_ENABLE_FP8', 'localhost', 'nccl',
+     {'nodeprep_nccl_strict': True, 'nodeprep_nccl_torch_env': {'PYTORCH_ENABLE_FP8': 1}},
+     NCCL_STRICT, ['nodeprep_nccl_torch_env.PYTORCH_ENABLE_FP8: no framework reads it']),
+    ('nccl strict unknown name', 'localhost', 'nccl',
+     {'nodeprep_nccl_strict': True, 'nodeprep_nccl_conf': {'NCCL_IB_HCA': '=mlx5_0', 'NCCL_MAGIC_SPEED': 1}},
+     NCCL_STRICT, ['nodeprep_nccl_conf.NCCL_MAGIC_SPEED: not a variable NCCL reads',
+                   'add it to nodeprep_nccl_extra_names']),
+    ('nccl strict torch name in nccl.conf', 'localhost', 'nccl',
+     {'nodeprep_nccl_strict': True, 'nodeprep_nccl_conf': {'TORCH_NCCL_BLOCKING_WAIT': 1}},
+     NCCL_STRICT, ['nodeprep_nccl_conf.TORCH_NCCL_BLOCKING_WAIT: read by PyTorch',
+                   'put it in nodeprep_nccl_torch_env']),
+    ('nccl name not an environment name', 'localhost', 'nccl', {'nodeprep_nccl_conf': {'nccl-debug': 'WARN'}},
+     NCCL_ASSERT, ['names that are not environment variable names: nccl-debug',
+                   'allowed: NAME matching [A-Z_][A-Z0-9_]*']),
+    ('nccl value on two lines', 'localhost', 'nccl', {'nodeprep_nccl_conf': {'NCCL_DEBUG': "WARN\nNCCL_P2P_DISABLE=1"}},
+     NCCL_ASSERT, ['values that are not one-line scalars: NCCL_DEBUG', 'on one line']),
+    ('nccl wrong type conf', 'localhost', 'nccl', {'nodeprep_nccl_conf': ['NCCL_DEBUG=WARN']},
+     SPEC, ['nodeprep_nccl_conf', 'dict']),
+    ('shm size not a size', 'localhost', 'shm', {'nodeprep_shm_size': 'huge'},
+     SHM_ASSERT, ['nodeprep_shm_size="huge"', SHM_ALLOWED]),
+    ('shm size negative', 'localhost', 'shm', {'nodeprep_shm_size': '-1G'},
+     SHM_ASSERT, ['nodeprep_shm_size="-1G"', SHM_ALLOWED]),
+    ('shm size unknown unit', 'localhost', 'shm', {'nodeprep_shm_size': '64X'},
+     SHM_ASSERT, ['nodeprep_shm_size="64X"', SHM_ALLOWED]),
+    ('shm min size unknown unit', 'localhost', 'shm', {'nodeprep_shm_min_size': '64 gigs'},
+     SHM_ASSERT, ['nodeprep_shm_min_size="64 gigs"', SHM_ALLOWED]),
+    ('shm ratio zero', 'localhost', 'shm', {'nodeprep_shm_gpu_memory_ratio': 0},
+     SHM_ASSERT, ['nodeprep_shm_gpu_memory_ratio=0', 'must be > 0']),
+    ('shm larger than RAM + swap', 'localhost', 'shm', {'nodeprep_shm_size': '1024T'},
+     SHM_OVERSIZE, ['nodeprep_shm_size="1024T"', 'more than RAM + swap', 'nodeprep_shm_allow_oversize=true']),
+    ('shm size zero', 'localhost', 'shm', {'nodeprep_shm_size': 0},
+     SHM_ASSERT, ['nodeprep_shm_size=0', 'greater than 0']),
+    ('memlock value a word', 'localhost', 'memlock', {'nodeprep_memlock_value': 'lots'},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_value="lots"', '(allowed: "unlimited" or a positive number of KiB)']),
+    ('memlock value zero', 'localhost', 'memlock', {'nodeprep_memlock_value': 0},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_value=0', '(allowed: "unlimited" or a positive number of KiB)']),
+    ('memlock domain with a space', 'localhost', 'memlock', {'nodeprep_memlock_domains': ['bad user']},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_domains=["bad user"]', 'a user, @group, %group, * or %']),
+    ('memlock service with a space', 'localhost', 'memlock', {'nodeprep_memlock_services': ['slurm d']},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_services=["slurm d"]', 'systemd unit names']),
+    ('nic_offload role value not a boolean', 'localhost', 'nic_offload',
+     {'nodeprep_nic_offload_features': {'gro': 'maybe'}, 'nodeprep_nic_offload_interfaces': ['lo']},
+     NIC_ASSERT, ['nodeprep_nic_offload_features={"gro": "maybe"}', 'feature name -> true/false',
+                  'non-boolean: ["gro"]']),
+    ('nic_offload role no selector', 'localhost', 'nic_offload', {'nodeprep_nic_offload_features': {'gro': False}},
+     NIC_ASSERT, ['at least one of nodeprep_nic_offload_interfaces, _drivers or _networks']),
+    ('nic_offload role unknown feature', 'localhost', 'nic_offload',
+     {'nodeprep_nic_offload_features': {'rdma-offload': False}, 'nodeprep_nic_offload_interfaces': ['lo']},
+     NIC_MODULE, ["interface lo: unknown feature 'rdma-offload'; the features this device has are: ",
+                  'generic-receive-offload']),
+    ('nic_offload role fixed feature', 'localhost', 'nic_offload',
+     {'nodeprep_nic_offload_features': {'rx-checksumming': False}, 'nodeprep_nic_offload_interfaces': ['lo']},
+     NIC_MODULE, ['interface lo: fixed by the driver, cannot change: rx-checksumming (is on, asked off)',
+                  'set ignore_fixed']),
+    ('kernel unknown source', 'localhost', 'kernel', {'nodeprep_kernel_source': 'mainline'},
+     SPEC, ['nodeprep_kernel_source', 'mainline', 'distro, hwe, elrepo-lt, elrepo-ml']),
+    ('kernel hwe on Debian', 'localhost', 'kernel', {'nodeprep_kernel_source': 'hwe'},
+     KERNEL_SOURCE, ['nodeprep_kernel_source=hwe is not available on Debian', 'allowed here: distro']),
+    ('kernel elrepo-ml on Debian', 'localhost', 'kernel', {'nodeprep_kernel_source': 'elrepo-ml'},
+     KERNEL_SOURCE, ['nodeprep_kernel_source=elrepo-ml is not available on Debian', 'allowed here: distro']),
+    ('kernel elrepo-lt on EL10', 'el10', 'kernel', {'nodeprep_kernel_source': 'elrepo-lt'},
+     KERNEL_ELREPO, ['nodeprep_kernel_source=elrepo-lt is not available on EL10', 'no kernel-lt for EL10',
+                     'Allowed here: distro, elrepo-ml']),
+    ('nvidia_driver branch not a branch', 'localhost', 'nvidia_driver', {'nodeprep_nvidia_driver_branch': '58'},
+     DRIVER_BRANCH, ['nodeprep_nvidia_driver_branch=58 is not a driver branch', 'three-digit']),
+    ('nvidia_driver version of another branch', 'localhost', 'nvidia_driver',
+     {'nodeprep_nvidia_driver_branch': '580', 'nodeprep_nvidia_driver_version': '570.172.08'},
+     DRIVER_VERSION, ['nodeprep_nvidia_driver_version=570.172.08 is not a version of branch',
+                      'allowed: 580.<minor>[.<patch>]']),
+    ('nvidia_driver runfile without version', 'localhost', 'nvidia_driver',
+     {'nodeprep_nvidia_driver_method': 'runfile'},
+     DRIVER_RUNFILE, ['nodeprep_nvidia_driver_method=runfile needs nodeprep_nvidia_driver_version']),
+    ('nvidia_driver unknown module type', 'localhost', 'nvidia_driver',
+     {'nodeprep_nvidia_driver_module_type': 'closed'},
+     SPEC, ['nodeprep_nvidia_driver_module_type', 'closed', 'open, proprietary']),
+    ('nvidia_driver proprietary on Blackwell', 'blackwell', 'nvidia_driver',
+     {'nodeprep_nvidia_driver_module_type': 'proprietary'},
+     DRIVER_BLACKWELL, ['nodeprep_nvidia_driver_module_type=proprietary is not supported on this node',
+                        'as Blackwell', 'allowed here: open']),
+]
+
+HOSTS = ('localhost', 'el10', 'blackwell')
+
+
+def _values(case):
+    return tuple(case.values) if hasattr(case, 'values') else case
+
+
+def build_playbook(folder, smi):
+    plays = []
+    for host in HOSTS:
+        tasks = []
+        if host == 'el10':
+            tasks.append({'name': 'Pretend to be EL10', 'bad_input_platform': {'facts': EL10_FACTS}})
+        if host == 'blackwell':
+            tasks.append({'name': 'Gather facts from a B200 nvidia-smi', 'gpufleet.nodeprep.gpu_node_facts': {
+                'gather_subset': ['kernel', 'nvidia'], 'nvidia_smi': smi}})
+        for case in ROLE_CASES:
+            name, case_host, role, variables = _values(case)[:4]
+            if case_host != host:
+                continue
+            tasks.append({'name': 'Case ' + name, 'block': [{
+                'name': 'Run ' + role,
+                'ansible.builtin.include_role': {'name': 'gpufleet.nodeprep.' + role},
+                'vars': variables}],
+                'rescue': [{'name': 'Record ' + name, 'ansible.builtin.set_fact': {
+                    'bad_input_results': '{{ bad_input_results | combine({%s: {"task": ansible_failed_task.name, '
+                                         '"msg": ansible_failed_result.msg | default("")}}) }}' % json.dumps(name)}}]})
+        tasks.append({'name': 'Write the results', 'ansible.builtin.copy': {
+            'content': '{{ bad_input_results | to_nice_json }}',
+            'dest': os.path.join(str(folder), host + '.json')},
+            'check_mode': False, 'changed_when': False, 'delegate_to': 'localhost'})
+        plays.append({'name': 'Bad input on ' + host, 'hosts': host, 'gather_facts': False, 'become': False,
+                      'vars': {'bad_input_results': {}}, 'tasks': tasks})
+    path = os.path.join(str(folder), 'bad_input.yml')
+    with open(path, 'w') as handle:
+        yaml.safe_dump(plays, handle, default_flow_style=False, sort_keys=False)
+    return path
+
+
+@pytest.fixture(scope='module')
+def role_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp('bad_input_roles')
+    smi, log = fake_tool(folder, 'nvidia-smi', [('-q', B200)])
+    playbook = build_playbook(folder, smi)
+    inventory = os.path.join(str(folder), 'hosts.yml')
+    with open(inventory, 'w') as handle:
+        yaml.safe_dump({'all': {'hosts': dict((host, {'ansible_connection': 'local'}) for host in HOSTS),
+                                'vars': {'ansible_python_interpreter': sys.executable}}}, handle)
+    env = dict((k, v) for k, v in os.environ.items() if k != 'ANSIBLE_CONFIG')
+    env.update({
+        'ANSIBLE_COLLECTIONS_PATH': os.pathsep.join([_collection_root(), sysconfig.get_paths()['purelib']]),
+        'ANSIBLE_LIBRARY': os.path.join(HERE, 'bad_input', 'library'),
+        'ANSIBLE_NOCOLOR': '1', 'ANSIBLE_FORCE_COLOR': '0', 'ANSIBLE_LOCALHOST_WARNING': 'false',
+        'ANSIBLE_RETRY_FILES_ENABLED': 'false', 'ANSIBLE_LOCAL_TEMP': str(folder / 'tmp'),
+        'ANSIBLE_REMOTE_TEMP': str(folder / 'tmp'),
+    })
+    binary = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    proc = subprocess.run([binary, '-i', inventory, '--check', playbook], cwd=str(folder), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
+    with open(os.path.join(str(folder), 'ansible-playbook.out'), 'w') as handle:
+        handle.write(proc.stdout)
+    results = {}
+    for host in HOSTS:
+        path = os.path.join(str(folder), host + '.json')
+        if os.path.exists(path):
+            with open(path) as handle:
+                results[host] = json.load(handle)
+    return {'rc': proc.returncode, 'output': proc.stdout, 'results': results, 'smi_log': logged(log)}
+
+
+@pytest.mark.parametrize('host', HOSTS)
+def test_role_run_changed_nothing(role_run, host):
+    output = role_run['output']
+    assert role_run['rc'] == 0, output[-4000:]
+    assert re.findall(r'^changed: \[{0}\]'.format(host), output, re.M) == []
+    recap = re.search(r'^{0}\s+:\s+ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)'.format(host),
+                      output, re.M)
+    assert recap, output[-4000:]
+    assert recap.groups() == ('0', '0', '0'), recap.group(0)
+    if host == 'blackwell':
+        assert role_run['smi_log'] == [['-q', '-x']]
+
+
+@pytest.mark.parametrize('name, host, role, variables, task, parts', ROLE_CASES,
+                         ids=[_values(c)[0] for c in ROLE_CASES])
+def test_role_refuses(role_run, name, host, role, variables, task, parts):
+    recorded = role_run['results'].get(host, {})
+    assert name in recorded, 'the role did not fail: {0}'.format(role_run['output'][-3000:])
+    if task == SPEC:
+        assert recorded[name]['task'].startswith(SPEC)
+        assert recorded[name]['msg'].startswith('Validation of arguments failed:')
+    else:
+        assert recorded[name]['task'] == task
+    for part in parts:
+        assert part in recorded[name]['msg']
