@@ -311,6 +311,43 @@ def nvrm_version_line(version, flavour, date='Thu Sep 18 21:36:58 UTC 2025'):
     return 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  {0}  {1}'.format(version, date)
 
 
+def sys_module_dir():
+    return os.path.join(os.environ.get('GPU_DOUBLE_ROOT', '/'), 'sys/module')
+
+
+def write_sys_module(state):
+    """Mirror which simulated modules are loaded into /sys/module (a tmpfs the testbed mounts there at boot).
+
+    The host kernel's own /sys/module says nothing about the simulated nouveau and nvidia modules; the facts
+    modules read /sys/module/nouveau and /sys/module/nvidia/version as on a real node.
+    """
+    base = sys_module_dir()
+    if not os.path.isdir(base) or not os.access(base, os.W_OK):
+        return
+    drv = state.get('driver') or {}
+    wanted = {}
+    if state.get('nouveau_loaded'):
+        wanted['nouveau'] = {'initstate': 'live\n'}
+    if drv.get('loaded') and not fault_active(FAULT_DRIVER_UNLOADED):
+        wanted['nvidia'] = {'initstate': 'live\n', 'version': drv['version'] + '\n'}
+    try:
+        for name in ('nouveau', 'nvidia'):
+            path = os.path.join(base, name)
+            if name not in wanted:
+                if os.path.isdir(path):
+                    for entry in os.listdir(path):
+                        os.remove(os.path.join(path, entry))
+                    os.rmdir(path)
+                continue
+            if not os.path.isdir(path):
+                os.makedirs(path)
+            for entry, text in wanted[name].items():
+                with open(os.path.join(path, entry), 'w') as handle:
+                    handle.write(text)
+    except (IOError, OSError):
+        pass
+
+
 def write_proc_driver(state):
     """Mirror the driver state into /proc/driver/nvidia (a host folder bound there by the testbed)."""
     base = os.path.join(proc_driver_dir(), 'nvidia')
@@ -430,6 +467,7 @@ def ensure_state(profile, at_boot=False):
     if fresh or json.dumps(state, sort_keys=True) != before:
         save_state(state)
         write_proc_driver(state)
+        write_sys_module(state)
     return state
 
 
