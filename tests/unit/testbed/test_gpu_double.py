@@ -357,7 +357,8 @@ def test_fabric_manager_refuses_other_version(node, capsys):
                                        'NVIDIA driver version 580.95.05; both must be the same version\n')
 
 
-def test_nvlsm_needs_ib_umad(node, capsys):
+def test_nvlsm_needs_ib_umad(node, capsys, monkeypatch):
+    monkeypatch.setenv('GPU_DOUBLE_NVLSM_WAIT', '0.5')
     node.ready()
     assert double_tools.cmd_nvlsm([], '2025.06.4') == 1
     assert 'kernel module ib_umad is not loaded' in capsys.readouterr().out

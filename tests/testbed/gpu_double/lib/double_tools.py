@@ -187,6 +187,17 @@ def cmd_persistenced(args, version):
     return 0
 
 
+def _wait_for_nvlsm(seconds):
+    """At boot both units start together: give nvlsm the time it needs to come up (as the real one does)."""
+    marker = gd.path(os.path.join(gd.RUN_DIR, 'nvlsm.running'))
+    deadline = time.time() + seconds
+    while not os.path.exists(marker):
+        if time.time() >= deadline:
+            return False
+        time.sleep(0.25)
+    return True
+
+
 def cmd_fabricmanager(args, version):
     profile, state, ok = _driver_or_fail('nv-fabricmanager')
     if not ok:
@@ -200,7 +211,7 @@ def cmd_fabricmanager(args, version):
     if not profile.get('nvswitches'):
         print('nv-fabricmanager: no NVSwitch devices found, fabric manager is not needed on this system')
         return 1
-    if profile.get('needs_nvlsm') and not os.path.exists(gd.path(os.path.join(gd.RUN_DIR, 'nvlsm.running'))):
+    if profile.get('needs_nvlsm') and not _wait_for_nvlsm(float(os.environ.get('GPU_DOUBLE_NVLSM_WAIT', '30'))):
         print('nv-fabricmanager: NVLink subnet manager (nvlsm) is not running; start nvlsm first')
         return 1
     gd.write_text(os.path.join(gd.RUN_DIR, 'fabricmanager.running'), version + '\n')
