@@ -186,7 +186,11 @@ def _read(path):
         return handle.read().decode('utf-8', 'surrogateescape')
 
 
-def collect_shm_facts(module, path='/dev/shm', root='/'):
+# The shared memory mount point that is reported, not a place for temporary files.
+SHM_PATH = '/dev/shm'  # nosec B108
+
+
+def collect_shm_facts(module, path=SHM_PATH, root='/'):
     """Return the ``shm`` namespace. module is unused (kept for the collector contract)."""
     root = root or '/'
     live = root == '/'

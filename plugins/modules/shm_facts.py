@@ -129,6 +129,7 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import (
+    SHM_PATH,
     ShmError,
     collect_shm_facts,
 )
@@ -137,7 +138,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import (
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            path=dict(type='path', default='/dev/shm'),
+            path=dict(type='path', default=SHM_PATH),
             root=dict(type='path', default='/'),
         ),
         supports_check_mode=True,
