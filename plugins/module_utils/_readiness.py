@@ -933,7 +933,10 @@ def _shm(facts, settings, probe):
         live_problems = [text + ' (live size not managed: nodeprep_shm_remount is false)' for text in live_problems]
     else:
         problems, live_problems = live_problems, []
-    if fstab_wanted and fstab_size != size:
+    # A larger size is fine (a GPU that fell off the bus lowers the target; that is gpu.count's failure, not
+    # this one's) unless shrinking is asked for.
+    shrink = _setting(settings, 'nodeprep_shm_shrink')
+    if fstab_wanted and (fstab_size is None or fstab_size < size or (shrink and fstab_size > size)):
         problems.append('the fstab entry does not keep {0} across reboots'.format(format_size(size)))
     free = shm.get('free_bytes')
     if free is not None and live and free < max(SHM_FULL_FREE_BYTES, live * SHM_FULL_FREE_RATIO):

@@ -296,6 +296,12 @@ FAULTS = [
     ('/dev/shm resized live only',
      _set((0, 'shm', 'fstab'), None),
      'shm.size', 'fail', 'live 716.0 GiB, fstab no entry; the fstab entry does not keep 716.0 GiB across reboots'),
+    ('/dev/shm and its fstab entry larger than wanted (a GPU fell off the bus): not a shm failure',
+     _both(_set((0, 'shm', 'size_bytes'), 800 * F.GIB), _set((0, 'shm', 'fstab', 'size_bytes'), 800 * F.GIB)),
+     'shm.size', 'pass', 'live 800.0 GiB, fstab 800.0 GiB'),
+    ('fstab entry larger than wanted and shrinking wanted',
+     _both(_set((0, 'shm', 'fstab', 'size_bytes'), 800 * F.GIB), _set((1, 'nodeprep_shm_shrink'), True)),
+     'shm.size', 'fail', 'live 716.0 GiB, fstab 800.0 GiB; the fstab entry does not keep 716.0 GiB across reboots'),
     ('/dev/shm full (testbed fault shm-full)',
      _both(_set((0, 'shm', 'free_bytes'), 0), _set((0, 'shm', 'used_bytes'), 716 * F.GIB)),
      'shm.size', 'fail',
@@ -714,3 +720,17 @@ def test_role_reads_exactly_the_settings_the_checks_use():
     with open(path) as handle:
         names = yaml.safe_load(handle)['__nodeprep_readiness_setting_names']
     assert names == list(r.SETTING_DEFAULTS)
+
+
+def test_hung_nvidia_smi_fails_driver_and_count_only():
+    """With fail_on_error=false a hung nvidia-smi leaves nvidia.present false; the GPU checks that need it follow."""
+    facts, settings, probe = F.converged()
+    facts['nvidia'] = {'present': False, 'timed_out': True, 'driver_version': None, 'attached_gpus': 0, 'gpus': [],
+                       'error': 'nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed'}
+    checks = dict((c['id'], c) for c in r.evaluate(facts, settings, probe))
+    assert checks['driver.loaded']['status'] == 'fail'
+    assert checks['driver.loaded']['observed'] == (
+        'nvidia-smi failed: nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed')
+    assert checks['gpu.count']['status'] == 'fail'
+    failing = sorted(k for k, c in checks.items() if c['status'] == 'fail')
+    assert failing == ['driver.loaded', 'gpu.count']
