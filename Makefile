@@ -82,6 +82,8 @@ changelog-lint: venv ## antsibull-changelog lint (fragments well-formed)
 molecule: collection-link ## Molecule scenarios on the simulated fleet (needs root)
 	@# molecule links .testbed/inventory.yml before create writes it: start from an inventory with no node.
 	@mkdir -p .testbed && { [ -s .testbed/inventory.yml ] || printf 'all:\n  hosts: {}\n' > .testbed/inventory.yml; }
+	@# A run that was killed leaves molecule's state saying the fleet exists, and create would then be skipped.
+	PATH=$(BIN):$$PATH $(BIN)/molecule destroy
 	PATH=$(BIN):$$PATH $(BIN)/molecule test
 
 -include tests/testbed/testbed.mk
