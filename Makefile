@@ -81,9 +81,10 @@ changelog-lint: venv ## antsibull-changelog lint (fragments well-formed)
 
 molecule: collection-link ## Molecule scenarios on the simulated fleet (needs root)
 	@# molecule links .testbed/inventory.yml before create writes it: start from an inventory with no node.
+	@# A run that was killed leaves molecule's state saying the fleet exists (create would be skipped): destroy first.
 	@mkdir -p .testbed && { [ -s .testbed/inventory.yml ] || printf 'all:\n  hosts: {}\n' > .testbed/inventory.yml; }
-	@# A run that was killed leaves molecule's state saying the fleet exists, and create would then be skipped.
 	PATH=$(BIN):$$PATH $(BIN)/molecule destroy
+	@mkdir -p .testbed && { [ -s .testbed/inventory.yml ] || printf 'all:\n  hosts: {}\n' > .testbed/inventory.yml; }
 	PATH=$(BIN):$$PATH $(BIN)/molecule test
 
 -include tests/testbed/testbed.mk
