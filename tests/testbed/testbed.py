@@ -42,8 +42,14 @@ BASE_FILES = os.path.join(HERE, 'base')
 DOUBLE_DIR = os.path.join(HERE, 'gpu_double')
 REPOS_BUILD = os.path.join(HERE, 'repos', 'build.py')
 
-PREFIX = 'nptb'                      # netns nptb-<node>, veths nptb<i>h / nptb<i>n
-SUBNET = (10, 231)                   # node i: 10.231.x.(4i+1) host side, .(4i+2) node side, /30
+# TESTBED_PREFIX and TESTBED_SUBNET let a second fleet (another checkout) run beside the default one.
+PREFIX = os.environ.get('TESTBED_PREFIX') or 'nptb'   # netns nptb-<node>, veths nptb<i>h / nptb<i>n
+SUBNET = tuple(int(x) for x in (os.environ.get('TESTBED_SUBNET') or '10.231').split('.'))  # node i: 10.231.x.(4i+1)/30
+
+
+def machine_name(name):
+    """systemd-nspawn's machine name: the node name for the default fleet, prefixed for any other."""
+    return name if PREFIX == 'nptb' else '{0}-{1}'.format(PREFIX, name)
 BOOT_TIMEOUT = int(os.environ.get('TESTBED_BOOT_TIMEOUT', '120'))
 NSPAWN_REBOOT_RC = 133
 
@@ -137,6 +143,20 @@ def save_state(state):
         json.dump(state, f, indent=2, sort_keys=True)
         f.write('\n')
     os.rename(tmp, state_path('state.json'))
+
+
+class CacheLock(object):
+    """Held while the shared cache (base image, OS layers) is read or built."""
+
+    def __enter__(self):
+        os.makedirs(CACHE_DIR, exist_ok=True)
+        self.fd = os.open(os.path.join(CACHE_DIR, '.lock'), os.O_CREAT | os.O_RDWR, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+        return False
 
 
 class Lock(object):
@@ -290,7 +310,7 @@ def umount(path):
 
 def nspawn_run(root, argv, binds=(), check=True):
     cmd = ['systemd-nspawn', '--quiet', '--register=no', '--keep-unit', '--pipe',
-           '-D', root, '-M', 'nptb-build-' + uuid.uuid4().hex[:8], '--private-network']
+           '-D', root, '-M', PREFIX + '-build-' + uuid.uuid4().hex[:8], '--private-network']
     for b in binds:
         cmd.append('--bind-ro=' + b)
     return run(cmd + ['--'] + list(argv), check=check)
@@ -468,7 +488,7 @@ def nspawn_pids(name):
         argv = cmdline(pid)
         if not argv or not os.path.basename(argv[0]).startswith('systemd-nspawn'):
             continue
-        if ('-M' in argv and argv[argv.index('-M') + 1:argv.index('-M') + 2] == [name]) \
+        if ('-M' in argv and argv[argv.index('-M') + 1:argv.index('-M') + 2] == [machine_name(name)]) \
                 and any(a.startswith(STATE_DIR) for a in argv):
             found.append(pid)
     return found
@@ -582,7 +602,7 @@ def provision_node(node, layer_upper, base_rootfs, pubkey):
 def nspawn_argv(node):
     nd = node_dir(node['name'])
     return ['systemd-nspawn', '--quiet', '--register=no', '--keep-unit', '--boot',
-            '-D', os.path.join(nd, 'root'), '-M', node['name'], '--hostname=' + node['name'],
+            '-D', os.path.join(nd, 'root'), '-M', machine_name(node['name']), '--hostname=' + node['name'],
             '--network-namespace-path=/run/netns/' + node['netns'],
             '--bind-ro=' + repos_dir() + ':/srv/testbed-repos',
             '--bind=' + os.path.join(nd, 'faults') + ':/var/lib/testbed/faults',
@@ -806,10 +826,11 @@ def cmd_up(args):
         if rebuilt and running:
             log('WARNING: the repositories were rebuilt; running nodes ({0}) still see the old ones until '
                 '`down` and `up`'.format(', '.join(running)))
-        bkey, base_rootfs = ensure_base()
-        layers = {}
-        for flavour in sorted(set(n['flavour'] for n in wanted)):
-            layers[flavour] = ensure_layer(flavour, bkey, base_rootfs)
+        with CacheLock():            # another checkout's fleet may be building the same cached image
+            bkey, base_rootfs = ensure_base()
+            layers = {}
+            for flavour in sorted(set(n['flavour'] for n in wanted)):
+                layers[flavour] = ensure_layer(flavour, bkey, base_rootfs)
         keyfile, pubkey = ensure_ssh_key()
         state['nodes'] = {n['name']: n for n in wanted}
         state['base'] = base_rootfs
@@ -864,7 +885,7 @@ def teardown(names, state):
         node = state.get('nodes', {}).get(name)
         if node:
             run(['ip', 'link', 'del', node['veth_host']], check=False)
-        prop = os.path.join('/run/systemd/nspawn/propagate', name)
+        prop = os.path.join('/run/systemd/nspawn/propagate', machine_name(name))
         if os.path.isdir(prop) and not os.path.ismount(prop):
             shutil.rmtree(prop, ignore_errors=True)
         shutil.rmtree(node_dir(name), ignore_errors=True)
