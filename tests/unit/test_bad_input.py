@@ -15,18 +15,16 @@ __metaclass__ = type
 import json
 import os
 import re
-import stat
 import subprocess
 import sys
-import sysconfig
 
 import pytest
 import yaml
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
 
-from conftest import FIXTURES, _collection_root
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import (
+    FIXTURES, ansible_bin, ansible_env, fake_tool, logged, run_main)
 
 from ansible_collections.gpufleet.nodeprep.plugins.modules import nic_offload, nvidia_gpu
 
@@ -39,33 +37,6 @@ LO_K = os.path.join(FIXTURES, 'ethtool', 'loopback-lo_ethtool-k_hotsos.txt')
 
 # nvidia-smi/ethtool options that change a device; none may appear in a log.
 WRITE_FLAGS = ('-pm', '-pl', '-lgc', '-rgc', '-lmc', '-rmc', '-ac', '-rac', '-r', '-K', '-s', '-G', '-L')
-
-
-def fake_tool(folder, name, reads):
-    """A shell script that logs its argv and prints the fixture for a read (-q -x or -k IFACE)."""
-    log = os.path.join(str(folder), name + '.log')
-    path = os.path.join(str(folder), name)
-    with open(path, 'w') as handle:
-        handle.write('#!/bin/sh\nprintf "%s\\n" "$*" >> "{0}"\n'.format(log))
-        for flag, fixture in reads:
-            handle.write('if [ "$1" = "{0}" ]; then cat "{1}"; exit 0; fi\n'.format(flag, fixture))
-        handle.write('exit 0\n')
-    os.chmod(path, stat.S_IRWXU)
-    return path, log
-
-
-def logged(log):
-    if not os.path.exists(log):
-        return []
-    with open(log) as handle:
-        return [line.split() for line in handle.read().splitlines()]
-
-
-def run_main(main, args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            main()
-    return json.loads(capsys.readouterr().out)
 
 
 def b200_gpus():
@@ -398,15 +369,9 @@ def role_run(tmp_path_factory):
     with open(inventory, 'w') as handle:
         yaml.safe_dump({'all': {'hosts': dict((host, {'ansible_connection': 'local'}) for host in HOSTS),
                                 'vars': {'ansible_python_interpreter': sys.executable}}}, handle)
-    env = dict((k, v) for k, v in os.environ.items() if k != 'ANSIBLE_CONFIG')
-    env.update({
-        'ANSIBLE_COLLECTIONS_PATH': os.pathsep.join([_collection_root(), sysconfig.get_paths()['purelib']]),
-        'ANSIBLE_LIBRARY': os.path.join(HERE, 'bad_input', 'library'),
-        'ANSIBLE_NOCOLOR': '1', 'ANSIBLE_FORCE_COLOR': '0', 'ANSIBLE_LOCALHOST_WARNING': 'false',
-        'ANSIBLE_RETRY_FILES_ENABLED': 'false', 'ANSIBLE_LOCAL_TEMP': str(folder / 'tmp'),
-        'ANSIBLE_REMOTE_TEMP': str(folder / 'tmp'),
-    })
-    binary = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    env = ansible_env(ANSIBLE_LIBRARY=os.path.join(HERE, 'bad_input', 'library'),
+                      ANSIBLE_LOCAL_TEMP=str(folder / 'tmp'), ANSIBLE_REMOTE_TEMP=str(folder / 'tmp'))
+    binary = ansible_bin('ansible-playbook')
     proc = subprocess.run([binary, '-i', inventory, '--check', playbook], cwd=str(folder), env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=300,
                           check=False)

@@ -17,7 +17,7 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _limits as L
 
-from conftest import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 
 HOST = os.path.join(FIXTURES, 'host')
 

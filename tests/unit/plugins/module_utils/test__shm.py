@@ -16,7 +16,7 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as S
 
-from conftest import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 
 HOST = os.path.join(FIXTURES, 'host')
 RAM = 2113140480 * 1024  # meminfo.2tib

@@ -6,16 +6,13 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
 import platform
 import time
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
-
-from conftest import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_smi, run_main_rc
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
 from ansible_collections.gpufleet.nodeprep.plugins.modules import gpu_node_facts
@@ -23,18 +20,8 @@ from ansible_collections.gpufleet.nodeprep.plugins.modules import gpu_node_facts
 B200 = os.path.join(FIXTURES, 'nvidia-smi-xml', 'b200-8gpu_k8s-test-infra.xml')
 
 
-def fake_smi(tmp_path, body):
-    path = tmp_path / 'nvidia-smi'
-    path.write_text('#!/bin/sh\n' + body + '\n')
-    path.chmod(0o755)
-    return str(path)
-
-
 def run(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as excinfo:
-            gpu_node_facts.main()
-    return excinfo.value.code, json.loads(capsys.readouterr().out)
+    return run_main_rc(gpu_node_facts.main, args, capsys)
 
 
 @pytest.mark.parametrize('requested, expected', [

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import patch_module_args
 
 from ansible_collections.gpufleet.nodeprep.plugins.modules import readiness_check
 

@@ -12,8 +12,8 @@ import subprocess
 
 from ansible_collections.gpufleet.nodeprep.plugins.modules import shm_facts
 
-from conftest import FIXTURES
-from _nodeprep_helpers import ansible_adhoc, run_module
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ansible_adhoc, run_module
 
 
 def test_tree(tmp_path, capsys, monkeypatch):
