@@ -51,13 +51,19 @@ def test_everything_in_one_call(tmp_path, capsys):
     assert set(facts['limits']['effective']['root']['memlock']) == {'soft', 'hard'}
     assert facts['shm']['mounted'] is True
     assert list(facts['nics']) == ['lo']
-    assert sorted(result['timings']) == ['kernel', 'limits', 'nic', 'nvidia', 'shm']
+    assert sorted(facts['nodeprep_timings']) == ['kernel', 'limits', 'nic', 'nvidia', 'shm']
+    assert all(isinstance(v, float) and v >= 0 for v in facts['nodeprep_timings'].values())
+    # facts modules return only facts
+    assert sorted(k for k in result if not k.startswith('_') and k not in ('invocation', 'warnings')) == [
+        'ansible_facts', 'changed']
 
 
 def test_subset_only_sets_its_namespace(capsys):
     code, result = run({'gather_subset': ['shm']}, capsys)
     assert code == 0, result.get("msg")
-    assert sorted(result['ansible_facts']) == ['nodeprep_errors', 'nodeprep_gathered', 'shm']
+    assert sorted(result['ansible_facts']) == ['nodeprep_errors', 'nodeprep_gathered', 'nodeprep_timings', 'shm']
+    assert list(result['ansible_facts']['nodeprep_timings']) == ['shm']
+    assert 'timings' not in result
 
 
 def test_hang_fails_naming_the_timeout(tmp_path, capsys):
