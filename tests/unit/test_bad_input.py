@@ -411,3 +411,149 @@ def test_role_refuses(role_run, name, host, role, variables, task, parts):
         assert recorded[name]['task'] == task
     for part in parts:
         assert part in recorded[name]['msg']
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Host facts modules: bad options give a message naming the value and what is allowed; a state that cannot be read
+# is an entry of `errors` naming the path (readiness fails on it); nothing reaches the controller that is not UTF-8.
+
+# A tree below `root`: relative path -> bytes, ('link', target) or ('dir',).
+LIMITS_TREE = {
+    'etc/security/limits.conf': b'*\tsoft\tnproc\t4096\n',
+    'etc/passwd': b'root:x:0:0:root:/root:/bin/bash\ntrain:x:1000:1000::/home/train:/bin/bash\n',
+    'etc/group': b'root:x:0:\ntrain:x:1000:\nvideo:x:44:train\nv:x:45:\n',
+}
+SHM_MOUNTINFO = (b'22 1 253:0 / / rw,relatime shared:1 - xfs /dev/mapper/rl-root rw,seclabel\n'
+                 b'26 22 0:23 / /dev/shm rw,nosuid,nodev shared:9 - tmpfs tmpfs rw,seclabel,inode64\n')
+SHM_UNLIMITED_MOUNTINFO = SHM_MOUNTINFO.replace(b'rw,seclabel,inode64\n', b'rw,seclabel,size=0k,inode64\n')
+SHM_TREE = {'proc/self/mountinfo': SHM_MOUNTINFO, 'proc/meminfo': b'MemTotal:       2113140480 kB\n'}
+NON_UTF8 = b'90-caf\xe9.conf'
+
+
+def _tree(folder, base, extra):
+    files = dict(base)
+    files.update(extra)
+    for rel, content in files.items():
+        path = os.path.join(str(folder), rel) if isinstance(rel, str) else os.path.join(os.fsencode(str(folder)), rel)
+        parent = os.path.dirname(path)
+        if not os.path.isdir(parent):
+            os.makedirs(parent)
+        if isinstance(content, tuple) and content[0] == 'link':
+            os.symlink(content[1], path)
+        elif isinstance(content, tuple) and content[0] == 'dir':
+            os.mkdir(path)
+        else:
+            with open(path, 'wb') as handle:
+                handle.write(content)
+    return str(folder)
+
+
+def _strict_utf8(value, where='result'):
+    """Every string the module returns must encode to UTF-8 (the controller refuses lone surrogates)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _strict_utf8(key, where)
+            _strict_utf8(item, '{0}.{1}'.format(where, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _strict_utf8(item, '{0}[{1}]'.format(where, index))
+    elif isinstance(value, str):
+        value.encode('utf-8')
+
+
+def _dig(result, dotted):
+    value = result
+    for part in dotted.split('.'):
+        value = value[int(part)] if isinstance(value, list) else value[part]
+    return value
+
+
+SYSTEMD_D = 'etc/systemd/system.conf.d'
+LIMITS_D_REL = 'etc/security/limits.d'
+
+# (id, module, base tree, extra files, args (root is added), expected): expected is ('fails', exact message) or
+# ('facts', {dotted path below ansible_facts: value}); '{root}' in a message or value is the tree.
+HOST_FACTS_CASES = [
+    ('limits_facts uid a word', 'limits_facts', LIMITS_TREE, {'etc/security/limits.d/10-range.conf': b'1000: hard nofile 64\n'},
+     {'users': ['newbie'], 'groups': {'newbie': {'uid': 'train', 'groups': ['video']}}},
+     ('fails', "groups.newbie.uid: 'train' is not a uid (allowed: an integer 0 or above)")),
+    ('limits_facts gid a word', 'limits_facts', LIMITS_TREE, {'etc/security/limits.d/10-range.conf': b'@40:50 hard nofile 64\n'},
+     {'users': ['newbie'], 'groups': {'newbie': {'gid': 'video', 'groups': ['video']}}},
+     ('fails', "groups.newbie.gid: 'video' is not a gid (allowed: an integer 0 or above)")),
+    ('limits_facts group list a number', 'limits_facts', LIMITS_TREE, {},
+     {'users': ['newbie'], 'groups': {'newbie': 5}},
+     ('fails', 'groups.newbie: 5 is not a list of group names (allowed: a list of group names, a comma-separated '
+               'string of them, or a dict with the keys groups, uid and gid)')),
+    ('limits_facts groups key a number', 'limits_facts', LIMITS_TREE, {},
+     {'users': ['newbie'], 'groups': {'newbie': {'groups': 5}}},
+     ('fails', 'groups.newbie.groups: 5 is not a list of group names (allowed: a list of group names or a '
+               'comma-separated string of them)')),
+    ('limits_facts group string is one group', 'limits_facts', LIMITS_TREE,
+     {'etc/security/limits.d/90-video.conf': b'@video - memlock unlimited\n@v hard nofile 64\n'},
+     {'users': ['u'], 'groups': {'u': 'video'}, 'flavour': 'upstream'},
+     ('facts', {'limits.effective.u.memlock': {'soft': 'unlimited', 'hard': 'unlimited'},
+                'limits.effective.u.nofile': {'soft': None, 'hard': None}, 'limits.errors': []})),
+    ('limits_facts negative KiB value is unlimited as pam_limits reads it', 'limits_facts', LIMITS_TREE,
+     {'etc/security/limits.d/90-neg.conf': b'* - memlock -5\n'},
+     {'users': ['train'], 'flavour': 'upstream'},
+     ('facts', {'limits.effective.train.memlock': {'soft': 'unlimited', 'hard': 'unlimited'},
+                'limits.entries.1.value': 'unlimited'})),
+    ('limits_facts negative count wraps as pam_limits reads it', 'limits_facts', LIMITS_TREE,
+     {'etc/security/limits.d/90-neg.conf': b'* hard nofile -2\n'},
+     {'users': ['train'], 'flavour': 'upstream'},
+     ('facts', {'limits.effective.train.nofile': {'soft': None, 'hard': 2 ** 64 - 2},
+                'limits.entries.1.value': 2 ** 64 - 2})),
+    ('limits_facts dangling symlink in system.conf.d', 'limits_facts', LIMITS_TREE,
+     {SYSTEMD_D + '/90-memlock.conf': ('link', '/nonexistent/90-memlock.conf')}, {},
+     ('facts', {'limits.errors': ['{root}/' + SYSTEMD_D + '/90-memlock.conf: cannot read: dangling symlink to '
+                                  '/nonexistent/90-memlock.conf'],
+                'limits.systemd.errors': ['{root}/' + SYSTEMD_D + '/90-memlock.conf: cannot read: dangling symlink to '
+                                          '/nonexistent/90-memlock.conf']})),
+    ('limits_facts directory in system.conf.d', 'limits_facts', LIMITS_TREE, {SYSTEMD_D + '/90-memlock.conf': ('dir',)},
+     {}, ('facts', {'limits.errors': ['{root}/' + SYSTEMD_D + '/90-memlock.conf: cannot read: is a directory']})),
+    ('limits_facts directory in limits.d', 'limits_facts', LIMITS_TREE, {LIMITS_D_REL + '/90-x.conf': ('dir',)},
+     {'users': ['train']},
+     ('facts', {'limits.errors': ['{root}/' + LIMITS_D_REL + '/90-x.conf: cannot read: is a directory']})),
+    ('limits_facts non-UTF-8 file name', 'limits_facts', LIMITS_TREE,
+     {os.fsencode(LIMITS_D_REL) + b'/' + NON_UTF8: b'* - memlock unlimited\n'}, {'users': ['train']},
+     ('facts', {'limits.files.1': '{root}/' + LIMITS_D_REL + '/90-caf\\xe9.conf',
+                'limits.effective.train.memlock': {'soft': 'unlimited', 'hard': 'unlimited'},
+                'limits.warnings.0': '{root}/' + LIMITS_D_REL + '/90-caf\\xe9.conf: the file name is not UTF-8 '
+                                     '(shown with \\x escapes); pam_limits reads it'})),
+    ('shm_facts unlimited tmpfs', 'shm_facts', SHM_TREE,
+     {'proc/self/mountinfo': SHM_UNLIMITED_MOUNTINFO, 'etc/fstab': b'tmpfs /dev/shm tmpfs defaults,size=0 0 0\n'}, {},
+     ('facts', {'shm.size_bytes': None, 'shm.unlimited': True, 'shm.fstab.size_bytes': None,
+                'shm.fstab.unlimited': True, 'shm.errors': []})),
+    ('shm_facts unlimited tmpfs by nr_blocks', 'shm_facts', SHM_TREE,
+     {'etc/fstab': b'tmpfs /dev/shm tmpfs nr_blocks=0 0 0\n'}, {},
+     ('facts', {'shm.fstab.size_bytes': None, 'shm.fstab.unlimited': True, 'shm.unlimited': False,
+                'shm.size_bytes': 2113140480 * 1024 // 2})),
+    ('shm_facts junk line in fstab', 'shm_facts', SHM_TREE,
+     {'etc/fstab': b'junk\ntmpfs /dev/shm tmpfs defaults,size=64g 0 0\n'}, {},
+     ('facts', {'shm.errors': ["{root}/etc/fstab line 1: expected at least 'spec file vfstype', got 'junk'"],
+                'shm.fstab.size_bytes': 64 * 1024 ** 3})),
+    ('shm_facts non-UTF-8 byte in fstab', 'shm_facts', SHM_TREE,
+     {'etc/fstab': b'tmpfs /dev/shm tmpfs defaults,size=64g,x-caf\xe9 0 0\n'}, {},
+     ('facts', {'shm.errors': ['{root}/etc/fstab line 1: not UTF-8 (shown with \\x escapes)'],
+                'shm.fstab.options': ['defaults', 'size=64g', 'x-caf\\xe9']})),
+]
+
+
+@pytest.mark.parametrize('name, module, base, extra, args, expected', HOST_FACTS_CASES,
+                         ids=[_case_id(c) for c in HOST_FACTS_CASES])
+def test_host_facts_bad_input(tmp_path, monkeypatch, capsys, name, module, base, extra, args, expected):
+    from ansible_collections.gpufleet.nodeprep.plugins.modules import limits_facts, shm_facts
+    root = _tree(tmp_path / 'root', base, extra)
+    main = {'limits_facts': limits_facts.main, 'shm_facts': shm_facts.main}[module]
+    monkeypatch.setattr(AnsibleModule, 'run_command', lambda *a, **k: pytest.fail('no command may run: {0}'.format(a)))
+    result = run_main(main, dict(args, root=root), capsys)
+    _strict_utf8(result)
+    kind, want = expected
+    if kind == 'fails':
+        assert result.get('failed') is True, result
+        assert result['msg'] == want.replace('{root}', root)
+        return
+    assert not result.get('failed'), result.get('msg')
+    for dotted, value in want.items():
+        value = json.loads(json.dumps(value).replace('{root}', root.replace('\\', '\\\\')))
+        assert _dig(result['ansible_facts'], dotted) == value, dotted
