@@ -206,6 +206,7 @@ DRIVER_BLACKWELL = 'Check that proprietary modules are not requested for Blackwe
 GPU_ALLOWED = '(allowed: null, watts > 0 such as 700, or a percentage of the default limit such as "70%")'
 CLOCKS_ALLOWED = '(allowed: null, "reset", or {min: MHz, max: MHz} with 0 < min <= max)'
 SHM_ALLOWED = 'must be bytes or a number with a K/M/G/T suffix (e.g. "512G")'
+MEMLOCK_FILE_ALLOWED = '(allowed: a file pam_limits reads, /etc/security/limits.conf or /etc/security/limits.d/<name>.conf)'
 
 # The platform the el10 host pretends to run (the kernel role reads only these facts to decide).
 EL10_FACTS = {'distribution': 'Rocky', 'os_family': 'RedHat', 'distribution_major_version': '10',
@@ -280,6 +281,20 @@ ROLE_CASES = [
      MEMLOCK_ASSERT, ['nodeprep_memlock_domains=["bad user"]', 'a user, @group, %group, * or %']),
     ('memlock service with a space', 'localhost', 'memlock', {'nodeprep_memlock_services': ['slurm d']},
      MEMLOCK_ASSERT, ['nodeprep_memlock_services=["slurm d"]', 'systemd unit names']),
+    ('memlock limits_file pam_limits never reads', 'localhost', 'memlock',
+     {'nodeprep_memlock_limits_file': '/etc/passwd'},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="/etc/passwd"', MEMLOCK_FILE_ALLOWED]),
+    ('memlock limits_file without .conf', 'localhost', 'memlock',
+     {'nodeprep_memlock_limits_file': '/etc/security/limits.d/90-nodeprep-memlock'},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="/etc/security/limits.d/90-nodeprep-memlock"',
+                      MEMLOCK_FILE_ALLOWED]),
+    ('memlock limits_file relative', 'localhost', 'memlock',
+     {'nodeprep_memlock_limits_file': 'limits.d/90-nodeprep-memlock.conf'},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="limits.d/90-nodeprep-memlock.conf"', MEMLOCK_FILE_ALLOWED]),
+    ('memlock limits_file hidden', 'localhost', 'memlock',
+     {'nodeprep_memlock_limits_file': '/etc/security/limits.d/.90-nodeprep.conf'},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="/etc/security/limits.d/.90-nodeprep.conf"',
+                      MEMLOCK_FILE_ALLOWED]),
     ('nic_offload role value not a boolean', 'localhost', 'nic_offload',
      {'nodeprep_nic_offload_features': {'gro': 'maybe'}, 'nodeprep_nic_offload_interfaces': ['lo']},
      NIC_ASSERT, ['nodeprep_nic_offload_features={"gro": "maybe"}', 'feature name -> true/false',
