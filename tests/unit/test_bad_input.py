@@ -388,7 +388,7 @@ def role_run(tmp_path_factory):
                       ANSIBLE_LOCAL_TEMP=str(folder / 'tmp'), ANSIBLE_REMOTE_TEMP=str(folder / 'tmp'))
     binary = ansible_bin('ansible-playbook')
     proc = subprocess.run([binary, '-i', inventory, '--check', playbook], cwd=str(folder), env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=300,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=900,
                           check=False)
     with open(os.path.join(str(folder), 'ansible-playbook.out'), 'w') as handle:
         handle.write(proc.stdout)
