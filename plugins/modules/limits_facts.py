@@ -23,7 +23,7 @@ description:
     for the limits of the units in O(services). pam_limits does not reach systemd services.
   - Values are V(unlimited) or integers in limits.conf units (KiB for memlock, minutes for cpu); systemd's bytes
     are converted to KiB and its V(infinity) becomes V(unlimited).
-  - Values are read as pam_limits' C(process_limit()) reads them. A negative value other than V(-1) is not refused:
+  - Values are read as pam_limits' C(process_limit()) reads them. A negative value other than V(-1) is not refused;
     C(strtoull) wraps it around (V(-2) is 2**64 - 2), so for the KiB and minute items it becomes V(unlimited) and
     for the others a huge number; each such line is also reported in RV(ansible_facts.limits.warnings).
   - A limits or C(system.conf) file that exists but cannot be read (a directory, a dangling symlink, no permission)
@@ -112,9 +112,10 @@ ansible_facts:
           returned: always
         errors:
           description:
-            - C(<path>: cannot read: <reason>) for every limits file, C(system.conf) or drop-in that exists but could
-              not be read, and C(system.conf) values that cannot be parsed (the same as RV(ansible_facts.limits.systemd.errors)
-              for those). Non-empty means the effective limits are unknown; the readiness checks fail on it.
+            - One text for every limits file, C(system.conf) or drop-in that exists but could not be read (its path,
+              then C(cannot read) and the reason), and for every C(system.conf) value that cannot be parsed (the
+              same as RV(ansible_facts.limits.systemd.errors) for those).
+            - Non-empty means the effective limits are unknown; the readiness checks fail on it.
           type: list
           elements: str
           returned: always
