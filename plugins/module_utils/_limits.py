@@ -624,9 +624,9 @@ def check_groups_option(groups):
                 'gid': _id_value(spec.get('gid'), where + '.gid', 'gid'),
             }
         else:
-            checked[user] = {'groups': _group_names(spec, where, 'a list of group names, a comma-separated string '
-                                                           'of them, or a dict with the keys groups, uid and gid'),
-                             'uid': None, 'gid': None}
+            allowed = ('a list of group names, a comma-separated string of them, or a dict with the keys groups, '
+                       'uid and gid')
+            checked[user] = {'groups': _group_names(spec, where, allowed), 'uid': None, 'gid': None}
     return checked
 
 
