@@ -20,6 +20,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
+def to_display(text):
+    """text safe to return to the controller: bytes that are not UTF-8 become \\x escapes.
+
+    Accepts bytes, or str read with the surrogateescape error handler (os.listdir, glob, open(..., errors=...)).
+    The controller refuses a result holding lone surrogates, so every file name and every byte read from a file
+    goes through this before it is returned.
+    """
+    raw = text if isinstance(text, bytes) else text.encode('utf-8', 'surrogateescape')
+    return raw.decode('utf-8', 'backslashreplace')
+
+
 def fail_kwargs(exc, prefix=''):
     """Keyword arguments for fail_json() from a reader's exception: its own fail_kwargs() when it has one."""
     kwargs = exc.fail_kwargs() if hasattr(exc, 'fail_kwargs') else {'msg': str(exc)}

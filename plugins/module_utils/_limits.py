@@ -34,6 +34,8 @@ import glob
 import os
 import re
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import to_display
+
 
 class LimitsError(Exception):
     """A limits.conf or systemd limit value that cannot be understood."""
@@ -528,30 +530,24 @@ def parse_systemctl_show(text, prefix=''):
 
 # ---------------------------------------------------------------- collector
 
-def display_path(path):
-    """path as it may be returned to the controller: bytes that are not UTF-8 become \\x escapes."""
-    raw = path.encode('utf-8', 'surrogateescape') if not isinstance(path, bytes) else path
-    return raw.decode('utf-8', 'backslashreplace')
-
-
 def name_warning(path):
     """A warning for a file name that is not UTF-8, or None."""
-    if display_path(path) == path:
+    if to_display(path) == path:
         return None
-    return '{0}: the file name is not UTF-8 (shown with \\x escapes); pam_limits reads it'.format(display_path(path))
+    return '{0}: the file name is not UTF-8 (shown with \\x escapes); pam_limits reads it'.format(to_display(path))
 
 
 def read_error(path, exc=None):
     """Why path cannot be read, naming it: '<path>: cannot read: <reason>'."""
     if os.path.islink(path) and not os.path.exists(path):
-        reason = 'dangling symlink to {0}'.format(display_path(os.readlink(path)))
+        reason = 'dangling symlink to {0}'.format(to_display(os.readlink(path)))
     elif os.path.isdir(path):
         reason = 'is a directory'
     elif exc is not None:
         reason = getattr(exc, 'strerror', None) or str(exc)
     else:
         reason = 'not a regular file'
-    return '{0}: cannot read: {1}'.format(display_path(path), reason)
+    return '{0}: cannot read: {1}'.format(to_display(path), reason)
 
 
 def _read(path):
@@ -717,19 +713,19 @@ def collect_systemd(module, services=(), root='/'):
     errors = []
     for path in files:
         if os.path.islink(path) and os.readlink(path) == '/dev/null':
-            texts.append((display_path(path), ''))
+            texts.append((to_display(path), ''))
             continue
         text, error = read_text(path)
         if error:
             errors.append(error)
         else:
-            texts.append((display_path(path), text))
+            texts.append((to_display(path), text))
     try:
         configured = systemd_defaults_from_files(texts)
     except LimitsError as exc:
         errors.append(str(exc))
         configured = {}
-    out = {'default': {}, 'default_source': {}, 'configured': {}, 'config_files': [display_path(p) for p in files],
+    out = {'default': {}, 'default_source': {}, 'configured': {}, 'config_files': [to_display(p) for p in files],
            'manager': None, 'services': {}, 'service_errors': {}, 'reason': None, 'errors': errors}
     for item, data in configured.items():
         out['configured'][item] = {'soft': data['soft'], 'hard': data['hard']}
@@ -807,7 +803,7 @@ def collect_limits_facts(module, users=(), services=(), root='/', groups=None, f
         if error:
             errors.append(error)
             continue
-        found, bad = parse_limits_conf(text, display_path(path))
+        found, bad = parse_limits_conf(text, to_display(path))
         entries.extend(found)
         warnings.extend(bad)
     nr_open = None
@@ -840,7 +836,7 @@ def collect_limits_facts(module, users=(), services=(), root='/', groups=None, f
     systemd = collect_systemd(module, services, root)
     return {
         'entries': public_entries,
-        'files': [display_path(p) for p in files],
+        'files': [to_display(p) for p in files],
         'warnings': warnings,
         'errors': errors + systemd['errors'],
         'flavour': flavour,

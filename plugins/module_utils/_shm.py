@@ -21,6 +21,8 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import to_display
+
 
 class ShmError(Exception):
     """A mount table, fstab or size value that cannot be understood."""
@@ -180,11 +182,6 @@ def parse_fstab_lines(text, path='/etc/fstab'):
             'line': lineno,
         })
     return entries, errors
-
-
-def to_display(text):
-    """text with the surrogate escapes of undecodable bytes turned into \\x escapes (safe to return)."""
-    return text.encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')
 
 
 def _norm(path):

@@ -82,3 +82,14 @@ def test_namespace_keyed_by_names_is_not_warned():
 def test_facts_warnings_label():
     assert F.facts_warnings({'warnings': ['a'], 'errors': ['b']}, 'limits: ') == ['limits: a', 'limits: b']
     assert F.facts_warnings(None, 'x: ') == []
+
+
+@pytest.mark.parametrize('raw, shown', [
+    (b'90-caf\xe9.conf', '90-caf\\xe9.conf'),
+    (b'90-caf\xe9.conf'.decode('utf-8', 'surrogateescape'), '90-caf\\xe9.conf'),
+    (u'90-caf\u00e9.conf', u'90-caf\u00e9.conf'),
+    ('plain', 'plain'),
+])
+def test_to_display_is_always_utf8(raw, shown):
+    assert F.to_display(raw) == shown
+    F.to_display(raw).encode('utf-8')  # no lone surrogates left
