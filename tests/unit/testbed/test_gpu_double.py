@@ -224,10 +224,13 @@ def test_proc_driver_version_formats(node, tmp_path, monkeypatch):
 # ---------------------------------------------------------------- setters
 
 B0 = '00000000:8F:00.0'
+PM_WARN = ('Warning: persistence mode is disabled on device {0}. See the Known Issues section of the nvidia-smi(1) '
+           'man page for more information. Run with [--help | -h] switch to get more information on how to enable '
+           'persistence mode.'.format(B0))
 
 
 @pytest.mark.parametrize('argv,euid,expected,rc', [
-    (['-i', '0', '-pm', '1'], '0', 'Enabled persistence mode for GPU {0}.\nAll done.\n'.format(B0), 0),
+    (['-i', '0', '-pm', '1'], '0', 'Enabled Legacy persistence mode for GPU {0}.\nAll done.\n'.format(B0), 0),
     (['-i', '0', '-pm', '0'], '0', 'Persistence mode is already Disabled for GPU {0}.\nAll done.\n'.format(B0), 0),
     (['-i', '0', '-pm', '1'], '1000',
      'Unable to set persistence mode for GPU {0}: Insufficient Permissions\n'
@@ -241,9 +244,15 @@ B0 = '00000000:8F:00.0'
      'Failed to set power management limit for GPU {0}: Insufficient Permissions\n'
      'Terminating early due to previous errors.\n'.format(B0), 4),
     (['-i', '0', '-lgc', '1500,1500'], '0',
-     'GPU clocks set to "(gpuClkMin 1500, gpuClkMax 1500)" for GPU {0}\nAll done.\n'.format(B0), 0),
+     'GPU clocks set to "(gpuClkMin 1500, gpuClkMax 1500)" for GPU {0}\n\n{1}\nAll done.\n'.format(B0, PM_WARN), 0),
     (['-i', '0', '-lmc', '3996,3996'], '0',
-     'Memory clocks set to "(memClkMin 3996, memClkMax 3996)" for GPU {0}\nAll done.\n'.format(B0), 0),
+     'Memory clocks set to "(memClkMin 3996, memClkMax 3996)" for GPU {0}\n\n{1}\nAll done.\n'.format(B0, PM_WARN),
+     0),
+    (['-i', '0', '-lgc', '1500,1500'], '1000',
+     'The current user does not have permission to change clocks for GPU {0}.\n'
+     'Terminating early due to previous errors.\n'.format(B0), 4),
+    (['-i', '0', '-rgc'], '0', 'All done.\n', 0),
+    (['-i', '0', '-rmc'], '0', 'All done.\n', 0),
     (['-i', '0', '-ac', '3996,1965'], '0',
      'Applications clocks set to "(MEM 3996, SM 1965)" for GPU {0}\nAll done.\n'.format(B0), 0),
     (['-i', '0', '-ac', '5001,2100'], '0',
@@ -261,8 +270,7 @@ def test_setters(node, monkeypatch, argv, euid, expected, rc):
 def test_application_clocks_are_deprecated_from_590(node):
     node.ready(version='590.48.01')
     assert node.smi('-i', '0', '-ac', '3996,1965', version='590.48.01') == (
-        'Setting applications clocks is not supported for GPU {0}: Requested functionality has been '
-        'deprecated.\nTreating as warning and moving on.\nAll done.\n'.format(B0), 0)
+        'The requested functionality has been deprecated.\n', 0)
     out = node.smi('-i', '0', '--query-gpu=clocks.applications.graphics,clocks.max.graphics', '--format=csv',
                    version='590.48.01')
     assert out == ('clocks.applications.graphics [MHz], clocks.max.graphics [MHz]\n'
@@ -275,16 +283,16 @@ def test_unsupported_power_limit_is_a_warning(node):
     prof['unsupported'] = ['power-limit']
     (node.path / 'etc/testbed/hardware.json').write_text(json.dumps(prof))
     assert node.smi('-i', '0', '-pl', '700') == (
-        'Changing power management limit is not supported for GPU: {0}.\nTreating as warning and moving on.\n'
-        'All done.\n'.format(B0), 0)
+        'Changing power management limit is not supported in current scope for GPU: {0}.\nAll done.\n'.format(B0), 0)
 
 
 def test_clock_lock_shows_in_queries_and_resets(node):
     node.ready()
+    assert node.smi('-pm', '1')[1] == 0
     node.smi('-i', '2', '-lgc', '1500,1500')
     assert node.smi('-i', '2', '--query-gpu=index,clocks.gr,clocks.sm', '--format=csv,noheader,nounits') == (
         '2, 1500, 1500\n', 0)
-    node.smi('-i', '2', '-rgc')
+    assert node.smi('-i', '2', '-rgc') == ('All done.\n', 0)
     assert node.smi('-i', '2', '--query-gpu=clocks.gr', '--format=csv,noheader') == ('120 MHz\n', 0)
 
 
@@ -302,8 +310,8 @@ def test_csv_query_header_units_and_errors(node):
 
 @pytest.mark.parametrize('content,gone', [('', '00000000:CC:00.0'), ('2\n', '00000000:96:00.0'),
                                           ('0000:8f:00.0\n', '00000000:8F:00.0')])
-def test_gpu_missing_hides_gpu_from_smi_and_pci(node, tmp_path, content, gone):
-    node.ready().fault('gpu-missing', content)
+def test_gpu_removed_hides_gpu_from_smi_and_pci(node, tmp_path, content, gone):
+    node.ready().fault('gpu-removed', content)
     text, rc = node.smi('--query-gpu=index,pci.bus_id,count', '--format=csv,noheader')
     assert rc == 0
     rows = [line.split(', ') for line in text.splitlines()]
@@ -311,14 +319,14 @@ def test_gpu_missing_hides_gpu_from_smi_and_pci(node, tmp_path, content, gone):
     assert gone not in [r[1] for r in rows]
     assert set(r[2] for r in rows) == {'7'}
     pci = gd.write_pci_tree(gd.load_profile(), str(tmp_path / 'pci'))
-    assert len(pci) == 7 + 2
+    assert len(pci) == 7 + 4 + 8  # GPUs, ConnectX-7 bridge functions, compute NICs
     assert gd.sysfs_bus_id(gone) not in pci
 
 
 def test_pci_tree_files(node, tmp_path):
     node.profile()
     names = gd.write_pci_tree(gd.load_profile(), str(tmp_path / 'pci'))
-    assert names[:2] == ['0000:05:00.0', '0000:06:00.0']
+    assert names[:4] == ['0000:05:00.0', '0000:05:00.1', '0000:06:00.0', '0000:06:00.1']
     dev = tmp_path / 'pci' / '0000:8f:00.0'
     assert [(f, (dev / f).read_text()) for f in ('vendor', 'device', 'class', 'subsystem_vendor',
                                                  'subsystem_device')] == [
