@@ -158,7 +158,7 @@ def _fault_gpus(gpus, name):
     out = []
     for line in lines:
         parts = line.split()
-        gpu = _match_gpu(gpus, parts[0])
+        gpu = gpus[-1] if parts[0] == 'last' and gpus else _match_gpu(gpus, parts[0])
         if gpu is not None:
             out.append((gpu, parts[1:]))
     return out
