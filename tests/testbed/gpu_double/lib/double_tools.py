@@ -33,13 +33,13 @@ def cmd_boot(args):
     mods.update(l.split('#', 1)[0].strip() for l in modtext.splitlines() if l.split('#', 1)[0].strip())
     for mod in sorted(mods):
         set_module(mod, True)
+    if gd.secure_boot_on():
+        gd.append_kernel_log(['secureboot: Secure boot enabled',
+                              'Kernel is locked down from EFI Secure Boot mode; see man kernel_lockdown.7'])
     state = gd.ensure_state(profile, at_boot=True)
     gd.save_state(state)
     gd.write_proc_driver(state)
     write_views(profile)
-    if gd.secure_boot_on():
-        gd.append_kernel_log(['secureboot: Secure boot enabled',
-                              'Kernel is locked down from EFI Secure Boot mode; see man kernel_lockdown.7'])
     record = {'uname_r': gd.uname_r(), 'selected_kernel': selected_kernel(), 'booted_at': time.time()}
     gd.write_text(os.path.join(gd.RUN_DIR, 'boot.json'), json.dumps(record, sort_keys=True) + '\n')
     if record['selected_kernel'] and record['selected_kernel'] != record['uname_r']:

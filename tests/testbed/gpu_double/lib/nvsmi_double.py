@@ -676,8 +676,11 @@ def main(argv, userspace_version):
     except gd.DoubleError as exc:
         sys.stderr.write('gpu-double: {0}\n'.format(exc))
         return 255
-    sys.stderr.write(err)
-    sys.stderr.flush()
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    try:
+        sys.stderr.write(err)
+        sys.stderr.flush()
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except IOError:  # reader went away (nvidia-smi ... | head)
+        pass
     return rc
