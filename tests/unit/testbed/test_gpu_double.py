@@ -259,7 +259,7 @@ PM_WARN = ('Warning: persistence mode is disabled on device {0}. See the Known I
     (['-i', '0', '-ac', '5001,2100'], '0',
      'Specified clock combination "(MEM 5001, SM 2100)" is not supported for GPU {0}. Run '
      "'nvidia-smi -q -d SUPPORTED_CLOCKS' to see list of supported clock combinations\n"
-     'Terminating early due to previous errors.\n'.format(B0), 2),
+     'Treating as warning and moving on.\nAll done.\n'.format(B0), 0),
     (['-pl'], '0', "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n", 2),
 ])
 def test_setters(node, monkeypatch, argv, euid, expected, rc):

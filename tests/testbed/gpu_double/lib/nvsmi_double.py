@@ -488,9 +488,11 @@ def op_ac(profile, state, gpu, value, out):
             RC_NO_PERMISSION
     mem, gr = pair
     if gr not in supported_clocks(profile).get(mem, []):
-        return ('Specified clock combination "(MEM {0}, SM {1})" is not supported for GPU {2}. Run '
-                "'nvidia-smi -q -d SUPPORTED_CLOCKS' to see list of supported clock combinations".format(
-                    mem, gr, bus)), RC_INVALID
+        out.append('Specified clock combination "(MEM {0}, SM {1})" is not supported for GPU {2}. Run '
+                   "'nvidia-smi -q -d SUPPORTED_CLOCKS' to see list of supported clock combinations".format(
+                       mem, gr, bus))
+        out.append('Treating as warning and moving on.')
+        return None, RC_OK
     gd.gpu_state(state, profile, bus)['applications_clocks'] = [mem, gr]
     out.append('Applications clocks set to "(MEM {0}, SM {1})" for GPU {2}'.format(mem, gr, bus))
     return None, RC_OK
