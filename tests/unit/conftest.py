@@ -63,7 +63,7 @@ def pytest_configure(config):
         config.addinivalue_line('markers', marker)
     if _laid_out(_ROOT) is not None:
         return  # ansible-test units: the collection is where ansible-test put it
-    import ansible_collections.gpufleet.nodeprep.plugins as plugins
+    from ansible_collections.gpufleet.nodeprep import plugins
     found = [os.path.realpath(p) for p in plugins.__path__]
     if found != [os.path.join(_ROOT, 'plugins')]:
         raise RuntimeError('ansible_collections.gpufleet.nodeprep.plugins imports from {0}, not from this checkout '
