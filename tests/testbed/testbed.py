@@ -72,13 +72,19 @@ FLAVOURS = {
     'ubuntu2404': {'os_dir': 'ubuntu2404', 'family': 'debian', 'pkg': 'deb', 'major': 24},
 }
 
-# The default fleet, cycled when NODES is larger: (flavour, GPU model, wanted profile names).
+# The default fleet, cycled when NODES is larger: (flavour, GPU model, wanted profile names, driver branch).
+# One node type runs a branch below 580, where NVIDIA names the fabric manager packages differently (REALITY.md).
 TEMPLATES = [
-    ('el9', 'b200', ['hgx-b200-8gpu']),
-    ('el8', 'h100', ['hgx-h100-8gpu']),
-    ('ubuntu2404', 'h200', ['hgx-h200-8gpu', 'hgx-h100-8gpu']),
-    ('el10', 'b200', ['hgx-b200-8gpu']),
+    ('el9', 'b200', ['hgx-b200-8gpu'], '580'),
+    ('el8', 'h100', ['hgx-h100-8gpu'], '570'),
+    ('ubuntu2404', 'h200', ['hgx-h200-8gpu', 'hgx-h100-8gpu'], '580'),
+    ('el10', 'b200', ['hgx-b200-8gpu'], '580'),
 ]
+
+# What a root shell on a real node may do that systemd-nspawn's default set leaves out, as far as it is safe on a
+# shared host: CAP_NET_ADMIN (each node has its own network namespace: ethtool -K, ip link set) and CAP_IPC_LOCK
+# (mlock). Never CAP_SYS_MODULE or CAP_SYS_TIME: they would act on the host's kernel and clock.
+NODE_CAPABILITIES = ('CAP_NET_ADMIN', 'CAP_IPC_LOCK')
 
 # Fault kinds. 'flag' faults are handled by the GPU double inside the node (it
 # reads /var/lib/testbed/faults/<flag>); the others are the fleet manager's own.
@@ -194,7 +200,7 @@ def plan_fleet(count):
     nodes = []
     seen = {}
     for i in range(count):
-        flavour, gpu, wanted = TEMPLATES[i % len(TEMPLATES)]
+        flavour, gpu, wanted, branch = TEMPLATES[i % len(TEMPLATES)]
         key = (flavour, gpu)
         seen[key] = seen.get(key, 0) + 1
         name = '{0}-{1}-{2:02d}'.format(flavour, gpu, seen[key])
@@ -204,7 +210,7 @@ def plan_fleet(count):
             raise TestbedError('at most 16384 nodes fit in 10.231.0.0/16, asked for {0}'.format(count))
         nodes.append({
             'name': name, 'index': i, 'flavour': flavour, 'gpu': gpu,
-            'profile': profile, 'profile_path': profile_path,
+            'profile': profile, 'profile_path': profile_path, 'branch': branch,
             'family': FLAVOURS[flavour]['family'],
             'host_ip': '{0}.{1}.{2}.{3}'.format(SUBNET[0], SUBNET[1], third, fourth + 1),
             'node_ip': '{0}.{1}.{2}.{3}'.format(SUBNET[0], SUBNET[1], third, fourth + 2),
@@ -606,6 +612,7 @@ def nspawn_argv(node):
             '--network-namespace-path=/run/netns/' + node['netns'],
             '--bind-ro=' + repos_dir() + ':/srv/testbed-repos',
             '--bind=' + os.path.join(nd, 'faults') + ':/var/lib/testbed/faults',
+            '--capability=' + ','.join(NODE_CAPABILITIES),
             '--console=read-only']
 
 
@@ -735,9 +742,16 @@ def write_inventory(nodes, keyfile):
     el_vars = {}
     for flavour, f in FLAVOURS.items():
         if f['pkg'] == 'rpm':
+            base = 'file:///srv/testbed-repos/el{0}/'.format(f['major'])
             el_vars[flavour] = {
-                'nodeprep_nvidia_driver_repo_url': 'file:///srv/testbed-repos/el{0}/cuda/'.format(f['major']),
-                'nodeprep_kernel_elrepo_url': 'file:///srv/testbed-repos/el{0}/elrepo/'.format(f['major']),
+                # CUDA key: the role's default <repo_url>D42D0685.pub (EL8/9) or CDF6BA43.pub (EL10) is served there
+                'nodeprep_nvidia_driver_repo_url': base + 'cuda/',
+                'nodeprep_nvidia_driver_epel_url': base + 'epel/',
+                'nodeprep_nvidia_driver_epel_gpgkey': base + 'epel/RPM-GPG-KEY-EPEL-{0}'.format(f['major']),
+                'nodeprep_kernel_elrepo_url': base + 'elrepo/',
+                # both ELRepo key files; the role lists only the v2 key on EL10 (REALITY.md, R6)
+                'nodeprep_kernel_elrepo_gpgkey': [base + 'elrepo/RPM-GPG-KEY-elrepo.org',
+                                                  base + 'elrepo/RPM-GPG-KEY-v2-elrepo.org'],
             }
         else:
             el_vars[flavour] = {'nodeprep_nvidia_driver_repo_url': 'file:///srv/testbed-repos/apt/cuda/'}
@@ -749,8 +763,6 @@ def write_inventory(nodes, keyfile):
         'ansible_ssh_common_args': '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR '
                                    '-o ServerAliveInterval=5 -o ServerAliveCountMax=3',
         'ansible_python_interpreter': '/usr/bin/python3',
-        'nodeprep_nvidia_driver_repo_gpgcheck': False,
-        'nodeprep_kernel_elrepo_gpgcheck': False,
         'nodeprep_reboot_ok': True,
         'nodeprep_boot_time_command': "awk '{print $22}' /proc/1/stat",
         'nodeprep_expected_gpus': 8,
@@ -767,7 +779,8 @@ def write_inventory(nodes, keyfile):
             hosts = {}
             for n in nodes:
                 if n['flavour'] == flavour:
-                    hosts[n['name']] = {'ansible_host': n['node_ip'], 'testbed_profile': n['profile']}
+                    hosts[n['name']] = {'ansible_host': n['node_ip'], 'testbed_profile': n['profile'],
+                                        'nodeprep_nvidia_driver_branch': n.get('branch', '580')}
             if hosts:
                 fam['children'][flavour] = {'hosts': hosts, 'vars': el_vars[flavour]}
         if fam['children']:
