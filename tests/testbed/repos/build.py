@@ -126,7 +126,6 @@ class Keys(object):
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-
 class BuildError(Exception):
     pass
 

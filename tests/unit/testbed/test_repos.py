@@ -35,10 +35,10 @@ ENV = dict(os.environ, LC_ALL='C', LANGUAGE='C')
 
 def sh(argv, cwd=None, check=True):
     proc = subprocess.run(argv, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True)
+                          universal_newlines=True, check=False)
     if check and proc.returncode != 0:
-        raise AssertionError('{0} failed ({1}):\n{2}{3}'.format(' '.join(argv), proc.returncode, proc.stdout,
-                                                                  proc.stderr))
+        msg = '{0} failed ({1}):\n{2}{3}'.format(' '.join(argv), proc.returncode, proc.stdout, proc.stderr)
+        raise AssertionError(msg)
     return proc
 
 
