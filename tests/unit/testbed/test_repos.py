@@ -110,6 +110,18 @@ def test_every_key_has_its_own_file_name():
     assert {files['RPM-GPG-KEY-EPEL-{0}'.format(n)].pop() for n in (8, 9, 10)} == {'epel-8', 'epel-9', 'epel-10'}
 
 
+@pytest.mark.parametrize('major', [8, 9, 10])
+def test_node_repository_definitions_check_signatures(major):
+    text = read(TESTBED, 'base', 'os', 'rocky{0}'.format(major), 'etc', 'yum.repos.d', 'testbed-baseos.repo')
+    sections = re.split(r'(?m)^\[', text)[1:]
+    assert len(sections) == 2
+    for sec in sections:
+        assert re.search(r'(?m)^gpgcheck=1$', sec), sec
+        assert 'gpgkey=file:///srv/testbed-repos/el{0}/baseos/RPM-GPG-KEY-Rocky-{0}'.format(major) in sec
+    crb = 'powertools' if major == 8 else 'crb'
+    assert re.search(r'(?m)^\[{0}\]\n(.*\n)*enabled=0$'.format(crb), text)
+
+
 def test_inventory_keeps_gpgcheck_on_and_names_the_new_urls(tmp_path, monkeypatch):
     monkeypatch.setattr(testbed, 'STATE_DIR', str(tmp_path))
     nodes = testbed.plan_fleet(4)
@@ -204,6 +216,8 @@ def rpmdb_with(tmp_path, keyfile):
 
 
 @pytest.mark.parametrize('el, repo, keyfile', [
+    ('el8', 'baseos', 'RPM-GPG-KEY-Rocky-8'), ('el9', 'baseos', 'RPM-GPG-KEY-Rocky-9'),
+    ('el10', 'baseos', 'RPM-GPG-KEY-Rocky-10'),
     ('el8', 'cuda', 'D42D0685.pub'), ('el9', 'cuda', 'D42D0685.pub'), ('el10', 'cuda', 'CDF6BA43.pub'),
     ('el8', 'epel', 'RPM-GPG-KEY-EPEL-8'), ('el9', 'epel', 'RPM-GPG-KEY-EPEL-9'),
     ('el10', 'epel', 'RPM-GPG-KEY-EPEL-10'),
