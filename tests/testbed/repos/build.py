@@ -338,7 +338,7 @@ def build_el(el, out, work, kernel, jobs):
         os.makedirs(d)
     dist = ('dist', '.' + el)
     major = ('el_major', el[2:])
-    jobs.append(('testbed-base.spec', dirs['baseos'], [dist]))
+    jobs.append(('testbed-base.spec', dirs['baseos'], [dist, major]))
     jobs.append(('kernel.spec', dirs['baseos'], [('kname', 'kernel'), ('kversion', ver),
                                                  ('krelease', rel), ('kuname', kernel),
                                                  ('kuname_evr', uname_evr(kernel))]))
