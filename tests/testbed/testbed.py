@@ -91,11 +91,23 @@ NODE_CAPABILITIES = ('CAP_NET_ADMIN', 'CAP_IPC_LOCK')
 # Fault kinds. 'flag' faults are handled by the GPU double inside the node (it
 # reads /var/lib/testbed/faults/<flag>); the others are the fleet manager's own.
 FAULTS = {
-    'gpu-missing': {'flag': 'gpu-missing', 'help': 'one GPU lost (fell off the bus): nvidia-smi keeps the other indexes, prints "Unable to determine the device handle for gpu <bus id>: Unknown Error" and exits 15; still on the PCI bus (--gpu index or bus id, default the last GPU; --value lost: "GPU is lost. Reboot the system to recover this GPU")'},
-    'gpu-removed': {'flag': 'gpu-removed', 'help': 'one GPU gone from the PCI bus and nvidia-smi; the others renumber (--gpu; default the last GPU)'},
-    'clocks-capped': {'flag': 'clocks-capped', 'help': 'clock locks report success but the GPUs run lower (--value graphics MHz cap, default 85% of the maximum)'},
-    'power-capped': {'flag': 'power-capped', 'help': 'out-of-band power cap: enforced power limit below the requested one (--value watts, default 70% of the default limit)'},
-    'secure-boot': {'flag': 'secure-boot', 'help': 'UEFI Secure Boot on with no enrolled MOK: the nvidia module is rejected ("Key was rejected by service"); mokutil --sb-state says enabled'},
+    'gpu-missing': {'flag': 'gpu-missing',
+                    'help': 'one GPU lost (fell off the bus): nvidia-smi keeps the other indexes, prints "Unable to '
+                            'determine the device handle for gpu <bus id>: Unknown Error" and exits 15; still on the '
+                            'PCI bus (--gpu index or bus id, default the last GPU; --value lost: "GPU is lost. Reboot '
+                            'the system to recover this GPU")'},
+    'gpu-removed': {'flag': 'gpu-removed',
+                    'help': 'one GPU gone from the PCI bus and nvidia-smi; the others renumber (--gpu; default the '
+                            'last GPU)'},
+    'clocks-capped': {'flag': 'clocks-capped',
+                      'help': 'clock locks report success but the GPUs run lower (--value graphics MHz cap, default '
+                              '85 percent of the maximum)'},
+    'power-capped': {'flag': 'power-capped',
+                     'help': 'out-of-band power cap: enforced power limit below the requested one (--value watts, '
+                             'default 70 percent of the default limit)'},
+    'secure-boot': {'flag': 'secure-boot',
+                    'help': 'UEFI Secure Boot on with no enrolled MOK: the nvidia module is rejected ("Key was '
+                            'rejected by service"); mokutil --sb-state says enabled'},
     'nvidia-smi-hang': {'flag': 'nvidia-smi-hang', 'help': 'nvidia-smi never returns'},
     'driver-unloaded': {'flag': 'driver-unloaded', 'help': 'the nvidia driver is not loaded; /proc/driver/nvidia gone'},
     'xid': {'flag': 'xid', 'help': 'an Xid event in the kernel log (--value Xid code, default 79; --gpu, default 0)'},
