@@ -269,41 +269,42 @@ def units_present(services):
 # ----------------------------------------------------------------------------------------------------- validation
 
 def refusals(os_facts, settings, open_reasons):
-    """Cross-field rules argument_specs cannot express, each message naming the value and what is allowed."""
+    """Cross-field rules argument_specs cannot express: [(check, message)], each message naming the value and what is
+    allowed.  check: platform, branch, version, runfile, package_set, proprietary, blackwell."""
     out = []
     fam = family_of(os_facts)
     branch = str(settings.get('branch', ''))
     version = settings.get('version') or ''
     if fam == 'unsupported':
-        out.append('gpufleet.nodeprep.nvidia_driver supports EL 8/9/10, Ubuntu 22.04/24.04 and Debian 12; this host '
+        out.append(('platform', 'gpufleet.nodeprep.nvidia_driver supports EL 8/9/10, Ubuntu 22.04/24.04 and Debian 12; this host '
                    'runs {0} {1} (os_family {2}).'.format(os_facts.get('distribution'),
                                                          os_facts.get('distribution_version'),
-                                                         os_facts.get('os_family')))
+                                                         os_facts.get('os_family'))))
         return out
     if not re.match(r'^[0-9]{3}$', branch):
-        out.append('nodeprep_nvidia_driver_branch={0} is not a driver branch; give its three-digit number, e.g. 580 '
-                   '(R580 LTS), 590, 595.'.format(branch))
+        out.append(('branch', 'nodeprep_nvidia_driver_branch={0} is not a driver branch; give its three-digit number, '
+                              'e.g. 580 (R580 LTS), 590, 595.'.format(branch)))
         return out
     if version and not re.match(r'^' + branch + r'\.[0-9]+(\.[0-9]+)?$', version):
-        out.append('nodeprep_nvidia_driver_version={0} is not a version of branch nodeprep_nvidia_driver_branch={1}; '
+        out.append(('version', 'nodeprep_nvidia_driver_version={0} is not a version of branch nodeprep_nvidia_driver_branch={1}; '
                    'allowed: {1}.<minor>[.<patch>] (e.g. {1}.95.05) or empty for the newest of the branch.'
-                   .format(version, branch))
+                   .format(version, branch)))
     if settings.get('method') == 'runfile' and not version:
-        out.append('nodeprep_nvidia_driver_method=runfile needs nodeprep_nvidia_driver_version (the exact version of '
-                   'the .run file, e.g. {0}.95.05); it is empty.'.format(branch))
+        out.append(('runfile', 'nodeprep_nvidia_driver_method=runfile needs nodeprep_nvidia_driver_version (the exact version of '
+                   'the .run file, e.g. {0}.95.05); it is empty.'.format(branch)))
     if settings.get('package_set') == 'compute' and fam == 'debian':
-        out.append('nodeprep_nvidia_driver_package_set=compute is offered on EL only (nvidia-driver-cuda + '
-                   'kmod-nvidia-open-dkms); allowed on {0}: full.'.format(os_facts.get('distribution')))
+        out.append(('package_set', 'nodeprep_nvidia_driver_package_set=compute is offered on EL only (nvidia-driver-cuda + '
+                   'kmod-nvidia-open-dkms); allowed on {0}: full.'.format(os_facts.get('distribution'))))
     if settings.get('module_type') == 'proprietary' and open_reasons:
-        out.append('nodeprep_nvidia_driver_module_type=proprietary is not supported on this node: {0}. Blackwell and '
+        out.append(('proprietary', 'nodeprep_nvidia_driver_module_type=proprietary is not supported on this node: {0}. Blackwell and '
                    'newer GPUs run only with NVIDIA\'s open kernel modules; allowed here: open.'
-                   .format('; '.join(open_reasons)))
+                   .format('; '.join(open_reasons))))
     if open_reasons and (int(branch) < 570 or (version and version_tuple(version) <
                                                version_tuple(BLACKWELL_MIN_VERSION))):
-        out.append('nodeprep_nvidia_driver_branch={0}{1} is too old for this node ({2}): Blackwell needs {3} or newer '
+        out.append(('blackwell', 'nodeprep_nvidia_driver_branch={0}{1} is too old for this node ({2}): Blackwell needs {3} or newer '
                    '(branch 570 or later; 580 is the LTS branch).'.format(
                        branch, ' / nodeprep_nvidia_driver_version=' + version if version else '',
-                       '; '.join(open_reasons), BLACKWELL_MIN_VERSION))
+                       '; '.join(open_reasons), BLACKWELL_MIN_VERSION)))
     return out
 
 
@@ -342,7 +343,8 @@ def _epel(os_facts, settings, node, needed):
     enabled_epel = [rid for rid, r in repos.items() if r.get('enabled', True) and rid in ('epel', EPEL_REPO_ID)]
     other_epel = [rid for rid in enabled_epel if rid != EPEL_REPO_ID]
     url = settings.get('epel_url') or EPEL_URL.format(major=major, arch=arch)
-    gpgkey = settings.get('epel_gpgkey') or EPEL_KEY.format(major=major)
+    gpgkey = settings.get('epel_gpgkey') or (
+        settings['epel_url'] + 'RPM-GPG-KEY-EPEL-' + major if settings.get('epel_url') else EPEL_KEY.format(major=major))
     define = wanted and not other_epel
     current = repos.get(EPEL_REPO_ID)
     crb_ids = [i.format(arch=arch) for i in CRB_REPO_IDS.get(major, ())]
@@ -402,7 +404,8 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
 
     open_reasons = open_required_reasons(kernel_state, nvidia, settings.get('open_required_device_ids') or [])
     refused = refusals(os_facts, settings, open_reasons)
-    plan = {'family': fam, 'refusals': refused, 'open_required': bool(open_reasons),
+    plan = {'family': fam, 'refusals': [m for _c, m in refused], 'refused': dict(refused),
+            'open_required': bool(open_reasons),
             'open_required_reasons': open_reasons, 'warnings': [], 'blockers': []}
     if refused:
         return plan
@@ -423,6 +426,7 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
         'running_kernel': running, 'boot_kernel': boot, 'loaded': loaded,
         'installed_version': installed, 'installed_source': installed_source, 'start_version': start_version,
         'version_change': version_change, 'ok': ok, 'stage': stage,
+        'nouveau_loaded': bool((kernel_state.get('nouveau') or {}).get('loaded')),
     })
 
     # What the node runs: fabric manager (+ NVLSM through it on NVLink 5, R3), persistence, IMEX.
@@ -527,9 +531,9 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
                     lock_keep.append(entry)
                     if entry not in locklist:
                         lock_add.append(entry)
-    if stage == 'start':
+    if stage == 'start' and not ok:
         # Before installing: only locks that would hold the node on another version go (a move).
-        lock_remove = list(ours) if (version_change and not ok) else []
+        lock_remove = list(ours) if version_change else []
         lock_add = []
     else:
         lock_remove = [e for e in ours if e not in lock_keep]
@@ -554,7 +558,7 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
         'dropin': fam == 'debian' and method == 'repo' and bool(settings.get('persistenced', True)),
         'dropin_path': PERSISTENCED_DROPIN, 'dropin_content': PERSISTENCED_DROPIN_TEXT,
         'wants_link': PERSISTENCED_WANTS,
-        'unit_path': '/lib/systemd/system/nvidia-persistenced.service',
+        'unit_path': '/usr/lib/systemd/system/nvidia-persistenced.service',
         'runfile_unit': method == 'runfile',
     }
 
