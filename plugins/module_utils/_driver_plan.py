@@ -535,6 +535,9 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
         # Before installing: only locks that would hold the node on another version go (a move).
         lock_remove = list(ours) if version_change else []
         lock_add = []
+    elif check_mode and installing and version_change:
+        # Check mode: the move's first step removed these locks only on paper; a real run finds none left here.
+        lock_remove = []
     else:
         lock_remove = [e for e in ours if e not in lock_keep]
     plan['versionlock'] = {
