@@ -31,3 +31,11 @@ def test_unknown_release():
     with pytest.raises(AnsibleFilterError) as err:
         elrepo_gpgkeys('7')
     assert str(err.value) == "elrepo_gpgkeys: EL major version '7' is not one ELRepo publishes for; allowed: 8, 9, 10"
+
+
+def test_given_keys_lose_the_v1_key_on_el10():
+    base = 'file:///srv/testbed-repos/el10/elrepo/'
+    given = [base + 'RPM-GPG-KEY-elrepo.org', base + 'RPM-GPG-KEY-v2-elrepo.org', 'https://example.org/my-key']
+    assert elrepo_gpgkeys('10', keys=given) == [base + 'RPM-GPG-KEY-v2-elrepo.org', 'https://example.org/my-key']
+    assert elrepo_gpgkeys('9', keys=given) == given
+    assert elrepo_gpgkeys('8', keys=V1) == [V1]
