@@ -276,35 +276,41 @@ def refusals(os_facts, settings, open_reasons):
     branch = str(settings.get('branch', ''))
     version = settings.get('version') or ''
     if fam == 'unsupported':
-        out.append(('platform', 'gpufleet.nodeprep.nvidia_driver supports EL 8/9/10, Ubuntu 22.04/24.04 and Debian 12; this host '
-                   'runs {0} {1} (os_family {2}).'.format(os_facts.get('distribution'),
-                                                         os_facts.get('distribution_version'),
-                                                         os_facts.get('os_family'))))
+        msg = ('gpufleet.nodeprep.nvidia_driver supports EL 8/9/10, Ubuntu 22.04/24.04 and Debian 12; this host runs '
+               '{0} {1} (os_family {2}).'.format(os_facts.get('distribution'), os_facts.get('distribution_version'),
+                                                 os_facts.get('os_family')))
+        out.append(('platform', msg))
         return out
     if not re.match(r'^[0-9]{3}$', branch):
-        out.append(('branch', 'nodeprep_nvidia_driver_branch={0} is not a driver branch; give its three-digit number, '
-                              'e.g. 580 (R580 LTS), 590, 595.'.format(branch)))
+        msg = ('nodeprep_nvidia_driver_branch={0} is not a driver branch; give its three-digit number, e.g. 580 '
+               '(R580 LTS), 590, 595.'.format(branch))
+        out.append(('branch', msg))
         return out
     if version and not re.match(r'^' + branch + r'\.[0-9]+(\.[0-9]+)?$', version):
-        out.append(('version', 'nodeprep_nvidia_driver_version={0} is not a version of branch nodeprep_nvidia_driver_branch={1}; '
-                   'allowed: {1}.<minor>[.<patch>] (e.g. {1}.95.05) or empty for the newest of the branch.'
-                   .format(version, branch)))
+        msg = ('nodeprep_nvidia_driver_version={0} is not a version of branch nodeprep_nvidia_driver_branch={1}; '
+               'allowed: {1}.<minor>[.<patch>] (e.g. {1}.95.05) or empty for the newest of the branch.'
+               .format(version, branch))
+        out.append(('version', msg))
     if settings.get('method') == 'runfile' and not version:
-        out.append(('runfile', 'nodeprep_nvidia_driver_method=runfile needs nodeprep_nvidia_driver_version (the exact version of '
-                   'the .run file, e.g. {0}.95.05); it is empty.'.format(branch)))
+        msg = ('nodeprep_nvidia_driver_method=runfile needs nodeprep_nvidia_driver_version (the exact version of the '
+               '.run file, e.g. {0}.95.05); it is empty.'.format(branch))
+        out.append(('runfile', msg))
     if settings.get('package_set') == 'compute' and fam == 'debian':
-        out.append(('package_set', 'nodeprep_nvidia_driver_package_set=compute is offered on EL only (nvidia-driver-cuda + '
-                   'kmod-nvidia-open-dkms); allowed on {0}: full.'.format(os_facts.get('distribution'))))
+        msg = ('nodeprep_nvidia_driver_package_set=compute is offered on EL only (nvidia-driver-cuda + '
+               'kmod-nvidia-open-dkms); allowed on {0}: full.'.format(os_facts.get('distribution')))
+        out.append(('package_set', msg))
     if settings.get('module_type') == 'proprietary' and open_reasons:
-        out.append(('proprietary', 'nodeprep_nvidia_driver_module_type=proprietary is not supported on this node: {0}. Blackwell and '
-                   'newer GPUs run only with NVIDIA\'s open kernel modules; allowed here: open.'
-                   .format('; '.join(open_reasons))))
-    if open_reasons and (int(branch) < 570 or (version and version_tuple(version) <
-                                               version_tuple(BLACKWELL_MIN_VERSION))):
-        out.append(('blackwell', 'nodeprep_nvidia_driver_branch={0}{1} is too old for this node ({2}): Blackwell needs {3} or newer '
-                   '(branch 570 or later; 580 is the LTS branch).'.format(
-                       branch, ' / nodeprep_nvidia_driver_version=' + version if version else '',
-                       '; '.join(open_reasons), BLACKWELL_MIN_VERSION)))
+        msg = ('nodeprep_nvidia_driver_module_type=proprietary is not supported on this node: {0}. Blackwell and '
+               'newer GPUs run only with NVIDIA\'s open kernel modules; allowed here: open.'
+               .format('; '.join(open_reasons)))
+        out.append(('proprietary', msg))
+    too_old = int(branch) < 570 or (version and version_tuple(version) < version_tuple(BLACKWELL_MIN_VERSION))
+    if open_reasons and too_old:
+        msg = ('nodeprep_nvidia_driver_branch={0}{1} is too old for this node ({2}): Blackwell needs {3} or newer '
+               '(branch 570 or later; 580 is the LTS branch).'.format(
+                   branch, ' / nodeprep_nvidia_driver_version=' + version if version else '',
+                   '; '.join(open_reasons), BLACKWELL_MIN_VERSION))
+        out.append(('blackwell', msg))
     return out
 
 
@@ -711,5 +717,5 @@ def parse_module_file(text):
 
 def keep_package(name):
     """Installed packages the plan looks at (the module drops the rest of rpm -qa / dpkg-query)."""
-    return bool(NVIDIA_STACK_RE.match(name) or name in ('nvlsm', 'dkms', 'epel-release',
-                                                         'python3-dnf-plugin-versionlock'))
+    extra = ('nvlsm', 'dkms', 'epel-release', 'python3-dnf-plugin-versionlock')
+    return bool(NVIDIA_STACK_RE.match(name) or name in extra)
