@@ -430,6 +430,8 @@ def test_gpu_missing_keeps_indexes_names_the_gpu_and_exits_15(node):
     assert (rc, err) == (15, LOST)
     assert '00000000:96:00.0' not in out and '00000000:97:00.0' in out
     assert node.smi('-i', '2', '-L') == ('', 15)
+    assert "NVRM: Xid (PCI:0000:96:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus." in \
+        gd.render_kernel_log(gd.load_profile())
 
 
 def test_gpu_missing_xml_is_partial_and_still_counts_the_gpu(node):

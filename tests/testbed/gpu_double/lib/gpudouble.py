@@ -564,9 +564,16 @@ def ensure_state(profile, at_boot=False):
     return state
 
 
+def lost_xid_lines(profile):
+    """A GPU that fell off the bus (gpu-missing) leaves Xid 79 in the kernel log."""
+    return ["NVRM: Xid (PCI:{0}): 79, pid='<unknown>', name=<unknown>, {1}".format(
+        sysfs_bus_id(bus)[:-2], XID_TEXT['79']) for bus in sorted(lost_gpus(profile))]
+
+
 def render_kernel_log(profile):
     base = read_text(os.path.join(RUN_DIR, 'kernel.log'), '') or ''
-    return base + ''.join('[  600.000000] {0}\n'.format(line) for line in xid_lines(profile))
+    return base + ''.join('[  600.000000] {0}\n'.format(line)
+                          for line in lost_xid_lines(profile) + xid_lines(profile))
 
 
 # ---------------------------------------------------------------- PCI view
