@@ -63,14 +63,19 @@ KEYS = {
     'epel-8': ('Testbed stand-in for the EPEL 8 key', 'ed25519'),
     'epel-9': ('Testbed stand-in for the EPEL 9 key', 'ed25519'),
     'epel-10': ('Testbed stand-in for the EPEL 10 key', 'ed25519'),
+    'rocky-8': ('Testbed stand-in for the Rocky Linux 8 key', 'ed25519'),
+    'rocky-9': ('Testbed stand-in for the Rocky Linux 9 key', 'ed25519'),
+    'rocky-10': ('Testbed stand-in for the Rocky Linux 10 key', 'ed25519'),
 }
 # Which key signs the RPMs of each EL repository, and which key files each one serves (at the real file names).
 EL_SIGNER = {
+    'baseos': lambda el: 'rocky-' + el[2:],
     'cuda': lambda el: 'cuda-rhel10' if el == 'el10' else 'cuda-rhel',
     'epel': lambda el: 'epel-' + el[2:],
     'elrepo': lambda el: 'elrepo-v1' if el == 'el8' else 'elrepo-v2',
 }
 EL_KEY_FILES = {
+    'baseos': lambda el: [('rocky-' + el[2:], 'RPM-GPG-KEY-Rocky-' + el[2:])],
     'cuda': lambda el: [('cuda-rhel10', 'CDF6BA43.pub')] if el == 'el10' else [('cuda-rhel', 'D42D0685.pub')],
     'epel': lambda el: [('epel-' + el[2:], 'RPM-GPG-KEY-EPEL-' + el[2:])],
     'elrepo': lambda el: [('elrepo-v1-el10' if el == 'el10' else 'elrepo-v1', 'RPM-GPG-KEY-elrepo.org'),
@@ -124,7 +129,6 @@ class Keys(object):
     def close(self):
         subprocess.call(['gpgconf', '--homedir', self.home, '--kill', 'all'],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
 
 
 class BuildError(Exception):
@@ -334,7 +338,7 @@ def build_el(el, out, work, kernel, jobs):
         os.makedirs(d)
     dist = ('dist', '.' + el)
     major = ('el_major', el[2:])
-    jobs.append(('testbed-base.spec', dirs['baseos'], [dist]))
+    jobs.append(('testbed-base.spec', dirs['baseos'], [dist, major]))
     jobs.append(('kernel.spec', dirs['baseos'], [('kname', 'kernel'), ('kversion', ver),
                                                  ('krelease', rel), ('kuname', kernel),
                                                  ('kuname_evr', uname_evr(kernel))]))
