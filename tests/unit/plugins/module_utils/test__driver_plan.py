@@ -79,11 +79,11 @@ def el_node_with(version, fm_name='nvidia-fabricmanager', nscq='libnvidia-nscq',
             'versionlock_plugin': True, 'module_stream': version.split('.')[0] + '-open'}
 
 
-def running_on(version, pci=H100_PCI, os_facts=EL9):
-    return {'os': os_facts, 'services': {
+def running_on(version, pci=None, os_facts=None):
+    return {'os': os_facts or EL9, 'services': {
         'nvidia-persistenced.service': {'status': 'enabled', 'state': 'running'},
         'nvidia-fabricmanager.service': {'status': 'enabled', 'state': 'running'}},
-        'kernel_state': kernel(pci, loaded={'loaded': True, 'version': version, 'flavour': 'open'},
+        'kernel_state': kernel(pci or H100_PCI, loaded={'loaded': True, 'version': version, 'flavour': 'open'},
                                dkms=[{'module': 'nvidia-open', 'version': version, 'kernel': K9,
                                       'status': 'installed'}]),
         'nvidia': smi(version)}
