@@ -48,8 +48,10 @@ options:
   power_limit:
     description:
       - Power management limit, set with C(nvidia-smi -pl).
-      - Watts (V(700), V(700.5), V("700W")), or a percentage of the GPU's default power limit (V("70%")), rounded to
-        whole watts.
+      - Watts (V(700), V(700.5), V("700W")), or a percentage of the GPU's default power limit (V("70%")).
+      - Both are rounded to whole watts, half up (V(700.5) and 50% of a 1001 W default are 501 W); a GPU whose limit is
+        within 0.5 W of that counts as set. The readiness check C(gpu.power_limit) and the boot replay use the same
+        rule (one Python function).
       - A value outside the GPU's min..max range fails, naming the GPU, the value and the range, unless
         O(power_limit_clamp=true).
     type: raw
@@ -66,6 +68,8 @@ options:
         clock).
       - C(nvidia-smi -q -x) does not show locked clocks, so the module records what it applied in a state file under
         O(state_dir) and uses it to decide whether a change is needed. See the notes.
+      - V(reset) runs C(-rgc) unless the record says this boot that the clock is unlocked; current clocks are never
+        taken as proof of a lock or of its absence.
     type: raw
   locked_memory_clocks:
     description:
@@ -82,6 +86,28 @@ options:
         deprecated)); on such drivers the module fails and points to O(locked_gpu_clocks) and
         O(locked_memory_clocks).
     type: raw
+  skip_unsupported_applications_clocks:
+    description:
+      - When a selected GPU reports applications clocks as deprecated or not supported, leave O(applications_clocks)
+        alone with a warning instead of failing (what the gpu_settings role does).
+    type: bool
+    default: false
+  apply:
+    description:
+      - Change the running GPUs. With V(false) the module only computes the commands and writes O(replay_file).
+    type: bool
+    default: true
+  replay_file:
+    description:
+      - Write the commands that bring the selected GPUs from a fresh boot to the requested state (C(-pm 1) only where
+        C(nvidia-persistenced) does not run, C(-pl), C(-lgc), C(-lmc), C(-ac)), as JSON argv lists, to this file. The
+        gpu_settings role's boot unit runs them verbatim and records the clock locks it applied in O(state_dir).
+      - The file is removed when there is nothing to replay. Not written when V(null).
+    type: path
+  host_label:
+    description:
+      - Name of the host used in messages (the role passes C(inventory_hostname)).
+    type: str
   timeout:
     description:
       - Seconds to wait for each C(nvidia-smi) command before killing it and failing.
@@ -99,6 +125,14 @@ options:
       - Path of the C(nvidia-smi) binary. By default it is searched in E(PATH), C(/usr/bin) and C(/usr/local/bin).
     type: path
 notes:
+  - Power limits, locked clocks and applications clocks are volatile; the driver drops them when it unloads, which happens when the last client exits while persistence mode is off and no
+    C(nvidia-persistenced) runs. The module refuses to set them in that state and says so. Run C(nvidia-persistenced)
+    (the nvidia_driver role does) or set O(persistence_mode=true), which is applied first.
+  - An index in O(gpus) is C(nvidia-smi)'s index. When C(nvidia-smi) reports more attached GPUs than it printed (a GPU
+    fell off the bus and it exited non-zero), the others keep their indexes, so indexes are refused then and the
+    message lists the PCI bus ids to use. The module manages only the GPUs that were printed (RV(partial)).
+  - When a write fails after an earlier one succeeded, the module fails with C(changed=true) and RV(commands) lists what
+    ran.
   - Changing settings needs root. Without root, or when C(nvidia-smi) answers C(Insufficient Permissions), the module
     fails with a message saying so.
   - Locked clocks cannot be read back. NVML has setters for locked clocks but no getter, and C(nvidia-smi -q -x) has no
@@ -170,6 +204,26 @@ gpus:
       changed: true
       before: {power_limit_w: 1000.0}
       after: {power_limit_w: 700.0}
+replay:
+  description: The replay file's content (V(null) without O(replay_file) or when there is nothing to replay).
+  returned: always
+  type: dict
+  sample:
+    version: 1
+    commands: [["/usr/bin/nvidia-smi", "-i", "00000000:8F:00.0", "-pl", "670"]]
+    record_path: /run/nodeprep/nvidia_gpu_locks.json
+    locks: {}
+replay_changed:
+  description: Whether O(replay_file) was (or, in check mode, would be) written or removed.
+  returned: always
+  type: bool
+  sample: false
+partial:
+  description: Whether C(nvidia-smi -q -x) exited non-zero after printing its XML (a GPU lost); only the printed GPUs
+    are managed.
+  returned: always
+  type: bool
+  sample: false
 persistenced_running:
   description: Whether the C(nvidia-persistenced) daemon was found running (then C(-pm) is never run).
   returned: always
@@ -416,6 +470,14 @@ class NvidiaGpu(object):
             selected = select_gpus(state, params['gpus'], host)
         except GpuSettingsError as exc:
             self.fail(exc.msg)
+        if 'applications_clocks' in wanted and params['skip_unsupported_applications_clocks']:
+            unsupported = [gpu_label(g) for g in selected
+                           if g.get('applications_clocks_deprecated') or g.get('applications_clocks') is None]
+            if unsupported:
+                self.module.warn('applications_clocks are left alone{0}: the driver reports them as deprecated or '
+                                 'not supported on {1}; use locked_gpu_clocks and locked_memory_clocks '
+                                 'instead'.format(' on {0}'.format(host) if host else '', ', '.join(unsupported)))
+                del wanted['applications_clocks']
         if state['partial']:
             self.module.warn('nvidia-smi -q -x exited non-zero after printing {0} of {1} GPUs ({2}); only the GPUs '
                              'it printed are managed'.format(len(state['gpus']), state['attached_gpus'],
@@ -494,6 +556,7 @@ def main():
             locked_gpu_clocks=dict(type='raw'),
             locked_memory_clocks=dict(type='raw'),
             applications_clocks=dict(type='raw'),
+            skip_unsupported_applications_clocks=dict(type='bool', default=False),
             apply=dict(type='bool', default=True),
             replay_file=dict(type='path'),
             host_label=dict(type='str'),
