@@ -264,6 +264,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._gpu_settings im
 
 STATE_FILE = 'nvidia_gpu_locks.json'
 PERSISTENCED_NAMES = ('nvidia-persistenced', 'nvidia-persiste')
+PERSISTENCED_UNIT = 'nvidia-persistenced.service'
 # nvidia-smi can exit 0 and still not apply a setting; these phrases in its output mean it did not.
 FAILURE_MARKERS = ('treating as warning', 'not supported', 'unable to', 'failed', 'insufficient permissions',
                    'is not valid', 'invalid', 'error')
@@ -281,11 +282,15 @@ def boot_id(path='/proc/sys/kernel/random/boot_id'):
         return None
 
 
-def persistenced_running(proc='/proc'):
+def persistenced_running(proc='/proc', systemctl=None):
+    """Whether nvidia-persistenced runs: a process of that name, or (when ``systemctl`` is given) its unit active.
+
+    The unit state also covers a daemon whose process has another name (the simulated fleet's runs as gpu-double).
+    """
     try:
         entries = os.listdir(proc)
     except OSError:
-        return False
+        entries = []
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -295,6 +300,12 @@ def persistenced_running(proc='/proc'):
                     return True
         except (IOError, OSError):
             continue
+    if systemctl:
+        try:
+            rc, out, err = run_with_timeout([systemctl, 'is-active', PERSISTENCED_UNIT], 30)
+        except (CommandTimeout, OSError):
+            return False
+        return rc == 0 and out.strip() == 'active'
     return False
 
 
@@ -482,7 +493,7 @@ class NvidiaGpu(object):
             self.module.warn('nvidia-smi -q -x exited non-zero after printing {0} of {1} GPUs ({2}); only the GPUs '
                              'it printed are managed'.format(len(state['gpus']), state['attached_gpus'],
                                                              state['error']))
-        daemon = persistenced_running()
+        daemon = persistenced_running(systemctl=self.module.get_bin_path('systemctl'))
         record = LockRecord(self.module, params['state_dir'])
 
         results, diff_before, diff_after, readbacks, replay_entries, plans = [], {}, {}, [], [], []

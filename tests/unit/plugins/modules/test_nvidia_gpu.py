@@ -71,7 +71,7 @@ class FakeRunner(object):
 def env(monkeypatch, tmp_path):
     state = {'euid': 0, 'daemon': True}
     monkeypatch.setattr(nvidia_gpu, 'euid', lambda: state['euid'])
-    monkeypatch.setattr(nvidia_gpu, 'persistenced_running', lambda: state['daemon'])
+    monkeypatch.setattr(nvidia_gpu, 'persistenced_running', lambda **kwargs: state['daemon'])
     monkeypatch.setattr(nvidia_gpu, 'boot_id', lambda: 'boot-1')
     monkeypatch.setattr(nvidia_gpu, 'find_nvidia_smi', lambda module, path=None: SMI)
     state['state_dir'] = str(tmp_path / 'run')
@@ -365,4 +365,20 @@ def test_persistenced_detection(tmp_path):
         (tmp_path / pid / 'comm').write_text(comm + '\n')
     assert nvidia_gpu.persistenced_running(str(tmp_path)) is True
     (tmp_path / '42' / 'comm').write_text('bash\n')
+    assert nvidia_gpu.persistenced_running(str(tmp_path)) is False
+
+
+def test_persistenced_detection_by_unit(tmp_path, monkeypatch):
+    (tmp_path / '7').mkdir()
+    (tmp_path / '7' / 'comm').write_text('gpu-double\n')
+    calls = []
+
+    def fake(argv, timeout, env=None):
+        calls.append(argv)
+        return (0, 'active\n', '') if argv[-1] == 'nvidia-persistenced.service' else (3, 'inactive\n', '')
+    monkeypatch.setattr(nvidia_gpu, 'run_with_timeout', fake)
+    assert nvidia_gpu.persistenced_running(str(tmp_path), systemctl='/usr/bin/systemctl') is True
+    assert calls == [['/usr/bin/systemctl', 'is-active', 'nvidia-persistenced.service']]
+    monkeypatch.setattr(nvidia_gpu, 'run_with_timeout', lambda argv, timeout, env=None: (3, 'inactive\n', ''))
+    assert nvidia_gpu.persistenced_running(str(tmp_path), systemctl='/usr/bin/systemctl') is False
     assert nvidia_gpu.persistenced_running(str(tmp_path)) is False
