@@ -451,7 +451,7 @@ def plan_gpu(gpu, wanted, argv, locks, daemon, clamp=False, host=None):
     return {'before': before, 'after': after, 'commands': commands, 'readback': readback, 'warnings': warnings}
 
 
-def volatile_without_persistence(gpu, wanted, daemon):
+def volatile_without_persistence(gpu, wanted, daemon, host=None):
     """A sentence when settings that the driver drops on unload would be set while nothing keeps it loaded."""
     if daemon:
         return None
@@ -463,7 +463,7 @@ def volatile_without_persistence(gpu, wanted, daemon):
         return None
     return ('{0}: {1} would be lost as soon as the last nvidia-smi client exits: persistence mode is {2} and '
             'nvidia-persistenced is not running; enable nvidia-persistenced (the nvidia_driver role does) or set '
-            'persistence_mode: true'.format(gpu_label(gpu), ' and '.join(asked),
+            'persistence_mode: true'.format(gpu_label(gpu) + _on(host), ' and '.join(asked),
                                             'to be disabled' if 'persistence_mode' in wanted else 'disabled'))
 
 

@@ -125,7 +125,8 @@ options:
       - Path of the C(nvidia-smi) binary. By default it is searched in E(PATH), C(/usr/bin) and C(/usr/local/bin).
     type: path
 notes:
-  - Power limits, locked clocks and applications clocks are volatile; the driver drops them when it unloads, which happens when the last client exits while persistence mode is off and no
+  - Power limits, locked clocks and applications clocks are volatile; the driver drops them when it unloads, which
+    happens when the last client exits while persistence mode is off and no
     C(nvidia-persistenced) runs. The module refuses to set them in that state and says so. Run C(nvidia-persistenced)
     (the nvidia_driver role does) or set O(persistence_mode=true), which is applied first.
   - An index in O(gpus) is C(nvidia-smi)'s index. When C(nvidia-smi) reports more attached GPUs than it printed (a GPU
@@ -501,7 +502,7 @@ class NvidiaGpu(object):
             for gpu in selected:
                 plan = plan_gpu(gpu, wanted, self.argv, record.known(gpu), daemon, params['power_limit_clamp'],
                                 host)
-                problem = volatile_without_persistence(gpu, wanted, daemon)
+                problem = volatile_without_persistence(gpu, wanted, daemon, host)
                 if problem:
                     raise GpuSettingsError(problem)
                 plans.append(plan)

@@ -344,8 +344,8 @@ def test_nvidia_gpu_reset_after_the_boot_replay_locked(tmp_path, capsys):
     replay = str(tmp_path / 'gpu-settings.replay')
     lock = {'gpus': ['0'], 'locked_gpu_clocks': {'min': 1500, 'max': 1965}}
     result = run_main(nvidia_gpu.main, dict(lock, nvidia_smi=smi, state_dir=state, replay_file=replay), capsys)
-    assert result['changed'] is True and result['replay']['commands'] == [[smi, '-i', '00000000:8F:00.0', '-lgc',
-                                                                            '1500,1965']]
+    assert result['changed'] is True
+    assert result['replay']['commands'] == [[smi, '-i', '00000000:8F:00.0', '-lgc', '1500,1965']]
     # Reboot: /run is emptied, the unit replays the file and records the lock.
     import shutil
     shutil.rmtree(state)

@@ -136,8 +136,8 @@ SUCCESS_CASES = [
      True, [cmd('00000000:00:1E.0', '-ac', '5001,1590')]),
     ('app-clocks-reset-already-default', T4, {'applications_clocks': 'reset'}, [], False, []),
     # One rounding rule: 500.5 W is set as 501 W (whole watts, half up), like 50% of a 1001 W default.
-    ('persistence-on-and-power-h100-gpu7-rounded', H100, {'gpus': ['7'], 'persistence_mode': True,
-                                                           'power_limit': 500.5},
+    ('persistence-on-and-power-h100-gpu7-rounded', H100,
+     {'gpus': ['7'], 'persistence_mode': True, 'power_limit': 500.5},
      [(cmd('00000000:CA:00.0', '-pl', '501'), (0, 'Power limit for GPU 00000000:CA:00.0 was set to 501.00 W from '
                                                   '700.00 W.\nAll done.\n', '')),
       ok(edit(H100, ['00000000:CA:00.0'], 'requested_power_limit', '501.00 W'))],
