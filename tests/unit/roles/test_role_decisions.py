@@ -20,7 +20,7 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ROOT, collection_parent
 
-ROLES_WITH_TABLES = ['kernel', 'nvidia_driver', 'shm']
+ROLES_WITH_TABLES = ['kernel', 'shm']
 
 
 @pytest.mark.parametrize('role', ROLES_WITH_TABLES)
