@@ -15,6 +15,7 @@ __metaclass__ = type
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 
