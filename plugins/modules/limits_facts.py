@@ -115,7 +115,7 @@ ansible_facts:
             - One text for every limits file, C(system.conf) or drop-in that exists but could not be read (its path,
               then C(cannot read) and the reason), and for every C(system.conf) value that cannot be parsed (the
               same as RV(ansible_facts.limits.systemd.errors) for those).
-            - Non-empty means the effective limits are unknown; the readiness checks fail on it.
+            - Non-empty means the effective limits are unknown; a check must treat that as a failure, not a pass.
           type: list
           elements: str
           returned: always

@@ -86,7 +86,7 @@ ansible_facts:
           description:
             - One text (the fstab path, the line number, then why) for each line of C(/etc/fstab) that is not an
               entry or not UTF-8, and for a C(size=) on the entry for O(path) that tmpfs refuses.
-            - Non-empty means the size after the next boot is unknown; the readiness check fails on it.
+            - Non-empty means the size after the next boot is unknown; a check must treat that as a failure, not a pass.
           type: list
           elements: str
           sample: ["/etc/fstab line 12: expected at least 'spec file vfstype', got 'junk'"]
