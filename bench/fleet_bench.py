@@ -10,7 +10,7 @@ NIC offloads on the NCCL interface), converge the baseline (bench/baseline/check
 no-ops now, then measure BENCH_REPEATS times (default 3): the no-op site.yml, a bare gpu_node_facts gather, the
 baseline's no-op, the remote module executions per host (bench/callback_plugins/bench_counter.py) and the nvidia-smi
 calls per host (the GPU double's call log, BENCH_NVSMI_LOG); then the variants in BENCH_VARIANTS (default
-"pipelining forks fact_cache mitogen"). Writes bench/results/latest.json and latest.md and prints the table.
+"pipelining forks mitogen fact_cache"). Writes bench/results/latest.json and latest.md and prints the table.
 
 Environment: BENCH_SIZES, BENCH_REPEATS, BENCH_VARIANTS, BENCH_KEEP=1 (leave the fleet up), BENCH_NODE_MB (memory a
 node needs, default 300), BENCH_OUT (folder of the result files, default bench/results), BENCH_NVSMI_LOG (default
@@ -25,7 +25,6 @@ import datetime
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import time
@@ -47,6 +46,11 @@ DEFAULT_FORKS = 5  # ansible-core's own default
 
 def log(msg):
     print('bench: ' + msg, flush=True)
+
+
+def loadavg():
+    with open('/proc/loadavg') as handle:
+        return handle.read().split()[:3]
 
 
 def env_list(name, default):
@@ -79,7 +83,7 @@ class Bench(object):
     def __init__(self):
         self.sizes = [int(s) for s in env_list('BENCH_SIZES', '4 16 32')]
         self.repeats = int(os.environ.get('BENCH_REPEATS') or 3)
-        self.variants = env_list('BENCH_VARIANTS', 'pipelining forks fact_cache mitogen')
+        self.variants = env_list('BENCH_VARIANTS', 'pipelining forks mitogen fact_cache')
         self.keep = os.environ.get('BENCH_KEEP') == '1'
         self.node_mb = int(os.environ.get('BENCH_NODE_MB') or 300)
         self.out = os.environ.get('BENCH_OUT') or os.path.join(HERE, 'results')
@@ -87,6 +91,7 @@ class Bench(object):
         self.subnet = os.environ.get('TESTBED_SUBNET') or '10.231'
         self.logs = os.path.join(WORK, 'logs')
         self.mitogen = None
+        self.doc = {'conditions': {}, 'runs': [], 'skipped_sizes': []}
         self.env = dict(os.environ)
         purelib = subprocess.check_output([sys.executable, '-c',
                                            'import sysconfig; print(sysconfig.get_paths()["purelib"])'],
@@ -202,19 +207,22 @@ class Bench(object):
             samples.setdefault(name, []).append(value)
 
         self.testbed('up', '--nodes', str(nodes))
-        sec, rc, counter = self.playbook('{0}-converge'.format(nodes), SITE)
-        notes.append('converge of site.yml with the overlay: {0:.0f} s, rc={1}'.format(sec, rc))
-        sec, rc, counter = self.playbook('{0}-site-check'.format(nodes), SITE)
-        if rc or self.changed_hosts(counter):
-            notes.append('site.yml was NOT a no-op after the converge (rc={0}); changed: {1}'.format(
-                rc, '; '.join(self.changed_tasks(counter)) or 'none'))
-        sec, rc, counter = self.playbook('{0}-baseline-converge'.format(nodes), BASELINE)
-        notes.append('converge of the baseline: {0:.0f} s, rc={1}, changed hosts: {2}'.format(
-            sec, rc, self.changed_hosts(counter) or 'none'))
-        sec, rc, counter = self.playbook('{0}-baseline-check'.format(nodes), BASELINE)
-        if rc or self.changed_hosts(counter):
-            notes.append('the baseline was NOT a no-op after its converge (rc={0}); changed: {1}'.format(
-                rc, '; '.join(self.changed_tasks(counter)) or 'none'))
+        # Converge both, then check both: the baseline shares files with the roles (/etc/nccl.conf, fstab), so the
+        # site's no-op is checked after the baseline's converge. A converge that changed nothing is its own check.
+        converged = {}
+        for what, playbook in (('converge', SITE), ('baseline-converge', BASELINE)):
+            sec, rc, counter = self.playbook('{0}-{1}'.format(nodes, what), playbook)
+            converged[what] = not rc and not self.changed_hosts(counter)
+            notes.append('{0}: {1:.0f} s, rc={2}, changed hosts: {3}'.format(
+                what, sec, rc, self.changed_hosts(counter) or 'none'))
+        for what, playbook in (('site-check', SITE), ('baseline-check', BASELINE)):
+            if converged['converge'] and converged['baseline-converge']:
+                break
+            sec, rc, counter = self.playbook('{0}-{1}'.format(nodes, what), playbook)
+            if rc or self.changed_hosts(counter):
+                notes.append('{0}: NOT a no-op after the converge (rc={1}); changed: {2}'.format(
+                    what, rc, '; '.join(self.changed_tasks(counter)) or 'none'))
+        self.checkpoint(nodes, samples, notes)
 
         log_seen = None
         for i in range(self.repeats):
@@ -240,16 +248,29 @@ class Bench(object):
             self.check_noop(notes, 'baseline no-op', i, rc, counter)
             add('baseline_noop_s', sec)
             add('baseline_module_execs_per_host', fleetstats.per_host_counts(counter, 'module_execs'))
+        self.checkpoint(nodes, samples, notes)
         if not log_seen:
             notes.append('nvidia-smi calls not counted: no node has the GPU double call log {0} (the double does '
                          'not write it yet)'.format(self.nvsmi_log))
 
         for variant in self.variants:
             self.measure_variant(nodes, variant, notes, add)
+            self.checkpoint(nodes, samples, notes)
+        return self.make_run(nodes, samples, notes)
+
+    @staticmethod
+    def make_run(nodes, samples, notes):
+        samples = dict(samples)
         prof = samples.pop('_profile', None)
         run = fleetstats.build_run(nodes, samples, notes)
         run['profile'] = prof
         return run
+
+    def checkpoint(self, nodes, samples, notes):
+        """Save what this fleet size measured so far (an interrupted bench keeps it)."""
+        partial = self.make_run(nodes, samples, notes + ['partial: the bench was still running this size'])
+        doc = dict(self.doc, runs=self.doc['runs'] + [partial])
+        self.save(doc)
 
     def check_noop(self, notes, what, i, rc, counter):
         changed = self.changed_hosts(counter)
@@ -319,7 +340,7 @@ class Bench(object):
             'date_utc': datetime.datetime.utcnow().strftime('%Y-%m-%dT%H:%M:%SZ'),
             'commit': commit + (' (with uncommitted changes)' if dirty else ''),
             'host': '{0} CPUs, {1} RAM, {2}'.format(os.cpu_count(), mem, platform.platform()),
-            'loadavg_start': open('/proc/loadavg').read().split()[:3],
+            'loadavg_start': loadavg(),
             'ansible': core,
             'sizes_asked': self.sizes, 'repeats': self.repeats, 'variants': self.variants,
             'base_settings': 'pipelining off, forks {0}, linear strategy, ssh ControlPersist as ansible-core '
@@ -335,7 +356,7 @@ class Bench(object):
             return 2
         os.makedirs(self.logs, exist_ok=True)
         self.write_overlay()
-        doc = {'conditions': self.conditions(), 'runs': [], 'skipped_sizes': []}
+        doc = self.doc = {'conditions': self.conditions(), 'runs': [], 'skipped_sizes': []}
         try:
             for nodes in self.sizes:
                 ok, why = self.memory_ok(nodes)
@@ -346,7 +367,7 @@ class Bench(object):
                 doc['runs'].append(self.measure_size(nodes))
                 self.save(doc)
         finally:
-            doc['conditions']['loadavg_end'] = open('/proc/loadavg').read().split()[:3]
+            doc['conditions']['loadavg_end'] = loadavg()
             if self.mitogen:
                 doc['conditions']['mitogen'] = self.mitogen
             self.save(doc)
