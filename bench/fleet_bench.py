@@ -92,6 +92,7 @@ class Bench(object):
         self.logs = os.path.join(WORK, 'logs')
         self.mitogen = None
         self.doc = {'conditions': {}, 'runs': [], 'skipped_sizes': []}
+        self.partial = None
         self.env = dict(os.environ)
         purelib = subprocess.check_output([sys.executable, '-c',
                                            'import sysconfig; print(sysconfig.get_paths()["purelib"])'],
@@ -180,7 +181,10 @@ class Bench(object):
         self.mitogen = dist[0][len('mitogen-'):-len('.dist-info')] if dist else 'unknown'
         env = {'PYTHONPATH': target + os.pathsep + os.environ.get('PYTHONPATH', ''),
                'ANSIBLE_STRATEGY_PLUGINS': os.path.join(target, 'ansible_mitogen', 'plugins', 'strategy'),
-               'ANSIBLE_STRATEGY': 'mitogen_linear'}
+               'ANSIBLE_STRATEGY': 'mitogen_linear',
+               # Mitogen opens its own ssh connections and does not read the testbed's ansible_ssh_common_args
+               # (StrictHostKeyChecking=no, the nodes share one host key): without this every node is unreachable.
+               'ANSIBLE_HOST_KEY_CHECKING': 'False'}
         return env, None
 
     # -- one fleet size ------------------------------------------------------------------------------------------
@@ -268,9 +272,8 @@ class Bench(object):
 
     def checkpoint(self, nodes, samples, notes):
         """Save what this fleet size measured so far (an interrupted bench keeps it)."""
-        partial = self.make_run(nodes, samples, notes + ['partial: the bench was still running this size'])
-        doc = dict(self.doc, runs=self.doc['runs'] + [partial])
-        self.save(doc)
+        self.partial = self.make_run(nodes, samples, notes + ['partial: the bench stopped while measuring this size'])
+        self.save(dict(self.doc, runs=self.doc['runs'] + [self.partial]))
 
     def check_noop(self, notes, what, i, rc, counter):
         changed = self.changed_hosts(counter)
@@ -365,8 +368,11 @@ class Bench(object):
                     doc['skipped_sizes'].append({'nodes': nodes, 'reason': why})
                     continue
                 doc['runs'].append(self.measure_size(nodes))
+                self.partial = None
                 self.save(doc)
         finally:
+            if self.partial:
+                doc['runs'].append(self.partial)
             doc['conditions']['loadavg_end'] = loadavg()
             if self.mitogen:
                 doc['conditions']['mitogen'] = self.mitogen
