@@ -254,8 +254,8 @@ class Bench(object):
             add('baseline_module_execs_per_host', fleetstats.per_host_counts(counter, 'module_execs'))
         self.checkpoint(nodes, samples, notes)
         if not log_seen:
-            notes.append('nvidia-smi calls not counted: no node has the GPU double call log {0} (the double does '
-                         'not write it yet)'.format(self.nvsmi_log))
+            notes.append('nvidia-smi calls not counted: no node has the GPU double call log {0} (a double from '
+                         'before the call log, or BENCH_NVSMI_LOG names another path)'.format(self.nvsmi_log))
 
         for variant in self.variants:
             self.measure_variant(nodes, variant, notes, add)
