@@ -114,15 +114,15 @@ importer: build ## galaxy-importer on the tarball (container steps off): no erro
 	$(PY) .ci/importer_check.py $(TMP)/importer/importer.log .ci/importer-allowed-warnings.txt
 
 docs-lint: collection-link docs-rst ## antsibull-docs lint-collection-docs --plugin-docs (markup, links, extra docs)
-	$(BIN)/antsibull-docs lint-collection-docs --plugin-docs $(COLL_LINK)
+	PATH=$(BIN):$$PATH $(BIN)/antsibull-docs lint-collection-docs --plugin-docs $(COLL_LINK)
 
 docsite: collection-link docs-rst ## Sphinx docsite (antsibull-docs sphinx-init): no warning but unreachable intersphinx
 	rm -rf $(TMP)/docsite && mkdir -m 700 -p $(TMP)/docsite
 	PATH=$(BIN):$$PATH $(BIN)/antsibull-docs sphinx-init --use-current --dest-dir $(TMP)/docsite gpufleet.nodeprep
-	mkdir -m 700 $(TMP)/docsite/rst
+	chmod og-w $(TMP)/docsite/rst
 	cd $(TMP)/docsite && PATH=$(BIN):$$PATH $(BIN)/antsibull-docs --config-file antsibull-docs.cfg collection \
 	  --cleanup everything --use-current --dest-dir rst gpufleet.nodeprep
-	cd $(TMP)/docsite && $(BIN)/sphinx-build -M html rst build -c . -q -w warnings.log --keep-going
+	cd $(TMP)/docsite && PATH=$(BIN):$$PATH $(BIN)/sphinx-build -M html rst build -c . -q -w warnings.log --keep-going
 	$(PY) .ci/docsite_check.py $(TMP)/docsite/warnings.log
 
 ee: build ## meta/execution-environment.yml: ansible-builder create on it, introspect of the installed tarball

@@ -69,6 +69,9 @@ function Link(el)
   end
   local in_collection = "docs/" .. rel
   if rel:match("^%%.%%./") then in_collection = rel:sub(4) end
+  if in_collection:match("^docs/.*%%.md$") then
+    error("docs/" .. here .. ": link to a guide that does not exist: " .. target)
+  end
   if in_collection:match("^%%.%%.") then
     return pandoc.Str(text)  -- outside the collection: nothing to link to
   end
