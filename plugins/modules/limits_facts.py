@@ -12,6 +12,10 @@ module: limits_facts
 short_description: Report pam_limits entries, effective per-user limits and systemd's memlock limits
 version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
+seealso:
+  - module: gpufleet.nodeprep.gpu_node_facts
+    description: Gathers these facts together with the GPU, kernel, limits, shm and NIC facts in one round trip, as
+      the roles do.
 description:
   - Reads C(/etc/security/limits.conf) and C(/etc/security/limits.d/*.conf) in the order pam_limits reads them
     and returns every entry with its file and line.
@@ -98,6 +102,32 @@ ansible_facts:
           returned: always
           sample: [{file: /etc/security/limits.d/90-nodeprep.conf, line: 1, domain: '*', type: '-', item: memlock,
                     value: unlimited}]
+          contains:
+            file:
+              description: The limits file.
+              type: str
+            line:
+              description: Line number in that file.
+              type: int
+            domain:
+              description: User, C(@group), C(%group), C(*) or a UID/GID range, as written.
+              type: str
+            type:
+              description: V(soft), V(hard) or V(-) (both).
+              type: str
+            item:
+              description: The limit (V(memlock), V(nofile), ...).
+              type: str
+            raw_value:
+              description: The value as written.
+              type: str
+            value:
+              description: The value as pam_limits reads it - V(unlimited) or a number in limits.conf units.
+              type: raw
+            ignored_fields:
+              description: Words after the value, which pam_limits ignores; only present when there are some.
+              type: list
+              elements: str
         files:
           description: The limits files that exist, in reading order.
           type: list

@@ -131,6 +131,22 @@ summary:
   returned: success
   type: dict
   sample: {pass: 12, warn: 1, fail: 0, skip: 2, status: warn}
+  contains:
+    pass:
+      description: Checks that passed.
+      type: int
+    warn:
+      description: Checks that warned.
+      type: int
+    fail:
+      description: Checks that failed.
+      type: int
+    skip:
+      description: Checks skipped (not configured, or not applicable to the node).
+      type: int
+    status:
+      description: The worst status of all checks.
+      type: str
 ready:
   description: True when no check failed.
   returned: success
@@ -144,17 +160,48 @@ lost_gpus:
   type: list
   elements: dict
   sample: [{bus_id: "0000:3b:00.0", reason: "on the PCI bus, not listed by nvidia-smi"}]
+  contains:
+    bus_id:
+      description: PCI address as sysfs names it.
+      type: str
+    reason:
+      description: Why the GPU counts as lost.
+      type: str
 probe:
   description: What the module read on the node besides the facts.
   returned: success
   type: dict
   contains:
     nccl_conf:
-      description: C(path), C(exists) and C(content) of the NCCL configuration file.
+      description: The NCCL configuration file.
       type: dict
+      contains:
+        path:
+          description: Its path.
+          type: str
+        exists:
+          description: Whether it exists.
+          type: bool
+        content:
+          description: Its text, or null when it does not exist.
+          type: str
+        error:
+          description: Why it could not be read, or null.
+          type: str
     kernel_log:
-      description: C(source) (the command read), C(lines) (the Xid lines found; null when not read) and C(error).
+      description: The kernel log lines read for Xid events.
       type: dict
+      contains:
+        source:
+          description: The command read.
+          type: str
+        lines:
+          description: The Xid lines found; null when the log was not read.
+          type: list
+          elements: str
+        error:
+          description: Why the log could not be read, or null.
+          type: str
     services:
       description: Per unit - C(load_state), C(active_state) and C(unit_file_state) as systemctl reports them.
       type: dict

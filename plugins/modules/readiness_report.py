@@ -96,6 +96,31 @@ summary:
   returned: success
   type: dict
   sample: {hosts: 3, ready: 1, not_ready: 1, unreachable: 1, pass: 24, warn: 2, fail: 1, skip: 3}
+  contains:
+    hosts:
+      description: Hosts in the report.
+      type: int
+    ready:
+      description: Hosts where no check failed.
+      type: int
+    not_ready:
+      description: Reachable hosts where a check failed.
+      type: int
+    unreachable:
+      description: Hosts that could not be checked.
+      type: int
+    pass:
+      description: Checks that passed, over all hosts.
+      type: int
+    warn:
+      description: Checks that warned, over all hosts.
+      type: int
+    fail:
+      description: Checks that failed, over all hosts.
+      type: int
+    skip:
+      description: Checks skipped, over all hosts.
+      type: int
 matrix:
   description: A compact text matrix, one line per host, to print at the end of the run.
   returned: success

@@ -12,6 +12,10 @@ module: shm_facts
 short_description: Report the size and mount options of /dev/shm, live and in /etc/fstab
 version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
+seealso:
+  - module: gpufleet.nodeprep.gpu_node_facts
+    description: Gathers these facts together with the GPU, kernel, limits, shm and NIC facts in one round trip, as
+      the roles do.
 description:
   - Finds O(path) in C(/proc/self/mountinfo) and reports whether it is mounted, its file system type and options.
   - Reports size, used and free bytes from C(statvfs) (as C(df -B1) shows them).

@@ -421,8 +421,8 @@ def test_gpu_missing_keeps_indexes_names_the_gpu_and_exits_15(node):
     out, err, rc = nvsmi_double.invoke(['-L'], '580.95.05')
     assert rc == 15
     assert err == LOST
-    assert [line.split(':')[0] for line in out.splitlines()] == ['GPU 0', 'GPU 1', 'GPU 3', 'GPU 4', 'GPU 5',
-                                                                  'GPU 6', 'GPU 7']
+    assert [line.split(':')[0] for line in out.splitlines()] == [
+        'GPU 0', 'GPU 1', 'GPU 3', 'GPU 4', 'GPU 5', 'GPU 6', 'GPU 7']
     out, err, rc = nvsmi_double.invoke(['--query-gpu=index,pci.bus_id', '--format=csv,noheader'], '580.95.05')
     assert (rc, err) == (15, LOST)
     assert [r.split(', ')[0] for r in out.splitlines()] == ['0', '1', '3', '4', '5', '6', '7']

@@ -30,15 +30,18 @@ FAULT_DIR = 'var/lib/testbed/faults'
 LIB_DIR = 'usr/lib/gpu-double'
 
 # Fault flag files (names are the contract with tests/testbed/testbed.py `fault`/`heal`).
-FAULT_GPU_MISSING = 'gpu-missing'            # GPU lost ("fell off the bus"): still on PCI, NVML cannot reach it.
-                                             # Content: lines "<index|bus id|uuid> [lost]"; default: last GPU
-FAULT_GPU_REMOVED = 'gpu-removed'            # GPU gone from the PCI bus too (others renumber); same content
-FAULT_CLOCKS_CAPPED = 'clocks-capped'        # a clock lock reports success but the GPU runs lower (power/thermal);
-                                             # content: graphics MHz cap (default 85 % of the maximum)
-FAULT_POWER_CAPPED = 'power-capped'          # out-of-band power cap (BMC): enforced limit below the requested one;
-                                             # content: watts (default 70 % of the default limit)
-FAULT_SECURE_BOOT = 'secure-boot'            # UEFI Secure Boot on, no MOK enrolled: unsigned/unenrolled modules
-                                             # are rejected ("Key was rejected by service")
+# GPU lost ("fell off the bus"): still on PCI, NVML cannot reach it. Content: lines "<index|bus id|uuid> [lost]";
+# default: the last GPU.
+FAULT_GPU_MISSING = 'gpu-missing'
+# GPU gone from the PCI bus too (the others renumber); same content.
+FAULT_GPU_REMOVED = 'gpu-removed'
+# A clock lock reports success but the GPU runs lower (power/thermal); content: graphics MHz cap (default 85 % of the
+# maximum).
+FAULT_CLOCKS_CAPPED = 'clocks-capped'
+# Out-of-band power cap (BMC): enforced limit below the requested one; content: watts (default 70 % of the default).
+FAULT_POWER_CAPPED = 'power-capped'
+# UEFI Secure Boot on, no MOK enrolled: unsigned/unenrolled modules are rejected ("Key was rejected by service").
+FAULT_SECURE_BOOT = 'secure-boot'
 FAULT_SMI_HANG = 'nvidia-smi-hang'            # nvidia-smi sleeps forever
 FAULT_DRIVER_UNLOADED = 'driver-unloaded'     # driver answers as not loaded; /proc/driver/nvidia gone
 FAULT_XID = 'xid'                             # lines "<xid> [<index|bus id>]"; default GPU 0
