@@ -174,8 +174,8 @@ _COLLECT_ERRORS = [
     ('unknown interface', dict(interfaces=['ib0', 'ens3', 'eth9']), {'ip': IP, 'ethtool': ETHTOOL}, [_ip()],
      {'msg': 'interface ib0, eth9 not found; interfaces present: enp1s0f0np0, ens3, lo'}),
     ('bad network', dict(networks=['10.0.0.0/33']), {'ip': IP, 'ethtool': ETHTOOL}, [_ip()],
-     {'msg': "networks: '10.0.0.0/33' is not an IPv4 or IPv6 network in CIDR form "
-             "('10.0.0.0/33' does not appear to be an IPv4 or IPv6 network)"}),
+     {'msg': "networks[0] '10.0.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
+             "'10.0.0.0/33' does not appear to be an IPv4 or IPv6 network"}),
     ('no ip', dict(), {'ethtool': ETHTOOL}, [],
      {'msg': 'ip was not found in PATH or the sbin directories; install the iproute2 (iproute on EL) package'}),
     ('no ethtool', dict(), {'ip': IP}, [_ip()],
