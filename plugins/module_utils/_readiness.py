@@ -1068,8 +1068,10 @@ def _nic_offload(facts, settings, probe):
             continue
         for leaf, change in plan['changes'].items():
             problems.append('{0}: {1} is {2}'.format(name, leaf, 'on' if change['before'] else 'off'))
+        have = _get(nics, name, 'features') or {}
         for leaf in plan['skipped_fixed']:
-            warnings.append('{0}: {1} [fixed]: the driver does not allow a change'.format(name, leaf))
+            warnings.append('{0}: {1} is {2} [fixed]: the driver does not allow a change'.format(
+                name, leaf, 'on' if (have.get(leaf) or {}).get('enabled') else 'off'))
     if problems:
         return _check('nic.offload', FAIL, expected, '; '.join(problems + warnings))
     if warnings:
