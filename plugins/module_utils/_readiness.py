@@ -1378,8 +1378,11 @@ def checked_values(facts, settings, probe=None):
     running = _get(facts, 'kernel_state', 'running')
     if running:
         module = _get(facts, 'kernel_state', 'nvidia_module') or {}
-        add('kernel', '{0}; nvidia module {1} ({2})'.format(
-            running, module.get('version') or 'not loaded', module.get('flavour') or '-'))
+        if module.get('loaded'):
+            add('kernel', '{0}; nvidia module {1} ({2})'.format(running, module.get('version') or 'of unknown version',
+                                                               module.get('flavour') or 'flavour unknown'))
+        else:
+            add('kernel', '{0}; nvidia module not loaded'.format(running))
     shm = facts.get('shm')
     total = gpu_memory_bytes(facts)
     if isinstance(shm, dict):

@@ -52,7 +52,7 @@ def build_report(hosts, results, generated, unreachable=None):
         if not result or host in unreachable or result.get('unreachable'):
             reason = (unreachable.get(host) or (result or {}).get('msg')
                       or 'no result: the host was unreachable or failed before the check')
-            out_hosts[host] = {'status': UNREACHABLE, 'msg': str(reason), 'checks': []}
+            out_hosts[host] = {'status': UNREACHABLE, 'msg': str(reason), 'checks': [], 'values': []}
             summary['unreachable'] += 1
             continue
         checks = result.get('checks') or []
@@ -67,7 +67,9 @@ def build_report(hosts, results, generated, unreachable=None):
         summary[host_status] += 1
         out_hosts[host] = {'status': host_status, 'worst': counts['status'], 'msg': '',
                            'checks': [dict((k, c.get(k)) for k in ('id', 'status', 'expected', 'observed', 'remedy'))
-                                      for c in checks]}
+                                      for c in checks],
+                           'values': [[str(pair[0]), str(pair[1])] for pair in (result.get('values') or [])
+                                      if isinstance(pair, (list, tuple)) and len(pair) == 2]}
     check_ids = list(CHECK_IDS)
     for host in order:
         for check in out_hosts[host]['checks']:
@@ -142,50 +144,92 @@ def render_junit(report):
 
 
 _HTML_COLOURS = {
-    PASS: ('#1b7f3b', '#e6f4ea'),
-    WARN: ('#8a5a00', '#fff4d6'),
-    FAIL: ('#b3261e', '#fde7e6'),
-    SKIP: ('#5f6368', '#f1f3f4'),
+    PASS: ('#14612c', '#e3f2e6'),
+    WARN: ('#7a4f00', '#fff1cc'),
+    FAIL: ('#a1211a', '#fbe3e1'),
+    SKIP: ('#4a4f55', '#eef0f2'),
     UNREACHABLE: ('#ffffff', '#6b2c91'),
 }
+
+_CSS = (
+    'body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1f2328;'
+    'line-height:1.4;max-width:1600px}',
+    'h1{font-size:24px;margin:0 0 6px}',
+    'h2{font-size:19px;margin:28px 0 8px;padding-top:8px;border-top:2px solid #d0d7de}',
+    'h3{font-size:15px;margin:14px 0 6px}',
+    '#summary{margin:0 0 16px;font-size:15px}',
+    '.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;margin-right:4px}',
+    'table{border-collapse:collapse;font-size:13px}',
+    'th,td{border:1px solid #c8ced5;padding:4px 7px;vertical-align:top}',
+    'th{background:#f3f5f7;font-weight:600}',
+    '#matrix th.check{font-size:11.5px;max-width:84px;padding:4px 4px;text-align:center;vertical-align:bottom}',
+    '#matrix th.check span{display:block;color:#57606a;font-weight:400}',
+    '#matrix td{text-align:center;white-space:nowrap;padding:4px 5px}',
+    '#matrix td.host,#matrix td.msg{text-align:left}',
+    'td.host{font-weight:600;white-space:nowrap}',
+    'td.host a{color:inherit}',
+    'table.values td:first-child{white-space:nowrap;color:#57606a;width:14em}',
+    'table.values td{max-width:1100px}',
+    'table.checks td:first-child{white-space:nowrap;font-family:ui-monospace,Menlo,Consolas,monospace}',
+    'table.checks td.status{text-align:center;font-weight:600;white-space:nowrap}',
+    'table.checks td{max-width:520px}',
+    'details{margin:8px 0}',
+    'summary{cursor:pointer;color:#0969da}',
+    '.legend{font-size:13px;color:#57606a;margin:6px 0 0}',
+)
 
 
 def _h(text):
     return _escape(text)
 
 
+def _check_header(check_id):
+    """``gpu.power_limit`` as a two-line header: the area small above, the check below, breakable at ``_``."""
+    area, _sep, name = check_id.partition('.')
+    if not name:
+        area, name = '', area
+    return '<span>{0}</span>{1}'.format(_h(area), '_<wbr>'.join(_h(part) for part in name.split('_')))
+
+
+def _anchor(host):
+    return 'host-' + ''.join(c if c.isalnum() or c in '-_.' else '_' for c in host)
+
+
+def _badge(status, text):
+    return '<span class="badge {0}">{1}</span>'.format(_h(status), _h(text))
+
+
 def render_html(report):
-    """A self-contained HTML page: hosts as rows, check ids as columns, a coloured cell per status with the
-    details in its title, then a details section listing every check that is not ``pass``."""
+    """A self-contained HTML page: a matrix of hosts and checks coloured by status, then one section per host
+    with the values that were checked and every check that did not pass (the passing ones folded below)."""
     ids = report['check_ids']
     summary = report['summary']
     out = ['<!DOCTYPE html>', '<html lang="en">', '<head>', '<meta charset="utf-8">',
-           '<title>gpufleet.nodeprep readiness report</title>', '<style>',
-           'body{font-family:sans-serif;margin:1.5em;color:#202124}',
-           'table{border-collapse:collapse;font-size:13px}',
-           'th,td{border:1px solid #c0c4c8;padding:4px 6px;text-align:center}',
-           'th.check{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap}',
-           'td.host{text-align:left;font-weight:bold}']
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           '<title>gpufleet.nodeprep readiness report</title>', '<style>']
+    out.extend(_CSS)
     for status, (fg, bg) in sorted(_HTML_COLOURS.items()):
         out.append('.{0}{{color:{1};background:{2}}}'.format(status, fg, bg))
     out += ['</style>', '</head>', '<body>', '<h1>gpufleet.nodeprep readiness report</h1>']
-    out.append('<p id="summary">Generated {0}. Hosts: {1} ({2} ready, {3} not ready, {4} unreachable). '
-               'Checks: {5} pass, {6} warn, {7} fail, {8} skip.</p>'.format(
-                   _h(report['generated']), summary['hosts'], summary['ready'], summary['not_ready'],
-                   summary['unreachable'], summary[PASS], summary[WARN], summary[FAIL], summary[SKIP]))
+    out.append('<p id="summary">Generated {0} &middot; {1} hosts: {2} {3} {4} &middot; checks: {5} {6} {7} {8}</p>'.format(
+        _h(report['generated']), summary['hosts'], _badge(PASS, '{0} ready'.format(summary['ready'])),
+        _badge(FAIL, '{0} not ready'.format(summary['not_ready'])),
+        _badge(UNREACHABLE, '{0} unreachable'.format(summary['unreachable'])),
+        _badge(PASS, '{0} pass'.format(summary[PASS])), _badge(WARN, '{0} warn'.format(summary[WARN])),
+        _badge(FAIL, '{0} fail'.format(summary[FAIL])), _badge(SKIP, '{0} skip'.format(summary[SKIP]))))
     out.append('<table id="matrix">')
     out.append('<tr><th>host</th><th>status</th>' + ''.join(
-        '<th class="check">{0}</th>'.format(_h(check_id)) for check_id in ids) + '</tr>')
+        '<th class="check">{0}</th>'.format(_check_header(check_id)) for check_id in ids) + '</tr>')
     for host in report['host_order']:
         entry = report['hosts'][host]
         by_id = dict((c['id'], c) for c in entry['checks'])
-        row = ['<tr><td class="host">{0}</td>'.format(_h(host))]
+        row = ['<tr><td class="host"><a href="#{0}">{1}</a></td>'.format(_h(_anchor(host)), _h(host))]
         if entry['status'] == UNREACHABLE:
             row.append('<td class="unreachable" title="{0}">unreachable</td>'.format(_h(entry['msg'])))
-            row.append('<td class="unreachable" colspan="{0}" title="{1}">unreachable</td>'.format(
-                len(ids), _h(entry['msg'])))
+            row.append('<td class="unreachable msg" colspan="{0}" title="{1}">{2}</td>'.format(
+                len(ids), _h(entry['msg']), _h(entry['msg'])))
         else:
-            row.append('<td class="{0}">{1}</td>'.format(_h(entry['worst']), _h(entry['status'])))
+            row.append('<td class="{0}">{1}</td>'.format(_h(entry['worst']), _h(entry['status'].replace('_', ' '))))
             for check_id in ids:
                 check = by_id.get(check_id)
                 if check is None:
@@ -198,26 +242,67 @@ def render_html(report):
         row.append('</tr>')
         out.append(''.join(row))
     out.append('</table>')
-    out.append('<h2>Details</h2>')
-    out.append('<table id="details">')
-    out.append('<tr><th>host</th><th>check</th><th>status</th><th>expected</th><th>observed</th>'
-               '<th>remedy</th></tr>')
+    out.append('<p class="legend">Hover a cell for what was expected and observed; every host has its section '
+               'below.</p>')
     for host in report['host_order']:
         entry = report['hosts'][host]
+        colour = UNREACHABLE if entry['status'] == UNREACHABLE else entry.get('worst') or FAIL
+        out.append('<h2 id="{0}">{1} {2}</h2>'.format(_h(_anchor(host)), _h(host),
+                                                      _badge(colour, entry['status'].replace('_', ' '))))
         if entry['status'] == UNREACHABLE:
-            out.append('<tr><td class="host">{0}</td><td>host.reachable</td><td class="unreachable">unreachable</td>'
-                       '<td>reachable over SSH</td><td>{1}</td><td>check the node and the connection</td></tr>'.format(
-                           _h(host), _h(entry['msg'])))
+            out.append('<p>{0}</p>'.format(_h(entry['msg'])))
             continue
+        if entry.get('values'):
+            out.append('<h3>Values checked</h3>')
+            out.append('<table class="values">')
+            for label, text in entry['values']:
+                out.append('<tr><td>{0}</td><td>{1}</td></tr>'.format(_h(label), _h(text)))
+            out.append('</table>')
+        problems = [c for c in entry['checks'] if c['status'] != PASS]
+        passing = [c for c in entry['checks'] if c['status'] == PASS]
+        if problems:
+            out.append('<h3>Checks that did not pass</h3>')
+            out.append(_checks_table(problems))
+        if passing:
+            out.append('<details><summary>{0} checks passed</summary>'.format(len(passing)))
+            out.append(_checks_table(passing))
+            out.append('</details>')
+    out += ['</body>', '</html>']
+    return '\n'.join(out) + '\n'
+
+
+def _checks_table(checks):
+    rows = ['<table class="checks">', '<tr><th>check</th><th>status</th><th>expected</th><th>observed</th>'
+            '<th>remedy</th></tr>']
+    for check in checks:
+        rows.append('<tr><td>{0}</td><td class="status {1}">{1}</td><td>{2}</td><td>{3}</td><td>{4}</td></tr>'.format(
+            _h(check['id']), _h(check['status']), _h(check['expected']), _h(check['observed']),
+            _h(check['remedy'])))
+    rows.append('</table>')
+    return '\n'.join(rows)
+
+
+def render_text(report):
+    """The plain-text report (report.txt): the matrix, then per host the values checked and what did not pass."""
+    lines = [render_matrix(report), '']
+    for host in report['host_order']:
+        entry = report['hosts'][host]
+        lines.append('== {0}: {1}'.format(host, entry['status'].replace('_', ' ')))
+        if entry['status'] == UNREACHABLE:
+            lines.append('   ' + entry['msg'])
+            lines.append('')
+            continue
+        width = max([len(label) for label, _text in entry.get('values') or []] + [0])
+        for label, text in entry.get('values') or []:
+            lines.append('   {0}  {1}'.format(label.ljust(width), text))
         for check in entry['checks']:
             if check['status'] == PASS:
                 continue
-            out.append('<tr><td class="host">{0}</td><td>{1}</td><td class="{2}">{2}</td><td>{3}</td><td>{4}</td>'
-                       '<td>{5}</td></tr>'.format(_h(host), _h(check['id']), _h(check['status']),
-                                                  _h(check['expected']), _h(check['observed']),
-                                                  _h(check['remedy'])))
-    out += ['</table>', '</body>', '</html>']
-    return '\n'.join(out) + '\n'
+            lines.append('   {0} {1}: {2}'.format(check['status'].upper(), check['id'], check['observed']))
+            lines.append('        expected: {0}'.format(check['expected']))
+            lines.append('        remedy:   {0}'.format(check['remedy']))
+        lines.append('')
+    return '\n'.join(lines)
 
 
 _MATRIX_MARKS = {PASS: '.', WARN: 'W', FAIL: 'F', SKIP: '-', None: ' '}
@@ -243,3 +328,7 @@ def render_matrix(report):
                  '{3} unreachable'.format(summary['hosts'], summary['ready'], summary['not_ready'],
                                           summary['unreachable']))
     return '\n'.join(lines)
+
+
+FILES = (('report.json', render_json), ('junit.xml', render_junit), ('report.html', render_html),
+         ('report.txt', lambda report: render_text(report) + '\n'))
