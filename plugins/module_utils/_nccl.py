@@ -172,6 +172,39 @@ def conf_value(name, value, what='nodeprep_nccl_conf'):
     return value
 
 
+def _values(mapping, what, env_only=True):
+    """Every value of ``mapping`` as text, and the refusals as sentences (bad names and values grouped)."""
+    bad_names = []
+    bad_values = []
+    errors = []
+    out = {}
+    for name in sorted(mapping, key=str):
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            bad_names.append(str(name))
+            continue
+        if env_only and name in ENV_ONLY_NAMES:
+            errors.append('{0}.{1}: {2}; set it in the environment of the jobs'.format(
+                what, name, ENV_ONLY_NAMES[name]))
+            continue
+        value = mapping[name]
+        if isinstance(value, (list, dict, tuple)) or (isinstance(value, str) and
+                                                      any(char in value for char in '\r\n\0')):
+            bad_values.append(name)
+            continue
+        try:
+            out[name] = conf_value(name, value, what)
+        except NcclError as exc:
+            errors.append(str(exc))
+    head = []
+    if bad_names:
+        head.append('{0}: names that are not environment variable names: {1} (allowed: NAME matching '
+                    '[A-Z_][A-Z0-9_]*)'.format(what, ', '.join(bad_names)))
+    if bad_values:
+        head.append('{0}: values that are not one-line scalars: {1} (allowed: a string, number or boolean on '
+                    'one line)'.format(what, ', '.join(bad_values)))
+    return out, head + errors
+
+
 def effective_conf(conf, socket_ifnames=None):
     """``conf`` with every value as NCCL will read it, plus ``NCCL_SOCKET_IFNAME`` from ``socket_ifnames``.
 
@@ -183,17 +216,7 @@ def effective_conf(conf, socket_ifnames=None):
         conf = {}
     if not isinstance(conf, dict):
         raise NcclError('nodeprep_nccl_conf: expected a dict of NAME: value, got {0!r}'.format(conf))
-    errors = []
-    out = {}
-    for name in sorted(conf, key=str):
-        try:
-            check_name(name)
-            if name in ENV_ONLY_NAMES:
-                raise NcclError('nodeprep_nccl_conf.{0}: {1}; set it in the environment of the jobs'.format(
-                    name, ENV_ONLY_NAMES[name]))
-            out[name] = conf_value(name, conf[name])
-        except NcclError as exc:
-            errors.append(str(exc))
+    out, errors = _values(conf, 'nodeprep_nccl_conf')
     if socket_ifnames is not None:
         if 'NCCL_SOCKET_IFNAME' in conf:
             errors.append('nodeprep_nccl_conf.NCCL_SOCKET_IFNAME and nodeprep_nccl_socket_networks are both set '
@@ -220,14 +243,7 @@ def torch_env_values(torch_env):
         return {}
     if not isinstance(torch_env, dict):
         raise NcclError('nodeprep_nccl_torch_env: expected a dict of NAME: value, got {0!r}'.format(torch_env))
-    errors = []
-    out = {}
-    for name in sorted(torch_env, key=str):
-        try:
-            check_name(name, 'nodeprep_nccl_torch_env')
-            out[name] = conf_value(name, torch_env[name], 'nodeprep_nccl_torch_env')
-        except NcclError as exc:
-            errors.append(str(exc))
+    out, errors = _values(torch_env, 'nodeprep_nccl_torch_env', env_only=False)
     if errors:
         raise NcclError('; '.join(errors))
     return out
