@@ -627,3 +627,96 @@ def test_hung_nvidia_smi_fails_driver_and_count_only():
     assert failing == ['driver.loaded', 'gpu.clocks', 'gpu.count', 'gpu.health', 'gpu.power_limit']
     assert checks['gpu.health']['observed'] == ('could not be read: nvidia-smi failed: nvidia-smi -q -x did not '
                                                 'answer within the timeout of 15 seconds and was killed')
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# fabric.manager on HGX B200: the NVSwitches are not on the PCI bus, kernel_facts finds their NVLink 5 bridges
+
+
+def _nvlink5(facts, fabric='nvlink5', bridges=2):
+    pci = facts['kernel_state']['pci']
+    pci.update(nvswitches=[], nvswitch_count=0, nvswitch_fabric=fabric, nvlink5_bridge_count=bridges,
+               nvlink5_bridges=[{'bus_id': '0000:1{0}:00.0'.format(i)} for i in range(bridges)])
+
+
+@pytest.mark.parametrize('fabric, fm_state, status, observed', [
+    ('nvlink5', 'active', 'pass', 'NVLink 5 switch fabric (2 NVLink 5 bridges; its NVSwitches are not on the PCI '
+                                  'bus); nvidia-fabricmanager: active, enabled'),
+    ('nvlink5', 'failed', 'fail', 'NVLink 5 switch fabric (2 NVLink 5 bridges; its NVSwitches are not on the PCI '
+                                  'bus); nvidia-fabricmanager: failed, enabled'),
+    ('pci', 'active', 'pass', '0 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled'),
+    ('none', 'active', 'skip', 'no NVSwitch on the PCI bus and no NVLink 5 switch bridge'),
+])
+def test_fabric_manager_by_switch_fabric(fabric, fm_state, status, observed):
+    facts, settings, probe = F.converged()
+    _nvlink5(facts, fabric)
+    probe['services']['nvidia-fabricmanager.service']['active_state'] = fm_state
+    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    assert (check['status'], check['observed']) == (status, observed)
+
+
+def test_fabric_manager_without_the_fabric_key_falls_back_to_the_switch_count():
+    facts, settings, probe = F.converged()
+    assert 'nvswitch_fabric' not in facts['kernel_state']['pci']
+    assert r.fabric_kind(facts) == 'pci'
+    facts['kernel_state']['pci']['nvswitch_count'] = 0
+    assert r.fabric_kind(facts) == 'none'
+    del facts['kernel_state']['pci']
+    assert r.fabric_kind(facts) is None
+
+
+def test_no_nvlsm_unit_is_asked_for():
+    facts, settings, probe = F.converged()
+    _nvlink5(facts)
+    del probe['services']['nvlsm.service']
+    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    assert check['status'] == 'pass'
+    assert 'nvlsm' not in check['expected'] + check['observed']
+
+
+def test_kernel_facts_error_fails_fabric_and_kernel_checks():
+    facts, settings, probe = F.converged()
+    del facts['kernel_state']
+    facts['nodeprep_errors'] = {'kernel': 'kernel facts: cannot read /proc/modules'}
+    got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    for check_id in ('kernel.devel_matched', 'driver.nouveau_blacklisted', 'fabric.manager'):
+        assert got[check_id] == ('fail', 'could not be read: kernel facts: cannot read /proc/modules')
+    assert got['memlock.users'][0] == 'pass'
+
+
+def test_unmanaged_check_stays_skipped_when_its_facts_failed():
+    facts, settings, probe = F.converged()
+    settings['nodeprep_memlock_limits'] = False
+    settings['nodeprep_memlock_systemd_default'] = False
+    settings['nodeprep_memlock_services'] = []
+    del facts['limits']
+    facts['nodeprep_errors'] = {'limits': 'limits facts: broken'}
+    got = dict((c['id'], c['status']) for c in r.evaluate(facts, settings, probe))
+    assert (got['memlock.users'], got['memlock.services']) == ('skip', 'skip')
+
+
+def test_checked_values_of_the_converged_node():
+    facts, settings, probe = F.converged()
+    assert r.checked_values(facts, settings, probe) == [
+        ['GPUs', '8 x NVIDIA B200; driver 580.105.08, CUDA 13.0'],
+        ['power limit', '700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs'],
+        ['max GPU / memory clock', '1965 / 3996 MHz'],
+        ['PCI bus', '8 GPUs; 2 NVSwitches on the PCI bus'],
+        ['kernel', RUNNING + '; nvidia module 580.105.08 (open)'],
+        ['/dev/shm', '716.0 GiB live, 716.0 GiB in fstab; GPU memory 1.4 TiB, so /dev/shm = 50% of it; wanted at '
+                     'least 716.0 GiB'],
+        ['memlock (soft/hard KiB)', 'root unlimited/unlimited, train unlimited/unlimited'],
+        ['systemd memlock', 'DefaultLimitMEMLOCK unlimited/unlimited, slurmd unlimited/unlimited'],
+        ['NICs checked', 'ens3f0np0 (400000 Mb/s, MTU 9000): generic-receive-offload off, large-receive-offload off, '
+                         'tcp-segmentation-offload on'],
+        ['NCCL file', '/etc/nccl.conf: NCCL_DEBUG=WARN, NCCL_IB_TIMEOUT=22, NCCL_SOCKET_IFNAME=ens3f0np0'],
+    ]
+
+
+def test_checked_values_say_what_could_not_be_read():
+    facts, settings, probe = F.fresh()
+    del facts['shm']
+    facts['nodeprep_errors'] = {'shm': 'shm facts: /etc/fstab line 3: bad'}
+    values = dict(r.checked_values(facts, settings, probe))
+    assert values['GPUs'] == 'could not be read: nvidia-smi failed: nvidia-smi not found'
+    assert values['/dev/shm'] == 'could not be read: shm facts: /etc/fstab line 3: bad'
