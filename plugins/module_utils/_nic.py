@@ -15,9 +15,11 @@
 # C locale. Errors are raised as NicError, carrying cmd/rc/stdout/stderr when a
 # command failed, so each module can hand them to fail_json.
 #
-# Network matching uses the standard library's ipaddress module (Python 3.3+,
-# so also EL8's platform-python 3.6) on the managed node; netaddr, which the
-# ansible.utils filters need, lives on the controller only.
+# select_nics() is the collection's one NIC selection (by name, driver or
+# network): nic_facts, the nodeprep_select_nics filter (nic_offload and nccl
+# roles) and the readiness checks all call it. Network matching uses the
+# standard library's ipaddress module (Python 3.3+, so also EL8's
+# platform-python 3.6); netaddr is not needed.
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

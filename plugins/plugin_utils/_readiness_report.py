@@ -33,7 +33,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness impor
 def build_report(hosts, results, generated, unreachable=None):
     """The report as one dict: ``{generated, summary, check_ids, hosts: {name: {status, msg, checks}}}``.
 
-    ``hosts`` lists every host of the play, in order. ``results`` maps a host to what readiness_check returned
+    ``hosts`` lists every host of the play, in order. ``results`` maps a host to what readiness_info returned
     (``checks``); a host without a result, or whose result says ``unreachable``, is ``unreachable``
     (``unreachable`` may give the reason per host).
     A result with ``failed`` but no checks (the gather failed) becomes a host with one failed ``facts.gather``.
