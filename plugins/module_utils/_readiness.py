@@ -245,13 +245,6 @@ def _setting(settings, name):
     return settings[name]
 
 
-def _bool_setting(settings, name):
-    value = settings[name]
-    if not isinstance(value, bool):
-        raise ReadinessError('{0}: {1!r} is not true or false'.format(name, value))
-    return value
-
-
 def _ratio(value, name):
     """A finite number above 0 (a float such as 0.5, or its text)."""
     if isinstance(value, bool):
@@ -1395,9 +1388,9 @@ def checked_values(facts, settings, probe=None):
         size, _why = desired_shm_size(facts, settings)
         if size:
             text += '; wanted at least {0}'.format(format_size(size))
-        add('/dev/shm', text)
+        add(SHM_PATH, text)
     elif 'shm' in errors:
-        add('/dev/shm', 'could not be read: {0}'.format(errors['shm']))
+        add(SHM_PATH, 'could not be read: {0}'.format(errors['shm']))
     effective = _get(facts, 'limits', 'effective')
     if isinstance(effective, dict):
         users = _as_list(_setting(settings, 'nodeprep_memlock_verify_users'), 'nodeprep_memlock_verify_users')
