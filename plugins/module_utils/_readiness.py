@@ -1298,6 +1298,10 @@ def summarize(checks):
 # the values the checks looked at, for the report
 
 
+def _watts(value):
+    return '{0:g}'.format(float(value))
+
+
 def _fmt_pct(value):
     text = '{0:.1f}'.format(value)
     return text[:-2] if text.endswith('.0') else text
@@ -1319,11 +1323,11 @@ def _power_values(gpus):
         if watts is None:
             parts.append('unknown')
             continue
-        text = '{0} W'.format(_fmt_w(watts))
+        text = '{0} W'.format(_watts(watts))
         if default:
-            text += ' = {0}% of the default {1} W'.format(_fmt_pct(100.0 * watts / default), _fmt_w(default))
+            text += ' = {0}% of the default {1} W'.format(_fmt_pct(100.0 * watts / default), _watts(default))
         if gpu.get('min_power_limit_w') is not None and gpu.get('max_power_limit_w') is not None:
-            text += ' (range {0}-{1} W)'.format(_fmt_w(gpu['min_power_limit_w']), _fmt_w(gpu['max_power_limit_w']))
+            text += ' (range {0}-{1} W)'.format(_watts(gpu['min_power_limit_w']), _watts(gpu['max_power_limit_w']))
         parts.append(text)
     distinct = _distinct(parts)
     if len(distinct) == 1:

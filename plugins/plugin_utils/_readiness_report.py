@@ -219,7 +219,8 @@ def render_html(report):
         _badge(FAIL, '{0} fail'.format(summary[FAIL])), _badge(SKIP, '{0} skip'.format(summary[SKIP]))))
     out.append('<table id="matrix">')
     out.append('<tr><th>host</th><th>status</th>' + ''.join(
-        '<th class="check">{0}</th>'.format(_check_header(check_id)) for check_id in ids) + '</tr>')
+        '<th class="check" title="{0}">{1}</th>'.format(_h(check_id), _check_header(check_id)) for check_id in ids)
+        + '</tr>')
     for host in report['host_order']:
         entry = report['hosts'][host]
         by_id = dict((c['id'], c) for c in entry['checks'])

@@ -117,15 +117,17 @@ def test_json_junit_html_agree():
 
     parser = Cells()
     parser.feed(rr.render_html(report))
-    header = [c['text'] for c in parser.rows[0]]
+    header = [c['title'] or c['text'] for c in parser.rows[0]]
     assert header == ['host', 'status'] + data['check_ids']
+    # two lines per header, horizontal: the area, then the check (breakable at '_')
+    assert parser.rows[0][2]['text'] == 'kerneldevel_matched'
     html = {}
     for row in parser.rows[1:]:
         host = row[0]['text']
         html[host] = [c['class'] for c in row[1:]]
         entry = data['hosts'][host]
         if entry['status'] == 'unreachable':
-            assert [c['text'] for c in row[1:]] == ['unreachable', 'unreachable']
+            assert [c['text'] for c in row[1:]] == ['unreachable', entry['msg']]
             assert row[2]['colspan'] == str(len(data['check_ids']))
             assert row[2]['title'] == entry['msg']
             continue
@@ -139,7 +141,22 @@ def test_json_junit_html_agree():
                 assert cell['title'] == 'expected: {0}\nobserved: {1}\nremedy: {2}'.format(
                     check['expected'], check['observed'], check['remedy'])
     assert sorted(html) == sorted(data['host_order'])
-    assert '<after 60 s> &' not in rr.render_html(report)
+    page = rr.render_html(report)
+    assert '<after 60 s> &' not in page
+    # every host has its section with the values checked, linked from the matrix
+    for host in data['host_order']:
+        assert '<h2 id="host-{0}">'.format(host) in page
+        assert '<a href="#host-{0}">{0}</a>'.format(host) in page
+    assert '<tr><td>power limit</td><td>700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs</td></tr>' \
+        in page
+
+
+def test_render_text_lists_values_and_problems():
+    text = rr.render_text(_report())
+    assert '== gpu-a01: ready\n' in text
+    assert '   power limit              700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs\n' in text
+    assert '   FAIL gpu.power_limit: could not be read: nvidia-smi failed: nvidia-smi not found\n' in text
+    assert '== gpu-a03: unreachable\n   Failed to connect to the host via ssh: No route to host\n' in text
 
 
 def test_render_matrix():
