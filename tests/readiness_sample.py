@@ -20,7 +20,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, 'unit'))
 sys.path.insert(0, os.path.join(HERE, 'unit', 'plugins', 'module_utils'))
 
-import conftest  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import (puts the collection on sys.path)
+# conftest puts the collection on sys.path
+import conftest  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 import test_readiness_facts as F  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r  # noqa: E402

@@ -1364,8 +1364,8 @@ def checked_values(facts, settings, probe=None):
         add('GPUs', '{0}; driver {1}, CUDA {2}'.format(names, nvidia.get('driver_version'),
                                                        nvidia.get('cuda_version')))
         add('power limit', _power_values(gpus))
-        clocks = _distinct(['{0} / {1} MHz'.format(_get(g, 'max_clocks', 'graphics_mhz'),
-                                                  _get(g, 'max_clocks', 'mem_mhz')) for g in gpus])
+        clocks = _distinct(['{0} / {1} MHz'.format(
+            _get(g, 'max_clocks', 'graphics_mhz'), _get(g, 'max_clocks', 'mem_mhz')) for g in gpus])
         add('max GPU / memory clock', ', '.join(clocks))
     pci = _get(facts, 'kernel_state', 'pci')
     if isinstance(pci, dict):
@@ -1376,8 +1376,8 @@ def checked_values(facts, settings, probe=None):
     if running:
         module = _get(facts, 'kernel_state', 'nvidia_module') or {}
         if module.get('loaded'):
-            add('kernel', '{0}; nvidia module {1} ({2})'.format(running, module.get('version') or 'of unknown version',
-                                                               module.get('flavour') or 'flavour unknown'))
+            add('kernel', '{0}; nvidia module {1} ({2})'.format(
+                running, module.get('version') or 'of unknown version', module.get('flavour') or 'flavour unknown'))
         else:
             add('kernel', '{0}; nvidia module not loaded'.format(running))
     shm = facts.get('shm')
@@ -1387,8 +1387,8 @@ def checked_values(facts, settings, probe=None):
         fstab = (shm.get('fstab') or {}).get('size_bytes')
         text = '{0} live, {1} in fstab'.format(format_size(live), format_size(fstab) if fstab else 'no size')
         if live and total:
-            text += '; GPU memory {0}, so /dev/shm = {1}% of it'.format(format_size(total),
-                                                                       _fmt_pct(100.0 * live / total))
+            text += '; GPU memory {0}, so /dev/shm = {1}% of it'.format(
+                format_size(total), _fmt_pct(100.0 * live / total))
         size, _why = desired_shm_size(facts, settings)
         if size:
             text += '; wanted at least {0}'.format(format_size(size))

@@ -29,7 +29,6 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness impor
 )
 
 
-
 def build_report(hosts, results, generated, unreachable=None):
     """The report as one dict: ``{generated, summary, check_ids, hosts: {name: {status, msg, checks}}}``.
 
@@ -211,7 +210,8 @@ def render_html(report):
     for status, (fg, bg) in sorted(_HTML_COLOURS.items()):
         out.append('.{0}{{color:{1};background:{2}}}'.format(status, fg, bg))
     out += ['</style>', '</head>', '<body>', '<h1>gpufleet.nodeprep readiness report</h1>']
-    out.append('<p id="summary">Generated {0} &middot; {1} hosts: {2} {3} {4} &middot; checks: {5} {6} {7} {8}</p>'.format(
+    line = '<p id="summary">Generated {0} &middot; {1} hosts: {2} {3} {4} &middot; checks: {5} {6} {7} {8}</p>'
+    out.append(line.format(
         _h(report['generated']), summary['hosts'], _badge(PASS, '{0} ready'.format(summary['ready'])),
         _badge(FAIL, '{0} not ready'.format(summary['not_ready'])),
         _badge(UNREACHABLE, '{0} unreachable'.format(summary['unreachable'])),

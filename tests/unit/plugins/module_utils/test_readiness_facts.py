@@ -37,6 +37,7 @@ def role_settings():
         settings[name] = own[name] if match.group(2) is None else env.compile_expression(match.group(2))()
     return settings
 
+
 BUS_IDS = ['00000000:8F:00.0', '00000000:90:00.0', '00000000:96:00.0', '00000000:97:00.0',
            '00000000:C4:00.0', '00000000:C5:00.0', '00000000:CB:00.0', '00000000:CC:00.0']
 SYSFS_IDS = ['0000:8f:00.0', '0000:90:00.0', '0000:96:00.0', '0000:97:00.0',

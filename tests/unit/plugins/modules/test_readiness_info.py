@@ -94,8 +94,8 @@ def test_converged_node(monkeypatch, capsys, nccl_conf):
     assert result['probe']['kernel_log'] == {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [],
                                              'error': None}
     assert result['probe']['nccl_conf']['exists'] is True
-    assert result['probe']['services']['nvidia-fabricmanager.service'] == {'load_state': 'loaded', 'active_state': 'active',
-                                                            'unit_file_state': 'enabled'}
+    assert result['probe']['services']['nvidia-fabricmanager.service'] == {
+        'load_state': 'loaded', 'active_state': 'active', 'unit_file_state': 'enabled'}
 
 
 def test_xid_from_dmesg_when_journald_has_no_log(monkeypatch, capsys, nccl_conf):
@@ -176,8 +176,8 @@ def test_no_log_tool_and_no_systemctl(monkeypatch, capsys, nccl_conf):
     result, calls = run(monkeypatch, capsys, base_args(nccl_conf), [], bins=())
     assert calls == []
     assert result['probe']['kernel_log']['error'] == 'neither journalctl nor dmesg found'
-    assert result['probe']['services']['nvidia-fabricmanager.service'] == {'load_state': None, 'active_state': None,
-                                                            'unit_file_state': None, 'error': 'systemctl not found'}
+    assert result['probe']['services']['nvidia-fabricmanager.service'] == {
+        'load_state': None, 'active_state': None, 'unit_file_state': None, 'error': 'systemctl not found'}
 
 
 def test_not_booted_with_systemd(monkeypatch, capsys, nccl_conf):
