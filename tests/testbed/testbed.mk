@@ -4,8 +4,8 @@
 #   make testbed-status
 #   make testbed-fault NODE=<name> FAULT=<kind> [GPU=<index>] [VALUE=<v>]
 #   make testbed-heal NODE=<name> [FAULT=<kind>]
-# Needs root. Kinds: gpu-missing nvidia-smi-hang driver-unloaded xid retired-pages
-# remapped-rows shm-full node-down.
+# Needs root. Kinds: gpu-missing gpu-removed nvidia-smi-hang driver-unloaded xid retired-pages
+# remapped-rows clocks-capped power-capped secure-boot shm-full node-down.
 
 TESTBED_PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 TESTBED := $(TESTBED_PYTHON) tests/testbed/testbed.py

@@ -83,7 +83,11 @@ TEMPLATES = [
 # Fault kinds. 'flag' faults are handled by the GPU double inside the node (it
 # reads /var/lib/testbed/faults/<flag>); the others are the fleet manager's own.
 FAULTS = {
-    'gpu-missing': {'flag': 'gpu-missing', 'help': 'one GPU gone from nvidia-smi and the PCI view (--gpu index or bus id; default the last GPU)'},
+    'gpu-missing': {'flag': 'gpu-missing', 'help': 'one GPU lost (fell off the bus): nvidia-smi keeps the other indexes, prints "Unable to determine the device handle for gpu <bus id>: Unknown Error" and exits 15; still on the PCI bus (--gpu index or bus id, default the last GPU; --value lost: "GPU is lost. Reboot the system to recover this GPU")'},
+    'gpu-removed': {'flag': 'gpu-removed', 'help': 'one GPU gone from the PCI bus and nvidia-smi; the others renumber (--gpu; default the last GPU)'},
+    'clocks-capped': {'flag': 'clocks-capped', 'help': 'clock locks report success but the GPUs run lower (--value graphics MHz cap, default 85% of the maximum)'},
+    'power-capped': {'flag': 'power-capped', 'help': 'out-of-band power cap: enforced power limit below the requested one (--value watts, default 70% of the default limit)'},
+    'secure-boot': {'flag': 'secure-boot', 'help': 'UEFI Secure Boot on with no enrolled MOK: the nvidia module is rejected ("Key was rejected by service"); mokutil --sb-state says enabled'},
     'nvidia-smi-hang': {'flag': 'nvidia-smi-hang', 'help': 'nvidia-smi never returns'},
     'driver-unloaded': {'flag': 'driver-unloaded', 'help': 'the nvidia driver is not loaded; /proc/driver/nvidia gone'},
     'xid': {'flag': 'xid', 'help': 'an Xid event in the kernel log (--value Xid code, default 79; --gpu, default 0)'},
@@ -92,6 +96,9 @@ FAULTS = {
     'shm-full': {'flag': 'shm-full', 'help': '/dev/shm filled to 0 bytes free (--value: most bytes of RAM to use, default 2 GiB)'},
     'node-down': {'flag': 'node-down', 'help': 'the node is cut off the network (host side of its veth down)'},
 }
+
+# Faults that change what the GPU double shows in sysfs (PCI devices, EFI variables): refreshed at once.
+GPU_DOUBLE_VIEW_FAULTS = ('gpu-removed', 'secure-boot')
 
 
 class TestbedError(Exception):
@@ -998,8 +1005,12 @@ def fault_content(kind, args):
     gpu = '' if args.gpu is None else str(args.gpu)
     if kind == 'xid':
         return '{0} {1}\n'.format(args.value or '79', gpu or '0')
-    if kind in ('gpu-missing', 'retired-pages', 'remapped-rows'):
+    if kind == 'gpu-missing' and args.value:
+        return '{0} {1}\n'.format(gpu or 'last', args.value)
+    if kind in ('gpu-missing', 'gpu-removed', 'retired-pages', 'remapped-rows'):
         return gpu + '\n' if gpu else ''
+    if kind in ('clocks-capped', 'power-capped'):
+        return '{0}\n'.format(args.value) if args.value else ''
     if kind == 'shm-full':
         return '{0}\n'.format(args.value or '2147483648')
     return ''
@@ -1026,6 +1037,8 @@ def cmd_fault(args):
             if args.kind == 'shm-full':
                 proc = node_exec(node['name'], ['/usr/local/lib/testbed/testbed-fault', 'apply'])
                 sys.stdout.write(proc.stdout)
+            elif args.kind in GPU_DOUBLE_VIEW_FAULTS and container_pid1(node['name']):
+                node_exec(node['name'], ['/usr/lib/gpu-double/bin/gpu-double', 'views'], check=False)
     log('fault {0} injected on {1}'.format(args.kind, args.node))
     return 0
 
@@ -1048,6 +1061,8 @@ def cmd_heal(args):
                 run(['ip', 'link', 'set', node['veth_host'], 'up'])
             elif kind == 'shm-full' and container_pid1(node['name']):
                 node_exec(node['name'], ['/usr/local/lib/testbed/testbed-fault', 'heal', 'shm-full'])
+            elif kind in GPU_DOUBLE_VIEW_FAULTS and container_pid1(node['name']):
+                node_exec(node['name'], ['/usr/lib/gpu-double/bin/gpu-double', 'views'], check=False)
         if not nspawn_pids(node['name']) and not read_pid(node_dir(node['name'], 'runner.pid')):
             log('{0} is powered off; booting it'.format(node['name']))
             start_node(node)

@@ -11,6 +11,9 @@
 #   ROOT/usr/lib/gpu-double/                  the double's library, templates and bin/gpu-double
 #   ROOT/etc/systemd/system/gpu-double-driver.service (+ enabled in sysinit.target.wants)
 #   ROOT/usr/local/sbin/modprobe              shim for nvidia*, nouveau and ib_umad; others go to kmod
+#   ROOT/etc/testbed/early-mounts.d/50-gpu-double-sysfs  writable /sys/class/infiniband and
+#                                             /sys/firmware/efi/efivars at every boot (see early/)
+#   ROOT/usr/bin/mokutil                      shim (--sb-state, --test-key) unless a real mokutil is there
 #   the running kernel (uname -r) as an installed distro kernel: /lib/modules/<k>, /boot/vmlinuz-<k>,
 #   an initramfs manifest without the nouveau blacklist, and a boot entry
 #   EL-like roots (ROOT/etc/redhat-release or ID_LIKE/ID rhel|fedora|centos|rocky|alma in os-release):
@@ -42,7 +45,7 @@ fi
 
 install -d "$ROOT/etc/testbed" "$ROOT/usr/lib/gpu-double/bin" "$ROOT/usr/lib/gpu-double/templates" \
     "$ROOT/var/lib/testbed/faults" "$ROOT/usr/local/sbin" "$ROOT/etc/systemd/system/sysinit.target.wants" \
-    "$ROOT/lib/modules/$KREL/kernel" "$ROOT/boot" "$ROOT/etc/modprobe.d"
+    "$ROOT/lib/modules/$KREL/kernel" "$ROOT/boot" "$ROOT/etc/modprobe.d" "$ROOT/etc/testbed/early-mounts.d"
 install -m 0644 "$PROFILE" "$ROOT/etc/testbed/hardware.json"
 install -m 0644 "$HERE"/lib/*.py "$ROOT/usr/lib/gpu-double/"
 install -m 0644 "$HERE"/templates/*.xml "$ROOT/usr/lib/gpu-double/templates/"
@@ -52,6 +55,7 @@ chmod 0755 "$ROOT/usr/lib/gpu-double/bin/gpu-double"
 install -m 0644 "$HERE/units/gpu-double-driver.service" "$ROOT/etc/systemd/system/gpu-double-driver.service"
 ln -sf ../gpu-double-driver.service "$ROOT/etc/systemd/system/sysinit.target.wants/gpu-double-driver.service"
 ln -sf /usr/lib/gpu-double/bin/gpu-double "$ROOT/usr/local/sbin/modprobe"
+install -m 0755 "$HERE/early/50-gpu-double-sysfs" "$ROOT/etc/testbed/early-mounts.d/50-gpu-double-sysfs"
 
 # the running kernel, as the distro kernel package would have left it
 [ -f "$ROOT/lib/modules/$KREL/modules.dep" ] || : > "$ROOT/lib/modules/$KREL/modules.dep"
@@ -67,6 +71,8 @@ tool() {  # tool NAME DEST: link a shim unless a real (non-testbed) tool is ther
     install -d "$ROOT$(dirname "$2")"
     ln -sf /usr/lib/gpu-double/bin/gpu-double "$ROOT$2"
 }
+
+tool mokutil /usr/bin/mokutil
 
 if [ $el = yes ]; then
     tool grubby /usr/sbin/grubby

@@ -18,18 +18,67 @@ import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+# ConnectX-7 functions (PCI 15b3:1021, MT2910 family, class 0x0207 InfiniBand).  Sources in REALITY.md:
+# - the SW_MNG bridge ("LPF") VPD is the DGX B200 capture in siderolabs/extensions
+#   nvidia-fabricmanager-wrapper/fixtures/dgxb200-lspci (05:00.0, mlx5_0; ibstat: MT4129, FW 28.42.1274,
+#   node GUID 0xe09d730300e400e8);
+# - two ports, each one full PF and one limited PF (LPF, VPD SMDL=SW_MNG): the fabric manager user guide as
+#   quoted in siderolabs/extensions nvswitch.go.  The other functions' bus ids, serials and GUIDs are guesses;
+#   the full PFs' VPD is the LPF's without SMDL=SW_MNG (guess);
+# - the compute NICs carry a real CX-7 adapter VPD (MCX755106AS-HEAT lspci capture); bus ids, serials, GUIDs
+#   and the subsystem id are guesses.
+LPF_PRODUCT = 'Nvidia ConnectX-7 mezz internal for Nvidia Umbriel system'
+NIC_PRODUCT = ('NVIDIA ConnectX-7 Adapter Card, 200GbE / NDR200, Dual-port QSFP112, PCIe 5.0x16 with x16 PCIe '
+               'extension option, Crypto Disabled, Secure Boot Enabled')
+
+
+def _bridge(bus_id, serial, uuid, guid, sw_mng):
+    va = 'MLX:MN=MLNX:CSKU=V2:UUID=V3:PCI=V0:{0}MODL=C7010Z'.format('SMDL=SW_MNG:' if sw_mng else '')
+    return {'bus_id': bus_id, 'device_id': '0x1021', 'class': '0x020700', 'subsystem_device': '0x0087',
+            'sw_mng': sw_mng, 'hca_type': 'MT4129', 'fw_ver': '28.42.1274', 'node_guid': guid,
+            'vpd': {'product': LPF_PRODUCT, 'reserved': 2, 'fields': [
+                ['PN', '692-9X760-00SE-S00'], ['EC', 'A4'], ['V2', '692-9X760-00SE-S00'], ['SN', serial],
+                ['V3', uuid], ['VA', va], ['V0', 'PCIeGen4 x2'],
+                ['VU', '{0}MLNXS0D0F{1}'.format(serial, bus_id[-1])]]}}
+
+
+B200_BRIDGE = [
+    _bridge('0000:05:00.0', 'MT2503603H5V', '96375e6109d7ef118000e09d73e400e8', 'e09d:7303:00e4:00e8', True),
+    _bridge('0000:05:00.1', 'MT2503603H5V', '96375e6109d7ef118000e09d73e400e9', 'e09d:7303:00e4:00e9', False),
+    _bridge('0000:06:00.0', 'MT2503603H6A', '96375e6109d7ef118000e09d73e401f0', 'e09d:7303:00e4:01f0', True),
+    _bridge('0000:06:00.1', 'MT2503603H6A', '96375e6109d7ef118000e09d73e401f1', 'e09d:7303:00e4:01f1', False),
+]
+
+
+def _nic(n, bus):
+    serial = 'MT24216006{0:02X}'.format(0xA0 + n)
+    return {'bus_id': '0000:{0:02x}:00.0'.format(bus), 'device_id': '0x1021', 'class': '0x020700',
+            'subsystem_device': '0x0026', 'sw_mng': False, 'hca_type': 'MT4129', 'fw_ver': '28.42.1274',
+            'node_guid': '9c63:c003:00d4:{0:04x}'.format(0x2000 + n),
+            'vpd': {'product': NIC_PRODUCT, 'reserved': 1, 'fields': [
+                ['PN', 'MCX755106AS-HEAT'], ['EC', 'A8'], ['V2', 'MCX755106AS-HEAT'], ['SN', serial],
+                ['V3', '74173d198917ef1180009c63c0d4{0:04x}'.format(0x2000 + n)],
+                ['VA', 'MLX:MN=MLNX:CSKU=V2:UUID=V3:PCI=V0:MODL=CX755106A'], ['V0', 'PCIeGen5 x16'],
+                ['VU', serial + 'MLNXS0D0F0']]}}
+
+
+COMPUTE_NICS = [_nic(n, bus) for n, bus in enumerate((0x18, 0x2a, 0x3b, 0x4c, 0x9a, 0xab, 0xbb, 0xdb))]
+
 DEFS = {
     'hgx-b200-8gpu': {
         'template': 'b200-8gpu_k8s-test-infra.xml',
         'template_overrides': [],
-        # NVLink switch chips of the HGX baseboard; PCI device id modelled, not from a capture.
-        'nvswitches': [{'bus_id': '0000:{0:02x}:00.0'.format(b), 'device_id': '0x2941'} for b in (0x05, 0x06)],
+        # NVLink 5: the NVSwitch ASICs are not host PCI devices; the baseboard's ConnectX-7 bridge shows instead
+        # (see CONNECTX below and REALITY.md).
+        'nvswitches': [],
+        'connectx': B200_BRIDGE + COMPUTE_NICS,
         'needs_nvlsm': True,
     },
     'hgx-h100-8gpu': {
         'template': 'h100-sxm-80gb-hbm3-8gpu_k8s-test-infra.xml',
         'template_overrides': [],
         'nvswitches': [{'bus_id': '0000:{0:02x}:00.0'.format(b), 'device_id': '0x22a3'} for b in (5, 6, 7, 8)],
+        'connectx': COMPUTE_NICS,
         'needs_nvlsm': False,
     },
     'hgx-h200-8gpu': {
@@ -43,6 +92,7 @@ DEFS = {
             ['<value>2619 MHz</value>', '<value>3201 MHz</value>'],
         ],
         'nvswitches': [{'bus_id': '0000:{0:02x}:00.0'.format(b), 'device_id': '0x22a3'} for b in (5, 6, 7, 8)],
+        'connectx': COMPUTE_NICS,
         'needs_nvlsm': False,
     },
 }
@@ -99,6 +149,7 @@ def build(name, spec):
                        'mem_mhz': int(num(first(b, 'mem_clock', 'max_clocks')))},
         'supported_clocks': sup,
         'nvswitches': spec['nvswitches'],
+        'connectx': spec['connectx'],
         'needs_nvlsm': spec['needs_nvlsm'],
         'unsupported': [],
         'gpus': gpus,

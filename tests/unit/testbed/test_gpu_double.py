@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -224,10 +225,13 @@ def test_proc_driver_version_formats(node, tmp_path, monkeypatch):
 # ---------------------------------------------------------------- setters
 
 B0 = '00000000:8F:00.0'
+PM_WARN = ('Warning: persistence mode is disabled on device {0}. See the Known Issues section of the nvidia-smi(1) '
+           'man page for more information. Run with [--help | -h] switch to get more information on how to enable '
+           'persistence mode.'.format(B0))
 
 
 @pytest.mark.parametrize('argv,euid,expected,rc', [
-    (['-i', '0', '-pm', '1'], '0', 'Enabled persistence mode for GPU {0}.\nAll done.\n'.format(B0), 0),
+    (['-i', '0', '-pm', '1'], '0', 'Enabled Legacy persistence mode for GPU {0}.\nAll done.\n'.format(B0), 0),
     (['-i', '0', '-pm', '0'], '0', 'Persistence mode is already Disabled for GPU {0}.\nAll done.\n'.format(B0), 0),
     (['-i', '0', '-pm', '1'], '1000',
      'Unable to set persistence mode for GPU {0}: Insufficient Permissions\n'
@@ -241,15 +245,21 @@ B0 = '00000000:8F:00.0'
      'Failed to set power management limit for GPU {0}: Insufficient Permissions\n'
      'Terminating early due to previous errors.\n'.format(B0), 4),
     (['-i', '0', '-lgc', '1500,1500'], '0',
-     'GPU clocks set to "(gpuClkMin 1500, gpuClkMax 1500)" for GPU {0}\nAll done.\n'.format(B0), 0),
+     'GPU clocks set to "(gpuClkMin 1500, gpuClkMax 1500)" for GPU {0}\n\n{1}\nAll done.\n'.format(B0, PM_WARN), 0),
     (['-i', '0', '-lmc', '3996,3996'], '0',
-     'Memory clocks set to "(memClkMin 3996, memClkMax 3996)" for GPU {0}\nAll done.\n'.format(B0), 0),
+     'Memory clocks set to "(memClkMin 3996, memClkMax 3996)" for GPU {0}\n\n{1}\nAll done.\n'.format(B0, PM_WARN),
+     0),
+    (['-i', '0', '-lgc', '1500,1500'], '1000',
+     'The current user does not have permission to change clocks for GPU {0}.\n'
+     'Terminating early due to previous errors.\n'.format(B0), 4),
+    (['-i', '0', '-rgc'], '0', 'All done.\n', 0),
+    (['-i', '0', '-rmc'], '0', 'All done.\n', 0),
     (['-i', '0', '-ac', '3996,1965'], '0',
      'Applications clocks set to "(MEM 3996, SM 1965)" for GPU {0}\nAll done.\n'.format(B0), 0),
     (['-i', '0', '-ac', '5001,2100'], '0',
      'Specified clock combination "(MEM 5001, SM 2100)" is not supported for GPU {0}. Run '
      "'nvidia-smi -q -d SUPPORTED_CLOCKS' to see list of supported clock combinations\n"
-     'Terminating early due to previous errors.\n'.format(B0), 2),
+     'Treating as warning and moving on.\nAll done.\n'.format(B0), 0),
     (['-pl'], '0', "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n", 2),
 ])
 def test_setters(node, monkeypatch, argv, euid, expected, rc):
@@ -261,8 +271,7 @@ def test_setters(node, monkeypatch, argv, euid, expected, rc):
 def test_application_clocks_are_deprecated_from_590(node):
     node.ready(version='590.48.01')
     assert node.smi('-i', '0', '-ac', '3996,1965', version='590.48.01') == (
-        'Setting applications clocks is not supported for GPU {0}: Requested functionality has been '
-        'deprecated.\nTreating as warning and moving on.\nAll done.\n'.format(B0), 0)
+        'The requested functionality has been deprecated.\n', 0)
     out = node.smi('-i', '0', '--query-gpu=clocks.applications.graphics,clocks.max.graphics', '--format=csv',
                    version='590.48.01')
     assert out == ('clocks.applications.graphics [MHz], clocks.max.graphics [MHz]\n'
@@ -275,16 +284,16 @@ def test_unsupported_power_limit_is_a_warning(node):
     prof['unsupported'] = ['power-limit']
     (node.path / 'etc/testbed/hardware.json').write_text(json.dumps(prof))
     assert node.smi('-i', '0', '-pl', '700') == (
-        'Changing power management limit is not supported for GPU: {0}.\nTreating as warning and moving on.\n'
-        'All done.\n'.format(B0), 0)
+        'Changing power management limit is not supported in current scope for GPU: {0}.\nAll done.\n'.format(B0), 0)
 
 
 def test_clock_lock_shows_in_queries_and_resets(node):
     node.ready()
+    assert node.smi('-pm', '1')[1] == 0
     node.smi('-i', '2', '-lgc', '1500,1500')
     assert node.smi('-i', '2', '--query-gpu=index,clocks.gr,clocks.sm', '--format=csv,noheader,nounits') == (
         '2, 1500, 1500\n', 0)
-    node.smi('-i', '2', '-rgc')
+    assert node.smi('-i', '2', '-rgc') == ('All done.\n', 0)
     assert node.smi('-i', '2', '--query-gpu=clocks.gr', '--format=csv,noheader') == ('120 MHz\n', 0)
 
 
@@ -302,8 +311,8 @@ def test_csv_query_header_units_and_errors(node):
 
 @pytest.mark.parametrize('content,gone', [('', '00000000:CC:00.0'), ('2\n', '00000000:96:00.0'),
                                           ('0000:8f:00.0\n', '00000000:8F:00.0')])
-def test_gpu_missing_hides_gpu_from_smi_and_pci(node, tmp_path, content, gone):
-    node.ready().fault('gpu-missing', content)
+def test_gpu_removed_hides_gpu_from_smi_and_pci(node, tmp_path, content, gone):
+    node.ready().fault('gpu-removed', content)
     text, rc = node.smi('--query-gpu=index,pci.bus_id,count', '--format=csv,noheader')
     assert rc == 0
     rows = [line.split(', ') for line in text.splitlines()]
@@ -311,14 +320,14 @@ def test_gpu_missing_hides_gpu_from_smi_and_pci(node, tmp_path, content, gone):
     assert gone not in [r[1] for r in rows]
     assert set(r[2] for r in rows) == {'7'}
     pci = gd.write_pci_tree(gd.load_profile(), str(tmp_path / 'pci'))
-    assert len(pci) == 7 + 2
+    assert len(pci) == 7 + 4 + 8  # GPUs, ConnectX-7 bridge functions, compute NICs
     assert gd.sysfs_bus_id(gone) not in pci
 
 
 def test_pci_tree_files(node, tmp_path):
     node.profile()
     names = gd.write_pci_tree(gd.load_profile(), str(tmp_path / 'pci'))
-    assert names[:2] == ['0000:05:00.0', '0000:06:00.0']
+    assert names[:4] == ['0000:05:00.0', '0000:05:00.1', '0000:06:00.0', '0000:06:00.1']
     dev = tmp_path / 'pci' / '0000:8f:00.0'
     assert [(f, (dev / f).read_text()) for f in ('vendor', 'device', 'class', 'subsystem_vendor',
                                                  'subsystem_device')] == [
@@ -399,3 +408,261 @@ def test_grubby_default_and_set_default(node, capsys):
                    'and kernel /boot/vmlinuz-{0}'.format(KERNEL), '/boot/vmlinuz-' + KERNEL, '0']
     assert bootloader.grubby(['--set-default=/boot/vmlinuz-nope']) == 1
     assert double_tools.selected_kernel() == KERNEL
+
+
+# ---------------------------------------------------------------- issue 14 / issue 10 (R2, R13-R20)
+
+LOST = 'Unable to determine the device handle for gpu 0000:96:00.0: Unknown Error\n'
+
+
+def test_gpu_missing_keeps_indexes_names_the_gpu_and_exits_15(node):
+    """R14/R16: the lost GPU is named, the others keep nvidia-smi's index, rc 15, partial data."""
+    node.ready().fault('gpu-missing', '2\n')
+    out, err, rc = nvsmi_double.invoke(['-L'], '580.95.05')
+    assert rc == 15
+    assert err == LOST
+    assert [line.split(':')[0] for line in out.splitlines()] == ['GPU 0', 'GPU 1', 'GPU 3', 'GPU 4', 'GPU 5',
+                                                                  'GPU 6', 'GPU 7']
+    out, err, rc = nvsmi_double.invoke(['--query-gpu=index,pci.bus_id', '--format=csv,noheader'], '580.95.05')
+    assert (rc, err) == (15, LOST)
+    assert [r.split(', ')[0] for r in out.splitlines()] == ['0', '1', '3', '4', '5', '6', '7']
+    out, err, rc = nvsmi_double.invoke([], '580.95.05')
+    assert (rc, err) == (15, LOST)
+    assert '00000000:96:00.0' not in out and '00000000:97:00.0' in out
+    assert node.smi('-i', '2', '-L') == ('', 15)
+    assert "NVRM: Xid (PCI:0000:96:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus." in \
+        gd.render_kernel_log(gd.load_profile())
+
+
+def test_gpu_missing_xml_is_partial_and_still_counts_the_gpu(node):
+    node.ready().fault('gpu-missing', '0000:96:00.0 lost\n')
+    out, err, rc = nvsmi_double.invoke(['-q', '-x'], '580.95.05')
+    assert rc == 15
+    assert err == ('Unable to determine the device handle for gpu 0000:96:00.0: GPU is lost. Reboot the system to '
+                   'recover this GPU\n')
+    assert '<attached_gpus>8</attached_gpus>' in out
+    assert '<gpu id="00000000:96:00.0">' not in out
+    assert re.findall(r'<minor_number>(\d+)</minor_number>', out) == ['0', '1', '3', '4', '5', '6', '7']
+    pci = gd.write_pci_tree(gd.load_profile(), str(node.path / 'pci'))
+    assert '0000:96:00.0' in pci  # still on the bus; only NVML cannot reach it
+
+
+def test_gpu_missing_parses_with_the_collection(node):
+    parse = _parser()
+    node.ready().fault('gpu-missing', '2\n')
+    gpus = _gpus(parse(node.smi('-q', '-x')[0]))
+    assert [g['pci_bus_id'] for g in gpus] == ['00000000:8F:00.0', '00000000:90:00.0', '00000000:97:00.0',
+                                               '00000000:C4:00.0', '00000000:C5:00.0', '00000000:CB:00.0',
+                                               '00000000:CC:00.0']
+
+
+def _sysfs(node):
+    prof = gd.load_profile()
+    pci = node.path / 'sys/bus/pci/devices'
+    ib = node.path / 'sys/class/infiniband'
+    gd.write_pci_tree(prof, str(pci))
+    gd.write_ib_tree(prof, str(ib))
+    return pci, ib
+
+
+def test_b200_has_no_nvidia_bridge_but_sw_mng_connectx_functions(node):
+    """R2: NVLink 5 switches are reached through ConnectX-7 functions whose VPD carries SMDL=SW_MNG."""
+    node.profile('hgx-b200-8gpu')
+    pci, ib = _sysfs(node)
+    devs = dict((d.name, dict((f, (d / f).read_text().strip()) for f in ('vendor', 'device', 'class')))
+                for d in pci.iterdir())
+    assert [n for n, d in devs.items() if d['vendor'] == '0x10de' and d['class'] != '0x030200'] == []
+    assert sorted(n for n, d in devs.items() if d['vendor'] == '0x15b3') == [
+        '0000:05:00.0', '0000:05:00.1', '0000:06:00.0', '0000:06:00.1', '0000:18:00.0', '0000:2a:00.0',
+        '0000:3b:00.0', '0000:4c:00.0', '0000:9a:00.0', '0000:ab:00.0', '0000:bb:00.0', '0000:db:00.0']
+    assert set((d['device'], d['class']) for d in devs.values() if d['vendor'] == '0x15b3') == {
+        ('0x1021', '0x020700')}
+    # the real detection: /sys/class/infiniband/*/device/vpd containing SW_MNG
+    hits = sorted(d.name for d in ib.iterdir() if b'SW_MNG' in (d / 'device' / 'vpd').read_bytes())
+    assert hits == ['mlx5_0', 'mlx5_2']
+    assert os.path.realpath(str(ib / 'mlx5_0' / 'device')) == str(pci / '0000:05:00.0')
+    assert len(list(ib.iterdir())) == 12
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import scan_pci
+    assert scan_pci(str(node.path))['nvswitch_count'] == 0
+
+
+def test_connectx_vpd_is_real_binary_vpd(node):
+    node.profile('hgx-b200-8gpu')
+    pci, _ib = _sysfs(node)
+    raw = (pci / '0000:05:00.0' / 'vpd').read_bytes()
+    assert raw[:1] == b'\x82' and raw[-1:] == b'\x78'
+    rv = raw.index(b'RV')
+    assert sum(bytearray(raw[:rv + 4])) % 256 == 0  # pciutils: "checksum good"
+    name, fields = gd.parse_vpd(raw)
+    assert name == 'Nvidia ConnectX-7 mezz internal for Nvidia Umbriel system'
+    assert fields['VA'] == 'MLX:MN=MLNX:CSKU=V2:UUID=V3:PCI=V0:SMDL=SW_MNG:MODL=C7010Z'
+    assert fields['PN'] == '692-9X760-00SE-S00'
+    nic = gd.parse_vpd((pci / '0000:18:00.0' / 'vpd').read_bytes())[1]
+    assert nic['PN'] == 'MCX755106AS-HEAT' and 'SW_MNG' not in nic['VA']
+    assert oct(os.stat(str(pci / '0000:05:00.0' / 'vpd')).st_mode & 0o777) == '0o600'
+
+
+@pytest.mark.parametrize('profile_name', ['hgx-h100-8gpu', 'hgx-h200-8gpu'])
+def test_hopper_keeps_pci_nvswitches_and_plain_nics(node, profile_name):
+    node.profile(profile_name)
+    pci, ib = _sysfs(node)
+    switches = sorted(d.name for d in pci.iterdir() if (d / 'class').read_text().strip() == '0x068000')
+    assert switches == ['0000:05:00.0', '0000:06:00.0', '0000:07:00.0', '0000:08:00.0']
+    assert [d.name for d in ib.iterdir() if b'SW_MNG' in (d / 'device' / 'vpd').read_bytes()] == []
+    assert len(list(ib.iterdir())) == 8
+
+
+def test_fabric_manager_runs_on_sw_mng_bridges(node, capsys, monkeypatch):
+    node.ready('hgx-b200-8gpu')
+    (node.path / 'run/gpu-double').mkdir(parents=True, exist_ok=True)
+    (node.path / 'run/gpu-double/nvlsm.running').write_text('2025.06.4\n')
+    monkeypatch.setattr(double_tools, '_run_forever', lambda cleanup: 0)
+    assert double_tools.cmd_fabricmanager([], '580.95.05') == 0
+    assert capsys.readouterr().out == 'nv-fabricmanager: started, version 580.95.05, 2 NVSwitch(es)\n'
+
+
+def test_power_limit_reverts_when_the_last_client_exits_without_persistence(node):
+    """R15: no persistence mode, no daemon: the setting dies with the invocation that made it."""
+    node.ready()
+    assert node.smi('-i', '1', '-pl', '700') == (
+        'Power limit for GPU 00000000:90:00.0 was set to 700.00 W from 1000.00 W.\nAll done.\n', 0)
+    assert node.smi('-i', '1', '--query-gpu=power.limit', '--format=csv,noheader') == ('1000.00 W\n', 0)
+    node.smi('-i', '1', '-lgc', '1500,1500')
+    assert node.smi('-i', '1', '--query-gpu=clocks.gr', '--format=csv,noheader') == ('120 MHz\n', 0)
+    # with persistence mode the driver stays loaded and keeps them, until the next boot
+    node.smi('-pm', '1')
+    node.smi('-i', '1', '-pl', '700')
+    assert node.smi('-i', '1', '--query-gpu=power.limit', '--format=csv,noheader') == ('700.00 W\n', 0)
+    gd.ensure_state(gd.load_profile(), at_boot=True)
+    assert node.smi('-i', '1', '--query-gpu=power.limit,persistence_mode', '--format=csv,noheader') == (
+        '1000.00 W, Disabled\n', 0)
+
+
+def test_persistenced_without_persistence_mode_keeps_nothing(node, monkeypatch, capsys):
+    """Ubuntu's unit runs nvidia-persistenced --no-persistence-mode: persistence stays off (R7), settings go."""
+    node.ready()
+    monkeypatch.setattr(double_tools, '_run_forever', lambda cleanup: 0)
+    assert double_tools.cmd_persistenced(['--user', 'nvidia-persistenced', '--no-persistence-mode', '--verbose'],
+                                         '580.95.05') == 0
+    node.smi('-i', '0', '-pl', '700')
+    assert node.smi('-i', '0', '--query-gpu=power.limit,persistence_mode', '--format=csv,noheader') == (
+        '1000.00 W, Disabled\n', 0)
+    assert node.smi('-i', '0', '-pm', '1') == ('Enabled persistence mode for GPU {0}.\nAll done.\n'.format(B0), 0)
+    assert double_tools.cmd_persistenced(['--verbose'], '580.95.05') == 0
+    assert node.smi('--query-gpu=persistence_mode', '--format=csv,noheader')[0] == 'Enabled\n' * 8
+
+
+def test_lgc_warns_only_without_persistence(node):
+    node.ready()
+    out = node.smi('-i', '0', '-lgc', '1500,1965')[0]
+    assert out.endswith('\n\n{0}\nAll done.\n'.format(PM_WARN))
+    node.smi('-pm', '1')
+    assert node.smi('-i', '0', '-lgc', '1500,1965') == (
+        'GPU clocks set to "(gpuClkMin 1500, gpuClkMax 1965)" for GPU {0}\nAll done.\n'.format(B0), 0)
+
+
+@pytest.mark.parametrize('version,text', [('580.95.05', 'Enabled Legacy persistence mode'),
+                                          ('570.148.08', 'Enabled persistence mode')])
+def test_pm_text_by_branch(node, version, text):
+    node.ready(version=version)
+    assert node.smi('-i', '0', '-pm', '1', version=version) == (
+        '{0} for GPU {1}.\nAll done.\n'.format(text, B0), 0)
+
+
+def test_clock_lock_that_does_not_hold(node):
+    """R17: the lock is accepted, the GPU runs lower; only the lock query shows the lock."""
+    node.ready().fault('clocks-capped', '1400\n')
+    node.smi('-pm', '1')
+    assert node.smi('-i', '0', '-lgc', '1965,1965') == (
+        'GPU clocks set to "(gpuClkMin 1965, gpuClkMax 1965)" for GPU {0}\nAll done.\n'.format(B0), 0)
+    assert node.smi('-i', '0', '--query-gpu=clocks.gr,clocks.sm', '--format=csv,noheader') == (
+        '1400 MHz, 1400 MHz\n', 0)
+    xml = node.smi('-i', '0', '-q', '-x')[0]
+    assert '<clocks_event_reason_sw_power_cap>Active</clocks_event_reason_sw_power_cap>' in xml
+
+
+def test_out_of_band_power_cap(node):
+    """R19: enforced limit below the requested one."""
+    node.ready().fault('power-capped', '500\n')
+    node.smi('-pm', '1')
+    node.smi('-i', '0', '-pl', '700')
+    assert node.smi('-i', '0', '--query-gpu=power.limit,enforced.power.limit', '--format=csv,noheader') == (
+        '700.00 W, 500.00 W\n', 0)
+    xml = node.smi('-i', '0', '-q', '-x')[0]
+    assert '<current_power_limit>500.00 W</current_power_limit>' in xml
+    assert '<requested_power_limit>700.00 W</requested_power_limit>' in xml
+
+
+def _tag_paths(text):
+    import xml.etree.ElementTree as ET
+    out = set()
+
+    def walk(elem, pre):
+        for child in elem:
+            out.add(pre + '/' + child.tag)
+            walk(child, pre + '/' + child.tag)
+    walk(ET.fromstring(text).find('gpu'), '')
+    return out
+
+
+@pytest.mark.parametrize('profile_name', ['hgx-b200-8gpu', 'hgx-h100-8gpu'])
+def test_branch_570_prints_the_v12_layout(node, profile_name):
+    """R18: the layout of the real 570 capture below 580, v13 from 580 on."""
+    node.ready(profile_name, version='570.148.08')
+    xml = node.smi('-q', '-x', version='570.148.08')[0]
+    assert '"nvsmi_device_v12.dtd"' in xml
+    with open(os.path.join(FIXTURES, 'nvidia-smi-xml', 'a100-sxm4-40gb-1gpu_k8s-test-infra.xml')) as f:
+        assert _tag_paths(xml) == _tag_paths(f.read())
+    assert '<gpu_reset_status>' in xml and '<voltage>' in xml and 'clocks_event_reasons_counters' not in xml
+    (node.path / 'run/gpu-double/state.json').unlink()
+    node.module('580.95.05')
+    xml = node.smi('-q', '-x')[0]
+    assert '"nvsmi_device_v13.dtd"' in xml and '<clocks_event_reasons_counters>' in xml
+
+
+def test_v12_layout_parses_with_the_collection(node):
+    parse = _parser()
+    node.ready(version='570.148.08')
+    gpus = _gpus(parse(node.smi('-q', '-x', version='570.148.08')[0]))
+    assert len(gpus) == 8 and gpus[0]['pci_bus_id'] == B0
+
+
+@pytest.mark.parametrize('version', ['590.48.01'])
+def test_deprecated_ac_and_rac(node, version):
+    node.ready(version=version)
+    assert node.smi('-ac', '3996,1965', version=version) == ('The requested functionality has been deprecated.\n', 0)
+    assert node.smi('-rac', version=version) == ('The requested functionality has been deprecated.\n', 0)
+
+
+def test_secure_boot_rejects_the_module_until_healed(node, capsys):
+    """R13: Secure Boot on, no enrolled MOK: the DKMS module is rejected; healed: it loads."""
+    node.ready().fault('secure-boot')
+    efivars = node.path / 'sys/firmware/efi/efivars'
+    gd.write_efivars(str(efivars))
+    assert (efivars / 'SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c').read_bytes() == b'\x06\x00\x00\x00\x01'
+    assert double_tools.cmd_mokutil(['--sb-state']) == 0
+    assert capsys.readouterr().out == 'SecureBoot enabled\n'
+    (node.path / 'var/lib/dkms').mkdir(parents=True)
+    (node.path / 'var/lib/dkms/mok.pub').write_text('key')
+    assert double_tools.cmd_mokutil(['--test-key', '/var/lib/dkms/mok.pub']) == 0
+    assert capsys.readouterr().out == '/var/lib/dkms/mok.pub is not enrolled\n'
+    assert node.smi('-L') == (NO_DRIVER, 9)
+    assert double_tools.cmd_modprobe(['nvidia']) == 1
+    assert capsys.readouterr().err == "modprobe: ERROR: could not insert 'nvidia': Key was rejected by service\n"
+    log = gd.render_kernel_log(gd.load_profile())
+    assert 'Lockdown: modprobe: unsigned module loading is restricted; see man kernel_lockdown.7' in log
+    assert 'module verification failed: signature and/or required key missing' in log
+    (node.path / 'var/lib/testbed/faults/secure-boot').unlink()
+    gd.write_efivars(str(efivars))
+    assert double_tools.cmd_mokutil(['--sb-state']) == 0
+    assert capsys.readouterr().out == 'SecureBoot disabled\n'
+    assert double_tools.cmd_modprobe(['nvidia']) == 0
+    assert node.smi('-L')[1] == 0
+
+
+def test_every_call_is_counted(node):
+    node.ready()
+    for argv in (['-L'], ['-q', '-x'], ['--version']):
+        node.smi(*argv)
+    lines = (node.path / 'run/gpu-double/calls.log').read_text().splitlines()
+    assert [line.split(' ', 1)[1] for line in lines] == ['-L', '-q -x', '--version']

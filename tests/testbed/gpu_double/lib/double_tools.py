@@ -33,14 +33,13 @@ def cmd_boot(args):
     mods.update(l.split('#', 1)[0].strip() for l in modtext.splitlines() if l.split('#', 1)[0].strip())
     for mod in sorted(mods):
         set_module(mod, True)
+    if gd.secure_boot_on():
+        gd.append_kernel_log(['secureboot: Secure boot enabled',
+                              'Kernel is locked down from EFI Secure Boot mode; see man kernel_lockdown.7'])
     state = gd.ensure_state(profile, at_boot=True)
     gd.save_state(state)
     gd.write_proc_driver(state)
-    pci_dir = os.environ.get('GPU_DOUBLE_PCI_DIR', gd.path('sys/bus/pci/devices'))
-    try:
-        gd.write_pci_tree(profile, pci_dir)
-    except (IOError, OSError) as exc:
-        print('gpu-double: PCI view not written to {0}: {1}'.format(pci_dir, exc))
+    write_views(profile)
     record = {'uname_r': gd.uname_r(), 'selected_kernel': selected_kernel(), 'booted_at': time.time()}
     gd.write_text(os.path.join(gd.RUN_DIR, 'boot.json'), json.dumps(record, sort_keys=True) + '\n')
     if record['selected_kernel'] and record['selected_kernel'] != record['uname_r']:
@@ -52,6 +51,32 @@ def cmd_boot(args):
         'loaded {0} ({1})'.format(drv['version'], drv['flavour']) if drv.get('loaded') else 'not loaded: ',
         '' if drv.get('loaded') else drv.get('reason')))
     sys.stdout.write(gd.read_text(os.path.join(gd.RUN_DIR, 'kernel.log'), ''))
+    return 0
+
+
+def view_dirs():
+    """Where the simulated sysfs views go (tmpfs mounted by the early-boot hook; env overrides for tests)."""
+    return {'pci': os.environ.get('GPU_DOUBLE_PCI_DIR', gd.path('sys/bus/pci/devices')),
+            'ib': os.environ.get('GPU_DOUBLE_IB_DIR', gd.path('sys/class/infiniband')),
+            'efivars': os.environ.get('GPU_DOUBLE_EFIVARS', gd.path('sys/firmware/efi/efivars'))}
+
+
+def write_views(profile):
+    """PCI devices, /sys/class/infiniband and the EFI variables; a view whose mount is missing is reported."""
+    dirs = view_dirs()
+    for what, func in (('pci', gd.write_pci_tree), ('ib', gd.write_ib_tree), ('efivars', None)):
+        try:
+            if what == 'efivars':
+                gd.write_efivars(dirs[what])
+            else:
+                func(profile, dirs[what])
+        except (IOError, OSError) as exc:
+            print('gpu-double: {0} view not written to {1}: {2}'.format(what, dirs[what], exc))
+
+
+def cmd_views(args):
+    """gpu-double views: rewrite the PCI, InfiniBand and EFI variable views (after a fault changed them)."""
+    write_views(gd.load_profile())
     return 0
 
 
@@ -134,7 +159,11 @@ def cmd_modprobe(args):
                 gd.save_state(state)
                 gd.write_proc_driver(state)
             elif not state['driver'].get('loaded'):
-                sys.stderr.write('modprobe: ERROR: could not insert \'nvidia\': No such device\n')
+                reason = state['driver'].get('reason') or ''
+                if reason.startswith('modprobe: '):
+                    sys.stderr.write(reason + '\n')
+                else:
+                    sys.stderr.write('modprobe: ERROR: could not insert \'nvidia\': No such device\n')
                 return 1
     return 0
 
@@ -171,18 +200,27 @@ def cmd_persistenced(args, version):
         print('nvidia-persistenced: The NVIDIA kernel module version {0} does not match the '
               'nvidia-persistenced version {1}'.format(state['driver']['version'], version))
         return 1
-    for gpu in gd.present_gpus(profile):
-        gd.gpu_state(state, profile, gpu['pci_bus_id'])['persistence'] = True
+    # nvidia-persistenced(1): persistence mode is enabled unless --no-persistence-mode is given (Ubuntu's unit).
+    enable = '--no-persistence-mode' not in args
+    if enable:
+        for gpu in gd.present_gpus(profile):
+            gd.gpu_state(state, profile, gpu['pci_bus_id'])['persistence'] = True
     gd.save_state(state)
-    print('nvidia-persistenced: device persistence enabled on {0} GPU(s) (version {1})'.format(
-        len(gd.present_gpus(profile)), version))
+    gd.write_text(os.path.join(gd.RUN_DIR, 'persistenced.running'), '{0}\n'.format(os.getpid()))
+    print('nvidia-persistenced: started (version {0}); persistence mode {1}'.format(
+        version, 'enabled on {0} GPU(s)'.format(len(gd.present_gpus(profile))) if enable else 'left off'))
     sys.stdout.flush()
 
     def cleanup():
         st = gd.load_state() or state
-        for gpu in st.get('gpus', {}).values():
-            gpu['persistence'] = False
+        if enable:
+            for gpu in st.get('gpus', {}).values():
+                gpu['persistence'] = False
+        gd.reset_volatile(st, profile)
         gd.save_state(st)
+        marker = gd.path(os.path.join(gd.RUN_DIR, 'persistenced.running'))
+        if os.path.exists(marker):
+            os.remove(marker)
     _run_forever(cleanup)
     return 0
 
@@ -208,14 +246,14 @@ def cmd_fabricmanager(args, version):
         print('nv-fabricmanager: fabric manager version {0} does not match the NVIDIA driver version {1}; '
               'both must be the same version'.format(version, drv))
         return 1
-    if not profile.get('nvswitches'):
+    if not gd.nvswitch_fabric(profile):
         print('nv-fabricmanager: no NVSwitch devices found, fabric manager is not needed on this system')
         return 1
     if profile.get('needs_nvlsm') and not _wait_for_nvlsm(float(os.environ.get('GPU_DOUBLE_NVLSM_WAIT', '30'))):
         print('nv-fabricmanager: NVLink subnet manager (nvlsm) is not running; start nvlsm first')
         return 1
     gd.write_text(os.path.join(gd.RUN_DIR, 'fabricmanager.running'), version + '\n')
-    print('nv-fabricmanager: started, version {0}, {1} NVSwitch(es)'.format(version, len(profile['nvswitches'])))
+    print('nv-fabricmanager: started, version {0}, {1} NVSwitch(es)'.format(version, gd.nvswitch_count(profile)))
     sys.stdout.flush()
 
     def cleanup():
@@ -355,8 +393,40 @@ def cmd_dkms(args):
     return 1
 
 
-COMMANDS = {'boot': cmd_boot, 'pcigen': cmd_pcigen, 'kernel-log': cmd_kernel_log, 'modprobe': cmd_modprobe,
-            'dkms': cmd_dkms}
+def cmd_mokutil(args):
+    """mokutil shim: --sb-state and --test-key read the simulated EFI variables (texts of mokutil.c)."""
+    if '--sb-state' in args:
+        data = gd.read_efivar('SecureBoot')
+        if data is None:
+            print('EFI variables are not supported on this system')
+            return 1
+        setup = gd.read_efivar('SetupMode') or bytearray([0])
+        if data[:1] == bytearray([1]) and setup[:1] == bytearray([0]):
+            print('SecureBoot enabled')
+        else:
+            print('SecureBoot disabled')
+            if setup[:1] == bytearray([1]):
+                print('Platform is in Setup Mode')
+        return 0
+    if '--test-key' in args or '-t' in args:
+        flag = '--test-key' if '--test-key' in args else '-t'
+        pos = args.index(flag)
+        key = args[pos + 1] if pos + 1 < len(args) else None
+        if key is None:
+            sys.stderr.write('mokutil: option requires an argument\n')
+            return 255
+        if not os.path.exists(gd.path(key.lstrip('/')) if gd.root() != '/' else key):
+            sys.stderr.write('Failed to open {0}\n'.format(key))
+            return 255
+        # No key is ever enrolled in the simulated firmware (enrolling needs the MOK manager at the console).
+        print('{0} is not enrolled'.format(key))
+        return 0
+    sys.stderr.write('mokutil (simulated fleet): only --sb-state and --test-key are simulated\n')
+    return 255
+
+
+COMMANDS = {'boot': cmd_boot, 'views': cmd_views, 'mokutil': cmd_mokutil, 'pcigen': cmd_pcigen,
+            'kernel-log': cmd_kernel_log, 'modprobe': cmd_modprobe, 'dkms': cmd_dkms}
 DAEMONS = {'persistenced': cmd_persistenced, 'fabricmanager': cmd_fabricmanager, 'nvlsm': cmd_nvlsm}
 
 

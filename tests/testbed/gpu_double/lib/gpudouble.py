@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 import json
 import os
 import re
+import struct
 import time
 
 PROFILE = 'etc/testbed/hardware.json'
@@ -29,14 +30,23 @@ FAULT_DIR = 'var/lib/testbed/faults'
 LIB_DIR = 'usr/lib/gpu-double'
 
 # Fault flag files (names are the contract with tests/testbed/testbed.py `fault`/`heal`).
-FAULT_GPU_MISSING = 'gpu-missing'            # optional content: index or PCI bus id; default: last GPU
+FAULT_GPU_MISSING = 'gpu-missing'            # GPU lost ("fell off the bus"): still on PCI, NVML cannot reach it.
+                                             # Content: lines "<index|bus id|uuid> [lost]"; default: last GPU
+FAULT_GPU_REMOVED = 'gpu-removed'            # GPU gone from the PCI bus too (others renumber); same content
+FAULT_CLOCKS_CAPPED = 'clocks-capped'        # a clock lock reports success but the GPU runs lower (power/thermal);
+                                             # content: graphics MHz cap (default 85 % of the maximum)
+FAULT_POWER_CAPPED = 'power-capped'          # out-of-band power cap (BMC): enforced limit below the requested one;
+                                             # content: watts (default 70 % of the default limit)
+FAULT_SECURE_BOOT = 'secure-boot'            # UEFI Secure Boot on, no MOK enrolled: unsigned/unenrolled modules
+                                             # are rejected ("Key was rejected by service")
 FAULT_SMI_HANG = 'nvidia-smi-hang'            # nvidia-smi sleeps forever
 FAULT_DRIVER_UNLOADED = 'driver-unloaded'     # driver answers as not loaded; /proc/driver/nvidia gone
 FAULT_XID = 'xid'                             # lines "<xid> [<index|bus id>]"; default GPU 0
 FAULT_RETIRED_PAGES = 'retired-pages-pending'  # optional content: indexes/bus ids, one a line; default all
 FAULT_REMAPPED_ROWS = 'remapped-rows-pending'  # same
-FAULT_NAMES = (FAULT_GPU_MISSING, FAULT_SMI_HANG, FAULT_DRIVER_UNLOADED, FAULT_XID,
-               FAULT_RETIRED_PAGES, FAULT_REMAPPED_ROWS)
+FAULT_NAMES = (FAULT_GPU_MISSING, FAULT_GPU_REMOVED, FAULT_SMI_HANG, FAULT_DRIVER_UNLOADED, FAULT_XID,
+               FAULT_RETIRED_PAGES, FAULT_REMAPPED_ROWS, FAULT_CLOCKS_CAPPED, FAULT_POWER_CAPPED, FAULT_SECURE_BOOT)
+EFI_GLOBAL_GUID = '8be4df61-93ca-11d2-aa0d-00e098032b8c'
 
 CUDA_BY_BRANCH = {'570': '12.8', '575': '12.9', '580': '13.0', '590': '13.1', '595': '13.2'}
 # Architectures that only work with the open kernel modules.
@@ -140,15 +150,69 @@ def sysfs_bus_id(bus_id):
     return bus_id[4:].lower()
 
 
+def _fault_gpus(gpus, name):
+    """[(gpu, words after the id)] named by a GPU fault file (default: the last GPU)."""
+    lines = fault_lines(name)
+    if not lines:
+        return [(gpus[-1], [])] if gpus else []
+    out = []
+    for line in lines:
+        parts = line.split()
+        gpu = gpus[-1] if parts[0] == 'last' and gpus else _match_gpu(gpus, parts[0])
+        if gpu is not None:
+            out.append((gpu, parts[1:]))
+    return out
+
+
 def present_gpus(profile):
-    """GPUs visible on the PCI bus (the gpu-missing fault removes one)."""
+    """GPUs on the PCI bus, with the index nvidia-smi gives them (the gpu-removed fault takes one off the bus;
+    the others renumber as after a real hot-remove).  A lost GPU (gpu-missing) is still present here."""
     gpus = list(profile['gpus'])
-    if fault_active(FAULT_GPU_MISSING) and gpus:
-        lines = fault_lines(FAULT_GPU_MISSING)
-        gone = [_match_gpu(gpus, line) for line in lines] if lines else [gpus[-1]]
-        gone_ids = set(g['pci_bus_id'] for g in gone if g)
-        gpus = [g for g in gpus if g['pci_bus_id'] not in gone_ids]
+    if fault_active(FAULT_GPU_REMOVED) and gpus:
+        gone_ids = set(g['pci_bus_id'] for g, _ in _fault_gpus(gpus, FAULT_GPU_REMOVED))
+        gpus = [dict(g, index=i) for i, g in enumerate(g for g in gpus if g['pci_bus_id'] not in gone_ids)]
     return gpus
+
+
+def lost_gpus(profile):
+    """{bus id: reason} of GPUs that fell off the bus (gpu-missing): NVML cannot get their handle.
+    Reason 'lost' gives "GPU is lost. Reboot the system to recover this GPU", anything else "Unknown Error"."""
+    if not fault_active(FAULT_GPU_MISSING):
+        return {}
+    out = {}
+    for gpu, words in _fault_gpus(present_gpus(profile), FAULT_GPU_MISSING):
+        out[gpu['pci_bus_id']] = 'GPU is lost. Reboot the system to recover this GPU' if 'lost' in words \
+            else 'Unknown Error'
+    return out
+
+
+def fault_number(name, default):
+    """First number in a fault file (default when empty or not a number)."""
+    for line in fault_lines(name):
+        try:
+            return float(line.split()[0])
+        except (ValueError, IndexError):
+            break
+    return default
+
+
+def clock_cap_mhz(profile):
+    """Graphics clock ceiling while the clocks-capped fault is active (None otherwise)."""
+    if not fault_active(FAULT_CLOCKS_CAPPED):
+        return None
+    return int(fault_number(FAULT_CLOCKS_CAPPED, round(profile['max_clocks']['graphics_mhz'] * 0.85)))
+
+
+def power_cap_w(profile):
+    """Out-of-band power cap while the power-capped fault is active (None otherwise)."""
+    if not fault_active(FAULT_POWER_CAPPED):
+        return None
+    pw = profile['power']
+    return max(float(pw['min_w']), fault_number(FAULT_POWER_CAPPED, round(pw['default_w'] * 0.7)))
+
+
+def secure_boot_on():
+    return fault_active(FAULT_SECURE_BOOT)
 
 
 def flagged_gpus(profile, name):
@@ -189,6 +253,24 @@ def gpu_state(state, profile, bus_id):
             'applications_clocks': None,
         }
     return gpus[bus_id]
+
+
+VOLATILE = ('power_limit_w', 'locked_gpu_clocks', 'locked_mem_clocks', 'applications_clocks')
+
+
+def reset_volatile(state, profile, only_without_persistence=True):
+    """The driver deinitializes a GPU when its last client goes and persistence mode is off: power limit, locked
+    and applications clocks return to their defaults (NVML: these settings are not persistent)."""
+    changed = False
+    for st in state.get('gpus', {}).values():
+        if only_without_persistence and st.get('persistence'):
+            continue
+        default = {'power_limit_w': float(profile['power']['default_w'])}
+        for key in VOLATILE:
+            if st.get(key) != default.get(key):
+                st[key] = default.get(key)
+                changed = True
+    return changed
 
 
 # ---------------------------------------------------------------- kernel side
@@ -425,6 +507,17 @@ def try_load_driver(profile, state, at_boot):
             append_kernel_log([reason])
         drv.update({'loaded': False, 'reason': reason})
         return drv
+    if secure_boot_on():
+        # Secure Boot with kernel lockdown: the DKMS-built module is not signed by an enrolled key.
+        reason = "modprobe: ERROR: could not insert 'nvidia': Key was rejected by service"
+        if drv.get('reason') != reason:
+            append_kernel_log([
+                'Lockdown: modprobe: unsigned module loading is restricted; see man kernel_lockdown.7',
+                'nvidia: module verification failed: signature and/or required key missing - tainting kernel',
+                'Loading of unsigned module is rejected',
+            ])
+        drv.update({'loaded': False, 'reason': reason})
+        return drv
     if state.get('nouveau_loaded'):
         reason = 'nouveau owns the GPUs ({0})'.format(state.get('nouveau_reason'))
         if drv.get('reason') != reason:
@@ -471,15 +564,91 @@ def ensure_state(profile, at_boot=False):
     return state
 
 
+def lost_xid_lines(profile):
+    """A GPU that fell off the bus (gpu-missing) leaves Xid 79 in the kernel log."""
+    return ["NVRM: Xid (PCI:{0}): 79, pid='<unknown>', name=<unknown>, {1}".format(
+        sysfs_bus_id(bus)[:-2], XID_TEXT['79']) for bus in sorted(lost_gpus(profile))]
+
+
 def render_kernel_log(profile):
     base = read_text(os.path.join(RUN_DIR, 'kernel.log'), '') or ''
-    return base + ''.join('[  600.000000] {0}\n'.format(line) for line in xid_lines(profile))
+    return base + ''.join('[  600.000000] {0}\n'.format(line)
+                          for line in lost_xid_lines(profile) + xid_lines(profile))
 
 
 # ---------------------------------------------------------------- PCI view
 
+def build_vpd(product, fields, reserved=1):
+    """Binary PCI VPD as the device returns it: large-resource ID string (0x82), VPD-R (0x90) with 2-byte keywords
+    and an RV checksum (all bytes up to and including it sum to 0), end tag (0x78).  Layout: PCI Local Bus spec
+    (VPD), Linux drivers/pci/vpd.c, pciutils ls-vpd.c."""
+    ident = product.encode('ascii')
+    body = bytearray()
+    for key, value in fields:
+        raw = value.encode('ascii')
+        body += key.encode('ascii') + bytearray([len(raw)]) + raw
+    rv_len = 1 + reserved
+    data = bytearray([0x82]) + struct.pack('<H', len(ident)) + ident
+    data += bytearray([0x90]) + struct.pack('<H', len(body) + 3 + rv_len) + body + b'RV' + bytearray([rv_len])
+    data.append((-sum(data)) & 0xff)
+    data += bytearray(reserved) + bytearray([0x78])
+    return bytes(data)
+
+
+def parse_vpd(data):
+    """(product name, {keyword: value}) of a binary VPD (for tests and `gpu-double vpd`)."""
+    data = bytearray(data)
+    pos, name, fields = 0, None, {}
+    while pos < len(data):
+        tag = data[pos]
+        if tag == 0x78:
+            break
+        if not tag & 0x80:
+            pos += 1 + (tag & 0x07)
+            continue
+        size = struct.unpack('<H', bytes(data[pos + 1:pos + 3]))[0]
+        chunk = data[pos + 3:pos + 3 + size]
+        if tag == 0x82:
+            name = bytes(chunk).decode('ascii')
+        elif tag in (0x90, 0x91):
+            k = 0
+            while k + 3 <= len(chunk):
+                key = bytes(chunk[k:k + 2]).decode('ascii')
+                length = chunk[k + 2]
+                fields[key] = bytes(chunk[k + 3:k + 3 + length])
+                k += 3 + length
+        pos += 3 + size
+    return name, dict((k, v.decode('ascii', 'replace')) for k, v in fields.items())
+
+
+def vpd_bytes(dev):
+    """Binary VPD of a ConnectX device of the profile."""
+    vpd = dev['vpd']
+    return build_vpd(vpd['product'], [tuple(f) for f in vpd['fields']], vpd.get('reserved', 1))
+
+
+def nvswitch_fabric(profile):
+    """True when the board has NVSwitches: PCI NVSwitch functions (Hopper) or SW_MNG bridges (NVLink 5)."""
+    return bool(profile.get('nvswitches')) or any(d.get('sw_mng') for d in profile.get('connectx', []))
+
+
+def nvswitch_count(profile):
+    return len(profile.get('nvswitches', [])) or len([d for d in profile.get('connectx', []) if d.get('sw_mng')])
+
+
+def _clear_dir(full):
+    for dirpath, dirnames, filenames in os.walk(full, topdown=False):
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            os.remove(os.path.join(dirpath, name))
+        for name in dirnames:
+            if not os.path.islink(os.path.join(dirpath, name)):
+                os.rmdir(os.path.join(dirpath, name))
+    os.rmdir(full)
+
+
 def write_pci_tree(profile, out_dir):
-    """Write a sysfs-like tree (one folder per device) for the present GPUs and NVSwitches."""
+    """Write a sysfs-like tree (one folder per device) for the GPUs on the bus, the NVSwitches (Hopper) and the
+    ConnectX-7 functions (NICs and, on NVLink 5 boards, the SW_MNG bridges with their binary vpd)."""
     wanted = {}
     for gpu in present_gpus(profile):
         wanted[sysfs_bus_id(gpu['pci_bus_id'])] = {
@@ -492,15 +661,19 @@ def write_pci_tree(profile, out_dir):
             'vendor': '0x10de', 'device': sw['device_id'], 'class': sw.get('class', '0x068000'),
             'subsystem_vendor': '0x10de', 'subsystem_device': sw.get('subsystem_device', '0x0000'),
         }
+    for dev in profile.get('connectx', []):
+        wanted[dev['bus_id']] = {
+            'vendor': '0x15b3', 'device': dev['device_id'], 'class': dev['class'],
+            'subsystem_vendor': '0x15b3', 'subsystem_device': dev['subsystem_device'],
+            'vpd': vpd_bytes(dev),
+        }
     if not os.path.isdir(out_dir):
         os.makedirs(out_dir)
     for name in os.listdir(out_dir):
         full = os.path.join(out_dir, name)
         if name not in wanted and os.path.isdir(full) and not os.path.islink(full) \
                 and os.path.exists(os.path.join(full, 'gpu-double')):
-            for f in os.listdir(full):
-                os.remove(os.path.join(full, f))
-            os.rmdir(full)
+            _clear_dir(full)
     for name, files in sorted(wanted.items()):
         d = os.path.join(out_dir, name)
         if not os.path.isdir(d):
@@ -508,6 +681,59 @@ def write_pci_tree(profile, out_dir):
         files = dict(files)
         files['gpu-double'] = 'simulated device\n'
         for fname, value in files.items():
-            with open(os.path.join(d, fname), 'w') as f:
+            target = os.path.join(d, fname)
+            if isinstance(value, bytes):
+                with open(target, 'wb') as f:
+                    f.write(value)
+                os.chmod(target, 0o600)  # real sysfs vpd is readable by root only
+                continue
+            with open(target, 'w') as f:
                 f.write(value if value.endswith('\n') else value + '\n')
     return sorted(wanted)
+
+
+def write_ib_tree(profile, ib_dir, pci_link_base='../../../bus/pci/devices'):
+    """/sys/class/infiniband/mlx5_N (one per ConnectX function, in PCI order) with `device` -> the PCI device."""
+    devs = sorted(profile.get('connectx', []), key=lambda d: d['bus_id'])
+    if not os.path.isdir(ib_dir):
+        os.makedirs(ib_dir)
+    wanted = {}
+    for n, dev in enumerate(devs):
+        wanted['mlx5_{0}'.format(n)] = dev
+    for name in os.listdir(ib_dir):
+        full = os.path.join(ib_dir, name)
+        if name not in wanted and os.path.isdir(full) and os.path.exists(os.path.join(full, 'gpu-double')):
+            _clear_dir(full)
+    for name, dev in sorted(wanted.items()):
+        d = os.path.join(ib_dir, name)
+        if not os.path.isdir(d):
+            os.makedirs(d)
+        link = os.path.join(d, 'device')
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(os.path.join(pci_link_base, dev['bus_id']), link)
+        for fname, value in (('gpu-double', 'simulated device'), ('hca_type', dev.get('hca_type', 'MT4129')),
+                             ('fw_ver', dev.get('fw_ver', '28.42.1274')), ('node_guid', dev['node_guid'])):
+            with open(os.path.join(d, fname), 'w') as f:
+                f.write(value + '\n')
+    return sorted(wanted)
+
+
+def write_efivars(efivars_dir):
+    """SecureBoot and SetupMode EFI variables (efivarfs format: 4-byte attributes, then the data)."""
+    if not os.path.isdir(efivars_dir):
+        os.makedirs(efivars_dir)
+    attrs = struct.pack('<I', 0x06)  # BOOTSERVICE_ACCESS | RUNTIME_ACCESS
+    for name, value in (('SecureBoot', 1 if secure_boot_on() else 0), ('SetupMode', 0)):
+        with open(os.path.join(efivars_dir, '{0}-{1}'.format(name, EFI_GLOBAL_GUID)), 'wb') as f:
+            f.write(attrs + bytearray([value]))
+
+
+def read_efivar(name, efivars_dir=None):
+    """Data bytes of an EFI variable (None when absent)."""
+    base = efivars_dir or os.environ.get('GPU_DOUBLE_EFIVARS') or path('sys/firmware/efi/efivars')
+    try:
+        with open(os.path.join(base, '{0}-{1}'.format(name, EFI_GLOBAL_GUID)), 'rb') as f:
+            return bytearray(f.read())[4:]
+    except (IOError, OSError):
+        return None

@@ -19,6 +19,12 @@ DEPRECATED = 'Requested functionality has been deprecated'
 EARLY = 'Terminating early due to previous errors.'
 RC_OK, RC_INVALID, RC_NOT_SUPPORTED, RC_NO_PERMISSION, RC_NOT_FOUND, RC_NO_DRIVER = 0, 2, 3, 4, 6, 9
 RC_MISMATCH = 18
+RC_GPU_LOST = 15  # nvidia-smi(1) RETURN VALUE 15: a GPU has fallen off the bus / is inaccessible
+PM_WARNING = ('Warning: persistence mode is disabled on device {0}. See the Known Issues section of the '
+              'nvidia-smi(1) man page for more information. Run with [--help | -h] switch to get more information '
+              'on how to enable persistence mode.')
+DEPRECATED_OP = 'The requested functionality has been deprecated.'
+NO_CLOCK_PERMISSION = 'The current user does not have permission to change clocks for GPU {0}.'
 
 
 def branch_of(version):
@@ -27,6 +33,21 @@ def branch_of(version):
 
 def cuda_of(version):
     return gd.CUDA_BY_BRANCH.get(branch_of(version), '13.0')
+
+
+def xml_v12(version):
+    """Branches before 580 print the nvsmi_device_v12.dtd layout (570 capture), 580 and later v13."""
+    try:
+        return int(branch_of(version)) < 580
+    except ValueError:
+        return False
+
+
+def legacy_pm_text(version):
+    try:
+        return int(branch_of(version)) >= 580
+    except ValueError:
+        return False
 
 
 def app_clocks_deprecated(version):
@@ -91,7 +112,14 @@ def gpu_view(profile, state, gpu):
         gr = st['locked_gpu_clocks'][1]
     if st['locked_mem_clocks']:
         mem = st['locked_mem_clocks'][1]
-    nvswitch = bool(profile.get('nvswitches'))
+    cap = gd.clock_cap_mhz(profile)
+    capped = cap is not None and gr > cap
+    if capped:
+        gr = cap  # the lock was accepted, the GPU runs lower (power/thermal slowdown)
+    requested = st['power_limit_w']
+    pcap = gd.power_cap_w(profile)
+    enforced = requested if pcap is None else min(requested, pcap)
+    nvswitch = gd.nvswitch_fabric(profile)
     fm = gd.read_text(os.path.join(gd.RUN_DIR, 'fabricmanager.running'))
     if not nvswitch:
         fabric = ('N/A', 'N/A')
@@ -101,7 +129,8 @@ def gpu_view(profile, state, gpu):
         fabric = ('Not Started', 'N/A')
     return {
         'pci_bus_id': gpu['pci_bus_id'], 'uuid': gpu['uuid'], 'name': profile['product_name'],
-        'persistence': st['persistence'], 'power_limit_w': st['power_limit_w'],
+        'persistence': st['persistence'], 'power_limit_w': requested, 'enforced_power_limit_w': enforced,
+        'clocks_capped': capped,
         'app_clocks': None if dep else {'mem_mhz': app[0], 'graphics_mhz': app[1]},
         'default_app_clocks': None if dep else dflt,
         'graphics_mhz': gr, 'mem_mhz': mem, 'locked': bool(st['locked_gpu_clocks'] or st['locked_mem_clocks']),
@@ -118,17 +147,24 @@ def render_xml(profile, state, selected):
     head = _sub_tag(head, 'timestamp', time.strftime('%a %b %d %H:%M:%S %Y'))
     head = _sub_tag(head, 'driver_version', drv['version'])
     head = _sub_tag(head, 'cuda_version', cuda_of(drv['version']))
-    head = _sub_tag(head, 'attached_gpus', str(len(present)))
+    head = _sub_tag(head, 'attached_gpus', str(len(present)))  # a lost GPU is still attached
+    v12 = xml_v12(drv['version'])
+    if v12:
+        head = head.replace('nvsmi_device_v13.dtd', 'nvsmi_device_v12.dtd')
     by_bus = dict(blocks)
     out = [head]
     for gpu in selected:
         block = by_bus[gpu['pci_bus_id']]
         v = gpu_view(profile, state, gpu)
+        block = _sub_tag(block, 'minor_number', str(gpu['index']))
         block = _sub_tag(block, 'persistence_mode', 'Enabled' if v['persistence'] else 'Disabled')
         block = _sub_tag(block, 'gsp_firmware_version', drv['version'])
-        pl = '{0:.2f} W'.format(v['power_limit_w'])
-        block = _sub_tag(block, 'current_power_limit', pl, 'gpu_power_readings')
-        block = _sub_tag(block, 'requested_power_limit', pl, 'gpu_power_readings')
+        block = _sub_tag(block, 'current_power_limit', '{0:.2f} W'.format(v['enforced_power_limit_w']),
+                         'gpu_power_readings')
+        block = _sub_tag(block, 'requested_power_limit', '{0:.2f} W'.format(v['power_limit_w']),
+                         'gpu_power_readings')
+        if v['clocks_capped']:
+            block = _sub_tag(block, 'clocks_event_reason_sw_power_cap', 'Active')
         block = _sub_tag(block, 'graphics_clock', '{0} MHz'.format(v['graphics_mhz']), 'clocks')
         block = _sub_tag(block, 'sm_clock', '{0} MHz'.format(v['graphics_mhz']), 'clocks')
         block = _sub_tag(block, 'mem_clock', '{0} MHz'.format(v['mem_mhz']), 'clocks')
@@ -148,9 +184,41 @@ def render_xml(profile, state, selected):
             block = _sub_tag(block, 'remapped_row_pending', 'Yes', 'remapped_rows')
         block = _sub_tag(block, 'state', v['fabric'][0], 'fabric')
         block = _sub_tag(block, 'status', v['fabric'][1], 'fabric')
-        out.append(block)
+        out.append(to_v12(block) if v12 else block)
     out.append(tail)
     return ''.join(out)
+
+
+def _drop(block, tag):
+    """Remove one element (with its children and its line) from a GPU block."""
+    return re.sub(r'(?s)\n[ \t]*<{0}>.*?</{0}>'.format(tag), '', block, count=1)
+
+
+def to_v12(block):
+    """A v13 GPU block in the nvsmi_device_v12.dtd layout of the 570 capture (a100-sxm4-40gb-1gpu_k8s-test-infra):
+    no display_attached, pdi, clocks_event_reasons_counters, channel/tpc_repair_pending, fabric health
+    summary/incorrect_configuration; absolute temperature thresholds instead of the tlimit ones; gpu_reset_status
+    before gpu_recovery_action and voltage after clock_policy.  Values that only the 570 capture shows are copied
+    from it (reset status deprecated, voltage N/A); the absolute thresholds of H100/B200 are not in any capture
+    (N/A, a guess)."""
+    for tag in ('display_attached', 'pdi', 'clocks_event_reasons_counters', 'channel_repair_pending',
+                'tpc_repair_pending', 'summary', 'incorrect_configuration'):
+        block = _drop(block, tag)
+    for v13, v12 in (('gpu_temp_max_tlimit_threshold', 'gpu_temp_max_threshold'),
+                     ('gpu_temp_slow_tlimit_threshold', 'gpu_temp_slow_threshold'),
+                     ('gpu_temp_max_gpu_tlimit_threshold', 'gpu_temp_max_gpu_threshold'),
+                     ('gpu_temp_max_mem_tlimit_threshold', 'gpu_temp_max_mem_threshold')):
+        block = re.sub(r'<{0}>[^<]*</{0}>'.format(v13), '<{0}>N/A</{0}>'.format(v12), block)
+    dep = 'Requested functionality has been deprecated'
+    block = re.sub(r'(?m)^([ \t]*)<gpu_recovery_action>',
+                   lambda m: ('{0}<gpu_reset_status>\n{0}\t<reset_required>{1}</reset_required>\n'
+                              '{0}\t<drain_and_reset_recommended>{1}</drain_and_reset_recommended>\n'
+                              '{0}</gpu_reset_status>\n{0}<gpu_recovery_action>').format(m.group(1), dep),
+                   block, count=1)
+    block = re.sub(r'(?m)^([ \t]*)</clock_policy>\n',
+                   lambda m: '{0}</clock_policy>\n{0}<voltage>\n{0}\t<graphics_volt>N/A</graphics_volt>\n'
+                             '{0}</voltage>\n'.format(m.group(1)), block, count=1)
+    return block
 
 
 # ---------------------------------------------------------------- CSV
@@ -185,7 +253,7 @@ FIELDS = {
     'mig.mode.current': (None, lambda p, s, i, g, v: 'Disabled'),
     'ecc.mode.current': (None, lambda p, s, i, g, v: 'Enabled'),
     'power.limit': ('W', lambda p, s, i, g, v: _w(v['power_limit_w'])),
-    'enforced.power.limit': ('W', lambda p, s, i, g, v: _w(v['power_limit_w'])),
+    'enforced.power.limit': ('W', lambda p, s, i, g, v: _w(v['enforced_power_limit_w'])),
     'power.default_limit': ('W', lambda p, s, i, g, v: _w(p['power']['default_w'])),
     'power.min_limit': ('W', lambda p, s, i, g, v: _w(p['power']['min_w'])),
     'power.max_limit': ('W', lambda p, s, i, g, v: _w(p['power']['max_w'])),
@@ -238,9 +306,8 @@ def render_csv(profile, state, selected, fields, fmt):
             unit = FIELDS[n][0]
             heads.append(n if (unit is None or 'nounits' in opts) else '{0} [{1}]'.format(n, unit))
         lines.append(', '.join(heads))
-    present = gd.present_gpus(profile)
     for gpu in selected:
-        idx = present.index(gpu)
+        idx = gpu['index']
         v = gpu_view(profile, state, gpu)
         vals = []
         for n in names:
@@ -265,13 +332,12 @@ def render_table(profile, state, selected):
            '| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |',
            '|                                         |                        |               MIG M. |',
            '|' + '=' * 41 + '+' + '=' * 24 + '+' + '=' * 22 + '|']
-    present = gd.present_gpus(profile)
     for gpu in selected:
         v = gpu_view(profile, state, gpu)
         out.append('| {0:>3}  {1:<29}{2:>4}  |   {3} Off | {4:>20} |'.format(
-            present.index(gpu), profile['product_name'][:28], 'On' if v['persistence'] else 'Off',
+            gpu['index'], profile['product_name'][:28], 'On' if v['persistence'] else 'Off',
             gpu['pci_bus_id'], '0'))
-        usage = '{0:>4}W / {1:>4}W'.format(0, int(v['power_limit_w']))
+        usage = '{0:>4}W / {1:>4}W'.format(0, int(v['enforced_power_limit_w']))
         mem = '0MiB / {0}MiB'.format(profile['memory_total_mib'])
         out.append('| N/A   30C    P0          {0:>14} | {1:>22} | {2:>7}      Default |'.format(usage, mem, '0%'))
         out.append('|                                         |                        |             Disabled |')
@@ -301,21 +367,32 @@ def _int_pair(text):
     return [int(parts[0]), int(parts[1])]
 
 
+def persistenced_running():
+    pid = (gd.read_text(os.path.join(gd.RUN_DIR, 'persistenced.running'), '') or '').strip()
+    if not pid.isdigit():
+        return False
+    if gd.root() != '/':
+        return True
+    return os.path.exists('/proc/{0}'.format(pid))
+
+
 def op_persistence(profile, state, gpu, value, out):
     bus = gpu['pci_bus_id']
     if value not in ('0', '1', 'ENABLED', 'DISABLED', 'enabled', 'disabled'):
         return BAD_ARGS, RC_INVALID
     on = value in ('1', 'ENABLED', 'enabled')
     word = 'Enabled' if on else 'Disabled'
-    if gd.euid() != 0:
-        return 'Unable to set persistence mode for GPU {0}: Insufficient Permissions'.format(bus), \
-            RC_NO_PERMISSION
     st = gd.gpu_state(state, profile, bus)
     if st['persistence'] == on:
         out.append('Persistence mode is already {0} for GPU {1}.'.format(word, bus))
-    else:
-        st['persistence'] = on
-        out.append('{0} persistence mode for GPU {1}.'.format(word, bus))
+        return None, RC_OK
+    if gd.euid() != 0:
+        return 'Unable to set persistence mode for GPU {0}: Insufficient Permissions'.format(bus), \
+            RC_NO_PERMISSION
+    st['persistence'] = on
+    # 580+: without nvidia-persistenced the driver's own ("legacy") persistence mode is used.
+    legacy = legacy_pm_text(state['driver']['version']) and not persistenced_running()
+    out.append('{0} {1}persistence mode for GPU {2}.'.format(word, 'Legacy ' if legacy else '', bus))
     return None, RC_OK
 
 
@@ -326,8 +403,7 @@ def op_power_limit(profile, state, gpu, value, out):
     except ValueError:
         return BAD_ARGS, RC_INVALID
     if 'power-limit' in profile.get('unsupported', []):
-        out.append('Changing power management limit is not supported for GPU: {0}.'.format(bus))
-        out.append('Treating as warning and moving on.')
+        out.append('Changing power management limit is not supported in current scope for GPU: {0}.'.format(bus))
         return None, RC_OK
     if gd.euid() != 0:
         return 'Failed to set power management limit for GPU {0}: Insufficient Permissions'.format(bus), \
@@ -361,13 +437,15 @@ def _clock_op(profile, state, gpu, value, out, kind):
         out.append('Treating as warning and moving on.')
         return None, RC_OK
     if gd.euid() != 0:
-        return 'Failed to set locked {0} clocks for GPU {1}: Insufficient Permissions'.format(label, bus), \
-            RC_NO_PERMISSION
+        return NO_CLOCK_PERMISSION.format(bus), RC_NO_PERMISSION
     if pair[0] < allowed[0] or pair[1] > allowed[-1]:
         return ('Failed to set locked {0} clocks for GPU {1}: Invalid Argument (supported range {2} MHz to '
                 '{3} MHz)'.format(label, bus, allowed[0], allowed[-1])), RC_INVALID
-    gd.gpu_state(state, profile, bus)[key] = pair
+    st = gd.gpu_state(state, profile, bus)
+    st[key] = pair
     out.append(fmt.format(pair[0], pair[1], bus))
+    if not st['persistence']:
+        out.extend(['', PM_WARNING.format(bus)])
     return None, RC_OK
 
 
@@ -379,21 +457,21 @@ def op_lmc(profile, state, gpu, value, out):
     return _clock_op(profile, state, gpu, value, out, 'memory')
 
 
-def _reset_op(profile, state, gpu, out, key, label):
+def _reset_op(profile, state, gpu, out, key):
+    """-rgc / -rmc print nothing per GPU (only the closing "All done.")."""
     bus = gpu['pci_bus_id']
     if gd.euid() != 0:
-        return 'Failed to reset {0} for GPU {1}: Insufficient Permissions'.format(label, bus), RC_NO_PERMISSION
+        return NO_CLOCK_PERMISSION.format(bus), RC_NO_PERMISSION
     gd.gpu_state(state, profile, bus)[key] = None
-    out.append('Reset {0} for GPU {1}.'.format(label, bus))
     return None, RC_OK
 
 
 def op_rgc(profile, state, gpu, value, out):
-    return _reset_op(profile, state, gpu, out, 'locked_gpu_clocks', 'locked GPU clocks')
+    return _reset_op(profile, state, gpu, out, 'locked_gpu_clocks')
 
 
 def op_rmc(profile, state, gpu, value, out):
-    return _reset_op(profile, state, gpu, out, 'locked_mem_clocks', 'locked memory clocks')
+    return _reset_op(profile, state, gpu, out, 'locked_mem_clocks')
 
 
 def op_ac(profile, state, gpu, value, out):
@@ -402,17 +480,19 @@ def op_ac(profile, state, gpu, value, out):
     if pair is None or ',' not in value:
         return BAD_ARGS, RC_INVALID
     if app_clocks_deprecated(state['driver']['version']):
-        out.append('Setting applications clocks is not supported for GPU {0}: {1}.'.format(bus, DEPRECATED))
-        out.append('Treating as warning and moving on.')
+        if DEPRECATED_OP not in out:
+            out.append(DEPRECATED_OP)
         return None, RC_OK
     if gd.euid() != 0:
         return 'Setting applications clocks is not supported for GPU {0}: Insufficient Permissions'.format(bus), \
             RC_NO_PERMISSION
     mem, gr = pair
     if gr not in supported_clocks(profile).get(mem, []):
-        return ('Specified clock combination "(MEM {0}, SM {1})" is not supported for GPU {2}. Run '
-                "'nvidia-smi -q -d SUPPORTED_CLOCKS' to see list of supported clock combinations".format(
-                    mem, gr, bus)), RC_INVALID
+        out.append('Specified clock combination "(MEM {0}, SM {1})" is not supported for GPU {2}. Run '
+                   "'nvidia-smi -q -d SUPPORTED_CLOCKS' to see list of supported clock combinations".format(
+                       mem, gr, bus))
+        out.append('Treating as warning and moving on.')
+        return None, RC_OK
     gd.gpu_state(state, profile, bus)['applications_clocks'] = [mem, gr]
     out.append('Applications clocks set to "(MEM {0}, SM {1})" for GPU {2}'.format(mem, gr, bus))
     return None, RC_OK
@@ -421,10 +501,14 @@ def op_ac(profile, state, gpu, value, out):
 def op_rac(profile, state, gpu, value, out):
     bus = gpu['pci_bus_id']
     if app_clocks_deprecated(state['driver']['version']):
-        out.append('Resetting applications clocks is not supported for GPU {0}: {1}.'.format(bus, DEPRECATED))
-        out.append('Treating as warning and moving on.')
+        if DEPRECATED_OP not in out:
+            out.append(DEPRECATED_OP)
         return None, RC_OK
-    return _reset_op(profile, state, gpu, out, 'applications_clocks', 'applications clocks')
+    if gd.euid() != 0:
+        return 'Failed to reset applications clocks for GPU {0}: Insufficient Permissions'.format(bus), \
+            RC_NO_PERMISSION
+    gd.gpu_state(state, profile, bus)['applications_clocks'] = None
+    return None, RC_OK
 
 
 # option -> (canonical, takes value)
@@ -471,6 +555,7 @@ def parse_args(argv):
 
 
 def select(profile, ident):
+    """GPUs named by -i (all present GPUs without it); None when an id matches nothing."""
     present = gd.present_gpus(profile)
     if ident is None:
         return present
@@ -478,8 +563,8 @@ def select(profile, ident):
     for part in ident.split(','):
         part = part.strip()
         hit = None
-        for idx, gpu in enumerate(present):
-            if part == str(idx) or part.lower() == gpu['uuid'].lower() \
+        for gpu in present:
+            if part == str(gpu['index']) or part.lower() == gpu['uuid'].lower() \
                     or gd.normalize_bus_id(part) == gpu['pci_bus_id']:
                 hit = gpu
         if hit is None:
@@ -488,14 +573,32 @@ def select(profile, ident):
     return chosen
 
 
-def run(argv, userspace_version):
-    """Return (stdout text, rc)."""
+def handle_error(gpu, reason):
+    """What nvidia-smi prints for a GPU whose NVML handle it cannot get (R16 captures)."""
+    return 'Unable to determine the device handle for gpu {0}: {1}'.format(gd.sysfs_bus_id(gpu['pci_bus_id']), reason)
+
+
+def log_call(argv):
+    """One line per nvidia-smi call in /run/gpu-double/calls.log (benchmarks count calls per node)."""
+    try:
+        target = gd.path(os.path.join(gd.RUN_DIR, 'calls.log'))
+        if not os.path.isdir(os.path.dirname(target)):
+            os.makedirs(os.path.dirname(target))
+        with open(target, 'a') as f:
+            f.write('{0:.3f} {1}\n'.format(time.time(), ' '.join(argv)))
+    except (IOError, OSError):
+        pass
+
+
+def invoke(argv, userspace_version):
+    """Return (stdout text, stderr text, rc)."""
+    log_call(argv)
     if gd.fault_active(gd.FAULT_SMI_HANG):
         while True:
             time.sleep(3600)
     opts = parse_args(argv)
     if opts is None:
-        return BAD_ARGS + '\n', RC_INVALID
+        return BAD_ARGS + '\n', '', RC_INVALID
     od = dict(opts)
     profile = gd.load_profile()
     state = gd.ensure_state(profile)
@@ -504,21 +607,37 @@ def run(argv, userspace_version):
         return ('NVIDIA-SMI version  : {0}\nNVML version        : {1}\nDRIVER version      : {2}\n'
                 'CUDA Version        : {3}\n'.format(userspace_version, userspace_version.rsplit('.', 1)[0],
                                                      drv.get('version') or 'N/A',
-                                                     cuda_of(userspace_version))), RC_OK
+                                                     cuda_of(userspace_version))), '', RC_OK
     if not drv.get('loaded'):
-        return NO_DRIVER + '\n', RC_NO_DRIVER
+        return NO_DRIVER + '\n', '', RC_NO_DRIVER
     if drv['version'] != userspace_version:
         return ('Failed to initialize NVML: Driver/library version mismatch\nNVML library version: {0}\n'.format(
-            userspace_version.rsplit('.', 1)[0])), RC_MISMATCH
+            userspace_version.rsplit('.', 1)[0])), '', RC_MISMATCH
     if not drv.get('gpus_initialized') or not gd.present_gpus(profile):
-        return 'No devices were found\n', RC_NOT_FOUND
+        return 'No devices were found\n', '', RC_NOT_FOUND
     selected = select(profile, od.get('id'))
     if selected is None:
-        return 'No devices were found\n', RC_NOT_FOUND
+        return 'No devices were found\n', '', RC_NOT_FOUND
+    lost = gd.lost_gpus(profile)
+    errors = [handle_error(g, lost[g['pci_bus_id']]) for g in selected if g['pci_bus_id'] in lost]
+    selected = [g for g in selected if g['pci_bus_id'] not in lost]
+    err_text = ''.join(e + '\n' for e in errors)
+    rc_lost = RC_GPU_LOST if errors else RC_OK
+    try:
+        out, rc = _answer(profile, state, opts, od, selected)
+    finally:
+        # the invocation was the driver's last client: GPUs without persistence mode lose their settings
+        if gd.reset_volatile(state, profile):
+            gd.save_state(state)
+    if rc == RC_OK:
+        rc = rc_lost
+    return out, err_text, rc
+
+
+def _answer(profile, state, opts, od, selected):
     setters = [(k, v) for k, v in opts if k in SETTERS]
     if setters:
         lines = []
-        rc = RC_OK
         for key, val in setters:
             for gpu in selected:
                 err, rc = SETTERS[key](profile, state, gpu, val, lines)
@@ -526,6 +645,8 @@ def run(argv, userspace_version):
                     gd.save_state(state)
                     return '\n'.join(lines + [err, EARLY]) + '\n', rc
         gd.save_state(state)
+        if lines == [DEPRECATED_OP]:
+            return DEPRECATED_OP + '\n', RC_OK
         return '\n'.join(lines + ['All done.']) + '\n', RC_OK
     if 'query-gpu' in od:
         if 'format' not in od:
@@ -533,8 +654,7 @@ def run(argv, userspace_version):
         text, err, rc = render_csv(profile, state, selected, od['query-gpu'], od['format'])
         return (text if err is None else err + '\n'), rc
     if 'list' in od:
-        present = gd.present_gpus(profile)
-        return ''.join('GPU {0}: {1} (UUID: {2})\n'.format(present.index(g), profile['product_name'], g['uuid'])
+        return ''.join('GPU {0}: {1} (UUID: {2})\n'.format(g['index'], profile['product_name'], g['uuid'])
                        for g in selected), RC_OK
     if 'query' in od and 'xml' in od:
         return render_xml(profile, state, selected), RC_OK
@@ -546,12 +666,23 @@ def run(argv, userspace_version):
     return BAD_ARGS + '\n', RC_INVALID
 
 
+def run(argv, userspace_version):
+    """Return (stdout text, rc) (stderr dropped; see invoke)."""
+    out, _err, rc = invoke(argv, userspace_version)
+    return out, rc
+
+
 def main(argv, userspace_version):
     try:
-        text, rc = run(argv, userspace_version)
+        text, err, rc = invoke(argv, userspace_version)
     except gd.DoubleError as exc:
         sys.stderr.write('gpu-double: {0}\n'.format(exc))
         return 255
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    try:
+        sys.stderr.write(err)
+        sys.stderr.flush()
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except IOError:  # reader went away (nvidia-smi ... | head)
+        pass
     return rc
