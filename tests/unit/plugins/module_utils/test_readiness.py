@@ -7,15 +7,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import json
 import os
 import sys
-import xml.etree.ElementTree as ET
-
-try:
-    from html.parser import HTMLParser
-except ImportError:  # pragma: no cover
-    from HTMLParser import HTMLParser
 
 import pytest
 
