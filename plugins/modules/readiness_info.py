@@ -79,7 +79,8 @@ notes:
 seealso:
   - module: gpufleet.nodeprep.gpu_node_facts
   - module: gpufleet.nodeprep.readiness_report
-  - role: gpufleet.nodeprep.readiness
+  - plugin: gpufleet.nodeprep.readiness
+    plugin_type: role
     description: Runs this module on every node with the settings of the roles, then writes the report.
 """
 
