@@ -79,9 +79,6 @@ notes:
 seealso:
   - module: gpufleet.nodeprep.gpu_node_facts
   - module: gpufleet.nodeprep.readiness_report
-  - plugin: gpufleet.nodeprep.readiness
-    plugin_type: role
-    description: Runs this module on every node with the settings of the roles, then writes the report.
 """
 
 EXAMPLES = r"""

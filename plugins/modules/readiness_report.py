@@ -67,9 +67,6 @@ notes:
   - Always returns C(changed=false) - the files it writes live on the controller and carry the time of the run.
 seealso:
   - module: gpufleet.nodeprep.readiness_info
-  - plugin: gpufleet.nodeprep.readiness
-    plugin_type: role
-    description: Runs M(gpufleet.nodeprep.readiness_info) on every node, then this module.
 """
 
 EXAMPLES = r"""
