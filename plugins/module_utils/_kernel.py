@@ -28,6 +28,12 @@ ENV = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
 NVIDIA_VENDOR = '0x10de'
 GPU_CLASSES = ('0x0300', '0x0302')
 NVSWITCH_CLASS = '0x0680'
+# VPD model field of the ConnectX-7 functions that bridge to the NVSwitch trays of NVLink 5 boards (HGX B200/B300).
+# Source: NVIDIA/gpu-driver-container rhel9/nvidia-driver (_assert_nvlink5_system), siderolabs/extensions nvswitch.go.
+NVLINK5_VPD_MARK = b'SW_MNG'
+SECURE_BOOT_EFIVAR = 'sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c'
+# Where DKMS keeps the key it signs modules with: dkms 3.x (EL, Debian 13, Ubuntu 24.04+), then shim-signed (Ubuntu).
+DKMS_MOK_KEYS = ('var/lib/dkms/mok.pub', 'var/lib/shim-signed/mok/MOK.der')
 MODPROBE_DIRS = ('etc/modprobe.d', 'run/modprobe.d', 'usr/local/lib/modprobe.d', 'usr/lib/modprobe.d',
                  'lib/modprobe.d')
 KERNEL_IMAGES = ('boot/vmlinuz-{0}', 'boot/vmlinux-{0}', 'boot/Image-{0}', 'lib/modules/{0}/vmlinuz')
@@ -169,7 +175,48 @@ def scan_pci(root='/'):
             gpus.append(info)
         elif pci_class[:6] == NVSWITCH_CLASS:
             switches.append(info)
-    return {'gpus': gpus, 'gpu_count': len(gpus), 'nvswitches': switches, 'nvswitch_count': len(switches)}
+    bridges = scan_nvlink5_bridges(root)
+    return {'gpus': gpus, 'gpu_count': len(gpus), 'nvswitches': switches, 'nvswitch_count': len(switches),
+            'nvlink5_bridges': bridges, 'nvlink5_bridge_count': len(bridges),
+            'nvswitch_fabric': nvswitch_fabric(len(switches), len(bridges))}
+
+
+def nvswitch_fabric(nvswitch_count, nvlink5_bridge_count):
+    """How the NVSwitches show: 'nvlink5' (IB bridges, B200 and newer), 'pci' (NVIDIA PCI bridges, Hopper), 'none'."""
+    if nvlink5_bridge_count:
+        return 'nvlink5'
+    if nvswitch_count:
+        return 'pci'
+    return 'none'
+
+
+def vpd_is_switch_bridge(vpd):
+    """True when a PCI VPD blob names the NVSwitch management function (``SW_MNG``)."""
+    return NVLINK5_VPD_MARK in (vpd or b'')
+
+
+def scan_nvlink5_bridges(root='/'):
+    """NVLink 5 switch bridges: InfiniBand devices whose PCI VPD holds SW_MNG (R2).
+
+    Ordinary ConnectX-7 NICs share the PCI device id (15b3:1021) but not the VPD field.
+    """
+    bridges = []
+    for ib_dir in sorted(glob.glob(os.path.join(root, 'sys/class/infiniband/*'))):
+        name = os.path.basename(ib_dir)
+        rel = os.path.join('sys/class/infiniband', name, 'device')
+        device = resolve_in_root(root, rel) if root not in ('/', '') else (
+            os.path.realpath(os.path.join('/', rel)) if os.path.exists(os.path.join('/', rel)) else None)
+        if device is None:
+            continue
+        try:
+            with open(os.path.join(device, 'vpd'), 'rb') as handle:
+                vpd = handle.read(65536)
+        except (IOError, OSError):
+            continue
+        if vpd_is_switch_bridge(vpd):
+            bridges.append({'ib_device': name, 'bus_id': os.path.basename(device),
+                            'device_id': _read_attr(os.path.join(device, 'device'))})
+    return bridges
 
 
 # ---------------------------------------------------------------- boot loader
@@ -372,7 +419,7 @@ def _running_release(root):
     text = _try_read(os.path.join(root, 'proc/sys/kernel/osrelease'))
     if text and text.strip():
         return text.strip()
-    return os.uname()[2]
+    raise KernelError('root={0}: proc/sys/kernel/osrelease is empty, so its running kernel cannot be told'.format(root))
 
 
 def _default_kernel(module, root, warnings):
@@ -528,9 +575,82 @@ def _dkms(module, root, warnings):
     return parse_dkms_status(out)
 
 
+def parse_sb_state(text):
+    """``mokutil --sb-state`` -> True, False or None (EFI variables not supported, or unknown text)."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.lower() == 'secureboot enabled':
+            return True
+        if line.lower() == 'secureboot disabled':
+            return False
+    return None
+
+
+def parse_efi_secure_boot(data):
+    """The SecureBoot EFI variable as read from efivarfs: 4 attribute bytes, then 1 (on) or 0 (off)."""
+    if data is None or len(data) < 5:
+        return None
+    return bytearray(data)[4] == 1
+
+
+def parse_mok_test_key(text):
+    """``mokutil --test-key <key>`` -> True (enrolled), False (not enrolled), None (cannot tell)."""
+    if 'is already enrolled' in text:
+        return True
+    if 'is not enrolled' in text:
+        return False
+    return None
+
+
+def _secure_boot(module, root, warnings):
+    """{enabled: true|false|null, source, dkms_mok: {path, enrolled}}; read-only, never fails."""
+    result = {'enabled': None, 'source': None, 'dkms_mok': {'path': None, 'enrolled': None}}
+    mokutil = module.get_bin_path('mokutil') if root == '/' else None
+    if mokutil:
+        rc, out, err = _run(module, [mokutil, '--sb-state'])
+        state = parse_sb_state(out + '\n' + err)
+        if state is not None:
+            result['enabled'] = state
+            result['source'] = 'mokutil --sb-state'
+    if result['enabled'] is None:
+        try:
+            with open(os.path.join(root, SECURE_BOOT_EFIVAR), 'rb') as handle:
+                data = handle.read(64)
+        except (IOError, OSError):
+            data = None
+        state = parse_efi_secure_boot(data)
+        if state is not None:
+            result['enabled'] = state
+            result['source'] = '/' + SECURE_BOOT_EFIVAR
+        elif not os.path.isdir(os.path.join(root, 'sys/firmware/efi')) and os.path.isdir(os.path.join(root, 'sys')):
+            result['enabled'] = False
+            result['source'] = 'no /sys/firmware/efi (legacy BIOS boot)'
+    for rel in DKMS_MOK_KEYS:
+        if os.path.exists(os.path.join(root, rel)):
+            result['dkms_mok']['path'] = '/' + rel
+            if mokutil:
+                rc, out, err = _run(module, [mokutil, '--test-key', '/' + rel])
+                result['dkms_mok']['enrolled'] = parse_mok_test_key(out + '\n' + err)
+            break
+    return result
+
+
+def check_root(root):
+    """Refuse a root that is not a directory holding a kernel release, naming it (never fall back to the host)."""
+    if root in ('/', ''):
+        return
+    if not os.path.isdir(root):
+        raise KernelError('root={0} is not a directory; give / or a tree holding proc/sys/kernel/osrelease'.format(
+            root))
+    if not os.path.isfile(os.path.join(root, 'proc/sys/kernel/osrelease')):
+        raise KernelError('root={0} has no proc/sys/kernel/osrelease, so its running kernel cannot be told; give / or '
+                          'a tree holding that file'.format(root))
+
+
 def collect_kernel_facts(module, root='/', check_initramfs=False):
     """Return the ``kernel_state`` namespace."""
     root = root or '/'
+    check_root(root)
     warnings = []
     running = _running_release(root)
     installed, module_dirs = installed_kernels(root)
@@ -557,5 +677,6 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
         'nvidia_module': _nvidia(module, root, running, warnings),
         'dkms': _dkms(module, root, warnings),
         'pci': scan_pci(root),
+        'secure_boot': _secure_boot(module, root, warnings),
         'warnings': warnings,
     }

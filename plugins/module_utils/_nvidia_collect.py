@@ -119,8 +119,44 @@ def empty_facts(error):
         'gpu_blocks': 0,
         'dtd_version': None,
         'timestamp': None,
+        'partial': False,
         'gpus': [],
     }
+
+
+def _said(out, err):
+    return '\n'.join(part.strip() for part in (out, err) if part and part.strip())
+
+
+def facts_from_output(argv, rc, out, err, include_supported_clocks=True):
+    """Turn what ``nvidia-smi -q -x`` printed into the ``ansible_facts.nvidia`` namespace.
+
+    rc 0: the parsed XML (``present`` true, ``partial`` false); output that is not XML raises NvidiaCollectError.
+    rc non-zero after printing XML (15: a GPU fell off the bus): the GPUs it printed, ``present`` and ``partial``
+    true, ``error`` what it wrote on stderr. rc non-zero without XML: ``present`` false, ``error`` what it said.
+    """
+    if rc != 0:
+        if '<nvidia_smi_log' in (out or ''):
+            try:
+                facts = parse_nvsmi_xml(out, include_supported_clocks=include_supported_clocks)
+            except NvidiaSmiParseError:
+                facts = None
+            if facts is not None:
+                facts['present'] = True
+                facts['partial'] = True
+                facts['error'] = (err or '').strip() or '{0} exited with rc {1} after printing its XML'.format(
+                    ' '.join(argv), rc)
+                return facts
+        return empty_facts(_said(out, err) or '{0} exited with rc {1} and printed nothing'.format(' '.join(argv), rc))
+    try:
+        facts = parse_nvsmi_xml(out, include_supported_clocks=include_supported_clocks)
+    except NvidiaSmiParseError as exc:
+        raise NvidiaCollectError('cannot parse the output of {0}: {1}'.format(' '.join(argv), exc),
+                                 cmd=argv, rc=rc, stdout=out, stderr=err)
+    facts['present'] = True
+    facts['partial'] = False
+    facts['error'] = None
+    return facts
 
 
 def query_xml(binary, timeout):
@@ -142,7 +178,8 @@ def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvid
     """Return the ``ansible_facts.nvidia`` namespace.
 
     ``present`` is false (and ``error`` says why) when nvidia-smi is missing or
-    the driver does not answer. Raises NvidiaSmiTimeout when nvidia-smi hangs
+    the driver does not answer; ``partial`` is true when it printed XML but exited
+    non-zero (see facts_from_output). Raises NvidiaSmiTimeout when nvidia-smi hangs
     and NvidiaCollectError when it answers with output that is not valid XML.
     """
     binary = find_nvidia_smi(module, nvidia_smi)
@@ -150,14 +187,4 @@ def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvid
         return empty_facts('nvidia-smi not found{0}'.format(
             ' at {0}'.format(nvidia_smi) if nvidia_smi else ' in PATH, /usr/bin or /usr/local/bin'))
     argv, rc, out, err = query_xml(binary, timeout)
-    if rc != 0:
-        said = '\n'.join(part.strip() for part in (out, err) if part and part.strip())
-        return empty_facts(said or '{0} exited with rc {1} and printed nothing'.format(' '.join(argv), rc))
-    try:
-        facts = parse_nvsmi_xml(out, include_supported_clocks=include_supported_clocks)
-    except NvidiaSmiParseError as exc:
-        raise NvidiaCollectError('cannot parse the output of {0}: {1}'.format(' '.join(argv), exc),
-                                 cmd=argv, rc=rc, stdout=out, stderr=err)
-    facts['present'] = True
-    facts['error'] = None
-    return facts
+    return facts_from_output(argv, rc, out, err, include_supported_clocks)

@@ -228,14 +228,19 @@ class _GpuReader(object):
         return value, deprecated
 
     def supported_clocks(self):
+        """(table, incomplete): memory MHz (str) -> graphics MHz list; incomplete when an entry had no value."""
         elem = self.top.get('supported_clocks')
         if elem is None:
-            return None
+            return None, False
         result = {}
+        incomplete = False
         for mem in elem.iter('supported_mem_clock'):
             mem_children = _children(mem)
             mem_mhz = self.mhz(mem_children, 'supported_clocks/supported_mem_clock', 'value')
             if mem_mhz is None:
+                # A memory clock without a value: its graphics clocks cannot be paired, and the table no longer
+                # bounds anything. Say so instead of dropping it silently (callers then check less, not refuse).
+                incomplete = True
                 continue
             graphics = result.setdefault(str(mem_mhz), [])
             where = self.where('supported_clocks/supported_mem_clock/supported_graphics_clock')
@@ -248,7 +253,7 @@ class _GpuReader(object):
                 value = parse_number(text, ('MHz',), where, int)
                 if value is not None:
                     graphics.append(value)
-        return result or None
+        return result or None, incomplete
 
     def ecc(self):
         mode = _children(self.top.get('ecc_mode'))
@@ -369,6 +374,7 @@ class _GpuReader(object):
         app_clocks, app_deprecated = self.applications_clocks('applications_clocks')
         default_app_clocks, default_deprecated = self.applications_clocks('default_applications_clocks')
         mig_mode, mig_pending, mig_devices = self.mig()
+        supported, incomplete = self.supported_clocks() if self.include_supported_clocks else (None, False)
         temperature = _children(top.get('temperature'))
         gpu = {
             'index': self.position,
@@ -393,7 +399,8 @@ class _GpuReader(object):
             'default_applications_clocks': default_app_clocks,
             'applications_clocks_deprecated': app_deprecated or default_deprecated,
             'max_clocks': self.clock_block('max_clocks', ('graphics', 'sm', 'mem')),
-            'supported_clocks': self.supported_clocks() if self.include_supported_clocks else None,
+            'supported_clocks': supported,
+            'supported_clocks_incomplete': incomplete,
             'clocks_event_reasons': self.event_reasons(),
             'ecc': self.ecc(),
             'retired_pages': self.retired_pages(),
@@ -452,24 +459,3 @@ def parse_nvsmi_xml(text, include_supported_clocks=True):
         'timestamp': parse_string(_text(top, 'timestamp')),
         'gpus': gpus,
     }
-
-
-def find_gpu(gpus, ident):
-    """Find a GPU by index (``'0'``), UUID or PCI bus id (any common spelling). None if absent."""
-    ident = str(ident).strip()
-    if ident.isdigit():
-        position = int(ident)
-        for gpu in gpus:
-            if gpu['index'] == position:
-                return gpu
-        return None
-    lowered = ident.lower()
-    for gpu in gpus:
-        if gpu.get('uuid') and gpu['uuid'].lower() == lowered:
-            return gpu
-    bus_id = normalize_bus_id(ident)
-    if bus_id is not None:
-        for gpu in gpus:
-            if normalize_bus_id(gpu['pci_bus_id']) == bus_id:
-                return gpu
-    return None

@@ -36,6 +36,7 @@ __metaclass__ = type
 import math
 import re
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_settings as gpu_settings
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nccl import (
     NcclError,
     conf_value as nccl_conf_value,
@@ -131,7 +132,6 @@ OPEN_ONLY_DEVICE_ID_RANGES = ((0x2900, 0x29ff), (0x3180, 0x327f), (0x2b80, 0x2c7
 
 _SIZE_RE = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgtp]?)(i?b?)\s*$', re.IGNORECASE)
 _SIZE_UNITS = {'': 1, 'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4, 'p': 1024 ** 5}
-_POWER_RE = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*(%|w)?\s*$', re.IGNORECASE)
 _XID_RE = re.compile(r'NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): ([0-9]+)(?:, (.*))?$')
 _BUS_RE = re.compile(r'^(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})(?:\.([0-7]))?$')
 _PAGE = 4096
@@ -324,28 +324,16 @@ def _gpus(facts):
 
 
 def selected_gpus(facts, selection):
-    """The GPUs ``nodeprep_gpu_settings_gpus`` chooses: ``all`` or a list of indexes, UUIDs or PCI bus ids."""
-    gpus = _gpus(facts)
-    if selection in (None, '', 'all'):
-        return gpus
-    chosen = []
-    for ident in _as_list(selection, 'nodeprep_gpu_settings_gpus'):
-        text = str(ident).strip()
-        for gpu in gpus:
-            if text.isdigit() and gpu.get('index') == int(text):
-                chosen.append(gpu)
-            elif str(gpu.get('uuid') or '').lower() == text.lower():
-                chosen.append(gpu)
-            elif not text.isdigit() and _same_bus(text, gpu.get('pci_bus_id')):
-                chosen.append(gpu)
-    return [gpu for gpu in gpus if any(gpu is c for c in chosen)]
+    """The GPUs ``nodeprep_gpu_settings_gpus`` chooses (the rule lives in _gpu_settings.select_gpus).
 
-
-def _same_bus(left, right):
+    Raises ReadinessError for a malformed selection and GpuSettingsError when it names no GPU of the node (or an
+    index that a lost GPU makes ambiguous).
+    """
     try:
-        return normalize_bus_id(left) == normalize_bus_id(right)
-    except ReadinessError:
-        return False
+        gpu_settings.selection(selection, 'nodeprep_gpu_settings_gpus')
+    except gpu_settings.GpuSettingsError as exc:
+        raise ReadinessError(exc.msg)
+    return gpu_settings.select_gpus(_get(facts, 'nvidia') or {}, selection, name='nodeprep_gpu_settings_gpus')
 
 
 def is_open_only(facts, extra_ids=()):
@@ -581,33 +569,23 @@ def _gpu_count(facts, settings, probe):
 
 
 def desired_power_limit(setting, gpu, clamp=False):
-    """Watts the gpu_settings role would set on ``gpu`` for ``setting`` (watts or ``NN%`` of the default limit).
+    """Watts the gpu_settings role would set on ``gpu`` for ``setting`` (the rule lives in _gpu_settings).
 
     Returns ``(watts, problem)``; problem is a sentence when the role would refuse the value.
     """
-    match = _POWER_RE.match(str(setting))
-    if isinstance(setting, bool) or not match:
-        raise ReadinessError('nodeprep_gpu_settings_power_limit: {0!r} is not watts (700) or a percentage '
-                             'of the default limit ("70%")'.format(setting))
-    number = float(match.group(1))
-    label = _gpu_label(gpu)
-    if match.group(2) == '%':
-        default = gpu.get('default_power_limit_w')
-        if default is None:
-            return None, '{0} reports no default power limit to take {1} of'.format(label, setting)
-        watts = float(int(default * number / 100.0 + 0.5))
-    else:
-        watts = number
-    low = gpu.get('min_power_limit_w')
-    high = gpu.get('max_power_limit_w')
-    if (low is not None and watts < low) or (high is not None and watts > high):
-        if clamp:
-            watts = max(low, watts) if low is not None else watts
-            watts = min(high, watts) if high is not None else watts
-        else:
-            return watts, '{0}: {1} W is outside {2} W to {3} W'.format(label, _fmt_w(watts), _fmt_w(low),
-                                                                        _fmt_w(high))
+    request = _power_request(setting)
+    try:
+        watts, dummy = gpu_settings.power_limit_watts(request, gpu, clamp, name='nodeprep_gpu_settings_power_limit')
+    except gpu_settings.GpuSettingsError as exc:
+        return None, exc.msg
     return watts, None
+
+
+def _power_request(setting):
+    try:
+        return gpu_settings.parse_power_limit(setting, 'nodeprep_gpu_settings_power_limit')
+    except gpu_settings.GpuSettingsError as exc:
+        raise ReadinessError(exc.msg)
 
 
 def _fmt_w(value):
@@ -618,17 +596,17 @@ def _fmt_w(value):
 
 def _power_limit(facts, settings, probe):
     setting = _setting(settings, 'nodeprep_gpu_settings_power_limit')
-    gpus = selected_gpus(facts, _setting(settings, 'nodeprep_gpu_settings_gpus'))
     if setting is None or setting == '' or not _setting(settings, 'nodeprep_gpu_settings_apply'):
         return _check('gpu.power_limit', SKIP, 'not managed (nodeprep_gpu_settings_power_limit unset or '
                       'nodeprep_gpu_settings_apply false)', 'left as the driver set it')
-    match = _POWER_RE.match(str(setting))
-    if isinstance(setting, bool) or not match:
-        raise ReadinessError('nodeprep_gpu_settings_power_limit: {0!r} is not watts (700) or a percentage '
-                             'of the default limit ("70%")'.format(setting))
-    expected = 'power limit {0}{1} on {2} (nodeprep_gpu_settings_power_limit)'.format(
-        _fmt_w(match.group(1)), '%' if match.group(2) == '%' else ' W',
+    request = _power_request(setting)
+    expected = 'power limit {0} on {1} (nodeprep_gpu_settings_power_limit)'.format(
+        gpu_settings.describe_power_limit(request),
         'every GPU' if _setting(settings, 'nodeprep_gpu_settings_gpus') in (None, '', 'all') else 'the chosen GPUs')
+    try:
+        gpus = selected_gpus(facts, _setting(settings, 'nodeprep_gpu_settings_gpus'))
+    except gpu_settings.GpuSettingsError as exc:
+        return _check('gpu.power_limit', FAIL, expected, exc.msg)
     if not gpus:
         return _check('gpu.power_limit', SKIP, expected, 'nvidia-smi lists no GPU')
     clamp = bool(_setting(settings, 'nodeprep_gpu_settings_power_limit_clamp'))
@@ -641,7 +619,7 @@ def _power_limit(facts, settings, probe):
             continue
         actual = gpu.get('power_limit_w')
         values.append(actual)
-        if actual is None or abs(actual - watts) > 0.5:
+        if not gpu_settings.power_limit_matches(actual, watts):
             problems.append('{0} is at {1} W, wanted {2} W'.format(_gpu_label(gpu), _fmt_w(actual), _fmt_w(watts)))
     if problems:
         return _check('gpu.power_limit', FAIL, expected, '; '.join(problems))
@@ -654,71 +632,65 @@ def _power_limit(facts, settings, probe):
     return _check('gpu.power_limit', PASS, expected, observed)
 
 
-def _clock_pair(value, name, first, second):
-    if value in (None, '', 'reset'):
-        return value or None
-    if not isinstance(value, dict) or first not in value or second not in value:
-        raise ReadinessError('{0}: {1!r} is not {{{2}, {3}}} or "reset"'.format(name, value, first, second))
+def _clock_setting(settings, name, parse):
+    value = _setting(settings, name)
+    if value in (None, ''):
+        return None
     try:
-        return int(value[first]), int(value[second])
-    except (TypeError, ValueError):
-        raise ReadinessError('{0}: {1!r} must give {2} and {3} as whole MHz'.format(name, value, first, second))
+        parsed = parse(value, name)
+    except gpu_settings.GpuSettingsError as exc:
+        raise ReadinessError(exc.msg)
+    return 'reset' if parsed is None else parsed
 
 
 def _clocks(facts, settings, probe):
-    gpc = _clock_pair(_setting(settings, 'nodeprep_gpu_settings_locked_gpu_clocks'),
-                      'nodeprep_gpu_settings_locked_gpu_clocks', 'min', 'max')
-    mem = _clock_pair(_setting(settings, 'nodeprep_gpu_settings_locked_memory_clocks'),
-                      'nodeprep_gpu_settings_locked_memory_clocks', 'min', 'max')
-    app = _clock_pair(_setting(settings, 'nodeprep_gpu_settings_applications_clocks'),
-                      'nodeprep_gpu_settings_applications_clocks', 'memory', 'graphics')
+    gpc = _clock_setting(settings, 'nodeprep_gpu_settings_locked_gpu_clocks', gpu_settings.parse_clock_range)
+    mem = _clock_setting(settings, 'nodeprep_gpu_settings_locked_memory_clocks', gpu_settings.parse_clock_range)
+    app = _clock_setting(settings, 'nodeprep_gpu_settings_applications_clocks', gpu_settings.parse_app_clocks)
     if (gpc is None and mem is None and app is None) or not _setting(settings, 'nodeprep_gpu_settings_apply'):
         return _check('gpu.clocks', SKIP, 'not managed (no clock settings or nodeprep_gpu_settings_apply false)',
                       'left as the driver set them')
     wanted = []
-    if isinstance(gpc, tuple):
-        wanted.append('GPU clocks locked to {0}-{1} MHz'.format(*gpc))
+    if isinstance(gpc, dict):
+        wanted.append('GPU clocks locked to {0}-{1} MHz'.format(gpc['min_mhz'], gpc['max_mhz']))
     elif gpc == 'reset':
         wanted.append('GPU clock lock reset')
-    if isinstance(mem, tuple):
-        wanted.append('memory clocks locked to {0}-{1} MHz'.format(*mem))
+    if isinstance(mem, dict):
+        wanted.append('memory clocks locked to {0}-{1} MHz'.format(mem['min_mhz'], mem['max_mhz']))
     elif mem == 'reset':
         wanted.append('memory clock lock reset')
-    if isinstance(app, tuple):
-        wanted.append('applications clocks {0},{1} MHz'.format(*app))
+    if isinstance(app, dict):
+        wanted.append('applications clocks {0},{1} MHz'.format(app['mem_mhz'], app['graphics_mhz']))
     unit_name = GPU_SETTINGS_UNIT
     persist = bool(_setting(settings, 'nodeprep_gpu_settings_boot_persist'))
     expected = '; '.join(wanted) + ('; re-applied at boot by ' + unit_name if persist else '')
-    gpus = selected_gpus(facts, _setting(settings, 'nodeprep_gpu_settings_gpus'))
+    try:
+        gpus = selected_gpus(facts, _setting(settings, 'nodeprep_gpu_settings_gpus'))
+    except gpu_settings.GpuSettingsError as exc:
+        return _check('gpu.clocks', FAIL, expected, exc.msg)
     if not gpus:
         return _check('gpu.clocks', SKIP, expected, 'nvidia-smi lists no GPU')
     problems = []
     warnings = []
     for gpu in gpus:
         label = _gpu_label(gpu)
-        top = gpu.get('max_clocks') or {}
-        if isinstance(gpc, tuple):
-            if gpc[0] > gpc[1]:
-                problems.append('locked GPU clocks {0}-{1} MHz: min above max'.format(*gpc))
-            elif top.get('graphics_mhz') is not None and gpc[1] > top['graphics_mhz']:
-                problems.append('{0}: GPU clock {1} MHz above its maximum {2} MHz'.format(
-                    label, gpc[1], top['graphics_mhz']))
-        if isinstance(mem, tuple):
-            if mem[0] > mem[1]:
-                problems.append('locked memory clocks {0}-{1} MHz: min above max'.format(*mem))
-            elif top.get('mem_mhz') is not None and mem[1] > top['mem_mhz']:
-                problems.append('{0}: memory clock {1} MHz above its maximum {2} MHz'.format(
-                    label, mem[1], top['mem_mhz']))
-        if isinstance(app, tuple):
+        # The range rule of nvidia_gpu (supported clocks .. max clocks). A lock itself cannot be read back (R17).
+        for name, value in (('locked_gpu_clocks', gpc), ('locked_memory_clocks', mem)):
+            if isinstance(value, dict):
+                try:
+                    gpu_settings.check_clock_range(gpu, name, value)
+                except gpu_settings.GpuSettingsError as exc:
+                    problems.append(exc.msg)
+        if isinstance(app, dict):
             current = gpu.get('applications_clocks')
             if not current:
                 warnings.append('{0}: applications clocks deprecated or not supported by this driver '
                                 '(use locked clocks)'.format(label))
-            elif (current.get('mem_mhz'), current.get('graphics_mhz')) != app:
+            elif (current.get('mem_mhz'), current.get('graphics_mhz')) != (app['mem_mhz'], app['graphics_mhz']):
                 problems.append('{0}: applications clocks {1},{2} MHz, wanted {3},{4} MHz'.format(
-                    label, current.get('mem_mhz'), current.get('graphics_mhz'), app[0], app[1]))
+                    label, current.get('mem_mhz'), current.get('graphics_mhz'), app['mem_mhz'], app['graphics_mhz']))
     unit = _unit(probe, unit_name)
-    locks = isinstance(gpc, tuple) or isinstance(mem, tuple)
+    locks = isinstance(gpc, dict) or isinstance(mem, dict)
     if probe is None or not persist:
         pass
     elif not _unit_enabled(unit):

@@ -216,6 +216,10 @@ def gather(module, subsets):
         started = time.time()
         try:
             facts[NAMESPACE[name]] = readers[name]()
+            if name == 'nvidia' and facts['nvidia'].get('partial'):
+                # nvidia-smi printed some GPUs, then failed (15: a GPU fell off the bus): keep them, report it.
+                errors[name] = 'nvidia facts: partial, nvidia-smi failed after printing {0} GPUs: {1}'.format(
+                    len(facts['nvidia']['gpus']), facts['nvidia']['error'])
         except READER_ERRORS as exc:
             message = '{0} facts: {1}'.format(name, exc)
             if params['fail_on_error']:

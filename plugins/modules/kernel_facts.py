@@ -26,6 +26,11 @@ description:
   - C(dkms status), old and new formats.
   - NVIDIA GPUs (PCI class 0x0300/0x0302) and NVSwitches (class 0x0680) from sysfs, without lspci, so a GPU shows even
     when nvidia-smi hangs.
+  - NVLink 5 switch bridges (HGX B200 and newer, where the NVSwitches are not PCI devices of the host) - InfiniBand
+    devices in C(/sys/class/infiniband) whose PCI VPD holds C(SW_MNG); ordinary ConnectX-7 NICs share their device id
+    but not that field.
+  - Secure Boot - from C(mokutil --sb-state), else the C(SecureBoot) EFI variable - and whether the DKMS signing key
+    (C(/var/lib/dkms/mok.pub), or C(/var/lib/shim-signed/mok/MOK.der)) is enrolled (C(mokutil --test-key)).
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
   - gpufleet.nodeprep.attributes.FACTS
@@ -34,8 +39,10 @@ options:
   root:
     description:
       - Read C(boot/), C(lib/modules/), C(etc/), C(proc/), C(sys/) and C(var/lib/dkms/) below this directory instead
-        of C(/). With another root, grubby, dkms and lsinitrd are not run (DKMS state comes from C(var/lib/dkms)) and
-        modinfo is run with C(-b root -k <running>).
+        of C(/). With another root, grubby, dkms, lsinitrd and mokutil are not run (DKMS state comes from
+        C(var/lib/dkms)) and modinfo is run with C(-b root -k <running>).
+      - Another root must be a directory holding C(proc/sys/kernel/osrelease); the module fails naming it otherwise
+        (it never reports the host's own kernel for it).
     type: path
     default: /
   check_initramfs:
@@ -171,6 +178,34 @@ ansible_facts:
             nvswitch_count:
               description: Number of NVSwitches.
               type: int
+            nvlink5_bridges:
+              description: C({ib_device, bus_id, device_id}) per NVLink 5 switch bridge (InfiniBand device whose VPD
+                holds C(SW_MNG)).
+              type: list
+              elements: dict
+              sample: [{ib_device: mlx5_8, bus_id: "0000:05:00.0", device_id: "0x1021"}]
+            nvlink5_bridge_count:
+              description: Number of NVLink 5 switch bridges.
+              type: int
+            nvswitch_fabric:
+              description: How the NVSwitches show - V(nvlink5) (switch bridges, B200 and newer), V(pci) (NVIDIA PCI
+                bridges, Hopper) or V(none).
+              type: str
+              choices: [none, pci, nvlink5]
+        secure_boot:
+          description: Secure Boot state.
+          type: dict
+          contains:
+            enabled:
+              description: V(true), V(false), or null when it cannot be told.
+              type: bool
+            source:
+              description: Where RV(ansible_facts.kernel_state.secure_boot.enabled) came from.
+              type: str
+            dkms_mok:
+              description: C(path) of the DKMS signing key (null when there is none) and whether it is C(enrolled)
+                (null when mokutil cannot tell).
+              type: dict
         warnings:
           description: Commands that failed without making the facts useless.
           type: list

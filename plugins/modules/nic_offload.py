@@ -197,8 +197,23 @@ def wanted_features(module):
     return wanted
 
 
-def configure(module, ethtool, ifname, wanted, states):
-    """Plan, apply and verify one interface. Returns (result, persistence)."""
+def _took(after, changes):
+    """Whether any planned change (leaf -> {before, after}) now shows its new value in ``after`` (ethtool -k)."""
+    features = after['features']
+    return any((features.get(leaf) or {}).get('enabled') == change['after'] for leaf, change in changes.items())
+
+
+def _applied_any(module, ethtool, ifname, changes):
+    """After a failed ethtool -K: whether it applied some features before failing on another."""
+    try:
+        after = read_features(module, ethtool, ifname)
+    except NicError:
+        return True  # cannot tell; a write was attempted, so do not claim nothing changed
+    return _took(after, changes)
+
+
+def configure(module, ethtool, ifname, wanted, states, results):
+    """Plan, apply and verify one interface (its result goes into ``results`` before acting). Returns persistence."""
     parsed = read_features(module, ethtool, ifname)
     try:
         plan = plan_feature_changes(parsed, wanted, ignore_fixed=module.params['ignore_fixed'], ifname=ifname)
@@ -212,18 +227,22 @@ def configure(module, ethtool, ifname, wanted, states):
         'skipped_fixed': plan['skipped_fixed'],
         'cmd': None,
     }
+    results[ifname] = result
     if plan['args']:
         argv = [ethtool, '-K', ifname] + plan['args']
         result['cmd'] = argv
         if not module.check_mode:
             rc, out, err = run(module, argv)
             if rc != 0:
+                # ethtool -K may have applied some features before failing on another: say whether it did.
+                result['changed'] = _applied_any(module, ethtool, ifname, plan['changes'])
                 raise NicError('interface {0}: ethtool -K failed (rc={1}): {2}'.format(
                     ifname, rc, ' '.join((out + '\n' + err).split()) or 'no output'),
                     cmd=argv, rc=rc, stdout=out, stderr=err)
             after = read_features(module, ethtool, ifname)
             missed = verify_features(after, plan['wanted'])
             if missed:
+                result['changed'] = _took(after, plan['changes'])
                 raise NicError('interface {0}: ethtool -K exited 0 but these features did not take: {1}'.format(
                     ifname, ', '.join(missed)), cmd=argv, rc=rc, stdout=out, stderr=err)
     requests = dict((name, req) for name, req in plan['requests'].items()
@@ -235,7 +254,7 @@ def configure(module, ethtool, ifname, wanted, states):
         'method': persistence_method(managed, names['link_unsupported']),
     }
     persistence.update(names)
-    return result, persistence
+    return persistence
 
 
 def main():
@@ -260,7 +279,7 @@ def main():
         ethtool = find_tool(module, 'ethtool')
         states = nm_device_states(module)
         for ifname in interfaces:
-            results[ifname], persistence[ifname] = configure(module, ethtool, ifname, wanted, states)
+            persistence[ifname] = configure(module, ethtool, ifname, wanted, states, results)
     except NicError as exc:
         module.fail_json(changed=any(r['changed'] for r in results.values()), interfaces=results,
                          **exc.fail_kwargs())

@@ -48,8 +48,10 @@ options:
   power_limit:
     description:
       - Power management limit, set with C(nvidia-smi -pl).
-      - Watts (V(700), V(700.5), V("700W")), or a percentage of the GPU's default power limit (V("70%")), rounded to
-        whole watts.
+      - Watts (V(700), V(700.5), V("700W")), or a percentage of the GPU's default power limit (V("70%")).
+      - Both are rounded to whole watts, half up (V(700.5) and 50% of a 1001 W default are 501 W); a GPU whose limit is
+        within 0.5 W of that counts as set. The readiness check C(gpu.power_limit) and the boot replay use the same
+        rule (one Python function).
       - A value outside the GPU's min..max range fails, naming the GPU, the value and the range, unless
         O(power_limit_clamp=true).
     type: raw
@@ -66,6 +68,8 @@ options:
         clock).
       - C(nvidia-smi -q -x) does not show locked clocks, so the module records what it applied in a state file under
         O(state_dir) and uses it to decide whether a change is needed. See the notes.
+      - V(reset) runs C(-rgc) unless the record says this boot that the clock is unlocked; current clocks are never
+        taken as proof of a lock or of its absence.
     type: raw
   locked_memory_clocks:
     description:
@@ -82,6 +86,28 @@ options:
         deprecated)); on such drivers the module fails and points to O(locked_gpu_clocks) and
         O(locked_memory_clocks).
     type: raw
+  skip_unsupported_applications_clocks:
+    description:
+      - When a selected GPU reports applications clocks as deprecated or not supported, leave O(applications_clocks)
+        alone with a warning instead of failing (what the gpu_settings role does).
+    type: bool
+    default: false
+  apply:
+    description:
+      - Change the running GPUs. With V(false) the module only computes the commands and writes O(replay_file).
+    type: bool
+    default: true
+  replay_file:
+    description:
+      - Write the commands that bring the selected GPUs from a fresh boot to the requested state (C(-pm 1) only where
+        C(nvidia-persistenced) does not run, C(-pl), C(-lgc), C(-lmc), C(-ac)), as JSON argv lists, to this file. The
+        gpu_settings role's boot unit runs them verbatim and records the clock locks it applied in O(state_dir).
+      - The file is removed when there is nothing to replay. Not written when V(null).
+    type: path
+  host_label:
+    description:
+      - Name of the host used in messages (the role passes C(inventory_hostname)).
+    type: str
   timeout:
     description:
       - Seconds to wait for each C(nvidia-smi) command before killing it and failing.
@@ -99,6 +125,15 @@ options:
       - Path of the C(nvidia-smi) binary. By default it is searched in E(PATH), C(/usr/bin) and C(/usr/local/bin).
     type: path
 notes:
+  - Power limits, locked clocks and applications clocks are volatile; the driver drops them when it unloads, which
+    happens when the last client exits while persistence mode is off and no
+    C(nvidia-persistenced) runs. The module refuses to set them in that state and says so. Run C(nvidia-persistenced)
+    (the nvidia_driver role does) or set O(persistence_mode=true), which is applied first.
+  - An index in O(gpus) is C(nvidia-smi)'s index. When C(nvidia-smi) reports more attached GPUs than it printed (a GPU
+    fell off the bus and it exited non-zero), the others keep their indexes, so indexes are refused then and the
+    message lists the PCI bus ids to use. The module manages only the GPUs that were printed (RV(partial)).
+  - When a write fails after an earlier one succeeded, the module fails with C(changed=true) and RV(commands) lists what
+    ran.
   - Changing settings needs root. Without root, or when C(nvidia-smi) answers C(Insufficient Permissions), the module
     fails with a message saying so.
   - Locked clocks cannot be read back. NVML has setters for locked clocks but no getter, and C(nvidia-smi -q -x) has no
@@ -170,6 +205,26 @@ gpus:
       changed: true
       before: {power_limit_w: 1000.0}
       after: {power_limit_w: 700.0}
+replay:
+  description: The replay file's content (V(null) without O(replay_file) or when there is nothing to replay).
+  returned: always
+  type: dict
+  sample:
+    version: 1
+    commands: [["/usr/bin/nvidia-smi", "-i", "00000000:8F:00.0", "-pl", "670"]]
+    record_path: /run/nodeprep/nvidia_gpu_locks.json
+    locks: {}
+replay_changed:
+  description: Whether O(replay_file) was (or, in check mode, would be) written or removed.
+  returned: always
+  type: bool
+  sample: false
+partial:
+  description: Whether C(nvidia-smi -q -x) exited non-zero after printing its XML (a GPU lost); only the printed GPUs
+    are managed.
+  returned: always
+  type: bool
+  sample: false
 persistenced_running:
   description: Whether the C(nvidia-persistenced) daemon was found running (then C(-pm) is never run).
   returned: always
@@ -178,16 +233,13 @@ persistenced_running:
 """
 
 import json
-import math
 import os
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six import integer_types, string_types
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import (
     NvidiaSmiParseError,
-    find_gpu,
     parse_nvsmi_xml,
 )
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvidia_collect import (
@@ -197,19 +249,26 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvidia_collect 
     query_xml,
     run_with_timeout,
 )
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._gpu_settings import (
+    GpuSettingsError,
+    LOCKS,
+    boot_commands,
+    boot_replay,
+    find_by_bus_id,
+    gpu_label,
+    parse_settings,
+    plan_gpu,
+    power_limit_matches,
+    select_gpus,
+    volatile_without_persistence,
+)
 
 STATE_FILE = 'nvidia_gpu_locks.json'
 PERSISTENCED_NAMES = ('nvidia-persistenced', 'nvidia-persiste')
+PERSISTENCED_UNIT = 'nvidia-persistenced.service'
 # nvidia-smi can exit 0 and still not apply a setting; these phrases in its output mean it did not.
 FAILURE_MARKERS = ('treating as warning', 'not supported', 'unable to', 'failed', 'insufficient permissions',
                    'is not valid', 'invalid', 'error')
-
-
-class GpuSettingError(Exception):
-    def __init__(self, msg, **kwargs):
-        super(GpuSettingError, self).__init__(msg)
-        self.msg = msg
-        self.extra = kwargs
 
 
 def euid():
@@ -224,11 +283,15 @@ def boot_id(path='/proc/sys/kernel/random/boot_id'):
         return None
 
 
-def persistenced_running(proc='/proc'):
+def persistenced_running(proc='/proc', systemctl=None):
+    """Whether nvidia-persistenced runs: a process of that name, or (when ``systemctl`` is given) its unit active.
+
+    The unit state also covers a daemon whose process has another name (the simulated fleet's runs as gpu-double).
+    """
     try:
         entries = os.listdir(proc)
     except OSError:
-        return False
+        entries = []
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -238,88 +301,20 @@ def persistenced_running(proc='/proc'):
                     return True
         except (IOError, OSError):
             continue
+    if systemctl:
+        try:
+            rc, out, err = run_with_timeout([systemctl, 'is-active', PERSISTENCED_UNIT], 30)
+        except (CommandTimeout, OSError):
+            return False
+        return rc == 0 and out.strip() == 'active'
     return False
 
 
-def gpu_label(gpu):
-    return 'GPU {0} ({1})'.format(gpu['index'], gpu['pci_bus_id'])
-
-
-def fmt_watts(value):
-    return '{0:.2f}'.format(value)
-
-
-def watts_arg(value):
-    if value == int(value):
-        return str(int(value))
-    return '{0:.2f}'.format(value)
-
-
-def _as_int(value, what):
-    if isinstance(value, bool):
-        raise GpuSettingError('{0} must be an integer number of MHz, got {1!r}'.format(what, value))
-    if isinstance(value, integer_types):
-        return value
-    if isinstance(value, float) and value == int(value):
-        return int(value)
-    if isinstance(value, string_types) and value.strip().isdigit():
-        return int(value.strip())
-    raise GpuSettingError('{0} must be an integer number of MHz, got {1!r}'.format(what, value))
-
-
-def parse_power_limit(value):
-    """Return ('watts', float) or ('percent', float)."""
-    what = 'power_limit must be watts (e.g. 700) or a percentage of the default limit (e.g. "70%"), got {0!r}'.format(
-        value)
-    if isinstance(value, bool):
-        raise GpuSettingError(what)
-    if isinstance(value, integer_types) or isinstance(value, float):
-        kind, number = 'watts', float(value)
-    elif isinstance(value, string_types):
-        text = value.strip()
-        kind = 'watts'
-        if text.endswith('%'):
-            kind, text = 'percent', text[:-1].strip()
-        elif text[-1:] in ('W', 'w'):
-            text = text[:-1].strip()
-        try:
-            number = float(text)
-        except ValueError:
-            raise GpuSettingError(what)
-    else:
-        raise GpuSettingError(what)
-    if math.isnan(number) or number <= 0:
-        raise GpuSettingError(what)
-    return kind, number
-
-
-def parse_range(value, name):
-    """``reset`` -> None; ``{min, max}`` -> {'min_mhz', 'max_mhz'}."""
-    if isinstance(value, string_types) and value.strip().lower() == 'reset':
-        return None
-    if not isinstance(value, dict) or set(value.keys()) != set(('min', 'max')):
-        raise GpuSettingError('{0} must be "reset" or a dict with the keys min and max (MHz), got {1!r}'.format(
-            name, value))
-    low = _as_int(value['min'], '{0}.min'.format(name))
-    high = _as_int(value['max'], '{0}.max'.format(name))
-    if low < 1 or low > high:
-        raise GpuSettingError('{0}: min ({1}) must be at least 1 and not above max ({2})'.format(name, low, high))
-    return {'min_mhz': low, 'max_mhz': high}
-
-
-def parse_app_clocks(value):
-    if isinstance(value, string_types) and value.strip().lower() == 'reset':
-        return 'reset'
-    if not isinstance(value, dict) or set(value.keys()) != set(('memory', 'graphics')):
-        raise GpuSettingError(
-            'applications_clocks must be "reset" or a dict with the keys memory and graphics (MHz), got {0!r}'.format(
-                value))
-    return {'graphics_mhz': _as_int(value['graphics'], 'applications_clocks.graphics'),
-            'mem_mhz': _as_int(value['memory'], 'applications_clocks.memory')}
-
-
 class LockRecord(object):
-    """What this module locked, per PCI bus id, valid for the current boot only."""
+    """The clock locks applied this boot, per PCI bus id, by this module or by the boot unit's replay.
+
+    A GPU (or a setting) missing from the record is in an unknown state: a reset is then run, never skipped.
+    """
 
     def __init__(self, module, state_dir):
         self.module = module
@@ -338,11 +333,12 @@ class LockRecord(object):
         if isinstance(data, dict) and data.get('boot_id') == self.boot_id and isinstance(data.get('gpus'), dict):
             self.gpus = data['gpus']
 
-    def get(self, gpu, setting):
+    def known(self, gpu):
+        """{setting: value} known for this GPU this boot (a missing setting is unknown)."""
         entry = self.gpus.get(gpu['pci_bus_id'])
         if not isinstance(entry, dict) or entry.get('uuid') != gpu.get('uuid'):
-            return None
-        return entry.get(setting)
+            return {}
+        return dict((name, entry[name]) for name, dummy, dummy2 in LOCKS if name in entry)
 
     def set(self, gpu, setting, value):
         entry = self.gpus.get(gpu['pci_bus_id'])
@@ -361,182 +357,46 @@ class LockRecord(object):
         self.module.atomic_move(tmp, self.path)
 
 
+def replay_text(replay):
+    return json.dumps(replay, indent=2, sort_keys=True) + '\n'
+
+
 class NvidiaGpu(object):
     def __init__(self, module):
         self.module = module
         self.params = module.params
         self.binary = None
         self.commands = []
+        self.applied = 0
         self.planned = []
 
     # -- helpers ----------------------------------------------------------
     def fail(self, msg, **kwargs):
-        self.module.fail_json(msg=msg, commands=self.commands, **kwargs)
+        # A write that already succeeded changed the node, even when a later one fails.
+        self.module.fail_json(msg=msg, commands=self.commands, changed=self.applied > 0, **kwargs)
 
     def read_state(self):
         try:
             argv, rc, out, err = query_xml(self.binary, self.params['timeout'])
         except NvidiaCollectError as exc:
             self.fail(**exc.fail_kwargs())
-        if rc != 0:
-            said = '\n'.join(p.strip() for p in (out, err) if p and p.strip())
+        said = '\n'.join(p.strip() for p in (out, err) if p and p.strip())
+        if rc != 0 and '<nvidia_smi_log' not in (out or ''):
             msg = 'nvidia-smi -q -x failed with rc {0}: {1}'.format(rc, said or 'no output')
             if 'insufficient permissions' in said.lower():
                 msg += ' (run the task as root, for example with become: true)'
             self.fail(msg, cmd=argv, rc=rc, stdout=out, stderr=err)
         try:
-            return parse_nvsmi_xml(out, include_supported_clocks=True)
+            state = parse_nvsmi_xml(out)
         except NvidiaSmiParseError as exc:
-            self.fail('cannot parse the output of {0}: {1}'.format(' '.join(argv), exc), cmd=argv, rc=rc,
-                      stdout=out, stderr=err)
-
-    def select(self, state):
-        wanted = [str(g).strip() for g in self.params['gpus']]
-        if not wanted:
-            self.fail('gpus is empty; give "all" or at least one GPU index, UUID or PCI bus id')
-        gpus = state['gpus']
-        if not gpus:
-            self.fail('nvidia-smi reports no GPUs (attached_gpus: {0})'.format(state['attached_gpus']))
-        if any(w.lower() == 'all' for w in wanted):
-            if len(wanted) > 1:
-                self.fail('gpus: "all" cannot be combined with other entries, got {0}'.format(wanted))
-            return list(gpus)
-        selected = []
-        for ident in wanted:
-            gpu = find_gpu(gpus, ident)
-            if gpu is None:
-                self.fail('gpus: no GPU matches {0!r}; GPUs present: {1}'.format(ident, ', '.join(
-                    '{0} ({1}, {2})'.format(g['index'], g['pci_bus_id'], g['uuid']) for g in gpus)))
-            if gpu not in selected:
-                selected.append(gpu)
-        return selected
+            self.fail('cannot parse the output of nvidia-smi -q -x (rc {0}): {1}'.format(rc, exc),
+                      cmd=argv, rc=rc, stdout=out, stderr=err)
+        state['partial'] = rc != 0
+        state['error'] = ((err or '').strip() or 'rc {0}'.format(rc)) if rc != 0 else None
+        return state
 
     def argv(self, gpu, *args):
         return [self.binary, '-i', gpu['pci_bus_id']] + list(args)
-
-    # -- planning ---------------------------------------------------------
-    def plan_power(self, gpu, request):
-        kind, number = request
-        label = gpu_label(gpu)
-        current = gpu['power_limit_w']
-        low, high = gpu['min_power_limit_w'], gpu['max_power_limit_w']
-        if current is None or low is None or high is None:
-            raise GpuSettingError('{0}: the power limit is not reported (N/A) by nvidia-smi, so it cannot be '
-                                  'managed'.format(label))
-        if kind == 'percent':
-            default = gpu['default_power_limit_w']
-            if default is None:
-                raise GpuSettingError('{0}: power_limit {1:g}% needs the default power limit, which nvidia-smi '
-                                      'reports as N/A'.format(label, number))
-            desired = float(int(default * number / 100.0 + 0.5))
-            shown = '{0:g}% of the default {1} W = {2:g} W'.format(number, fmt_watts(default), desired)
-        else:
-            desired = round(number, 2)
-            shown = '{0:g} W'.format(desired)
-        if desired < low or desired > high:
-            if not self.params['power_limit_clamp']:
-                raise GpuSettingError('{0}: power_limit {1} is outside the allowed range {2}-{3} W'.format(
-                    label, shown, fmt_watts(low), fmt_watts(high)))
-            clamped = low if desired < low else high
-            self.module.warn('{0}: power_limit {1} is outside the allowed range {2}-{3} W; clamped to {4} W'.format(
-                label, shown, fmt_watts(low), fmt_watts(high), fmt_watts(clamped)))
-            desired = clamped
-        return desired
-
-    def check_range(self, gpu, name, value, low, high):
-        if value is None:
-            return
-        if (low is not None and value['min_mhz'] < low) or (high is not None and value['max_mhz'] > high):
-            raise GpuSettingError('{0}: {1} {2}-{3} MHz is outside the supported range {4}-{5} MHz'.format(
-                gpu_label(gpu), name, value['min_mhz'], value['max_mhz'],
-                low if low is not None else '?', high if high is not None else '?'))
-
-    def plan_app_clocks(self, gpu, request):
-        label = gpu_label(gpu)
-        if gpu['applications_clocks_deprecated']:
-            raise GpuSettingError(
-                '{0}: the driver reports applications clocks as deprecated ("Requested functionality has been '
-                'deprecated"); use locked_gpu_clocks and locked_memory_clocks (nvidia-smi -lgc/-lmc) '
-                'instead'.format(label))
-        if gpu['applications_clocks'] is None:
-            raise GpuSettingError('{0}: applications clocks are not supported on this GPU (nvidia-smi reports '
-                                  'N/A)'.format(label))
-        if request == 'reset':
-            if gpu['default_applications_clocks'] is None:
-                raise GpuSettingError('{0}: default applications clocks are not reported (N/A), cannot reset '
-                                      'them'.format(label))
-            return dict(gpu['default_applications_clocks'])
-        supported = gpu['supported_clocks'] or {}
-        mem_key = str(request['mem_mhz'])
-        if mem_key not in supported:
-            raise GpuSettingError('{0}: applications_clocks memory {1} MHz is not supported; supported memory '
-                                  'clocks: {2}'.format(label, request['mem_mhz'], ', '.join(
-                                      sorted(supported, key=int, reverse=True)) or 'none reported'))
-        if request['graphics_mhz'] not in supported[mem_key]:
-            raise GpuSettingError('{0}: applications_clocks graphics {1} MHz is not supported with memory {2} MHz; '
-                                  'supported graphics clocks: {3}'.format(
-                                      label, request['graphics_mhz'], request['mem_mhz'],
-                                      ', '.join(str(c) for c in supported[mem_key])))
-        return request
-
-    def plan_gpu(self, gpu, wanted, record, daemon):
-        before, after, commands, readback = {}, {}, [], {}
-        label = gpu_label(gpu)
-        if wanted.get('persistence_mode') is not None:
-            desired = wanted['persistence_mode']
-            before['persistence_mode'] = gpu['persistence_mode']
-            if daemon:
-                after['persistence_mode'] = gpu['persistence_mode']
-                if gpu['persistence_mode'] != desired:
-                    self.module.warn('{0}: nvidia-persistenced is running and manages persistence mode; the GPU '
-                                     'reports {1}, not changing it with nvidia-smi -pm (configure the daemon '
-                                     'instead)'.format(label, 'enabled' if gpu['persistence_mode'] else 'disabled'))
-            else:
-                after['persistence_mode'] = desired
-                if gpu['persistence_mode'] != desired:
-                    commands.append(self.argv(gpu, '-pm', '1' if desired else '0'))
-                    readback['persistence_mode'] = desired
-        if wanted.get('power_limit') is not None:
-            desired = self.plan_power(gpu, wanted['power_limit'])
-            before['power_limit_w'] = gpu['power_limit_w']
-            after['power_limit_w'] = desired
-            if round(gpu['power_limit_w'], 2) != round(desired, 2):
-                commands.append(self.argv(gpu, '-pl', watts_arg(desired)))
-                readback['power_limit_w'] = desired
-        if wanted.get('applications_clocks') is not None:
-            request = wanted['applications_clocks']
-            desired = self.plan_app_clocks(gpu, request)
-            before['applications_clocks'] = gpu['applications_clocks']
-            after['applications_clocks'] = desired
-            if gpu['applications_clocks'] != desired:
-                if request == 'reset':
-                    commands.append(self.argv(gpu, '-rac'))
-                else:
-                    commands.append(self.argv(gpu, '-ac', '{0},{1}'.format(desired['mem_mhz'],
-                                                                           desired['graphics_mhz'])))
-                readback['applications_clocks'] = desired
-        supported = gpu['supported_clocks'] or {}
-        for setting, lock_flag, reset_flag, low, high in (
-                ('locked_gpu_clocks', '-lgc', '-rgc',
-                 min([c for clocks in supported.values() for c in clocks] or [None]) if supported else None,
-                 gpu['max_clocks']['graphics_mhz']),
-                ('locked_memory_clocks', '-lmc', '-rmc',
-                 min(int(m) for m in supported) if supported else None,
-                 gpu['max_clocks']['mem_mhz'])):
-            if setting not in wanted:
-                continue
-            desired = wanted[setting]
-            self.check_range(gpu, setting, desired, low, high)
-            current = record.get(gpu, setting)
-            before[setting] = current
-            after[setting] = desired
-            if current != desired:
-                if desired is None:
-                    commands.append(self.argv(gpu, reset_flag))
-                else:
-                    commands.append(self.argv(gpu, lock_flag, '{0},{1}'.format(desired['min_mhz'],
-                                                                               desired['max_mhz'])))
-        return before, after, commands, readback
 
     # -- acting -----------------------------------------------------------
     def run_write(self, argv):
@@ -561,36 +421,56 @@ class NvidiaGpu(object):
         if any(marker in line for line in lines for marker in FAILURE_MARKERS):
             self.fail('{0} exited 0 but reported a problem: {1}'.format(' '.join(argv), said),
                       cmd=argv, rc=rc, stdout=out, stderr=err)
+        self.applied += 1
 
     def verify(self, readbacks):
         state = self.read_state()
         for gpu, expected in readbacks:
-            now = find_gpu(state['gpus'], gpu['pci_bus_id'])
+            now = find_by_bus_id(state['gpus'], gpu['pci_bus_id'])
             if now is None:
                 self.fail('{0} is gone from nvidia-smi -q -x after changing its settings'.format(gpu_label(gpu)))
             for key, value in sorted(expected.items()):
                 got = now[key]
-                same = round(got, 2) == round(value, 2) if key == 'power_limit_w' and got is not None else got == value
+                same = power_limit_matches(got, value) if key == 'power_limit_w' else got == value
                 if not same:
                     self.fail('{0}: nvidia-smi exited 0 but {1} reads {2!r} instead of {3!r} after the change'.format(
                         gpu_label(gpu), key, got, value))
 
+    def write_replay(self, replay):
+        """Write (or remove, when None) the replay file; returns whether it changed."""
+        path = self.params['replay_file']
+        try:
+            with open(path) as handle:
+                current = handle.read()
+        except (IOError, OSError):
+            current = None
+        wanted = None if replay is None else replay_text(replay)
+        if current == wanted:
+            return False
+        if self.module.check_mode:
+            return True
+        try:
+            if wanted is None:
+                os.remove(path)
+                return True
+            folder = os.path.dirname(path) or '.'
+            fd, tmp = tempfile.mkstemp(prefix='.gpu-settings.', dir=folder)
+            with os.fdopen(fd, 'w') as handle:
+                handle.write(wanted)
+            os.chmod(tmp, 0o644)
+            self.module.atomic_move(tmp, path)
+        except (IOError, OSError) as exc:
+            self.fail('cannot write the replay file {0}: {1}'.format(path, exc))
+        return True
+
     def run(self):
         params = self.params
+        host = params['host_label']
         if params['timeout'] < 1:
             self.fail('timeout must be at least 1 second, got {0}'.format(params['timeout']))
-        wanted = {}
         try:
-            if params['persistence_mode'] is not None:
-                wanted['persistence_mode'] = params['persistence_mode']
-            if params['power_limit'] is not None:
-                wanted['power_limit'] = parse_power_limit(params['power_limit'])
-            for name in ('locked_gpu_clocks', 'locked_memory_clocks'):
-                if params[name] is not None:
-                    wanted[name] = parse_range(params[name], name)
-            if params['applications_clocks'] is not None:
-                wanted['applications_clocks'] = parse_app_clocks(params['applications_clocks'])
-        except GpuSettingError as exc:
+            wanted = parse_settings(params)
+        except GpuSettingsError as exc:
             self.fail(exc.msg)
 
         self.binary = find_nvidia_smi(self.module, params['nvidia_smi'])
@@ -598,57 +478,82 @@ class NvidiaGpu(object):
             self.fail('nvidia-smi not found{0}; install the NVIDIA driver first'.format(
                 ' at {0}'.format(params['nvidia_smi']) if params['nvidia_smi'] else ' in PATH'))
         state = self.read_state()
-        selected = self.select(state)
-        daemon = 'persistence_mode' in wanted and persistenced_running()
+        try:
+            selected = select_gpus(state, params['gpus'], host)
+        except GpuSettingsError as exc:
+            self.fail(exc.msg)
+        if 'applications_clocks' in wanted and params['skip_unsupported_applications_clocks']:
+            unsupported = [gpu_label(g) for g in selected
+                           if g.get('applications_clocks_deprecated') or g.get('applications_clocks') is None]
+            if unsupported:
+                self.module.warn('applications_clocks are left alone{0}: the driver reports them as deprecated or '
+                                 'not supported on {1}; use locked_gpu_clocks and locked_memory_clocks '
+                                 'instead'.format(' on {0}'.format(host) if host else '', ', '.join(unsupported)))
+                del wanted['applications_clocks']
+        if state['partial']:
+            self.module.warn('nvidia-smi -q -x exited non-zero after printing {0} of {1} GPUs ({2}); only the GPUs '
+                             'it printed are managed'.format(len(state['gpus']), state['attached_gpus'],
+                                                             state['error']))
+        daemon = persistenced_running(systemctl=self.module.get_bin_path('systemctl'))
         record = LockRecord(self.module, params['state_dir'])
 
-        results, diff_before, diff_after, readbacks = [], {}, {}, []
+        results, diff_before, diff_after, readbacks, replay_entries, plans = [], {}, {}, [], [], []
         try:
             for gpu in selected:
-                before, after, commands, readback = self.plan_gpu(gpu, wanted, record, daemon)
-                self.planned.extend(commands)
-                diff_before[gpu['pci_bus_id']] = before
-                diff_after[gpu['pci_bus_id']] = after
+                plan = plan_gpu(gpu, wanted, self.argv, record.known(gpu), daemon, params['power_limit_clamp'],
+                                host)
+                problem = volatile_without_persistence(gpu, wanted, daemon, host)
+                if problem:
+                    raise GpuSettingsError(problem)
+                plans.append(plan)
+                for warning in plan['warnings']:
+                    self.module.warn(warning)
+                self.planned.extend(plan['commands'])
+                diff_before[gpu['pci_bus_id']] = plan['before']
+                diff_after[gpu['pci_bus_id']] = plan['after']
                 results.append({'index': gpu['index'], 'pci_bus_id': gpu['pci_bus_id'], 'uuid': gpu['uuid'],
-                                'changed': bool(commands), 'before': before, 'after': after,
-                                'commands': commands})
-                if readback:
-                    readbacks.append((gpu, readback))
-        except GpuSettingError as exc:
+                                'changed': bool(plan['commands']), 'before': plan['before'], 'after': plan['after']})
+                if plan['readback']:
+                    readbacks.append((gpu, plan['readback']))
+                replay_entries.append((gpu, plan, boot_commands(gpu, plan, self.argv, daemon)))
+        except GpuSettingsError as exc:
             self.fail(exc.msg)
+        replay = boot_replay(replay_entries, record.path) if params['replay_file'] else None
 
-        changed = bool(self.planned)
+        live = params['apply']
+        changed = bool(self.planned) and live
         if changed and not self.module.check_mode:
             if euid() != 0:
                 self.fail('changing GPU settings needs root, but the module runs as uid {0}; use become: true '
                           '(it would run: {1})'.format(euid(), '; '.join(' '.join(c) for c in self.planned)))
             lock_changed = False
-            for gpu, result in zip(selected, results):
-                for argv in result['commands']:
-                    self.run_write(argv)
-                    flag = argv[3]
-                    if flag in ('-lgc', '-rgc'):
-                        record.set(gpu, 'locked_gpu_clocks', result['after']['locked_gpu_clocks'])
-                        lock_changed = True
-                    elif flag in ('-lmc', '-rmc'):
-                        record.set(gpu, 'locked_memory_clocks', result['after']['locked_memory_clocks'])
-                        lock_changed = True
-            if lock_changed:
-                try:
-                    record.save()
-                except (IOError, OSError) as exc:
-                    self.fail('clocks were locked but the record {0} could not be written: {1}'.format(
-                        record.path, exc))
+            try:
+                for gpu, plan in zip(selected, plans):
+                    for argv in plan['commands']:
+                        self.run_write(argv)
+                        for setting, lock_flag, reset_flag in LOCKS:
+                            if argv[3] in (lock_flag, reset_flag):
+                                record.set(gpu, setting, plan['after'][setting])
+                                lock_changed = True
+            finally:
+                if lock_changed:
+                    try:
+                        record.save()
+                    except (IOError, OSError) as exc:
+                        self.fail('clocks were locked but the record {0} could not be written: {1}'.format(
+                            record.path, exc))
             if readbacks:
                 self.verify(readbacks)
-        for result in results:
-            del result['commands']
+        replay_changed = self.write_replay(replay) if params['replay_file'] else False
         return dict(
-            changed=changed,
+            changed=changed or replay_changed,
             commands=self.commands,
-            planned_commands=self.planned,
+            planned_commands=self.planned if live else [],
+            replay=replay,
+            replay_changed=replay_changed,
             diff=dict(before=diff_before, after=diff_after),
             gpus=results,
+            partial=state['partial'],
             persistenced_running=bool(daemon),
         )
 
@@ -663,6 +568,10 @@ def main():
             locked_gpu_clocks=dict(type='raw'),
             locked_memory_clocks=dict(type='raw'),
             applications_clocks=dict(type='raw'),
+            skip_unsupported_applications_clocks=dict(type='bool', default=False),
+            apply=dict(type='bool', default=True),
+            replay_file=dict(type='path'),
+            host_label=dict(type='str'),
             timeout=dict(type='int', default=60),
             state_dir=dict(type='path', default='/run/nodeprep'),
             nvidia_smi=dict(type='path'),

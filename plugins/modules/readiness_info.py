@@ -210,7 +210,7 @@ def read_kernel_log(module, lines):
     """Xid lines of the kernel log of this boot: journalctl first, dmesg where journald is not there."""
     result = {'source': None, 'lines': None, 'error': None}
     if lines <= 0:
-        result['error'] = 'not read (kernel_log_lines is 0)'
+        result['error'] = 'not read (kernel_log_lines is {0})'.format(lines)
         return result
     errors = []
     journalctl = module.get_bin_path('journalctl')
@@ -321,6 +321,9 @@ def main():
         module.fail_json(msg='kernel_log_lines must be 0 (do not read the kernel log) or more, got {0}'.format(
             module.params['kernel_log_lines']))
     module.run_command_environ_update = _C_LOCALE
+    if module.params['kernel_log_lines'] < 0:
+        module.fail_json(msg='kernel_log_lines={0} is negative; allowed: 0 (do not read the kernel log) or a positive '
+                             'number of lines'.format(module.params['kernel_log_lines']))
     module.exit_json(**run_checks(module))
 
 

@@ -2,6 +2,7 @@
 #   make testbed-up [NODES=4]            bring the fleet up, write .testbed/inventory.yml
 #   make testbed-down                    stop it; no namespace, mount or process is left
 #   make testbed-status
+#   make testbed-selftest                 ethtool -K, signed repositories and key refusals on the running nodes
 #   make testbed-fault NODE=<name> FAULT=<kind> [GPU=<index>] [VALUE=<v>]
 #   make testbed-heal NODE=<name> [FAULT=<kind>]
 # Needs root. Kinds: gpu-missing gpu-removed nvidia-smi-hang driver-unloaded xid retired-pages
@@ -11,7 +12,7 @@ TESTBED_PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 TESTBED := $(TESTBED_PYTHON) tests/testbed/testbed.py
 NODES ?= 4
 
-.PHONY: testbed-up testbed-down testbed-status testbed-fault testbed-heal
+.PHONY: testbed-up testbed-down testbed-status testbed-fault testbed-heal testbed-selftest
 
 testbed-up:
 	$(TESTBED) up --nodes $(NODES)
@@ -30,3 +31,7 @@ testbed-fault:
 testbed-heal:
 	@test -n "$(NODE)" || { echo "usage: make testbed-heal NODE=<name> [FAULT=<kind>]"; exit 2; }
 	$(TESTBED) heal $(NODE) $(FAULT)
+
+# Check the running nodes can do what a real root shell can (ethtool -K, signed repositories, key refusals).
+testbed-selftest:
+	$(TESTBED) selftest

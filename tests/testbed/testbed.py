@@ -50,6 +50,8 @@ SUBNET = tuple(int(x) for x in (os.environ.get('TESTBED_SUBNET') or '10.231').sp
 def machine_name(name):
     """systemd-nspawn's machine name: the node name for the default fleet, prefixed for any other."""
     return name if PREFIX == 'nptb' else '{0}-{1}'.format(PREFIX, name)
+
+
 BOOT_TIMEOUT = int(os.environ.get('TESTBED_BOOT_TIMEOUT', '120'))
 NSPAWN_REBOOT_RC = 133
 
@@ -72,22 +74,40 @@ FLAVOURS = {
     'ubuntu2404': {'os_dir': 'ubuntu2404', 'family': 'debian', 'pkg': 'deb', 'major': 24},
 }
 
-# The default fleet, cycled when NODES is larger: (flavour, GPU model, wanted profile names).
+# The default fleet, cycled when NODES is larger: (flavour, GPU model, wanted profile names, driver branch).
+# One node type runs a branch below 580, where NVIDIA names the fabric manager packages differently (REALITY.md).
 TEMPLATES = [
-    ('el9', 'b200', ['hgx-b200-8gpu']),
-    ('el8', 'h100', ['hgx-h100-8gpu']),
-    ('ubuntu2404', 'h200', ['hgx-h200-8gpu', 'hgx-h100-8gpu']),
-    ('el10', 'b200', ['hgx-b200-8gpu']),
+    ('el9', 'b200', ['hgx-b200-8gpu'], '580'),
+    ('el8', 'h100', ['hgx-h100-8gpu'], '570'),
+    ('ubuntu2404', 'h200', ['hgx-h200-8gpu', 'hgx-h100-8gpu'], '580'),
+    ('el10', 'b200', ['hgx-b200-8gpu'], '580'),
 ]
+
+# What a root shell on a real node may do that systemd-nspawn's default set leaves out, as far as it is safe on a
+# shared host: CAP_NET_ADMIN (each node has its own network namespace: ethtool -K, ip link set) and CAP_IPC_LOCK
+# (mlock). Never CAP_SYS_MODULE or CAP_SYS_TIME: they would act on the host's kernel and clock.
+NODE_CAPABILITIES = ('CAP_NET_ADMIN', 'CAP_IPC_LOCK')
 
 # Fault kinds. 'flag' faults are handled by the GPU double inside the node (it
 # reads /var/lib/testbed/faults/<flag>); the others are the fleet manager's own.
 FAULTS = {
-    'gpu-missing': {'flag': 'gpu-missing', 'help': 'one GPU lost (fell off the bus): nvidia-smi keeps the other indexes, prints "Unable to determine the device handle for gpu <bus id>: Unknown Error" and exits 15; still on the PCI bus (--gpu index or bus id, default the last GPU; --value lost: "GPU is lost. Reboot the system to recover this GPU")'},
-    'gpu-removed': {'flag': 'gpu-removed', 'help': 'one GPU gone from the PCI bus and nvidia-smi; the others renumber (--gpu; default the last GPU)'},
-    'clocks-capped': {'flag': 'clocks-capped', 'help': 'clock locks report success but the GPUs run lower (--value graphics MHz cap, default 85% of the maximum)'},
-    'power-capped': {'flag': 'power-capped', 'help': 'out-of-band power cap: enforced power limit below the requested one (--value watts, default 70% of the default limit)'},
-    'secure-boot': {'flag': 'secure-boot', 'help': 'UEFI Secure Boot on with no enrolled MOK: the nvidia module is rejected ("Key was rejected by service"); mokutil --sb-state says enabled'},
+    'gpu-missing': {'flag': 'gpu-missing',
+                    'help': 'one GPU lost (fell off the bus): nvidia-smi keeps the other indexes, prints "Unable to '
+                            'determine the device handle for gpu <bus id>: Unknown Error" and exits 15; still on the '
+                            'PCI bus (--gpu index or bus id, default the last GPU; --value lost: "GPU is lost. Reboot '
+                            'the system to recover this GPU")'},
+    'gpu-removed': {'flag': 'gpu-removed',
+                    'help': 'one GPU gone from the PCI bus and nvidia-smi; the others renumber (--gpu; default the '
+                            'last GPU)'},
+    'clocks-capped': {'flag': 'clocks-capped',
+                      'help': 'clock locks report success but the GPUs run lower (--value graphics MHz cap, default '
+                              '85 percent of the maximum)'},
+    'power-capped': {'flag': 'power-capped',
+                     'help': 'out-of-band power cap: enforced power limit below the requested one (--value watts, '
+                             'default 70 percent of the default limit)'},
+    'secure-boot': {'flag': 'secure-boot',
+                    'help': 'UEFI Secure Boot on with no enrolled MOK: the nvidia module is rejected ("Key was '
+                            'rejected by service"); mokutil --sb-state says enabled'},
     'nvidia-smi-hang': {'flag': 'nvidia-smi-hang', 'help': 'nvidia-smi never returns'},
     'driver-unloaded': {'flag': 'driver-unloaded', 'help': 'the nvidia driver is not loaded; /proc/driver/nvidia gone'},
     'xid': {'flag': 'xid', 'help': 'an Xid event in the kernel log (--value Xid code, default 79; --gpu, default 0)'},
@@ -201,7 +221,7 @@ def plan_fleet(count):
     nodes = []
     seen = {}
     for i in range(count):
-        flavour, gpu, wanted = TEMPLATES[i % len(TEMPLATES)]
+        flavour, gpu, wanted, branch = TEMPLATES[i % len(TEMPLATES)]
         key = (flavour, gpu)
         seen[key] = seen.get(key, 0) + 1
         name = '{0}-{1}-{2:02d}'.format(flavour, gpu, seen[key])
@@ -211,7 +231,7 @@ def plan_fleet(count):
             raise TestbedError('at most 16384 nodes fit in 10.231.0.0/16, asked for {0}'.format(count))
         nodes.append({
             'name': name, 'index': i, 'flavour': flavour, 'gpu': gpu,
-            'profile': profile, 'profile_path': profile_path,
+            'profile': profile, 'profile_path': profile_path, 'branch': branch,
             'family': FLAVOURS[flavour]['family'],
             'host_ip': '{0}.{1}.{2}.{3}'.format(SUBNET[0], SUBNET[1], third, fourth + 1),
             'node_ip': '{0}.{1}.{2}.{3}'.format(SUBNET[0], SUBNET[1], third, fourth + 2),
@@ -613,6 +633,7 @@ def nspawn_argv(node):
             '--network-namespace-path=/run/netns/' + node['netns'],
             '--bind-ro=' + repos_dir() + ':/srv/testbed-repos',
             '--bind=' + os.path.join(nd, 'faults') + ':/var/lib/testbed/faults',
+            '--capability=' + ','.join(NODE_CAPABILITIES),
             '--console=read-only']
 
 
@@ -742,9 +763,16 @@ def write_inventory(nodes, keyfile):
     el_vars = {}
     for flavour, f in FLAVOURS.items():
         if f['pkg'] == 'rpm':
+            base = 'file:///srv/testbed-repos/el{0}/'.format(f['major'])
             el_vars[flavour] = {
-                'nodeprep_nvidia_driver_repo_url': 'file:///srv/testbed-repos/el{0}/cuda/'.format(f['major']),
-                'nodeprep_kernel_elrepo_url': 'file:///srv/testbed-repos/el{0}/elrepo/'.format(f['major']),
+                # CUDA key: the role's default <repo_url>D42D0685.pub (EL8/9) or CDF6BA43.pub (EL10) is served there
+                'nodeprep_nvidia_driver_repo_url': base + 'cuda/',
+                'nodeprep_nvidia_driver_epel_url': base + 'epel/',
+                'nodeprep_nvidia_driver_epel_gpgkey': base + 'epel/RPM-GPG-KEY-EPEL-{0}'.format(f['major']),
+                'nodeprep_kernel_elrepo_url': base + 'elrepo/',
+                # both ELRepo key files; the role lists only the v2 key on EL10 (REALITY.md, R6)
+                'nodeprep_kernel_elrepo_gpgkey': [base + 'elrepo/RPM-GPG-KEY-elrepo.org',
+                                                  base + 'elrepo/RPM-GPG-KEY-v2-elrepo.org'],
             }
         else:
             el_vars[flavour] = {'nodeprep_nvidia_driver_repo_url': 'file:///srv/testbed-repos/apt/cuda/'}
@@ -756,8 +784,6 @@ def write_inventory(nodes, keyfile):
         'ansible_ssh_common_args': '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR '
                                    '-o ServerAliveInterval=5 -o ServerAliveCountMax=3',
         'ansible_python_interpreter': '/usr/bin/python3',
-        'nodeprep_nvidia_driver_repo_gpgcheck': False,
-        'nodeprep_kernel_elrepo_gpgcheck': False,
         'nodeprep_reboot_ok': True,
         'nodeprep_boot_time_command': "awk '{print $22}' /proc/1/stat",
         'nodeprep_expected_gpus': 8,
@@ -774,7 +800,8 @@ def write_inventory(nodes, keyfile):
             hosts = {}
             for n in nodes:
                 if n['flavour'] == flavour:
-                    hosts[n['name']] = {'ansible_host': n['node_ip'], 'testbed_profile': n['profile']}
+                    hosts[n['name']] = {'ansible_host': n['node_ip'], 'testbed_profile': n['profile'],
+                                        'nodeprep_nvidia_driver_branch': n.get('branch', '580')}
             if hosts:
                 fam['children'][flavour] = {'hosts': hosts, 'vars': el_vars[flavour]}
         if fam['children']:
@@ -1079,6 +1106,140 @@ def cmd_ssh(args):
     os.execvp('ssh', argv)
 
 
+def ssh_script(node, script, timeout=300):
+    """Run a shell script on a node over SSH, as root (what Ansible does)."""
+    argv = ['ssh', '-i', state_path('ssh', 'id_ed25519'), '-o', 'StrictHostKeyChecking=no', '-o',
+            'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'BatchMode=yes',
+            'root@' + node['node_ip'], 'sh', '-s']
+    proc = subprocess.run(argv, input=script, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=timeout, check=False)
+    return proc.returncode, proc.stdout
+
+
+# Each check: (name, families it applies to, shell script; exit 0 = pass). They leave the node as they found it:
+# package transactions go into a scratch root, apt into scratch lists.
+SELFTEST_EL_ROOT = """set -e
+st=/tmp/testbed-selftest; rm -rf $st; mkdir -p $st/repos $st/root
+trap 'rm -rf $st' EXIT
+r=/srv/testbed-repos/el{major}
+dnf_st() {{ dnf -y -q --installroot $st/root --releasever {major} --setopt=reposdir=$st/repos \
+    --setopt=cachedir=$st/cache --setopt=install_weak_deps=False --setopt=module_platform_id=platform:el{major} \
+    --disableplugin='*' "$@"; }}
+"""
+SELFTESTS = [
+    ('ethtool -K works (CAP_NET_ADMIN)', ('redhat', 'debian'), """set -e
+ethtool -K eth0 gro off
+ethtool -k eth0 | grep -qx 'generic-receive-offload: off'
+ethtool -K eth0 gro on
+echo 'ethtool -K eth0 gro off/on: ok'
+"""),
+    ('dnf installs from the signed EPEL and CUDA repositories with gpgcheck on', ('redhat',), SELFTEST_EL_ROOT + """
+cat > $st/repos/t.repo <<EOF
+[baseos]
+name=baseos
+baseurl=file://$r/baseos/
+gpgcheck=0
+[epel]
+name=epel
+baseurl=file://$r/epel/
+gpgcheck=1
+gpgkey=file://$r/epel/RPM-GPG-KEY-EPEL-{major}
+[cuda]
+name=cuda
+baseurl=file://$r/cuda/
+gpgcheck=1
+repo_gpgcheck=1
+gpgkey=file://$r/cuda/{cuda_key}
+EOF
+dnf_st install dkms nvidia-fabricmanager libnvidia-nscq
+rpm --root $st/root -q dkms nvidia-fabricmanager libnvidia-nscq
+rpm --root $st/root -q gpg-pubkey --qf '%{{SUMMARY}}\n'
+# dkms is not in the distribution repository
+if dnf -q --installroot $st/root --releasever {major} --setopt=reposdir=$st/repos --disablerepo=epel \
+     --disableplugin='*' list --available dkms 2>/dev/null | grep -q '^dkms'; then echo 'dkms found outside EPEL'; exit 1; fi
+echo 'signed epel + cuda with gpgcheck: ok'
+"""),
+    ('dnf refuses a package whose repository key is the wrong one', ('redhat',), SELFTEST_EL_ROOT + """
+cat > $st/repos/t.repo <<EOF
+[baseos]
+name=baseos
+baseurl=file://$r/baseos/
+gpgcheck=0
+[epel]
+name=epel
+baseurl=file://$r/epel/
+gpgcheck=1
+gpgkey=file://$r/cuda/{cuda_key}
+EOF
+if dnf_st install dkms > $st/out 2>&1; then cat $st/out; echo 'installed with the wrong key'; exit 1; fi
+grep -q -e 'GPG check FAILED' -e 'not correct for this package' -e 'Public key for .* is not installed' $st/out || {{ cat $st/out; exit 1; }}
+echo 'wrong key refused: ok'
+"""),
+    ('ELRepo: EL10 fails with the v1 key listed, every EL installs with its keys', ('redhat',), SELFTEST_EL_ROOT + """
+write() {{
+cat > $st/repos/t.repo <<EOF
+[baseos]
+name=baseos
+baseurl=file://$r/baseos/
+gpgcheck=0
+[elrepo]
+name=elrepo
+baseurl=file://$r/elrepo/
+gpgcheck=1
+gpgkey=$1
+EOF
+}}
+v1=file://$r/elrepo/RPM-GPG-KEY-elrepo.org; v2=file://$r/elrepo/RPM-GPG-KEY-v2-elrepo.org
+write "$v1 $v2"
+if [ {major} -ge 10 ]; then
+    if dnf_st install kernel-ml-headers > $st/out 2>&1; then echo 'EL10 imported the v1 key'; exit 1; fi
+    grep -q 'Key import failed' $st/out || {{ cat $st/out; exit 1; }}
+    rm -rf $st/root/*; write "$v2"
+fi
+dnf_st install kernel-ml-headers
+echo 'elrepo keys: ok'
+"""),
+    ('apt sees the signed CUDA repository; the wrong key is refused', ('debian',), """set -e
+st=/tmp/testbed-selftest; rm -rf $st; mkdir -p $st/lists/partial $st/keys
+trap 'rm -rf $st' EXIT
+apt_st() { apt-get -q -o Dir::Etc::sourcelist=$st/sources.list -o Dir::Etc::sourceparts=- \
+    -o Dir::State::Lists=$st/lists -o APT::Get::List-Cleanup=0 update 2>&1 || true; }
+cp /srv/testbed-repos/apt/cuda/3bf863cc.pub $st/keys/cuda.asc
+echo "deb [signed-by=$st/keys/cuda.asc] file:/srv/testbed-repos/apt/cuda/ ./" > $st/sources.list
+out=$(apt_st); echo "$out" | grep -q '^[WE]:' && { echo "$out"; exit 1; }
+ls $st/lists | grep -q InRelease || { echo 'no InRelease fetched'; exit 1; }
+rm -rf $st/lists/*InRelease* $st/lists/*Packages*
+mkdir -p $st/lists/partial
+cp /srv/testbed-repos/el9/cuda/D42D0685.pub $st/keys/cuda.asc
+out=$(apt_st); echo "$out" | grep -q -e NO_PUBKEY -e 'not signed' -e EXPKEYSIG || { echo "$out"; exit 1; }
+echo 'apt signed-by: ok'
+"""),
+]
+
+
+def cmd_selftest(args):
+    """Check on the running fleet what a real root shell can do there (REALITY.md): exit 1 if any check fails."""
+    state = load_state()
+    nodes = [n for n in state.get('nodes', {}).values() if not args.node or n['name'] in args.node]
+    if not nodes:
+        raise TestbedError('no running node to test (make testbed-up first)')
+    failed = 0
+    for node in sorted(nodes, key=lambda n: n['index']):
+        f = FLAVOURS[node['flavour']]
+        keys = {'major': f['major'], 'cuda_key': 'CDF6BA43.pub' if f['major'] == 10 else 'D42D0685.pub'}
+        for name, families, script in SELFTESTS:
+            if node['family'] not in families:
+                continue
+            rc, out = ssh_script(node, script.format(**keys) if '{major}' in script else script)
+            ok = rc == 0
+            failed += 0 if ok else 1
+            log('{0} {1}: {2}'.format('PASS' if ok else 'FAIL', node['name'], name))
+            if not ok or args.verbose:
+                sys.stdout.write(''.join('    ' + l + '\n' for l in out.strip().splitlines()[-25:]))
+    log('selftest: {0} failed'.format(failed) if failed else 'selftest: all passed')
+    return 1 if failed else 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog='testbed.py', description='Simulated GPU fleet for gpufleet.nodeprep.')
     sub = p.add_subparsers(dest='cmd')
@@ -1099,11 +1260,15 @@ def main(argv=None):
     sh = sub.add_parser('ssh', help='log into a node')
     sh.add_argument('node')
     sh.add_argument('command', nargs=argparse.REMAINDER)
+    se = sub.add_parser('selftest', help='check on the running nodes what a real root shell can do: ethtool -K, '
+                                         'signed repositories with gpgcheck on, key refusals')
+    se.add_argument('node', nargs='*', help='only these nodes (default: all)')
+    se.add_argument('-v', '--verbose', action='store_true')
     rn = sub.add_parser('_run')
     rn.add_argument('node')
     args = p.parse_args(argv)
     handlers = {'up': cmd_up, 'down': cmd_down, 'status': cmd_status, 'fault': cmd_fault,
-                'heal': cmd_heal, 'ssh': cmd_ssh, '_run': cmd_run}
+                'heal': cmd_heal, 'ssh': cmd_ssh, 'selftest': cmd_selftest, '_run': cmd_run}
     if args.cmd not in handlers:
         p.print_help()
         return 2

@@ -143,6 +143,23 @@ NVIDIA_GPU_CASES = [
      "int"),
     ('nvidia_gpu empty gpus list', B200, {'gpus': [], 'power_limit': 700},
      'gpus is empty; give "all" or at least one GPU index, UUID or PCI bus id'),
+    # Tracebacks before (issue 11): float('inf') reached int(), and '\u00b2'.isdigit() is true but int() refuses it.
+    ('nvidia_gpu power infinite percent', B200, {'power_limit': 'inf%'},
+     "power_limit must be watts (e.g. 700) or a percentage of the default limit (e.g. \"70%\"), got 'inf%'"),
+    ('nvidia_gpu power infinite watts', B200, {'power_limit': 'inf'},
+     "power_limit must be watts (e.g. 700) or a percentage of the default limit (e.g. \"70%\"), got 'inf'"),
+    ('nvidia_gpu GPU a superscript digit', B200, {'gpus': ['\u00b2'], 'power_limit': 700},
+     "gpus: no GPU matches '\u00b2'; GPUs present: " + b200_gpus()),
+    # Volatile settings with persistence off and no nvidia-persistenced would be lost when nvidia-smi exits (R15).
+    ('nvidia_gpu power limit without persistence', B200, {'gpus': ['0'], 'power_limit': 700},
+     'GPU 0 (00000000:8F:00.0): power_limit would be lost as soon as the last nvidia-smi client exits: persistence '
+     'mode is disabled and nvidia-persistenced is not running; enable nvidia-persistenced (the nvidia_driver role '
+     'does) or set persistence_mode: true'),
+    ('nvidia_gpu clock lock with persistence turned off', H100, {'gpus': ['0'], 'persistence_mode': False,
+                                                                 'locked_gpu_clocks': {'min': 1500, 'max': 1980}},
+     'GPU 0 (00000000:53:00.0): locked_gpu_clocks would be lost as soon as the last nvidia-smi client exits: '
+     'persistence mode is to be disabled and nvidia-persistenced is not running; enable nvidia-persistenced (the '
+     'nvidia_driver role does) or set persistence_mode: true'),
 ]
 
 
@@ -212,6 +229,183 @@ def test_nic_offload_refuses(tmp_path, monkeypatch, capsys, name, args, message)
     assert result.get('changed', False) is False
     assert [argv for argv in logged(log) if set(argv) & set(WRITE_FLAGS)] == []
     assert all(argv[0] == '-k' for argv in logged(log))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# GPU defects found by bad input (issue 11): cases where the module must act, or fail telling the truth, rather
+# than refuse up front. Each runs main() against a fake nvidia-smi that logs its argv, prints the given XML for
+# -q -x with the given exit status and stderr, and fails the writes named in `fail`.
+
+def xml_text(path, lose=None, persistence=None, break_mem_clock=None):
+    """The fixture, optionally with the <gpu> block of bus id `lose` missing (attached_gpus still counts it, as
+    real nvidia-smi prints it: R16), persistence mode enabled, or a <supported_mem_clock> without its value."""
+    with open(path) as handle:
+        text = handle.read()
+    if lose:
+        start = text.index('<gpu id="{0}">'.format(lose))
+        end = text.index('</gpu>', start) + len('</gpu>')
+        text = text[:start] + text[end:]
+    if persistence:
+        text = text.replace('<persistence_mode>Disabled</persistence_mode>',
+                            '<persistence_mode>Enabled</persistence_mode>')
+    if break_mem_clock:
+        text = text.replace('<value>{0} MHz</value>'.format(break_mem_clock), '<value></value>')
+    return text
+
+
+def fake_smi(folder, xml, rc=0, stderr='', fail=()):
+    """nvidia-smi stand-in: -q -x prints `xml` (exit rc, stderr); a write whose argv contains a string of `fail`
+    exits 2 with "Invalid combination of input arguments."; every other write prints "All done."."""
+    folder = str(folder)
+    log = os.path.join(folder, 'nvidia-smi.log')
+    xml_path = os.path.join(folder, 'smi.xml')
+    with open(xml_path, 'w') as handle:
+        handle.write(xml)
+    path = os.path.join(folder, 'nvidia-smi')
+    lines = ['#!/bin/sh', 'printf "%s\\n" "$*" >> "{0}"'.format(log),
+             'if [ "$1" = "-q" ]; then cat "{0}"; printf "%s" "{1}" >&2; exit {2}; fi'.format(xml_path, stderr, rc)]
+    for word in fail:
+        lines.append('case "$*" in *"{0}"*) echo "Invalid combination of input arguments." >&2; exit 2;; esac'.format(
+            word))
+    lines += ['echo "All done."', 'exit 0', '']
+    with open(path, 'w') as handle:
+        handle.write('\n'.join(lines))
+    os.chmod(path, stat.S_IRWXU)
+    return path, log
+
+
+LOST = 'Unable to determine the device handle for gpu 0000:97:00.0: Unknown Error\nGPU is lost. Reboot the system ' \
+       'to recover this GPU\n'
+B200_LOST_BUSES = '00000000:8F:00.0, 00000000:90:00.0, 00000000:96:00.0, 00000000:C4:00.0, 00000000:C5:00.0, ' \
+                  '00000000:CB:00.0, 00000000:CC:00.0'
+
+
+# (id, xml, -q rc, -q stderr, args, writes that fail, expected result items, expected writes)
+NVIDIA_GPU_DEFECTS = [
+    # reset after the boot unit (not this module) locked the clocks this boot: it must reset, not trust "no record".
+    ('nvidia_gpu reset after the boot unit locked the clocks', xml_text(B200), 0, '',
+     {'gpus': ['0'], 'locked_gpu_clocks': 'reset', 'locked_memory_clocks': 'reset'}, (),
+     {'changed': True}, [['-i', '00000000:8F:00.0', '-rgc'], ['-i', '00000000:8F:00.0', '-rmc']]),
+    # A lost GPU: index 4 is C4:00.0 for nvidia-smi, but the 4th block printed is C5:00.0.
+    ('nvidia_gpu index with a lost GPU, nvidia-smi exit 15', xml_text(B200, lose='00000000:97:00.0'), 15, LOST,
+     {'gpus': ['4'], 'locked_gpu_clocks': 'reset'}, (),
+     {'failed': True, 'changed': False,
+      'msg': 'gpus: index 4 is ambiguous: nvidia-smi reports 8 attached GPUs but printed 7 (a GPU is lost, and '
+             'nvidia-smi keeps the indexes of the others); name the GPUs by PCI bus id instead: ' + B200_LOST_BUSES},
+     []),
+    ('nvidia_gpu index with a lost GPU, nvidia-smi exit 0', xml_text(B200, lose='00000000:97:00.0'), 0, '',
+     {'gpus': ['4'], 'locked_gpu_clocks': 'reset'}, (),
+     {'failed': True,
+      'msg': 'gpus: index 4 is ambiguous: nvidia-smi reports 8 attached GPUs but printed 7 (a GPU is lost, and '
+             'nvidia-smi keeps the indexes of the others); name the GPUs by PCI bus id instead: ' + B200_LOST_BUSES},
+     []),
+    ('nvidia_gpu bus id with a lost GPU, nvidia-smi exit 15', xml_text(B200, lose='00000000:97:00.0'), 15, LOST,
+     {'gpus': ['C4:00.0'], 'locked_gpu_clocks': 'reset'}, (),
+     {'changed': True, 'partial': True}, [['-i', '00000000:C4:00.0', '-rgc']]),
+    # The first GPU took the limit, the second refused it: the node changed, and the result must say so.
+    ('nvidia_gpu second GPU fails after the first took the limit', xml_text(H100), 0, '',
+     {'gpus': ['0', '1'], 'power_limit': 600}, ('00000000:64:00.0',),
+     {'failed': True, 'changed': True,
+      'msg': '{0} -i 00000000:64:00.0 -pl 600 failed with rc 2: Invalid combination of input arguments.'},
+     [['-i', '00000000:53:00.0', '-pl', '600'], ['-i', '00000000:64:00.0', '-pl', '600']]),
+    # A <supported_mem_clock> without a value was dropped, so 3402 MHz (a real memory clock) was refused.
+    ('nvidia_gpu malformed supported_mem_clock does not refuse a valid clock',
+     xml_text(B200, persistence=True, break_mem_clock=3402), 0, '',
+     {'gpus': ['0'], 'locked_memory_clocks': {'min': 3402, 'max': 3996}}, (),
+     {'changed': True}, [['-i', '00000000:8F:00.0', '-lmc', '3402,3996']]),
+]
+
+
+@pytest.mark.parametrize('name, xml, rc, stderr, args, fail, expected, writes', NVIDIA_GPU_DEFECTS,
+                         ids=[c[0] for c in NVIDIA_GPU_DEFECTS])
+def test_nvidia_gpu_defects(tmp_path, capsys, name, xml, rc, stderr, args, fail, expected, writes):
+    smi, log = fake_smi(tmp_path, xml, rc, stderr, fail)
+    args = dict(args, nvidia_smi=smi, state_dir=str(tmp_path / 'state'))
+    result = run_main(nvidia_gpu.main, args, capsys)
+    for key, value in expected.items():
+        if key == 'msg':
+            value = value.format(smi)
+        assert result.get(key, False) == value, (key, result)
+    assert [argv for argv in logged(log) if argv[:2] != ['-q', '-x']] == writes
+
+
+def test_nvidia_gpu_reset_after_the_boot_replay_locked(tmp_path, capsys):
+    """The boot unit replays -lgc and records it; a later reset resets, and a lock again is then a change."""
+    import importlib.machinery
+    import importlib.util
+    script_path = os.path.join(_collection_root(), 'ansible_collections', 'gpufleet', 'nodeprep', 'roles',
+                               'gpu_settings', 'files', 'nodeprep-gpu-settings')
+    loader = importlib.machinery.SourceFileLoader('nodeprep_gpu_settings_script', script_path)
+    spec = importlib.util.spec_from_loader('nodeprep_gpu_settings_script', loader)
+    script = importlib.util.module_from_spec(spec)
+    loader.exec_module(script)
+    smi, log = fake_smi(tmp_path, xml_text(B200, persistence=True))
+    state = str(tmp_path / 'state')
+    replay = str(tmp_path / 'gpu-settings.replay')
+    lock = {'gpus': ['0'], 'locked_gpu_clocks': {'min': 1500, 'max': 1965}}
+    result = run_main(nvidia_gpu.main, dict(lock, nvidia_smi=smi, state_dir=state, replay_file=replay), capsys)
+    assert result['changed'] is True
+    assert result['replay']['commands'] == [[smi, '-i', '00000000:8F:00.0', '-lgc', '1500,1965']]
+    # Reboot: /run is emptied, the unit replays the file and records the lock.
+    import shutil
+    shutil.rmtree(state)
+    rc = script.main([replay], out=open(os.devnull, 'w'), err=open(os.devnull, 'w'),
+                     boot_id=nvidia_gpu.boot_id)
+    assert rc == 0
+    os.remove(log)
+    result = run_main(nvidia_gpu.main, dict(lock, nvidia_smi=smi, state_dir=state, replay_file=replay), capsys)
+    assert (result['changed'], logged(log)) == (False, [['-q', '-x']])
+    result = run_main(nvidia_gpu.main, dict(gpus=['0'], locked_gpu_clocks='reset', nvidia_smi=smi, state_dir=state),
+                      capsys)
+    assert result['changed'] is True
+    assert logged(log)[-1] == ['-i', '00000000:8F:00.0', '-rgc']
+
+
+@pytest.mark.parametrize('main_module', ['nvidia_gpu_facts', 'gpu_node_facts'])
+def test_facts_keep_the_gpus_printed_before_exit_15(tmp_path, capsys, main_module):
+    """nvidia-smi exit 15 after printing XML: keep the 7 GPUs, stderr is the error, partial is true."""
+    from ansible_collections.gpufleet.nodeprep.plugins.modules import gpu_node_facts, nvidia_gpu_facts
+    smi, log = fake_smi(tmp_path, xml_text(B200, lose='00000000:97:00.0'), 15, LOST)
+    if main_module == 'nvidia_gpu_facts':
+        result = run_main(nvidia_gpu_facts.main, {'nvidia_smi': smi, 'include_supported_clocks': False}, capsys)
+    else:
+        result = run_main(gpu_node_facts.main, {'nvidia_smi': smi, 'gather_subset': ['nvidia'],
+                                                'nvidia_supported_clocks': False}, capsys)
+    facts = result['ansible_facts']['nvidia']
+    assert (facts['present'], facts['partial'], facts['attached_gpus'], len(facts['gpus'])) == (True, True, 8, 7)
+    assert facts['error'] == LOST.strip()
+    assert '00000000:97:00.0' not in [g['pci_bus_id'] for g in facts['gpus']]
+    if main_module == 'gpu_node_facts':
+        assert result['ansible_facts']['nodeprep_errors'] == {
+            'nvidia': 'nvidia facts: partial, nvidia-smi failed after printing 7 GPUs: ' + LOST.strip()}
+
+
+def test_nic_offload_changed_after_one_feature_applied(tmp_path, monkeypatch, capsys):
+    """ethtool -K applied gro, then failed on tso: changed is true together with the failure."""
+    with open(LO_K) as handle:
+        before = handle.read()
+    after = before.replace('generic-receive-offload: on', 'generic-receive-offload: off')
+    folder = str(tmp_path)
+    with open(os.path.join(folder, 'before.txt'), 'w') as handle:
+        handle.write(before)
+    with open(os.path.join(folder, 'after.txt'), 'w') as handle:
+        handle.write(after)
+    log = os.path.join(folder, 'ethtool.log')
+    path = os.path.join(folder, 'ethtool')
+    with open(path, 'w') as handle:
+        handle.write('#!/bin/sh\nprintf "%s\\n" "$*" >> "{0}"\n'
+                     'if [ "$1" = "-K" ]; then touch "{1}/applied"; '
+                     'echo "Could not change any device features" >&2; exit 1; fi\n'
+                     'if [ -e "{1}/applied" ]; then cat "{1}/after.txt"; else cat "{1}/before.txt"; fi\n'.format(
+                         log, folder))
+    os.chmod(path, stat.S_IRWXU)
+    monkeypatch.setattr(AnsibleModule, 'get_bin_path',
+                        lambda self, tool, required=False, opt_dirs=None: path if tool == 'ethtool' else None)
+    result = run_main(nic_offload.main, {'interface': 'lo', 'features': {'gro': False, 'tso': False}}, capsys)
+    assert result['failed'] is True
+    assert result['changed'] is True
+    assert result['msg'].startswith('interface lo: ethtool -K failed (rc=1): Could not change any device features')
+    assert result['interfaces']['lo']['changed'] is True
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -4,18 +4,23 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Build the simulated fleet's package repositories.
 
-    python3 tests/testbed/repos/build.py --out .testbed/repos [--force]
+    python3 tests/testbed/repos/build.py --out .testbed/repos [--force] [--keys DIR]
 
-Produces .testbed/repos/el8|el9|el10/{baseos,elrepo,cuda}/ (createrepo_c; nvidia-driver module
-streams on el8/el9) and .testbed/repos/apt/{debian,cuda}/ (flat apt repositories), from the spec and
-control files in tests/testbed/packages/ and the GPU double's nvidia-smi.  The inputs (those files,
-this script and `uname -r`) are hashed; when the hash matches the last build nothing is done.
-Needs rpmbuild, createrepo_c, modifyrepo_c, dpkg-deb and dpkg-scanpackages.
+Produces .testbed/repos/el8|el9|el10/{baseos,crb|powertools,epel,elrepo,cuda}/ (createrepo_c; nvidia-driver
+module streams on el8/el9) and .testbed/repos/apt/{debian,cuda}/ (flat apt repositories), from the spec and
+control files in tests/testbed/packages/ and the GPU double's nvidia-smi.  Package names, versions, dependencies,
+units and keys follow tests/testbed/REALITY.md.  The RPMs of cuda, epel and elrepo are signed (rpmsign), cuda's
+repomd.xml has a detached signature, apt/cuda has InRelease and Release.gpg; each repository has its own
+throwaway key, generated once into --keys (default: repo-keys next to --out) and served at the real key file
+names.  The inputs (those files, this script, the key fingerprints and `uname -r`) are hashed; when the hash
+matches the last build nothing is done.  Needs rpmbuild, rpmsign, createrepo_c, modifyrepo_c, dpkg-deb,
+dpkg-scanpackages and gpg.
 """
 from __future__ import absolute_import, division, print_function
 
 import argparse
 import concurrent.futures
+import glob
 import gzip
 import hashlib
 import os
@@ -23,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTBED = os.path.dirname(HERE)
@@ -40,7 +46,89 @@ ELREPO = {
 }
 MODULAR = ('el8', 'el9')
 DEB_OTHER_KERNEL = '6.1.0-40-amd64'
-TOOLS = ('rpmbuild', 'createrepo_c', 'modifyrepo_c', 'dpkg-deb', 'dpkg-scanpackages')
+DEB_DKMS_VERSION = '3.0.11-1ubuntu13'
+TOOLS = ('rpmbuild', 'rpmsign', 'createrepo_c', 'modifyrepo_c', 'dpkg-deb', 'dpkg-scanpackages', 'gpg', 'gpgconf')
+
+# Throwaway signing keys, one per real repository key (REALITY.md, R5/R6): name -> (user id, algorithm).
+# elrepo-v1-el10 is served as ELRepo's v1 key on el10 only: a key on a curve rpm cannot import
+# (brainpoolP256r1), so listing it fails like EL10's rpm refusing the SHA-1 v1 key (imitation).
+KEYS = {
+    'cuda-rhel': ('Testbed stand-in for the NVIDIA CUDA rhel8/rhel9 repository key', 'ed25519'),
+    'cuda-rhel10': ('Testbed stand-in for the NVIDIA CUDA rhel10 repository key', 'ed25519'),
+    'cuda-apt': ('Testbed stand-in for the NVIDIA CUDA apt repository key', 'ed25519'),
+    'elrepo-v1': ('Testbed stand-in for the ELRepo v1 key', 'ed25519'),
+    'elrepo-v1-el10': ('Testbed stand-in for the ELRepo v1 key as EL10 sees it (not importable)',
+                       'brainpoolP256r1'),
+    'elrepo-v2': ('Testbed stand-in for the ELRepo v2 key', 'ed25519'),
+    'epel-8': ('Testbed stand-in for the EPEL 8 key', 'ed25519'),
+    'epel-9': ('Testbed stand-in for the EPEL 9 key', 'ed25519'),
+    'epel-10': ('Testbed stand-in for the EPEL 10 key', 'ed25519'),
+    'rocky-8': ('Testbed stand-in for the Rocky Linux 8 key', 'ed25519'),
+    'rocky-9': ('Testbed stand-in for the Rocky Linux 9 key', 'ed25519'),
+    'rocky-10': ('Testbed stand-in for the Rocky Linux 10 key', 'ed25519'),
+}
+# Which key signs the RPMs of each EL repository, and which key files each one serves (at the real file names).
+EL_SIGNER = {
+    'baseos': lambda el: 'rocky-' + el[2:],
+    'cuda': lambda el: 'cuda-rhel10' if el == 'el10' else 'cuda-rhel',
+    'epel': lambda el: 'epel-' + el[2:],
+    'elrepo': lambda el: 'elrepo-v1' if el == 'el8' else 'elrepo-v2',
+}
+EL_KEY_FILES = {
+    'baseos': lambda el: [('rocky-' + el[2:], 'RPM-GPG-KEY-Rocky-' + el[2:])],
+    'cuda': lambda el: [('cuda-rhel10', 'CDF6BA43.pub')] if el == 'el10' else [('cuda-rhel', 'D42D0685.pub')],
+    'epel': lambda el: [('epel-' + el[2:], 'RPM-GPG-KEY-EPEL-' + el[2:])],
+    'elrepo': lambda el: [('elrepo-v1-el10' if el == 'el10' else 'elrepo-v1', 'RPM-GPG-KEY-elrepo.org'),
+                          ('elrepo-v2', 'RPM-GPG-KEY-v2-elrepo.org')],
+}
+APT_KEY = ('cuda-apt', '3bf863cc.pub')
+
+
+class Keys(object):
+    """The throwaway keys in one GnuPG home (default .testbed/repo-keys, never committed), generated once."""
+
+    def __init__(self, home):
+        self.home = home
+
+    def gpg(self, args):
+        return run(['gpg', '--homedir', self.home, '--batch', '--no-tty', '--quiet', '--pinentry-mode', 'loopback',
+                    '--passphrase', ''] + args)
+
+    @staticmethod
+    def email(name):
+        return '<{0}@testbed.invalid>'.format(name)
+
+    def ensure(self):
+        if not os.path.isdir(self.home):
+            os.makedirs(self.home)
+        os.chmod(self.home, 0o700)
+        have = self.gpg(['--with-colons', '--list-keys'])
+        for name, (uid, algo) in sorted(KEYS.items()):
+            if self.email(name) not in have:
+                self.gpg(['--quick-gen-key', '{0} {1}'.format(uid, self.email(name)), algo, 'sign', 'never'])
+
+    def fingerprints(self):
+        return ''.join(l for l in self.gpg(['--with-colons', '--list-keys']).splitlines() if l.startswith('fpr:'))
+
+    def export(self, name, path):
+        with open(path, 'w') as f:
+            f.write(self.gpg(['--armor', '--export', self.email(name)]))
+
+    def rpmsign(self, name, files):
+        if files:
+            run(['rpmsign', '--addsign', '--define', '__gpg /usr/bin/gpg', '--define', '_gpg_path ' + self.home,
+                 '--define', '_gpg_name ' + self.email(name)] + files)
+
+    def detach_sign(self, name, path, suffix='.asc'):
+        self.gpg(['--yes', '--local-user', self.email(name), '--armor', '--detach-sign', '--output', path + suffix,
+                  path])
+
+    def clearsign(self, name, path, out):
+        self.gpg(['--yes', '--local-user', self.email(name), '--clearsign', '--output', out, path])
+
+    def close(self):
+        subprocess.call(['gpgconf', '--homedir', self.home, '--kill', 'all'],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 class BuildError(Exception):
@@ -60,9 +148,10 @@ def run(argv, cwd=None):
     return out
 
 
-def inputs_hash(kernel):
+def inputs_hash(kernel, fingerprints=''):
     h = hashlib.sha256()
     h.update(kernel.encode())
+    h.update(fingerprints.encode())
     files = [os.path.abspath(__file__)]
     for base in (PKGS, os.path.join(DOUBLE, 'lib'), os.path.join(DOUBLE, 'bin')):
         for dirpath, dirnames, filenames in os.walk(base):
@@ -107,29 +196,78 @@ def put(root, rel, text, mode=0o644):
     os.chmod(target, mode)
 
 
+def branch_of(version):
+    return version.split('.')[0]
+
+
+def el_fm_names(version, el):
+    """(fabric manager package, nscq package, release) of one driver version on EL (REALITY.md, R1):
+    below 580 nvidia-fabric-manager + libnvidia-nscq-<branch>, from 580 on nvidia-fabricmanager + libnvidia-nscq;
+    release 1 below 590, 1.el<N> from 590 on."""
+    branch = int(branch_of(version))
+    if branch < 580:
+        return 'nvidia-fabric-manager', 'libnvidia-nscq-{0}'.format(branch), '1'
+    return 'nvidia-fabricmanager', 'libnvidia-nscq', '1' if branch < 590 else '1.' + el
+
+
+def apt_suffix(version):
+    """Ubuntu package names carry '-<branch>' up to 580 and nothing from 590 on (REALITY.md, R1)."""
+    return '-' + branch_of(version) if int(branch_of(version)) < 590 else ''
+
+
+def apt_version(version):
+    return version + ('-0ubuntu1' if int(branch_of(version)) < 590 else '-1ubuntu1')
+
+
+def apt_fm_names(version):
+    """(fabric manager package, nscq package, extra control fields) on apt (REALITY.md, R1)."""
+    branch = branch_of(version)
+    if int(branch) < 580:
+        return 'nvidia-fabricmanager-' + branch, 'libnvidia-nscq-' + branch, {}, {}
+    return ('nvidia-fabricmanager', 'libnvidia-nscq', {'Provides': 'nvidia-fabricmanager-' + branch},
+            {'Provides': 'libnvidia-nscq-' + branch})
+
+
+def dkms_conf(name, version, flavour):
+    return fill('dkms.conf.in', VERSION=version, FLAVOUR=flavour).replace('PACKAGE_NAME="nvidia"',
+                                                                          'PACKAGE_NAME="{0}"'.format(name), 1)
+
+
 def driver_payload(root, version):
     """All files of one driver version (packages pick theirs through %files / the deb lists)."""
-    branch = version.split('.')[0]
+    branch = branch_of(version)
     with open(os.path.join(DOUBLE, 'bin', 'nvidia-smi.in')) as f:
         put(root, '/usr/bin/nvidia-smi', '#!/usr/bin/python3 -sS\n' + f.read().replace('@VERSION@', version), 0o755)
     put(root, '/usr/share/doc/testbed/nvidia-driver-' + version, 'NVIDIA driver {0} (simulated)\n'.format(version))
     put(root, '/usr/lib/testbed/nvidia-kmod-common-' + version, 'nvidia-kmod-common {0}\n'.format(version))
-    put(root, '/usr/src/nvidia-open-{0}/dkms.conf'.format(version),
-        fill('dkms.conf.in', VERSION=version, FLAVOUR='open').replace('"nvidia"\n', '"nvidia-open"\n', 1))
-    put(root, '/usr/src/nvidia-{0}/dkms.conf'.format(version), fill('dkms.conf.in', VERSION=version,
-                                                                    FLAVOUR='proprietary'))
+    for lib in ('/usr/lib64/xorg/modules/drivers/nvidia_drv.so', '/usr/lib64/libGLX_nvidia.so.' + version,
+                '/usr/lib64/libcuda.so.' + version, '/usr/lib64/libnvidia-nscq.so.' + version):
+        put(root, lib, 'stand-in {0} {1}\n'.format(os.path.basename(lib), version))
+    for tool in ('nvidia-settings', 'nvidia-xconfig'):
+        put(root, '/usr/bin/' + tool, '#!/bin/sh\necho "{0} {1}: desktop tool of the simulated fleet"\n'.format(
+            tool, version), 0o755)
+    # EL: kmod-nvidia-open-dkms registers nvidia-open, kmod-nvidia-latest-dkms nvidia (REALITY.md)
+    put(root, '/usr/src/nvidia-open-{0}/dkms.conf'.format(version), dkms_conf('nvidia-open', version, 'open'))
+    put(root, '/usr/src/nvidia-{0}/dkms.conf'.format(version), dkms_conf('nvidia', version, 'proprietary'))
+    # Ubuntu: nvidia-dkms-<B>-open and nvidia-dkms-<B> both register nvidia from /usr/src/nvidia-<V>
+    for flavour in ('open', 'proprietary'):
+        put(root + '-ubuntu-' + flavour, '/usr/src/nvidia-{0}/dkms.conf'.format(version),
+            dkms_conf('nvidia', version, flavour))
     for exe, daemon in (('nvidia-persistenced', 'persistenced'), ('nv-fabricmanager', 'fabricmanager')):
         put(root, '/usr/bin/' + exe, fill('daemon.in', NAME=exe, DAEMON=daemon, VERSION=version), 0o755)
+    put(root, '/usr/bin/nvidia-fabricmanager-start.sh', fill('fabricmanager-start.sh.in', VERSION=version), 0o755)
     put(root, '/usr/bin/nvidia-imex', fill('nvidia-imex.in', VERSION=version), 0o755)
     put(root, '/usr/share/nvidia/nvswitch/fabricmanager.cfg', fill('fabricmanager.cfg.in', VERSION=version))
     for unit in ('nvidia-persistenced', 'nvidia-fabricmanager', 'nvidia-imex'):
         put(root, '/usr/lib/systemd/system/{0}.service'.format(unit), fill('units/{0}.service'.format(unit)))
+    put(root + '-ubuntu', '/usr/lib/systemd/system/nvidia-persistenced.service',
+        fill('units/nvidia-persistenced-ubuntu.service'))
     put(root, '/etc/apt/preferences.d/nvidia-driver-pinning-' + branch, fill('pinning.in', BRANCH=branch))
 
 
 def nvlsm_payload(root):
-    put(root, '/usr/bin/nvlsm', fill('daemon.in', NAME='nvlsm', DAEMON='nvlsm', VERSION=NVLSM_VERSION), 0o755)
-    put(root, '/usr/lib/systemd/system/nvlsm.service', fill('units/nvlsm.service'))
+    put(root, '/opt/nvidia/nvlsm/sbin/nvlsm', fill('nvlsm.in', VERSION=NVLSM_VERSION), 0o755)
+    put(root, '/usr/share/nvidia/nvlsm/nvlsm.conf', fill('nvlsm.conf.in', VERSION=NVLSM_VERSION))
 
 
 # ------------------------------------------------------------------ RPM
@@ -140,22 +278,27 @@ def rpmbuild(spec, outdir, work, defines):
             '--define', '_build_name_fmt %%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm',
             '--define', '_build_id_links none', '--define', '_source_payload w1.gzdio',
             '--define', '_binary_payload w1.gzdio', '--define', '__os_install_post %{nil}',
-            '--define', 'debug_package %{nil}', '--target', 'x86_64']
+            '--define', 'debug_package %{nil}', '--define', '_unpackaged_files_terminate_build 0',
+            '--target', 'x86_64']
     for k, v in defines:
         argv += ['--define', '{0} {1}'.format(k, v)]
     run(argv + [os.path.join(PKGS, 'rpm', spec)])
     shutil.rmtree(top, ignore_errors=True)
 
 
-def modules_yaml(el, rpms):
+def modules_yaml(el):
     """nvidia-driver module streams like NVIDIA's el8/el9 repos: <branch>-open, <branch>-dkms,
     open-dkms and latest-dkms (default)."""
     def nevras(version, flavour):
-        names = ['nvidia-driver', 'nvidia-driver-cuda', 'nvidia-kmod-common', 'nvidia-persistenced',
-                 'nvidia-fabric-manager', 'nvidia-imex']
+        names = ['nvidia-driver', 'nvidia-driver-libs', 'nvidia-driver-cuda', 'nvidia-driver-cuda-libs',
+                 'nvidia-kmod-common', 'nvidia-persistenced', 'nvidia-settings', 'nvidia-xconfig']
         names += ['nvidia-open', 'kmod-nvidia-open-dkms'] if flavour == 'open' else \
             ['cuda-drivers', 'kmod-nvidia-latest-dkms']
-        return ['{0}-0:{1}-1.{2}.x86_64'.format(n, version, el) for n in names]
+        arts = ['{0}-3:{1}-1.{2}.x86_64'.format(n, version, el) for n in names]
+        fm, nscq, rel = el_fm_names(version, el)
+        arts += ['{0}-0:{1}-{2}.x86_64'.format(n, version, rel) for n in (fm, nscq)]
+        arts.append('nvidia-imex-0:{0}-1.x86_64'.format(version))
+        return sorted(arts), fm
 
     docs = []
     latest = DRIVERS[max(DRIVERS)]
@@ -166,7 +309,7 @@ def modules_yaml(el, rpms):
     streams.append(('open-dkms', latest, 'open'))
     streams.append(('latest-dkms', latest, 'dkms'))
     for n, (stream, version, flavour) in enumerate(streams):
-        arts = nevras(version, flavour)
+        arts, fm = nevras(version, flavour)
         meta = 'nvidia-open' if flavour == 'open' else 'cuda-drivers'
         docs.append('\n'.join([
             '---', 'document: modulemd', 'version: 2', 'data:', '  name: nvidia-driver',
@@ -176,7 +319,7 @@ def modules_yaml(el, rpms):
             '  description: >-', '    NVIDIA driver packages of the simulated fleet.',
             '  license:', '    module:', '    - MIT',
             '  profiles:', '    default:', '      rpms:', '      - {0}'.format(meta),
-            '    fm:', '      rpms:', '      - {0}'.format(meta), '      - nvidia-fabric-manager',
+            '    fm:', '      rpms:', '      - {0}'.format(meta), '      - {0}'.format(fm),
             '  artifacts:', '    rpms:'] + ['    - {0}'.format(a) for a in arts] + ['...']))
     docs.append('\n'.join(['---', 'document: modulemd-defaults', 'version: 1', 'data:',
                            '  module: nvidia-driver', '  stream: latest-dkms', '  profiles:',
@@ -184,37 +327,59 @@ def modules_yaml(el, rpms):
     return '\n'.join(docs) + '\n'
 
 
+def el_repo_names(el):
+    return ('baseos', 'powertools' if el == 'el8' else 'crb', 'epel', 'elrepo', 'cuda')
+
+
 def build_el(el, out, work, kernel, jobs):
     ver, rel = split_uname(kernel)
-    dirs = dict((r, os.path.join(out, el, r)) for r in ('baseos', 'elrepo', 'cuda'))
+    dirs = dict((r, os.path.join(out, el, r)) for r in el_repo_names(el))
     for d in dirs.values():
         os.makedirs(d)
     dist = ('dist', '.' + el)
-    jobs.append(('testbed-base.spec', dirs['baseos'], [dist]))
+    major = ('el_major', el[2:])
+    jobs.append(('testbed-base.spec', dirs['baseos'], [dist, major]))
     jobs.append(('kernel.spec', dirs['baseos'], [('kname', 'kernel'), ('kversion', ver),
                                                  ('krelease', rel), ('kuname', kernel),
                                                  ('kuname_evr', uname_evr(kernel))]))
+    jobs.append(('dkms.spec', dirs['epel'], [dist]))
     for kname, kver in sorted(ELREPO[el].items()):
         krel = '1.{0}.elrepo'.format(el)
         jobs.append(('kernel.spec', dirs['elrepo'], [('kname', kname), ('kversion', kver), ('krelease', krel),
                                                      ('kuname', '{0}-{1}.x86_64'.format(kver, krel)),
                                                      ('kuname_evr', '{0}-{1}.x86_64'.format(kver, krel))]))
     for branch, version in sorted(DRIVERS.items()):
-        jobs.append(('nvidia-driver.spec', dirs['cuda'], [dist, ('drv_version', version), ('branch', branch),
-                                                          ('payload', os.path.join(work, 'payload-' + version))]))
+        payload = ('payload', os.path.join(work, 'payload-' + version))
+        jobs.append(('nvidia-driver.spec', dirs['cuda'], [dist, major, ('drv_version', version),
+                                                          ('branch', branch), payload]))
+        fm, nscq, fm_rel = el_fm_names(version, el)
+        jobs.append(('fabricmanager.spec', dirs['cuda'], [('drv_version', version), ('branch', branch),
+                                                          ('fm_name', fm), ('nscq_name', nscq),
+                                                          ('fm_release', fm_rel), payload]))
+    if el in MODULAR:
+        jobs.append(('dnf-plugin-nvidia.spec', dirs['cuda'], [dist]))
     jobs.append(('nvlsm.spec', dirs['cuda'], [dist, ('nvlsm_version', NVLSM_VERSION),
                                               ('payload', os.path.join(work, 'payload-nvlsm'))]))
     return dirs
 
 
-def finish_el(el, dirs, work):
-    for name, d in dirs.items():
+def finish_el(el, dirs, work, keys):
+    """Sign the RPMs, write the metadata (signed for cuda), and serve the key files (REALITY.md)."""
+    for name, d in sorted(dirs.items()):
+        signer = EL_SIGNER[name](el) if name in EL_SIGNER else None
+        if signer:
+            keys.rpmsign(signer, sorted(glob.glob(os.path.join(d, '*', '*.rpm')) +
+                                        glob.glob(os.path.join(d, '*.rpm'))))
         run(['createrepo_c', '--quiet', '--no-database', d])
         if name == 'cuda' and el in MODULAR:
             path = os.path.join(work, 'modules-{0}.yaml'.format(el))
             with open(path, 'w') as f:
-                f.write(modules_yaml(el, None))
+                f.write(modules_yaml(el))
             run(['modifyrepo_c', '--mdtype=modules', path, os.path.join(d, 'repodata')])
+        if name == 'cuda':
+            keys.detach_sign(signer, os.path.join(d, 'repodata', 'repomd.xml'))
+        for key, filename in EL_KEY_FILES.get(name, lambda e: [])(el):
+            keys.export(key, os.path.join(d, filename))
 
 
 # ------------------------------------------------------------------ DEB
@@ -260,6 +425,64 @@ def kernel_tree(root, kernel, flavour_dir):
     os.symlink(hdr, os.path.join(m, 'build'))
 
 
+def dkms_scripts(mod, version):
+    return {'postinst': 'for b in /lib/modules/*/build; do k=${{b#/lib/modules/}}; k=${{k%/build}}; '
+                        '/usr/sbin/dkms install -m {0} -v {1} -k "$k" || true; done'.format(mod, version),
+            'prerm': '/usr/sbin/dkms remove -m {0} -v {1} --all || true'.format(mod, version)}
+
+
+PERSISTENCED_USER = ('getent passwd nvidia-persistenced >/dev/null || useradd --system --no-create-home '
+                     '--home-dir /nonexistent --shell /usr/sbin/nologin nvidia-persistenced || true')
+
+
+def build_apt_cuda(cuda, work):
+    """NVIDIA's ubuntu2404 repository, Ubuntu-style names (REALITY.md, R1/R7/R8)."""
+    for branch, version in sorted(DRIVERS.items()):
+        v = apt_version(version)
+        sfx = apt_suffix(version)
+        p = os.path.join(work, 'payload-' + version)
+        eq = '(= {0})'.format(v)
+
+        def pkg(name, files=(), deps=(), extra=None, scripts=None, arch='amd64'):
+            deb(cuda, work, name, v, list(files), ', '.join('{0} {1}'.format(d, eq) for d in deps), extra, scripts,
+                arch)
+        pkg('nvidia-kernel-common' + sfx, [(p, '/usr/lib/testbed/nvidia-kmod-common-' + version)])
+        pkg('nvidia-dkms{0}-open'.format(sfx), [(p + '-ubuntu-open', '/usr/src/nvidia-' + version)],
+            ['nvidia-kernel-common' + sfx], {'Conflicts': 'nvidia-dkms' + sfx, 'Pre-Depends': 'dkms'},
+            dkms_scripts('nvidia', version))
+        pkg('nvidia-dkms' + sfx, [(p + '-ubuntu-proprietary', '/usr/src/nvidia-' + version)],
+            ['nvidia-kernel-common' + sfx], {'Conflicts': 'nvidia-dkms{0}-open'.format(sfx), 'Pre-Depends': 'dkms'},
+            dkms_scripts('nvidia', version))
+        pkg('libnvidia-compute' + sfx, [(p, '/usr/lib64/libcuda.so.' + version)])
+        pkg('libnvidia-gl' + sfx, [(p, '/usr/lib64/libGLX_nvidia.so.' + version)])
+        pkg('xserver-xorg-video-nvidia' + sfx, [(p, '/usr/lib64/xorg/modules/drivers/nvidia_drv.so')])
+        pkg('nvidia-utils' + sfx, [(p, '/usr/bin/nvidia-smi')])
+        pkg('nvidia-persistenced', [(p, '/usr/bin/nvidia-persistenced'),
+                                    (p + '-ubuntu', '/usr/lib/systemd/system/nvidia-persistenced.service')],
+            scripts={'postinst': PERSISTENCED_USER})
+        pkg('nvidia-compute-utils' + sfx, [], ['nvidia-persistenced'])
+        common = ['nvidia-kernel-common' + sfx, 'libnvidia-compute' + sfx, 'nvidia-utils' + sfx,
+                  'nvidia-compute-utils' + sfx, 'libnvidia-gl' + sfx, 'xserver-xorg-video-nvidia' + sfx]
+        pkg('nvidia-driver{0}-open'.format(sfx), [], ['nvidia-dkms{0}-open'.format(sfx)] + common)
+        pkg('nvidia-driver' + sfx, [], ['nvidia-dkms' + sfx] + common)
+        pkg('nvidia-open', [], ['nvidia-driver{0}-open'.format(sfx)])
+        pkg('cuda-drivers', [], ['nvidia-driver' + sfx])
+        deb(cuda, work, 'nvidia-driver-pinning-' + branch, v,
+            [(p, '/etc/apt/preferences.d/nvidia-driver-pinning-' + branch)], arch='all')
+        fm, nscq, fm_extra, nscq_extra = apt_fm_names(version)
+        deb(cuda, work, fm, version + '-1', [(p, '/usr/bin/nv-fabricmanager'),
+                                             (p, '/usr/bin/nvidia-fabricmanager-start.sh'),
+                                             (p, '/usr/lib/systemd/system/nvidia-fabricmanager.service'),
+                                             (p, '/usr/share/nvidia/nvswitch/fabricmanager.cfg')], extra=fm_extra)
+        deb(cuda, work, nscq, version + '-1', [(p, '/usr/lib64/libnvidia-nscq.so.' + version)], extra=nscq_extra)
+        deb(cuda, work, 'nvidia-imex', version + '-1', [(p, '/usr/bin/nvidia-imex'),
+                                                        (p, '/usr/lib/systemd/system/nvidia-imex.service')])
+    p = os.path.join(work, 'payload-nvlsm')
+    deb(cuda, work, 'nvlsm', NVLSM_VERSION + '-1', [(p, '/opt/nvidia/nvlsm'),
+                                                    (p, '/usr/share/nvidia/nvlsm/nvlsm.conf')])
+    deb(cuda, work, 'infiniband-diags', '50.0-2', [])
+
+
 def build_apt(out, work, kernel):
     dist = os.path.join(out, 'apt', 'debian')
     cuda = os.path.join(out, 'apt', 'cuda')
@@ -285,94 +508,90 @@ def build_apt(out, work, kernel):
     put(droot, '/usr/share/doc/testbed/dkms', 'dkms shim of the simulated fleet\n')
     os.makedirs(os.path.join(droot, 'usr/sbin'))
     os.symlink('/usr/lib/gpu-double/bin/gpu-double', os.path.join(droot, 'usr/sbin/dkms'))
-    deb(dist, work, 'dkms', '1:3.0.10-testbed1', [(droot, '/usr/share/doc/testbed/dkms'), (droot, '/usr/sbin/dkms')],
+    deb(dist, work, 'dkms', DEB_DKMS_VERSION, [(droot, '/usr/share/doc/testbed/dkms'), (droot, '/usr/sbin/dkms')],
         arch='all')
-    for branch, version in sorted(DRIVERS.items()):
-        v = version + '-1'
-        p = os.path.join(work, 'payload-' + version)
-        eq = '(= {0})'.format(v)
-
-        def dk(mod):
-            return {'postinst': 'for b in /lib/modules/*/build; do k=${{b#/lib/modules/}}; k=${{k%/build}}; '
-                                '/usr/sbin/dkms install -m {0} -v {1} -k "$k" || true; done'.format(mod, version),
-                    'prerm': '/usr/sbin/dkms remove -m {0} -v {1} --all || true'.format(mod, version)}
-        deb(cuda, work, 'nvidia-kernel-common', v, [(p, '/usr/lib/testbed/nvidia-kmod-common-' + version)])
-        deb(cuda, work, 'nvidia-smi', v, [(p, '/usr/bin/nvidia-smi')], 'nvidia-kernel-common ' + eq)
-        deb(cuda, work, 'nvidia-driver', v, [(p, '/usr/share/doc/testbed/nvidia-driver-' + version)],
-            'nvidia-smi {0}, nvidia-kernel-common {0}'.format(eq))
-        deb(cuda, work, 'nvidia-kernel-open-dkms', v, [(p, '/usr/src/nvidia-open-' + version)],
-            'dkms, nvidia-kernel-common ' + eq, {'Conflicts': 'nvidia-kernel-dkms'}, dk('nvidia-open'))
-        deb(cuda, work, 'nvidia-kernel-dkms', v, [(p, '/usr/src/nvidia-' + version)],
-            'dkms, nvidia-kernel-common ' + eq, {'Conflicts': 'nvidia-kernel-open-dkms'}, dk('nvidia'))
-        deb(cuda, work, 'nvidia-open', v, [], 'nvidia-driver {0}, nvidia-kernel-open-dkms {0}'.format(eq))
-        deb(cuda, work, 'cuda-drivers', v, [], 'nvidia-driver {0}, nvidia-kernel-dkms {0}'.format(eq))
-        deb(cuda, work, 'nvidia-persistenced', v, [(p, '/usr/bin/nvidia-persistenced'),
-                                                   (p, '/usr/lib/systemd/system/nvidia-persistenced.service')],
-            'nvidia-driver ' + eq)
-        deb(cuda, work, 'nvidia-fabricmanager', v, [(p, '/usr/bin/nv-fabricmanager'),
-                                                    (p, '/usr/lib/systemd/system/nvidia-fabricmanager.service'),
-                                                    (p, '/usr/share/nvidia/nvswitch/fabricmanager.cfg')])
-        deb(cuda, work, 'nvidia-imex', v, [(p, '/usr/bin/nvidia-imex'),
-                                           (p, '/usr/lib/systemd/system/nvidia-imex.service')])
-        deb(cuda, work, 'nvidia-driver-pinning-' + branch, v,
-            [(p, '/etc/apt/preferences.d/nvidia-driver-pinning-' + branch)], arch='all')
-    p = os.path.join(work, 'payload-nvlsm')
-    deb(cuda, work, 'nvlsm', NVLSM_VERSION + '-1', [(p, '/usr/bin/nvlsm'), (p, '/usr/lib/systemd/system/nvlsm.service')])
+    build_apt_cuda(cuda, work)
     for d in (dist, cuda):
         text = run(['dpkg-scanpackages', '--multiversion', '.', '/dev/null'], cwd=d)
         with open(os.path.join(d, 'Packages'), 'w') as f:
             f.write(text)
         with gzip.open(os.path.join(d, 'Packages.gz'), 'wb') as f:
             f.write(text.encode('utf-8'))
+    return cuda
+
+
+def write_release(d, keys, key):
+    """Release (MD5Sum/SHA256 of the index files), InRelease and Release.gpg, as apt's flat repositories have."""
+    lines = ['Origin: gpufleet testbed', 'Label: simulated NVIDIA CUDA repository', 'Architectures: amd64 all',
+             'Date: ' + time.strftime('%a, %d %b %Y %H:%M:%S UTC', time.gmtime())]
+    for field, algo in (('MD5Sum', hashlib.md5), ('SHA256', hashlib.sha256)):
+        lines.append(field + ':')
+        for name in ('Packages', 'Packages.gz'):
+            with open(os.path.join(d, name), 'rb') as f:
+                data = f.read()
+            lines.append(' {0} {1} {2}'.format(algo(data).hexdigest(), len(data), name))
+    path = os.path.join(d, 'Release')
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    keys.clearsign(key, path, os.path.join(d, 'InRelease'))
+    keys.detach_sign(key, path, '.gpg')
 
 
 # ------------------------------------------------------------------ main
 
-def build(out, force=False):
+def build(out, force=False, keys_dir=None):
     kernel = os.uname()[2]
-    digest = inputs_hash(kernel)
-    stamp = os.path.join(out, '.inputs-sha256')
-    if not force and os.path.exists(stamp):
-        with open(stamp) as f:
-            if f.read().strip() == digest:
-                print('build.py: {0} is up to date (inputs {1})'.format(out, digest[:12]))
-                return 0
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
-        raise BuildError('missing tools: {0} (Debian: apt-get install rpm createrepo-c dpkg-dev)'.format(
+        raise BuildError('missing tools: {0} (Debian: apt-get install rpm createrepo-c dpkg-dev gnupg)'.format(
             ', '.join(missing)))
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
         os.makedirs(parent)
-    tmp_out = tempfile.mkdtemp(prefix='.repos-', dir=parent)
-    os.chmod(tmp_out, 0o755)
-    work = tempfile.mkdtemp(prefix='.repos-work-', dir=parent)
+    keys = Keys(keys_dir or os.path.join(parent, 'repo-keys'))
     try:
-        for version in DRIVERS.values():
-            driver_payload(os.path.join(work, 'payload-' + version), version)
-        nvlsm_payload(os.path.join(work, 'payload-nvlsm'))
-        jobs = []
-        el_dirs = {}
-        for el in sorted(ELREPO):
-            el_dirs[el] = build_el(el, tmp_out, work, kernel, jobs)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-            futs = [pool.submit(rpmbuild, spec, d, work, defs) for spec, d, defs in jobs]
-            futs.append(pool.submit(build_apt, tmp_out, work, kernel))
-            for fut in futs:
-                fut.result()
-        for el, dirs in sorted(el_dirs.items()):
-            finish_el(el, dirs, work)
-        with open(os.path.join(tmp_out, '.inputs-sha256'), 'w') as f:
-            f.write(digest + '\n')
-        with open(os.path.join(tmp_out, 'README'), 'w') as f:
-            f.write('Built by tests/testbed/repos/build.py for kernel {0}; do not edit.\n'.format(kernel))
-        if os.path.exists(out):
-            shutil.rmtree(out)
-        os.rename(tmp_out, out)
+        keys.ensure()
+        digest = inputs_hash(kernel, keys.fingerprints())
+        stamp = os.path.join(out, '.inputs-sha256')
+        if not force and os.path.exists(stamp):
+            with open(stamp) as f:
+                if f.read().strip() == digest:
+                    print('build.py: {0} is up to date (inputs {1})'.format(out, digest[:12]))
+                    return 0
+        tmp_out = tempfile.mkdtemp(prefix='.repos-', dir=parent)
+        os.chmod(tmp_out, 0o755)
+        work = tempfile.mkdtemp(prefix='.repos-work-', dir=parent)
+        try:
+            for version in DRIVERS.values():
+                driver_payload(os.path.join(work, 'payload-' + version), version)
+            nvlsm_payload(os.path.join(work, 'payload-nvlsm'))
+            jobs = []
+            el_dirs = {}
+            for el in sorted(ELREPO):
+                el_dirs[el] = build_el(el, tmp_out, work, kernel, jobs)
+            with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+                futs = [pool.submit(rpmbuild, spec, d, work, defs) for spec, d, defs in jobs]
+                apt_fut = pool.submit(build_apt, tmp_out, work, kernel)
+                for fut in futs:
+                    fut.result()
+                for el, dirs in sorted(el_dirs.items()):
+                    finish_el(el, dirs, work, keys)
+                cuda = apt_fut.result()
+            write_release(cuda, keys, APT_KEY[0])
+            keys.export(APT_KEY[0], os.path.join(cuda, APT_KEY[1]))
+            with open(os.path.join(tmp_out, '.inputs-sha256'), 'w') as f:
+                f.write(digest + '\n')
+            with open(os.path.join(tmp_out, 'README'), 'w') as f:
+                f.write('Built by tests/testbed/repos/build.py for kernel {0}; do not edit.\n'.format(kernel))
+            if os.path.exists(out):
+                shutil.rmtree(out)
+            os.rename(tmp_out, out)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+            if os.path.exists(tmp_out):
+                shutil.rmtree(tmp_out, ignore_errors=True)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
-        if os.path.exists(tmp_out):
-            shutil.rmtree(tmp_out, ignore_errors=True)
+        keys.close()
     print('build.py: built {0} (kernel {1}, inputs {2})'.format(out, kernel, digest[:12]))
     return 0
 
@@ -381,9 +600,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     ap.add_argument('--out', default='.testbed/repos', help='output folder (default .testbed/repos)')
     ap.add_argument('--force', action='store_true', help='rebuild even when the inputs are unchanged')
+    ap.add_argument('--keys', default=None,
+                    help='GnuPG home of the throwaway signing keys (default: repo-keys next to --out)')
     args = ap.parse_args(argv)
     try:
-        return build(args.out, args.force)
+        return build(args.out, args.force, args.keys)
     except BuildError as exc:
         sys.stderr.write('build.py: {0}\n'.format(exc))
         return 1

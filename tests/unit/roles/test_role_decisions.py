@@ -20,7 +20,7 @@ import pytest
 
 from conftest import ROOT, _collection_root
 
-ROLES_WITH_TABLES = ['kernel', 'nvidia_driver']
+ROLES_WITH_TABLES = ['kernel']
 
 
 @pytest.mark.parametrize('role', ROLES_WITH_TABLES)

@@ -14,7 +14,6 @@ from conftest import FIXTURES
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import (
     NvidiaSmiParseError,
-    find_gpu,
     is_unavailable,
     normalize_bus_id,
     parse_nvsmi_xml,
@@ -360,15 +359,3 @@ def test_parse_number_errors(text, units, message):
 ])
 def test_normalize_bus_id(given, expected):
     assert normalize_bus_id(given) == expected
-
-
-@pytest.mark.parametrize('ident, index', [
-    ('0', 0), ('7', 7), ('8', None),
-    ('GPU-00000003-0000-0000-0000-000000000003', 3),
-    ('gpu-00000003-0000-0000-0000-000000000003', 3),
-    ('0000:c4:00.0', 4), ('CC:00.0', 7), ('00000000:01:00.0', None), ('bogus', None),
-])
-def test_find_gpu(ident, index):
-    gpus = parse_nvsmi_xml(b200_text(), include_supported_clocks=False)['gpus']
-    found = find_gpu(gpus, ident)
-    assert (found['index'] if found else None) == index

@@ -239,8 +239,8 @@ FAULTS = [
      'gpu.clocks', 'fail', 'nodeprep-gpu-settings.service: failed, enabled: the last apply failed'),
     ('locked clock above the maximum',
      _set((1, 'nodeprep_gpu_settings_locked_gpu_clocks'), {'min': 1500, 'max': 2100}),
-     'gpu.clocks', 'fail', '; '.join('GPU {0} ({1}): GPU clock 2100 MHz above its maximum 1965 MHz'.format(i, b)
-                                     for i, b in enumerate(F.BUS_IDS))),
+     'gpu.clocks', 'fail', '; '.join('GPU {0} ({1}): locked_gpu_clocks 1500-2100 MHz is outside the supported range '
+                                     'up to 1965 MHz'.format(i, b) for i, b in enumerate(F.BUS_IDS))),
     ('pending row remapping',
      _gpu_set(5, 'remapped_rows', {'pending': True, 'failure': False, 'correctable': 0, 'uncorrectable': 1}),
      'gpu.health', 'fail', 'GPU 5 (00000000:C5:00.0): row remapping pending (reset needed)'),
@@ -446,13 +446,15 @@ def test_applications_clocks_deprecated_driver_warns():
     ({'nodeprep_readiness_skip_checks': ['gpu.power', 'nic.offload']},
      'nodeprep_readiness_skip_checks: unknown check ids gpu.power; known: ' + ', '.join(r.CHECK_IDS)),
     ({'nodeprep_gpu_settings_power_limit': 'seventy'},
-     "nodeprep_gpu_settings_power_limit: 'seventy' is not watts (700) or a percentage of the default limit (\"70%\")"),
+     "nodeprep_gpu_settings_power_limit must be watts (e.g. 700) or a percentage of the default limit (e.g. "
+     "\"70%\"), got 'seventy'"),
     ({'nodeprep_shm_size': '64 gigs'},
      "nodeprep_shm_size: '64 gigs' is not a size; use bytes or a number with K, M, G or T"),
     ({'nodeprep_gpu_settings_locked_gpu_clocks': [1500, 1965]},
-     'nodeprep_gpu_settings_locked_gpu_clocks: [1500, 1965] is not {min, max} or "reset"'),
+     'nodeprep_gpu_settings_locked_gpu_clocks must be "reset" or a dict with the keys min and max (MHz), got '
+     '[1500, 1965]'),
     ({'nodeprep_gpu_settings_locked_memory_clocks': {'min': 'low', 'max': 3996}},
-     "nodeprep_gpu_settings_locked_memory_clocks: {'min': 'low', 'max': 3996} must give min and max as whole MHz"),
+     "nodeprep_gpu_settings_locked_memory_clocks.min must be an integer number of MHz, got 'low'"),
     ({'nodeprep_nic_offload_networks': ['10.20.0.0/33']},
      "nodeprep_nic_offload_networks[0] '10.20.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
      "'10.20.0.0/33' does not appear to be an IPv4 or IPv6 network"),
@@ -487,11 +489,16 @@ def test_bad_arguments(facts, settings, message):
     ('33.3%', {}, False, (333.0, None)),
     (650, {}, False, (650.0, None)),
     ('650W', {}, False, (650.0, None)),
-    ('1100', {}, False, (1100.0, 'GPU 0 (00000000:8F:00.0): 1100 W is outside 200 W to 1000 W')),
+    ('1100', {}, False, (None, 'GPU 0 (00000000:8F:00.0): nodeprep_gpu_settings_power_limit 1100 W is outside the '
+                               'allowed range 200.00-1000.00 W')),
+    # The rounding rule of nvidia_gpu and the boot replay: whole watts, half up.
+    ('50%', {'default_power_limit_w': 1001.0}, False, (501.0, None)),
+    ('67%', {}, False, (670.0, None)),
     ('1100', {}, True, (1000.0, None)),
     ('10%', {}, True, (200.0, None)),
     ('70%', {'default_power_limit_w': None}, False,
-     (None, 'GPU 0 (00000000:8F:00.0) reports no default power limit to take 70% of')),
+     (None, 'GPU 0 (00000000:8F:00.0): nodeprep_gpu_settings_power_limit 70% needs the default power limit, which '
+            'nvidia-smi reports as N/A')),
 ])
 def test_desired_power_limit(setting, gpu_over, clamp, result):
     gpu = F.gpu(0)

@@ -83,3 +83,13 @@ def test_ansible_adhoc_running_is_uname():
     state = ansible_adhoc('kernel_facts', {})['ansible_facts']['kernel_state']
     assert state['running'] == os.uname()[2]
     assert state['pci']['gpu_count'] == len(state['pci']['gpus'])
+
+
+def test_root_nonexistent_fails_naming_the_root(tmp_path, capsys, monkeypatch):
+    missing = str(tmp_path / 'nonexistent')
+    result, seen = run_module(kernel_facts.main, {'root': missing}, capsys, monkeypatch)
+    assert result['failed'] is True
+    assert result['msg'] == 'root={0} is not a directory; give / or a tree holding proc/sys/kernel/osrelease'.format(
+        missing)
+    assert 'ansible_facts' not in result
+    assert seen == []

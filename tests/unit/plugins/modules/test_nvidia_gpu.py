@@ -69,9 +69,9 @@ class FakeRunner(object):
 
 @pytest.fixture
 def env(monkeypatch, tmp_path):
-    state = {'euid': 0, 'daemon': False}
+    state = {'euid': 0, 'daemon': True}
     monkeypatch.setattr(nvidia_gpu, 'euid', lambda: state['euid'])
-    monkeypatch.setattr(nvidia_gpu, 'persistenced_running', lambda: state['daemon'])
+    monkeypatch.setattr(nvidia_gpu, 'persistenced_running', lambda **kwargs: state['daemon'])
     monkeypatch.setattr(nvidia_gpu, 'boot_id', lambda: 'boot-1')
     monkeypatch.setattr(nvidia_gpu, 'find_nvidia_smi', lambda module, path=None: SMI)
     state['state_dir'] = str(tmp_path / 'run')
@@ -135,23 +135,21 @@ SUCCESS_CASES = [
           '<applications_clocks>\n            <graphics_clock>1590 MHz'))],
      True, [cmd('00000000:00:1E.0', '-ac', '5001,1590')]),
     ('app-clocks-reset-already-default', T4, {'applications_clocks': 'reset'}, [], False, []),
-    ('persistence-and-power-h100-gpu7', H100, {'gpus': ['7'], 'persistence_mode': False, 'power_limit': 500.5},
-     [(cmd('00000000:CA:00.0', '-pm', '0'), (0, 'Disabled persistence mode for GPU 00000000:CA:00.0.\nAll done.\n',
-                                             '')),
-      (cmd('00000000:CA:00.0', '-pl', '500.50'), (0, 'Warning: persistence mode is disabled on device '
-                                                     '00000000:CA:00.0. See the Known Issues section of the '
-                                                     'nvidia-smi(1) man page for more information.\n'
-                                                     'Power limit for GPU 00000000:CA:00.0 was set to 500.50 W from '
-                                                     '700.00 W.\nAll done.\n', '')),
-      ok(edit(edit(H100, ['00000000:CA:00.0'], 'persistence_mode', 'Disabled'), ['00000000:CA:00.0'],
-              'requested_power_limit', '500.50 W'))],
-     True, [cmd('00000000:CA:00.0', '-pm', '0'), cmd('00000000:CA:00.0', '-pl', '500.50')]),
+    # One rounding rule: 500.5 W is set as 501 W (whole watts, half up), like 50% of a 1001 W default.
+    ('persistence-on-and-power-h100-gpu7-rounded', H100,
+     {'gpus': ['7'], 'persistence_mode': True, 'power_limit': 500.5},
+     [(cmd('00000000:CA:00.0', '-pl', '501'), (0, 'Power limit for GPU 00000000:CA:00.0 was set to 501.00 W from '
+                                                  '700.00 W.\nAll done.\n', '')),
+      ok(edit(H100, ['00000000:CA:00.0'], 'requested_power_limit', '501.00 W'))],
+     True, [cmd('00000000:CA:00.0', '-pl', '501')]),
 ]
 
 
 @pytest.mark.parametrize('name, xml, args, calls, changed, commands', SUCCESS_CASES,
                          ids=[case[0] for case in SUCCESS_CASES])
 def test_success(monkeypatch, capsys, env, name, xml, args, calls, changed, commands):
+    # -pm is only run where nvidia-persistenced does not; elsewhere the daemon keeps the driver loaded.
+    env['daemon'] = not any('-pm' in argv for argv in commands)
     code, result = run(monkeypatch, capsys, env, args, [ok(xml)] + calls)
     assert code == 0, result
     assert env['warnings'] == ([] if name != 'power-clamped-to-min' else [
@@ -173,10 +171,11 @@ def test_diff_and_gpus(monkeypatch, capsys, env):
     assert result['gpus'] == [{'index': 0, 'pci_bus_id': B200_BUS[0], 'uuid': 'GPU-00000000-0000-0000-0000-000000000000',
                                'changed': True, 'before': {'power_limit_w': 1000.0},
                                'after': {'power_limit_w': 700.0}}]
-    assert result['persistenced_running'] is False
+    assert result['persistenced_running'] is True
 
 
 def test_check_mode_runs_no_write(monkeypatch, capsys, env):
+    env['daemon'] = False
     code, result = run(monkeypatch, capsys, env, {'persistence_mode': True, 'power_limit': '50%',
                                                   'gpus': ['0', '1']}, [ok(B200)], check_mode=True)
     assert code == 0
@@ -200,7 +199,7 @@ def test_locked_clocks_recorded_then_idempotent_then_reset(monkeypatch, capsys, 
     args = {'gpus': ['0'], 'locked_gpu_clocks': {'min': 1500, 'max': 1965}}
     code, result = run(monkeypatch, capsys, env, args, [ok(B200), (lock, reply)])
     assert (code, result['changed'], result['commands']) == (0, True, [lock])
-    assert result['diff'] == {'before': {B200_BUS[0]: {'locked_gpu_clocks': None}},
+    assert result['diff'] == {'before': {B200_BUS[0]: {'locked_gpu_clocks': 'unknown'}},
                               'after': {B200_BUS[0]: {'locked_gpu_clocks': {'min_mhz': 1500, 'max_mhz': 1965}}}}
     with open(os.path.join(env['state_dir'], 'nvidia_gpu_locks.json')) as handle:
         assert json.load(handle) == {'boot_id': 'boot-1', 'gpus': {B200_BUS[0]: {
@@ -309,6 +308,7 @@ FAIL_CASES = [
 
 @pytest.mark.parametrize('name, xml, args, calls, message', FAIL_CASES, ids=[case[0] for case in FAIL_CASES])
 def test_failure(monkeypatch, capsys, env, name, xml, args, calls, message):
+    env['daemon'] = not any('-pm' in argv for argv, reply in calls or [])
     # calls None: the option is rejected before nvidia-smi runs at all.
     code, result = run(monkeypatch, capsys, env, args, [] if calls is None else [ok(xml)] + calls)
     assert code == 1
@@ -365,4 +365,20 @@ def test_persistenced_detection(tmp_path):
         (tmp_path / pid / 'comm').write_text(comm + '\n')
     assert nvidia_gpu.persistenced_running(str(tmp_path)) is True
     (tmp_path / '42' / 'comm').write_text('bash\n')
+    assert nvidia_gpu.persistenced_running(str(tmp_path)) is False
+
+
+def test_persistenced_detection_by_unit(tmp_path, monkeypatch):
+    (tmp_path / '7').mkdir()
+    (tmp_path / '7' / 'comm').write_text('gpu-double\n')
+    calls = []
+
+    def fake(argv, timeout, env=None):
+        calls.append(argv)
+        return (0, 'active\n', '') if argv[-1] == 'nvidia-persistenced.service' else (3, 'inactive\n', '')
+    monkeypatch.setattr(nvidia_gpu, 'run_with_timeout', fake)
+    assert nvidia_gpu.persistenced_running(str(tmp_path), systemctl='/usr/bin/systemctl') is True
+    assert calls == [['/usr/bin/systemctl', 'is-active', 'nvidia-persistenced.service']]
+    monkeypatch.setattr(nvidia_gpu, 'run_with_timeout', lambda argv, timeout, env=None: (3, 'inactive\n', ''))
+    assert nvidia_gpu.persistenced_running(str(tmp_path), systemctl='/usr/bin/systemctl') is False
     assert nvidia_gpu.persistenced_running(str(tmp_path)) is False

@@ -58,7 +58,7 @@ def test_facts_from_fixture(tmp_path, capsys, fixture, count):
     assert len(facts['gpus']) == count
     with open(path) as handle:
         expected = parse_nvsmi_xml(handle.read())
-    expected.update(present=True, error=None)
+    expected.update(present=True, error=None, partial=False)
     assert facts == expected
 
 
@@ -73,7 +73,8 @@ def test_missing_binary_is_not_a_failure(capsys):
     code, result = run({'nvidia_smi': '/nonexistent/nvidia-smi'}, capsys)
     assert code == 0
     assert result['ansible_facts']['nvidia'] == {
-        'present': False, 'error': 'nvidia-smi not found at /nonexistent/nvidia-smi', 'driver_version': None,
+        'present': False, 'error': 'nvidia-smi not found at /nonexistent/nvidia-smi', 'partial': False,
+        'driver_version': None,
         'cuda_version': None, 'attached_gpus': 0, 'gpu_blocks': 0, 'dtd_version': None, 'timestamp': None,
         'gpus': []}
 

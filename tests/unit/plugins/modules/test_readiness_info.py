@@ -194,8 +194,8 @@ def test_bad_setting_fails_with_the_reason(monkeypatch, capsys, nccl_conf):
     args['settings']['nodeprep_gpu_settings_power_limit'] = '70 percent'
     result, _calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
     assert result['failed'] is True
-    assert result['msg'] == ('readiness check: nodeprep_gpu_settings_power_limit: \'70 percent\' is not watts (700) '
-                             'or a percentage of the default limit ("70%")')
+    assert result['msg'] == ('readiness check: nodeprep_gpu_settings_power_limit must be watts (e.g. 700) or a '
+                             'percentage of the default limit (e.g. "70%"), got \'70 percent\'')
 
 
 def test_check_mode_is_the_same(monkeypatch, capsys, nccl_conf):

@@ -1,0 +1,721 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
+# Its functions may change without notice; do not import it from other collections.
+"""The decisions of the nvidia_driver role (and the kernel role's ELRepo keys), as pure functions.
+
+``driver_plan(facts, settings, node, stage, run, check_mode)`` returns what to install, pin, enable and remove, what
+needs a reboot and why, what stops the role before a reboot, and what check mode must predict.  ``facts`` are the
+kernel_state/nvidia/services facts and the OS; ``node`` is what the nvidia_driver_plan module read on the node
+(repositories, installed NVIDIA packages, versionlock list, apt holds, module stream); ``run`` is what this run did so
+far (the tasks pass it explicitly when they ask for the plan again after the installation and after a reboot).
+No Ansible import: the module and the pytest tables call these functions.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+
+class PlanError(Exception):
+    """Settings the plan cannot work with."""
+
+
+# ----------------------------------------------------------------------------------------------------- constants
+
+# Architectures (as nvidia-smi names them) that only NVIDIA's open kernel modules support.
+OPEN_ONLY_ARCHITECTURES = ('Blackwell', 'Rubin', 'Rubin Ultra', 'Feynman')
+# PCI device-ID ranges of Blackwell chips, for when nvidia-smi cannot run yet.  Source: the chip table in NVIDIA's
+# gpu-admin-tools (gpu/devid_chips.py): GB100/GB102 0x2900-0x29ff, GB110/GB112 0x3180-0x327f, GB202/GB203
+# 0x2b80-0x2c7f, GB206/GB207 0x2d00-0x2dff, GB205 0x2f00-0x2f7f.
+OPEN_ONLY_DEVICE_ID_RANGES = ((0x2900, 0x29ff), (0x3180, 0x327f), (0x2b80, 0x2c7f), (0x2d00, 0x2dff), (0x2f00, 0x2f7f))
+BLACKWELL_MIN_VERSION = '570.133.20'
+
+# DKMS module names of the driver: EL packages register nvidia-open, the runfile and NVIDIA's apt packages nvidia,
+# Debian-family packages nvidia-current / nvidia-current-open (R8: NVIDIA/nvidia-container-toolkit issue #361).
+DKMS_MODULES = ('nvidia', 'nvidia-open', 'nvidia-current', 'nvidia-current-open')
+
+# CUDA repository signing keys (R5): rhel8/rhel9 D42D0685, rhel10 CDF6BA43, Debian/Ubuntu 3bf863cc.
+CUDA_EL_KEYS = {'8': 'D42D0685.pub', '9': 'D42D0685.pub', '10': 'CDF6BA43.pub'}
+CUDA_APT_KEY = '3bf863cc.pub'
+CUDA_BASE = 'https://developer.download.nvidia.com/compute/cuda/repos/'
+
+# ELRepo keys (R6): EL10 is signed with the v2 key only, and dnf aborts when a listed key fails to import.
+ELREPO_KEY_V1 = 'https://www.elrepo.org/RPM-GPG-KEY-elrepo.org'
+ELREPO_KEY_V2 = 'https://www.elrepo.org/RPM-GPG-KEY-v2-elrepo.org'
+ELREPO_KEYS = {'8': [ELREPO_KEY_V1, ELREPO_KEY_V2], '9': [ELREPO_KEY_V1, ELREPO_KEY_V2], '10': [ELREPO_KEY_V2]}
+
+# EPEL (R4: dkms lives there) and the repository EPEL packages need beside it (EL8 powertools, EL9/10 crb).
+EPEL_REPO_ID = 'nodeprep-epel'
+EPEL_URL = 'https://dl.fedoraproject.org/pub/epel/{major}/Everything/{arch}/'
+EPEL_KEY = 'https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-{major}'
+CRB_REPO_IDS = {'8': ('powertools', 'codeready-builder-for-rhel-8-{arch}-rpms'),
+                '9': ('crb', 'codeready-builder-for-rhel-9-{arch}-rpms'),
+                '10': ('crb', 'codeready-builder-for-rhel-10-{arch}-rpms')}
+
+# The packages of each set (R12).  EL: `nvidia-open` pulls the desktop stack; NVIDIA documents `nvidia-driver-cuda`
+# with the kmod for headless compute nodes.  apt: compute-only names are not confirmed by a public source, so only
+# the full set is offered there.
+EL_PACKAGES = {
+    ('full', 'open'): ['nvidia-open'],
+    ('full', 'proprietary'): ['cuda-drivers'],
+    ('compute', 'open'): ['nvidia-driver-cuda', 'kmod-nvidia-open-dkms'],
+    ('compute', 'proprietary'): ['nvidia-driver-cuda', 'kmod-nvidia-latest-dkms'],
+}
+APT_PACKAGES = {('full', 'open'): ['nvidia-open'], ('full', 'proprietary'): ['cuda-drivers']}
+
+# Installed packages whose version is the driver's (the versionlock holds exactly these, R9).
+NVIDIA_STACK_RE = re.compile(r'^(nvidia-|kmod-nvidia|libnvidia-|cuda-drivers)')
+# Packages that tell the installed driver version when DKMS cannot (version is the driver's).
+DRIVER_VERSION_PACKAGES = ('kmod-nvidia-open-dkms', 'kmod-nvidia-latest-dkms', 'nvidia-driver-cuda', 'nvidia-driver',
+                           'nvidia-kmod-common', 'nvidia-open', 'cuda-drivers')
+
+PERSISTENCED_DROPIN = '/etc/systemd/system/nvidia-persistenced.service.d/nodeprep-persistence-mode.conf'
+PERSISTENCED_WANTS = '/etc/systemd/system/multi-user.target.wants/nvidia-persistenced.service'
+# R7: Ubuntu's unit runs the daemon with --no-persistence-mode, is static and StopWhenUnneeded.  The drop-in turns
+# persistence mode on and keeps the daemon running; the wants link starts it at boot (a static unit has no [Install]).
+PERSISTENCED_DROPIN_TEXT = (
+    '# Managed by gpufleet.nodeprep.nvidia_driver: the packaged unit runs --no-persistence-mode and stops when unneeded.\n'
+    '[Unit]\n'
+    'StopWhenUnneeded=false\n'
+    '\n'
+    '[Service]\n'
+    'ExecStart=\n'
+    'ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced --persistence-mode --verbose\n')
+
+SECURE_BOOT_REMEDY = (
+    'enrol the DKMS signing key{key} as a Machine Owner Key (mokutil --import {path}, reboot, confirm the enrolment in '
+    'the MOK manager at the console), then run the role again; or turn Secure Boot off in the firmware')
+
+
+# ----------------------------------------------------------------------------------------------------- helpers
+
+def version_tuple(version):
+    return tuple(int(p) if p.isdigit() else 0 for p in re.split(r'[.-]', version or '') if p != '')
+
+
+def family_of(os_facts):
+    """'el', 'debian' or 'unsupported' from ansible's os_family and major version."""
+    fam = os_facts.get('os_family')
+    major = str(os_facts.get('distribution_major_version', ''))
+    if fam == 'RedHat' and major in CUDA_EL_KEYS:
+        return 'el'
+    if fam == 'Debian':
+        return 'debian'
+    return 'unsupported'
+
+
+def repo_distro(os_facts):
+    """NVIDIA's repository directory name: rhel9, ubuntu2404, debian12."""
+    if family_of(os_facts) == 'el':
+        return 'rhel{0}'.format(os_facts['distribution_major_version'])
+    dist = os_facts.get('distribution', '')
+    if dist == 'Ubuntu':
+        return 'ubuntu' + str(os_facts.get('distribution_version', '')).replace('.', '')
+    return dist.lower() + str(os_facts.get('distribution_major_version', ''))
+
+
+def repo_arch(os_facts):
+    return 'sbsa' if os_facts.get('architecture') == 'aarch64' else os_facts.get('architecture') or 'x86_64'
+
+
+def cuda_key_file(os_facts):
+    """R5: the key NVIDIA signs this host's CUDA repository with."""
+    if family_of(os_facts) == 'el':
+        return CUDA_EL_KEYS[str(os_facts['distribution_major_version'])]
+    return CUDA_APT_KEY
+
+
+def elrepo_keys(major):
+    """R6: the ELRepo keys to list for an EL major version (EL10: v2 only)."""
+    return list(ELREPO_KEYS.get(str(major), [ELREPO_KEY_V2]))
+
+
+def fabricmanager_package(family, branch):
+    """R1: EL < 580 nvidia-fabric-manager, 580+ nvidia-fabricmanager; apt < 580 nvidia-fabricmanager-<branch>, 580+
+    nvidia-fabricmanager.  Source: NVIDIA/gpu-driver-container fabricmanager_install() (rhel8/9, ubuntu)."""
+    if int(branch) >= 580:
+        return 'nvidia-fabricmanager'
+    return 'nvidia-fabric-manager' if family == 'el' else 'nvidia-fabricmanager-{0}'.format(branch)
+
+
+def nscq_package(family, branch):
+    """R1: libnvidia-nscq-<branch> below 580 (EL and apt), libnvidia-nscq from 580 on (nscq_install())."""
+    return 'libnvidia-nscq' if int(branch) >= 580 else 'libnvidia-nscq-{0}'.format(branch)
+
+
+def fabric_package_names(family):
+    """Every name the fabric manager and nscq have had, for finding the ones to remove on a branch move."""
+    return re.compile(r'^(nvidia-fabric-?manager(-\d{3})?|libnvidia-nscq(-\d{3})?)$')
+
+
+def package_spec(family, name, version):
+    """A package at exactly the driver's version: EL name-<ver>, apt name=<ver>-1."""
+    if not version:
+        return name
+    return '{0}-{1}'.format(name, version) if family == 'el' else '{0}={1}-1'.format(name, version)
+
+
+def lock_entry(pkg):
+    """The versionlock.list line dnf writes for an installed package: name-epoch:version-release.* (R9)."""
+    return '{0}-{1}:{2}-{3}.*'.format(pkg['name'], pkg.get('epoch') or 0, pkg['version'], pkg['release'])
+
+
+_LOCK_RE = re.compile(r'^(?P<name>.+)-(?P<epoch>\d+):(?P<version>[^-]+)-(?P<release>.+)\.(?P<arch>[^.]+)$')
+
+
+def lock_entry_name(entry):
+    match = _LOCK_RE.match(entry.lstrip('!'))
+    return match.group('name') if match else None
+
+
+def wanted_match(version, branch, exact):
+    """Does a driver version belong to what was asked for (the exact version, else the branch)?"""
+    if not version:
+        return False
+    if exact:
+        return version == exact
+    return version.startswith('{0}.'.format(branch))
+
+
+def device_ids(kernel_state, nvidia):
+    ids = []
+    for gpu in (kernel_state.get('pci') or {}).get('gpus') or []:
+        ids.append(gpu.get('device_id'))
+    for gpu in nvidia.get('gpus') or []:
+        ids.append(gpu.get('pci_device_id'))
+    result = []
+    for raw in ids:
+        if not raw:
+            continue
+        text = str(raw).lower()
+        text = text[2:] if text.startswith('0x') else text
+        text = text[:4]
+        if re.match(r'^[0-9a-f]{4}$', text) and text not in result:
+            result.append(text)
+    return result
+
+
+def open_required_reasons(kernel_state, nvidia, extra_ids=()):
+    """Why the open kernel modules are required on this node (empty: they are not)."""
+    reasons = []
+    gpus = nvidia.get('gpus') or []
+    for arch in OPEN_ONLY_ARCHITECTURES:
+        hits = [str(g.get('index')) for g in gpus if g.get('architecture') == arch]
+        if hits:
+            reasons.append('nvidia-smi reports GPU {0} as {1}'.format(', '.join(hits), arch))
+    extra = [str(i).lower().replace('0x', '') for i in extra_ids or []]
+    for devid in device_ids(kernel_state, nvidia):
+        number = int(devid, 16)
+        if devid in extra or any(lo <= number <= hi for lo, hi in OPEN_ONLY_DEVICE_ID_RANGES):
+            reason = 'PCI device ID 0x{0} is Blackwell or newer'.format(devid)
+            if reason not in reasons:
+                reasons.append(reason)
+    return reasons
+
+
+def nvswitch_fabric(kernel_state):
+    """'nvlink5', 'pci' or 'none' from kernel_facts (older facts without the key: PCI NVSwitches only)."""
+    pci = kernel_state.get('pci') or {}
+    if pci.get('nvswitch_fabric'):
+        return pci['nvswitch_fabric']
+    if pci.get('nvlink5_bridge_count'):
+        return 'nvlink5'
+    return 'pci' if pci.get('nvswitch_count') else 'none'
+
+
+def installed_driver_version(kernel_state, nvidia, packages, boot_kernel):
+    """The installed driver: DKMS build for the kernel that boots next, else the driver package, else nvidia-smi."""
+    for entry in kernel_state.get('dkms') or []:
+        if entry.get('module') in DKMS_MODULES and entry.get('kernel') == boot_kernel and \
+                entry.get('status') == 'installed':
+            return entry.get('version'), 'dkms'
+    for name in DRIVER_VERSION_PACKAGES:
+        for pkg in packages.get(name) or []:
+            return pkg['version'], 'package ' + name
+    if nvidia.get('driver_version'):
+        return nvidia['driver_version'], 'nvidia-smi'
+    return '', None
+
+
+def dkms_version_for(kernel_state, boot_kernel):
+    for entry in kernel_state.get('dkms') or []:
+        if entry.get('module') in DKMS_MODULES and entry.get('kernel') == boot_kernel and \
+                entry.get('status') == 'installed':
+            return entry.get('version')
+    return ''
+
+
+def persistence_conflicts(services, units):
+    found = []
+    for name, svc in sorted((services or {}).items()):
+        if name == 'nvidia-persistenced.service' or name not in (units or []):
+            continue
+        status = svc.get('status')
+        if (status is not None and status not in ('disabled', 'masked', 'not-found', 'static')) or \
+                svc.get('state') == 'running':
+            found.append(name)
+    return found
+
+
+def units_present(services):
+    return [name for name, svc in (services or {}).items() if svc.get('status') not in (None, 'not-found')]
+
+
+# ----------------------------------------------------------------------------------------------------- validation
+
+def refusals(os_facts, settings, open_reasons):
+    """Cross-field rules argument_specs cannot express: [(check, message)], each message naming the value and what is
+    allowed.  check: platform, branch, version, runfile, package_set, proprietary, blackwell."""
+    out = []
+    fam = family_of(os_facts)
+    branch = str(settings.get('branch', ''))
+    version = settings.get('version') or ''
+    if fam == 'unsupported':
+        msg = ('gpufleet.nodeprep.nvidia_driver supports EL 8/9/10, Ubuntu 22.04/24.04 and Debian 12; this host runs '
+               '{0} {1} (os_family {2}).'.format(os_facts.get('distribution'), os_facts.get('distribution_version'),
+                                                 os_facts.get('os_family')))
+        out.append(('platform', msg))
+        return out
+    if not re.match(r'^[0-9]{3}$', branch):
+        msg = ('nodeprep_nvidia_driver_branch={0} is not a driver branch; give its three-digit number, e.g. 580 '
+               '(R580 LTS), 590, 595.'.format(branch))
+        out.append(('branch', msg))
+        return out
+    if version and not re.match(r'^' + branch + r'\.[0-9]+(\.[0-9]+)?$', version):
+        msg = ('nodeprep_nvidia_driver_version={0} is not a version of branch nodeprep_nvidia_driver_branch={1}; '
+               'allowed: {1}.<minor>[.<patch>] (e.g. {1}.95.05) or empty for the newest of the branch.'
+               .format(version, branch))
+        out.append(('version', msg))
+    if settings.get('method') == 'runfile' and not version:
+        msg = ('nodeprep_nvidia_driver_method=runfile needs nodeprep_nvidia_driver_version (the exact version of the '
+               '.run file, e.g. {0}.95.05); it is empty.'.format(branch))
+        out.append(('runfile', msg))
+    if settings.get('package_set') == 'compute' and fam == 'debian':
+        msg = ('nodeprep_nvidia_driver_package_set=compute is offered on EL only (nvidia-driver-cuda + '
+               'kmod-nvidia-open-dkms); allowed on {0}: full.'.format(os_facts.get('distribution')))
+        out.append(('package_set', msg))
+    if settings.get('module_type') == 'proprietary' and open_reasons:
+        msg = ('nodeprep_nvidia_driver_module_type=proprietary is not supported on this node: {0}. Blackwell and '
+               'newer GPUs run only with NVIDIA\'s open kernel modules; allowed here: open.'
+               .format('; '.join(open_reasons)))
+        out.append(('proprietary', msg))
+    too_old = int(branch) < 570 or (version and version_tuple(version) < version_tuple(BLACKWELL_MIN_VERSION))
+    if open_reasons and too_old:
+        msg = ('nodeprep_nvidia_driver_branch={0}{1} is too old for this node ({2}): Blackwell needs {3} or newer '
+               '(branch 570 or later; 580 is the LTS branch).'.format(
+                   branch, ' / nodeprep_nvidia_driver_version=' + version if version else '',
+                   '; '.join(open_reasons), BLACKWELL_MIN_VERSION))
+        out.append(('blackwell', msg))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------- the plan
+
+def _repo(os_facts, settings, node):
+    fam = family_of(os_facts)
+    distro = repo_distro(os_facts)
+    url = settings.get('repo_url') or '{0}{1}/{2}/'.format(CUDA_BASE, distro, repo_arch(os_facts))
+    key_file = cuda_key_file(os_facts)
+    gpgcheck = bool(settings.get('repo_gpgcheck', True))
+    gpgkey = (settings.get('repo_gpgkey') or url + key_file) if gpgcheck else None
+    repo = {'name': 'cuda-' + distro, 'description': 'NVIDIA CUDA ' + distro, 'distro': distro, 'url': url,
+            'key_file': key_file, 'gpgcheck': gpgcheck, 'gpgkey': gpgkey}
+    if fam == 'el':
+        current = (node.get('repos') or {}).get(repo['name'])
+        repo['changes'] = not (current and current.get('baseurl') == url and
+                               bool(current.get('gpgcheck')) == gpgcheck and
+                               (not gpgcheck or current.get('gpgkey') == gpgkey) and current.get('enabled', True))
+    else:
+        repo['apt_sources'] = '/etc/apt/sources.list.d/nodeprep-cuda.sources'
+        repo['apt_keyring'] = '/etc/apt/keyrings/nodeprep-cuda.asc'
+        repo['apt_content'] = ('# Managed by gpufleet.nodeprep.nvidia_driver\nTypes: deb\nURIs: {0}\nSuites: /\n{1}\n'
+                               .format(url, 'Signed-By: ' + repo['apt_keyring'] if gpgcheck else 'Trusted: yes'))
+        repo['changes'] = node.get('apt_sources_content') != repo['apt_content'] or \
+            (gpgcheck and not node.get('apt_keyring_present'))
+    return repo
+
+
+def _epel(os_facts, settings, node, needed):
+    major = str(os_facts.get('distribution_major_version'))
+    arch = os_facts.get('architecture') or 'x86_64'
+    repos = node.get('repos') or {}
+    mode = settings.get('epel', 'auto')
+    wanted = family_of(os_facts) == 'el' and (mode == 'always' or (mode == 'auto' and needed))
+    enabled_epel = [rid for rid, r in repos.items() if r.get('enabled', True) and rid in ('epel', EPEL_REPO_ID)]
+    other_epel = [rid for rid in enabled_epel if rid != EPEL_REPO_ID]
+    url = settings.get('epel_url') or EPEL_URL.format(major=major, arch=arch)
+    gpgkey = settings.get('epel_gpgkey') or (
+        settings['epel_url'] + 'RPM-GPG-KEY-EPEL-' + major if settings.get('epel_url') else EPEL_KEY.format(major=major))
+    define = wanted and not other_epel
+    current = repos.get(EPEL_REPO_ID)
+    crb_ids = [i.format(arch=arch) for i in CRB_REPO_IDS.get(major, ())]
+    crb = next((i for i in crb_ids if i in repos), None)
+    crb_enable = bool(wanted and crb and not repos[crb].get('enabled', True))
+    return {
+        'needed': wanted,
+        'define': define,
+        'id': EPEL_REPO_ID,
+        'url': url,
+        'gpgkey': gpgkey,
+        'provided_by': other_epel[0] if other_epel else (EPEL_REPO_ID if define else None),
+        'changes': bool(define and not (current and current.get('baseurl') == url and current.get('gpgcheck') and
+                                        current.get('gpgkey') == gpgkey and current.get('enabled', True))),
+        'crb': {'id': crb or (crb_ids[0] if crb_ids else None), 'file': repos[crb]['file'] if crb else None,
+                'enable': crb_enable, 'defined': crb is not None},
+    }
+
+
+def _wanted_packages(fam, os_facts, settings, version_change):
+    """The driver packages (and, EL 8/9, the module stream) of the repo method."""
+    key = (settings.get('package_set', 'full'), settings.get('module_type', 'open'))
+    names = (EL_PACKAGES if fam == 'el' else APT_PACKAGES).get(key) or APT_PACKAGES[('full', key[1])]
+    branch = str(settings['branch'])
+    version = settings.get('version') or ''
+    streams = fam == 'el' and int(os_facts['distribution_major_version']) < 10
+    if fam == 'el':
+        if version:
+            return ['{0}-{1}'.format(n, version) for n in names]
+        if streams and not version_change:
+            return list(names)
+        return ['{0}-{1}.*'.format(n, branch) for n in names]
+    if version_change:
+        return ['{0}={1}'.format(n, version + '-*' if version else branch + '.*') for n in names]
+    return list(names)
+
+
+def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=False):
+    """Everything the nvidia_driver role does on one node, decided from facts and settings.
+
+    stage: 'start' (facts as gathered), 'installed' (after the driver and extras were installed: facts re-read),
+    'rebooted' (after a reboot).  run: {start_version, installing (the driver packages changed, or are predicted to),
+    extras_changed, modprobe: {rc, stderr}}.
+    """
+    node = node or {}
+    run = run or {}
+    os_facts = facts.get('os') or {}
+    kernel_state = facts.get('kernel_state') or {}
+    nvidia = facts.get('nvidia') or {}
+    services = facts.get('services') or {}
+    packages = node.get('packages') or {}
+    fam = family_of(os_facts)
+    branch = str(settings.get('branch', ''))
+    exact = settings.get('version') or ''
+    method = settings.get('method', 'repo')
+    module_type = settings.get('module_type', 'open')
+
+    open_reasons = open_required_reasons(kernel_state, nvidia, settings.get('open_required_device_ids') or [])
+    refused = refusals(os_facts, settings, open_reasons)
+    plan = {'family': fam, 'refusals': [m for _c, m in refused], 'refused': dict(refused),
+            'open_required': bool(open_reasons),
+            'open_required_reasons': open_reasons, 'warnings': [], 'blockers': []}
+    if refused:
+        return plan
+
+    running = kernel_state.get('running') or os_facts.get('kernel') or ''
+    boot = kernel_state.get('default') or running
+    loaded = kernel_state.get('nvidia_module') or {'loaded': False}
+    installed, installed_source = installed_driver_version(kernel_state, nvidia, packages, boot)
+    dkms_version = dkms_version_for(kernel_state, boot)
+    smi_version = nvidia.get('driver_version') or ''
+    start_version = run.get('start_version', installed) if stage != 'start' else installed
+    version_change = bool(start_version) and not wanted_match(start_version, branch, exact)
+    ok = bool(nvidia.get('present') and wanted_match(smi_version, branch, exact) and loaded.get('loaded') and
+              loaded.get('version') == smi_version and loaded.get('flavour') == module_type and
+              (boot == running or dkms_version == smi_version))
+    installing = bool(run.get('installing'))
+    plan.update({
+        'running_kernel': running, 'boot_kernel': boot, 'loaded': loaded,
+        'installed_version': installed, 'installed_source': installed_source, 'start_version': start_version,
+        'version_change': version_change, 'ok': ok, 'stage': stage,
+        'nouveau_loaded': bool((kernel_state.get('nouveau') or {}).get('loaded')),
+    })
+
+    # What the node runs: fabric manager (+ NVLSM through it on NVLink 5, R3), persistence, IMEX.
+    fabric = nvswitch_fabric(kernel_state)
+    fm_mode = settings.get('fabricmanager', 'auto')
+    want_fm = fm_mode == 'always' or (fm_mode == 'auto' and fabric != 'none')
+    nvlsm_mode = settings.get('nvlsm', 'auto')
+    want_nvlsm = nvlsm_mode == 'always' or (nvlsm_mode == 'auto' and fabric == 'nvlink5')
+    want_nscq = want_fm and bool(settings.get('nscq', True))
+    plan['fabric'] = {'kind': fabric, 'fabricmanager': want_fm, 'nvlsm': want_nvlsm, 'nscq': want_nscq,
+                      'ib_umad': want_nvlsm,
+                      'bridges': [b.get('ib_device') for b in (kernel_state.get('pci') or {}).get('nvlink5_bridges')
+                                  or []]}
+
+    # Repositories: NVIDIA's (key per EL version, R5), EPEL + CRB when dkms is needed (R4).
+    need_repo = (method == 'repo' and not ok) or want_fm or want_nvlsm or bool(settings.get('imex'))
+    repo = _repo(os_facts, settings, node)
+    repo['needed'] = need_repo
+    plan['repo'] = repo
+    needs_dkms = fam == 'el' and (not ok or bool(packages.get('dkms')))
+    plan['epel'] = _epel(os_facts, settings, node, needs_dkms)
+    if plan['epel']['needed'] and not plan['epel']['crb']['defined']:
+        plan['warnings'].append('EPEL packages may need the {0} repository, which is not defined on this host '
+                                '(RHEL: subscription-manager repos --enable {1}).'.format(
+                                    'powertools' if os_facts.get('distribution_major_version') == '8' else 'crb',
+                                    plan['epel']['crb']['id']))
+
+    # Module streams (EL 8/9).
+    streams = fam == 'el' and int(os_facts.get('distribution_major_version', 10)) < 10
+    stream = '{0}-{1}'.format(branch, 'open' if module_type == 'open' else 'dkms')
+    current_stream = node.get('module_stream') or ''
+    plan['stream'] = {'use': streams and method == 'repo', 'wanted': stream, 'current': current_stream,
+                      'reset': bool(streams and method == 'repo' and not ok and current_stream and
+                                    current_stream != stream),
+                      'enable': bool(streams and method == 'repo' and not ok and current_stream != stream)}
+
+    # Driver packages.
+    plan['install'] = {
+        'needed': not ok,
+        'packages': _wanted_packages(fam, os_facts, settings, version_change) if method == 'repo' else [],
+        'allow_downgrade': True,
+        'pinning_package': ('nvidia-driver-pinning-' + (exact or branch)) if fam == 'debian' else None,
+        'unpin': (['nvidia-driver-pinning-' + start_version.split('.')[0], 'nvidia-driver-pinning-' + start_version]
+                  if fam == 'debian' and version_change else []),
+    }
+
+    # Extras at exactly the driver's version (R1 names by branch).
+    fm_version = installed if installed and wanted_match(installed, branch, exact) else ''
+    fm_branch = fm_version.split('.')[0] if fm_version else branch
+    extras = []
+    if method == 'repo' and settings.get('persistenced', True):
+        extras.append(('nvidia-persistenced', fm_version if (fam == 'el' and not streams) else ''))
+    if want_nvlsm:
+        extras.append(('nvlsm', ''))
+    if settings.get('imex'):
+        extras.append(('nvidia-imex', fm_version if (fam == 'el' and not streams) else ''))
+    if want_fm:
+        extras.append((fabricmanager_package(fam, fm_branch), fm_version))
+    if want_nscq:
+        extras.append((nscq_package(fam, fm_branch), fm_version))
+    fm_names = fabric_package_names(fam)
+    fm_wanted = [n for n, _v in extras if fm_names.match(n)]
+    remove = []
+    for name in sorted(packages):
+        if not fm_names.match(name):
+            continue
+        for pkg in packages[name]:
+            if name not in fm_wanted or not want_fm or (fm_version and pkg['version'] != fm_version) or \
+                    (not fm_version and installing and version_change):
+                if name not in remove:
+                    remove.append(name)
+    missing = []
+    for name, version in extras:
+        have = [p['version'] for p in packages.get(name) or []]
+        if not have or (version and version not in have) or name in remove:
+            missing.append(package_spec(fam, name, version))
+    plan['extras'] = {
+        'packages': [package_spec(fam, n, v) for n, v in extras],
+        'missing': missing,
+        'needed': bool(missing) or (bool(extras) and installing),
+        'remove': remove,
+        'unhold': [n for n in remove if n in (node.get('apt_holds') or [])] if fam == 'debian' else [],
+        'hold': fm_wanted if fam == 'debian' else [],
+        'version': fm_version,
+        'version_known': bool(fm_version) or not (want_fm or want_nscq),
+    }
+
+    # Versionlock (EL, R9): exact NEVRAs of the installed packages at the driver's version, raw; stale ones removed.
+    locklist = node.get('versionlock') or []
+    ours = [e for e in locklist if not e.startswith('!') and lock_entry_name(e) and
+            NVIDIA_STACK_RE.match(lock_entry_name(e))]
+    lock_add = []
+    lock_keep = []
+    if fam == 'el' and method == 'repo' and installed and wanted_match(installed, branch, exact) and \
+            not (installing and check_mode):
+        for name in sorted(packages):
+            if not NVIDIA_STACK_RE.match(name) or name in remove:
+                continue
+            for pkg in packages[name]:
+                if pkg['version'] == installed:
+                    entry = lock_entry(dict(pkg, name=name))
+                    lock_keep.append(entry)
+                    if entry not in locklist:
+                        lock_add.append(entry)
+    if stage == 'start' and not ok:
+        # Before installing: only locks that would hold the node on another version go (a move).
+        lock_remove = list(ours) if version_change else []
+        lock_add = []
+    elif check_mode and installing and version_change:
+        # Check mode: the move's first step removed these locks only on paper; a real run finds none left here.
+        lock_remove = []
+    else:
+        lock_remove = [e for e in ours if e not in lock_keep]
+    plan['versionlock'] = {
+        'use': fam == 'el' and method == 'repo',
+        'plugin_present': bool(node.get('versionlock_plugin')),
+        'plugin_package': 'python3-dnf-plugin-versionlock',
+        'add': lock_add, 'remove': lock_remove,
+        'unknown': bool(check_mode and fam == 'el' and method == 'repo' and (installing or not installed)),
+    }
+
+    # Services: no nvlsm unit of ours; the fabric manager starts NVLSM on NVLink 5 (R3).
+    wanted_services = (['nvidia-fabricmanager'] if want_fm else []) + (['nvidia-imex'] if settings.get('imex') else [])
+    present = units_present(services)
+    wanted_units = (['nvidia-persistenced.service'] if settings.get('persistenced', True) else []) + \
+        [s + '.service' for s in wanted_services]
+    plan['services'] = wanted_services
+    plan['units_missing'] = [u for u in wanted_units if u not in present]
+    plan['persistence_conflicts'] = persistence_conflicts(services, settings.get('persistence_conflicting_units'))
+    plan['persistenced'] = {
+        'enable': bool(settings.get('persistenced', True)),
+        'dropin': fam == 'debian' and method == 'repo' and bool(settings.get('persistenced', True)),
+        'dropin_path': PERSISTENCED_DROPIN, 'dropin_content': PERSISTENCED_DROPIN_TEXT,
+        'wants_link': PERSISTENCED_WANTS,
+        'unit_path': '/usr/lib/systemd/system/nvidia-persistenced.service',
+        'runfile_unit': method == 'runfile',
+    }
+
+    # Secure Boot (R13): an unsigned/unenrolled DKMS module is rejected at load; a reboot cannot fix that.
+    secure = kernel_state.get('secure_boot') or {}
+    mok = secure.get('dkms_mok') or {}
+    modprobe = run.get('modprobe') or {}
+    key_rejected = 'Key was rejected by service' in (modprobe.get('stderr') or '') or \
+        'Key was rejected by service' in (modprobe.get('stdout') or '')
+    needs_load = not ok and not (loaded.get('loaded') and loaded.get('version') == installed and
+                                 loaded.get('flavour') == module_type)
+    if needs_load and (key_rejected or (secure.get('enabled') is True and mok.get('enrolled') is not True and
+                                        stage != 'start')):
+        path = mok.get('path') or '/var/lib/dkms/mok.pub'
+        plan['blockers'].append(
+            'nvidia_driver: Secure Boot is enabled ({0}) and the DKMS signing key {1} is {2}, so the kernel would '
+            'reject the NVIDIA module{3}; a reboot cannot fix this, so the node is not rebooted. To fix: {4}.'.format(
+                secure.get('source') or 'modprobe', path,
+                'not enrolled' if mok.get('enrolled') is False else 'not known to be enrolled',
+                ' (modprobe nvidia: Key was rejected by service)' if key_rejected else '',
+                SECURE_BOOT_REMEDY.format(key='', path=path)))
+
+    # Reboot reasons (never one that a reboot cannot cure, R13).
+    reasons = []
+    if (kernel_state.get('nouveau') or {}).get('loaded'):
+        reasons.append('nvidia_driver: nouveau is loaded (it is blacklisted and leaves at the next boot)')
+    if loaded.get('loaded'):
+        if installed and loaded.get('version') and loaded.get('version') != installed:
+            reasons.append('nvidia_driver: the loaded NVIDIA module is {0}, the installed driver is {1}'.format(
+                loaded.get('version'), installed))
+        elif check_mode and installing and version_change:
+            reasons.append('nvidia_driver: the loaded NVIDIA module {0} will differ from the driver being '
+                           'installed'.format(loaded.get('version')))
+        if loaded.get('flavour') not in (None, module_type):
+            reasons.append('nvidia_driver: the loaded NVIDIA modules are {0}, {1} were asked for'.format(
+                loaded.get('flavour'), module_type))
+    elif boot != running:
+        reasons.append('nvidia_driver: the driver is built for {0}, the kernel that boots next (running {1})'.format(
+            boot, running))
+    elif modprobe.get('rc') not in (None, 0) and not key_rejected:
+        reasons.append('nvidia_driver: modprobe nvidia failed: ' + (modprobe.get('stderr') or '').strip())
+    if plan['blockers']:
+        reasons = [r for r in reasons if 'nouveau' in r]
+    plan['reboot'] = {'reasons': reasons, 'needed': bool(reasons),
+                      'allowed': bool(settings.get('reboot_ok')) and not plan['blockers']}
+    plan['can_start'] = bool(check_mode or ((loaded.get('loaded') or modprobe.get('rc') == 0) and not reasons and
+                                            not plan['blockers']))
+    plan['load'] = {'modprobe': not loaded.get('loaded') and not reasons and not plan['blockers'] and not ok,
+                    'dkms_build': method == 'repo' and boot != running and not dkms_version}
+
+    # Check mode: what cannot be asked of dnf/apt/systemd before the repository, packages or units exist, and is
+    # therefore predicted as changed.  A real run on the same node changes exactly these.
+    repo_unknown = bool(check_mode and (repo['changes'] and need_repo or plan['epel']['changes'] or
+                                        plan['stream']['enable'] or bool(lock_remove)))
+    plan['predict'] = {
+        'packages': repo_unknown,
+        'extras': bool(check_mode and (repo_unknown or installing or remove or
+                                       ((want_fm or want_nscq) and not fm_version))),
+        'versionlock': plan['versionlock']['unknown'] or bool(check_mode and plan['extras']['needed']),
+        'units': [u[:-len('.service')] for u in plan['units_missing']] + (
+            ['nvidia-fabricmanager'] if check_mode and want_fm and remove else []),
+    }
+    initramfs = {'el': (['dracut', '--force', '--kver', boot], '/usr/bin/dracut'),
+                 'debian': (['update-initramfs', '-u', '-k', boot], '/usr/sbin/update-initramfs')}[fam]
+    plan['initramfs'] = {'argv': initramfs[0], 'tool': initramfs[1]}
+    plan['runfile'] = {
+        'path': '/var/cache/nodeprep/NVIDIA-Linux-{0}-{1}.run'.format(os_facts.get('architecture', 'x86_64'), exact),
+        'packages': ['gcc', 'make', 'dkms', 'elfutils-libelf-devel'] if fam == 'el' else ['build-essential', 'dkms'],
+    }
+    plan['runfile']['argv'] = ['sh', plan['runfile']['path'], '--silent', '--dkms',
+                               '--kernel-module-type=' + module_type, '--no-opengl-files', '--kernel-name=' + boot,
+                               '--kernel-source-path=/lib/modules/{0}/build'.format(boot)]
+    return plan
+
+
+# ----------------------------------------------------------------------------------------------------- node readers
+
+def parse_repo_files(files):
+    """{repo id: {baseurl, enabled, gpgcheck, gpgkey, file}} from {path: text} of /etc/yum.repos.d/*.repo."""
+    repos = {}
+    for path in sorted(files):
+        section = None
+        for raw in files[path].splitlines():
+            line = raw.strip()
+            if not line or line.startswith(('#', ';')):
+                continue
+            if line.startswith('[') and line.endswith(']'):
+                section = line[1:-1].strip()
+                repos[section] = {'file': path, 'enabled': True, 'gpgcheck': False, 'baseurl': None, 'gpgkey': None}
+                continue
+            if section is None or '=' not in line:
+                continue
+            key, value = [p.strip() for p in line.split('=', 1)]
+            if key in ('enabled', 'gpgcheck'):
+                repos[section][key] = value.lower() in ('1', 'true', 'yes')
+            elif key in ('baseurl', 'gpgkey'):
+                repos[section][key] = value
+    return repos
+
+
+def parse_rpm_list(text):
+    """{name: [{epoch, version, release, arch}]} from rpm -qa --qf '%{NAME}\\t%{EPOCHNUM}\\t...\\n'."""
+    result = {}
+    for line in text.splitlines():
+        parts = line.split('\t')
+        if len(parts) != 5:
+            continue
+        result.setdefault(parts[0], []).append({'epoch': int(parts[1]) if parts[1].isdigit() else 0,
+                                                'version': parts[2], 'release': parts[3], 'arch': parts[4]})
+    return result
+
+
+def parse_dpkg_list(text):
+    """{name: [{epoch, version, release, arch}]} and the held names from dpkg-query -W -f '${Package}\\t${Version}
+    \\t${db:Status-Abbrev}\\t${Architecture}\\n' (installed packages only)."""
+    result = {}
+    holds = []
+    for line in text.splitlines():
+        parts = line.split('\t')
+        if len(parts) != 4 or len(parts[2]) < 2 or parts[2][1] != 'i':
+            continue
+        full = parts[1]
+        epoch = 0
+        if ':' in full:
+            head, full = full.split(':', 1)
+            epoch = int(head) if head.isdigit() else 0
+        version, _sep, release = full.rpartition('-') if '-' in full else (full, '', '')
+        result.setdefault(parts[0], []).append({'epoch': epoch, 'version': version, 'release': release,
+                                                'arch': parts[3]})
+        if parts[2][0] == 'h':
+            holds.append(parts[0])
+    return result, holds
+
+
+def parse_module_file(text):
+    """The enabled stream of /etc/dnf/modules.d/nvidia-driver.module, '' when none."""
+    stream = ''
+    enabled = False
+    for line in (text or '').splitlines():
+        key, _sep, value = line.partition('=')
+        if key.strip() == 'stream':
+            stream = value.strip()
+        if key.strip() == 'state' and value.strip() == 'enabled':
+            enabled = True
+    return stream if enabled else ''
+
+
+def keep_package(name):
+    """Installed packages the plan looks at (the module drops the rest of rpm -qa / dpkg-query)."""
+    extra = ('nvlsm', 'dkms', 'epel-release', 'python3-dnf-plugin-versionlock')
+    return bool(NVIDIA_STACK_RE.match(name) or name in extra)

@@ -1,0 +1,218 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: nvidia_driver_plan
+short_description: Decide what the nvidia_driver role installs, pins, enables and reboots for, without changing anything
+version_added: 0.2.0
+author: gpufleet maintainers (@gpufleet)
+description:
+  - Reads what the decisions need from the node (the C(/etc/yum.repos.d) repositories, the installed NVIDIA packages,
+    C(/etc/dnf/plugins/versionlock.list), the C(nvidia-driver) module stream; on Debian/Ubuntu the apt source and
+    the held packages) and returns the plan of the C(gpufleet.nodeprep.nvidia_driver) role.
+  - The plan names the driver and extra packages per branch and OS (fabric manager and nscq by branch), the CUDA
+    signing key per EL version, EPEL (and CRB) when the kmod needs C(dkms), the exact versionlock entries, the
+    services (no C(nvlsm) unit - the fabric manager starts NVLSM on NVLink 5), the persistence-mode drop-in for the
+    packaged Ubuntu unit, why a reboot is needed, what stops the role before a reboot (Secure Boot without an enrolled
+    DKMS key) and what check mode predicts.
+  - The decisions live in C(plugins/module_utils/_driver_plan.py) (pure functions with pytest tables).
+extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+  - gpufleet.nodeprep.attributes.INFO_MODULE
+options:
+  facts:
+    description:
+      - C(os) (C(os_family), C(distribution), C(distribution_version), C(distribution_major_version),
+        C(architecture), C(kernel)), C(kernel_state) (from M(gpufleet.nodeprep.kernel_facts)), C(nvidia) (from
+        M(gpufleet.nodeprep.gpu_node_facts)) and C(services) (from M(ansible.builtin.service_facts)).
+    type: dict
+    required: true
+  settings:
+    description:
+      - The role's settings without the C(nodeprep_nvidia_driver_) prefix - C(method), C(branch), C(version),
+        C(module_type), C(package_set), C(fabricmanager), C(nvlsm), C(nscq), C(imex), C(persistenced),
+        C(persistence_conflicting_units), C(repo_url), C(repo_gpgcheck), C(repo_gpgkey), C(epel), C(epel_url),
+        C(epel_gpgkey), C(open_required_device_ids), C(reboot_ok).
+    type: dict
+    required: true
+  stage:
+    description:
+      - V(start) when the role begins, V(installed) after the driver and extras were installed (facts re-read),
+        V(rebooted) after a reboot.
+    type: str
+    choices: [start, installed, rebooted]
+    default: start
+  run:
+    description:
+      - What this run did so far - C(start_version) (the driver when the role began), C(installing) (the driver
+        packages changed or are predicted to), C(modprobe) (C(rc), C(stderr) of C(modprobe nvidia)).
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    support: full
+    details:
+      - In check mode the plan also says what a real run would change that dnf, apt or systemd cannot be asked about
+        yet (C(predict)).
+"""
+
+EXAMPLES = r"""
+- name: Plan the driver
+  gpufleet.nodeprep.nvidia_driver_plan:
+    facts:
+      os: "{{ ansible_facts }}"
+      kernel_state: "{{ ansible_facts.kernel_state }}"
+      nvidia: "{{ ansible_facts.nvidia }}"
+      services: "{{ ansible_facts.services | default({}) }}"
+    settings:
+      branch: "580"
+      module_type: open
+  register: driver_plan
+
+- name: Show why a reboot is needed
+  ansible.builtin.debug:
+    var: driver_plan.plan.reboot.reasons
+"""
+
+RETURN = r"""
+plan:
+  description: The decisions; see C(plugins/module_utils/_driver_plan.py) and C(docs/roles/nvidia_driver.md).
+  returned: always
+  type: dict
+  contains:
+    family:
+      description: V(el), V(debian) or V(unsupported).
+      type: str
+    refusals:
+      description: Settings that cannot work on this node, each naming the value and what is allowed.
+      type: list
+      elements: str
+    ok:
+      description: The wanted driver is installed for the kernel that boots next and loaded.
+      type: bool
+    installed_version:
+      description: The installed driver version (DKMS build for the kernel that boots next, else the package).
+      type: str
+    repo:
+      description: NVIDIA's repository - C(name), C(url), C(gpgcheck), C(gpgkey) (key per EL version), C(changes).
+      type: dict
+    epel:
+      description: C(needed), C(define), C(id), C(url), C(gpgkey), C(crb) (C(id), C(file), C(enable)).
+      type: dict
+    install:
+      description: C(needed), C(packages), C(pinning_package), C(unpin).
+      type: dict
+    extras:
+      description: C(packages) (fabric manager and nscq named for the branch), C(missing), C(remove), C(hold).
+      type: dict
+    versionlock:
+      description: C(add) and C(remove) - exact C(name-epoch:version-release.*) entries.
+      type: dict
+    fabric:
+      description: C(kind) (V(none), V(pci), V(nvlink5)), C(fabricmanager), C(nvlsm), C(ib_umad).
+      type: dict
+    services:
+      description: Units to enable and start (never C(nvlsm)).
+      type: list
+      elements: str
+    reboot:
+      description: C(needed), C(reasons), C(allowed).
+      type: dict
+    blockers:
+      description: What stops the role before a reboot (Secure Boot on without an enrolled DKMS key), with what to do.
+      type: list
+      elements: str
+    predict:
+      description: Check mode - what a real run changes that cannot be asked for yet.
+      type: dict
+"""
+
+import glob
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import (
+    driver_plan,
+    family_of,
+    keep_package,
+    parse_dpkg_list,
+    parse_module_file,
+    parse_repo_files,
+    parse_rpm_list,
+)
+
+ENV = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
+
+
+def _read(path):
+    try:
+        with open(path, 'rb') as handle:
+            return handle.read().decode('utf-8', 'replace')
+    except (IOError, OSError):
+        return None
+
+
+def read_node(module, family):
+    node = {}
+    if family == 'el':
+        files = {}
+        for path in glob.glob('/etc/yum.repos.d/*.repo'):
+            text = _read(path)
+            if text is not None:
+                files[path] = text
+        node['repos'] = parse_repo_files(files)
+        node['versionlock'] = [line.strip() for line in (_read('/etc/dnf/plugins/versionlock.list') or '').splitlines()
+                               if line.strip() and not line.startswith('#')]
+        node['versionlock_plugin'] = os.path.exists('/etc/dnf/plugins/versionlock.conf')
+        node['module_stream'] = parse_module_file(_read('/etc/dnf/modules.d/nvidia-driver.module'))
+        rpm = module.get_bin_path('rpm', required=True)
+        rc, out, err = module.run_command([rpm, '-qa', '--qf', '%{NAME}\\t%{EPOCHNUM}\\t%{VERSION}\\t%{RELEASE}\\t%{ARCH}\\n'],
+                                          environ_update=ENV)
+        if rc != 0:
+            module.fail_json(msg='rpm -qa failed (rc={0}): {1}'.format(rc, err.strip()))
+        packages = parse_rpm_list(out)
+    elif family == 'debian':
+        node['apt_sources_content'] = _read('/etc/apt/sources.list.d/nodeprep-cuda.sources')
+        node['apt_keyring_present'] = os.path.exists('/etc/apt/keyrings/nodeprep-cuda.asc')
+        dpkg = module.get_bin_path('dpkg-query', required=True)
+        rc, out, err = module.run_command(
+            [dpkg, '-W', '-f', '${Package}\\t${Version}\\t${db:Status-Abbrev}\\t${Architecture}\\n'],
+            environ_update=ENV)
+        if rc != 0:
+            module.fail_json(msg='dpkg-query -W failed (rc={0}): {1}'.format(rc, err.strip()))
+        packages, holds = parse_dpkg_list(out)
+        node['apt_holds'] = holds
+    else:
+        packages = {}
+    node['packages'] = dict((k, v) for k, v in packages.items() if keep_package(k))
+    return node
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            facts=dict(type='dict', required=True),
+            settings=dict(type='dict', required=True),
+            stage=dict(type='str', default='start', choices=['start', 'installed', 'rebooted']),
+            run=dict(type='dict', default={}),
+        ),
+        supports_check_mode=True,
+    )
+    facts = module.params['facts']
+    node = read_node(module, family_of(facts.get('os') or {}))
+    plan = driver_plan(facts, module.params['settings'], node=node, stage=module.params['stage'],
+                       run=module.params['run'], check_mode=module.check_mode)
+    for warning in plan.get('warnings', []):
+        module.warn(warning)
+    module.exit_json(changed=False, plan=plan, node=node)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,350 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2025 gpufleet maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The simulated fleet's repositories copy the real ones (tests/testbed/REALITY.md: R1, R3, R4, R5, R6, R7, R8, R12).
+
+The build-based tests build every repository once (tests/testbed/repos/build.py, throwaway keys in a temporary
+folder) and look at the result with rpm, dnf, dpkg-deb, gpg and gpgv, as a node would.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+
+TESTBED = os.path.join(ROOT, 'tests', 'testbed')
+PKGS = os.path.join(TESTBED, 'packages')
+sys.path.insert(0, os.path.join(TESTBED, 'repos'))
+sys.path.insert(0, TESTBED)
+
+import build  # noqa: E402
+import testbed  # noqa: E402
+
+ENV = dict(os.environ, LC_ALL='C', LANGUAGE='C')
+
+
+def sh(argv, cwd=None, check=True):
+    proc = subprocess.run(argv, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, check=False)
+    if check and proc.returncode != 0:
+        msg = '{0} failed ({1}):\n{2}{3}'.format(' '.join(argv), proc.returncode, proc.stdout, proc.stderr)
+        raise AssertionError(msg)
+    return proc
+
+
+def read(*parts):
+    with open(os.path.join(*parts)) as f:
+        return f.read()
+
+
+# ------------------------------------------------------------------ names and units (no build needed)
+
+@pytest.mark.parametrize('version, el, names', [
+    ('570.172.08', 'el9', ('nvidia-fabric-manager', 'libnvidia-nscq-570', '1')),
+    ('580.95.05', 'el9', ('nvidia-fabricmanager', 'libnvidia-nscq', '1')),
+    ('590.48.01', 'el9', ('nvidia-fabricmanager', 'libnvidia-nscq', '1.el9')),
+    ('590.48.01', 'el10', ('nvidia-fabricmanager', 'libnvidia-nscq', '1.el10')),
+])
+def test_el_fabric_manager_named_by_branch(version, el, names):
+    assert build.el_fm_names(version, el) == names
+
+
+@pytest.mark.parametrize('version, fm, nscq, provides', [
+    ('570.172.08', 'nvidia-fabricmanager-570', 'libnvidia-nscq-570', None),
+    ('580.95.05', 'nvidia-fabricmanager', 'libnvidia-nscq', 'nvidia-fabricmanager-580'),
+    ('590.48.01', 'nvidia-fabricmanager', 'libnvidia-nscq', 'nvidia-fabricmanager-590'),
+])
+def test_apt_fabric_manager_named_by_branch(version, fm, nscq, provides):
+    got = build.apt_fm_names(version)
+    assert got[:2] == (fm, nscq)
+    assert got[2].get('Provides') == provides
+
+
+def test_branches_below_and_from_580_exist():
+    assert any(int(b) < 580 for b in build.DRIVERS) and any(int(b) >= 580 for b in build.DRIVERS)
+
+
+def test_nvlsm_ships_no_unit():
+    assert not os.path.exists(os.path.join(PKGS, 'payload', 'units', 'nvlsm.service'))
+    spec = read(PKGS, 'rpm', 'nvlsm.spec')
+    files = spec.split('%files', 1)[1]
+    assert '/opt/nvidia/nvlsm' in files and '.service' not in files
+
+
+def test_ubuntu_persistenced_unit_is_the_stock_one():
+    unit = read(PKGS, 'payload', 'units', 'nvidia-persistenced-ubuntu.service')
+    assert ('ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose'
+            in unit.splitlines())
+    assert 'StopWhenUnneeded=true' in unit.splitlines()
+    assert '[Install]' not in unit
+
+
+def test_fabric_manager_unit_uses_the_start_script():
+    unit = read(PKGS, 'payload', 'units', 'nvidia-fabricmanager.service').splitlines()
+    assert 'ExecStart=/usr/bin/nvidia-fabricmanager-start.sh --mode start' in unit
+    assert 'ExecStartPre=/usr/bin/nvidia-fabricmanager-start.sh --mode precheck' in unit
+    assert not any('nvlsm' in line for line in unit)
+
+
+def test_every_key_has_its_own_file_name():
+    files = {}
+    for repo, fn in build.EL_KEY_FILES.items():
+        for el in ('el8', 'el9', 'el10'):
+            for key, filename in fn(el):
+                files.setdefault(filename, set()).add(key)
+    files.setdefault(build.APT_KEY[1], set()).add(build.APT_KEY[0])
+    assert files['D42D0685.pub'] == {'cuda-rhel'}
+    assert files['CDF6BA43.pub'] == {'cuda-rhel10'}
+    assert files['3bf863cc.pub'] == {'cuda-apt'}
+    assert files['RPM-GPG-KEY-v2-elrepo.org'] == {'elrepo-v2'}
+    assert {files['RPM-GPG-KEY-EPEL-{0}'.format(n)].pop() for n in (8, 9, 10)} == {'epel-8', 'epel-9', 'epel-10'}
+
+
+@pytest.mark.parametrize('major', [8, 9, 10])
+def test_node_repository_definitions_check_signatures(major):
+    text = read(TESTBED, 'base', 'os', 'rocky{0}'.format(major), 'etc', 'yum.repos.d', 'testbed-baseos.repo')
+    sections = re.split(r'(?m)^\[', text)[1:]
+    assert len(sections) == 2
+    for sec in sections:
+        assert re.search(r'(?m)^gpgcheck=1$', sec), sec
+        assert 'gpgkey=file:///srv/testbed-repos/el{0}/baseos/RPM-GPG-KEY-Rocky-{0}'.format(major) in sec
+    crb = 'powertools' if major == 8 else 'crb'
+    assert re.search(r'(?m)^\[{0}\]\n(.*\n)*enabled=0$'.format(crb), text)
+
+
+def test_inventory_keeps_gpgcheck_on_and_names_the_new_urls(tmp_path, monkeypatch):
+    monkeypatch.setattr(testbed, 'STATE_DIR', str(tmp_path))
+    nodes = testbed.plan_fleet(4)
+    testbed.write_inventory(nodes, '/k')
+    text = (tmp_path / 'inventory.yml').read_text()
+    assert 'gpgcheck' not in text
+    assert 'nodeprep_nvidia_driver_epel_url: "file:///srv/testbed-repos/el9/epel/"' in text
+    assert 'nodeprep_nvidia_driver_epel_gpgkey: "file:///srv/testbed-repos/el10/epel/RPM-GPG-KEY-EPEL-10"' in text
+    branches = dict((n['name'], n['branch']) for n in nodes)
+    assert branches['el8-h100-01'] == '570' and set(branches.values()) == {'570', '580'}
+    assert re.search(r'el8-h100-01:\n(\s+\w+: .*\n)*\s+nodeprep_nvidia_driver_branch: "570"', text)
+
+
+def test_nodes_get_net_admin_but_never_host_wide_capabilities():
+    node = testbed.plan_fleet(1)[0]
+    node['netns'] = 'x'
+    caps = [a for a in testbed.nspawn_argv(node) if a.startswith('--capability=')]
+    assert len(caps) == 1
+    given = caps[0].split('=', 1)[1].split(',')
+    assert 'CAP_NET_ADMIN' in given
+    assert not set(given) & {'CAP_SYS_MODULE', 'CAP_SYS_TIME', 'all'}
+
+
+# ------------------------------------------------------------------ the built repositories
+
+TOOLS = build.TOOLS + ('dnf', 'gpgv', 'dpkg-deb')
+
+
+@pytest.fixture(scope='module')
+def repos(tmp_path_factory):
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        pytest.skip('needs ' + ', '.join(missing))
+    # NODEPREP_TEST_REPOS=<folder> keeps the build between runs (rebuilt only when its inputs change)
+    keep = os.environ.get('NODEPREP_TEST_REPOS')
+    top = keep or str(tmp_path_factory.mktemp('repos'))
+    out = os.path.join(top, 'repos')
+    start = time.time()
+    assert build.build(out, force=not keep, keys_dir=os.path.join(top, 'keys')) == 0
+    sys.stderr.write('build.py took {0:.1f} s\n'.format(time.time() - start))
+    return out
+
+
+def rpm_q(path, fmt):
+    return sh(['rpm', '-qp', '--nosignature', '--qf', fmt, path]).stdout
+
+
+def rpms(d, name):
+    """RPMs of exactly this name in folder d."""
+    return [p for p in sorted(glob.glob(os.path.join(d, '*.rpm'))) if rpm_q(p, '%{NAME}') == name]
+
+
+@pytest.mark.parametrize('el', ['el8', 'el9', 'el10'])
+def test_dkms_only_in_epel_at_the_version_the_kmod_requires(repos, el):
+    assert rpms(os.path.join(repos, el, 'baseos'), 'dkms') == []
+    epel = rpms(os.path.join(repos, el, 'epel'), 'dkms')
+    assert len(epel) == 1
+    ver = rpm_q(epel[0], '%{VERSION}')
+    assert tuple(int(x) for x in ver.split('.')) >= (3, 1, 8)
+    for kmod in rpms(os.path.join(repos, el, 'cuda'), 'kmod-nvidia-open-dkms'):
+        requires = sh(['rpm', '-qp', '--nosignature', '--requires', kmod]).stdout.splitlines()
+        assert 'dkms >= 3.1.8' in requires
+
+
+@pytest.mark.parametrize('el', ['el8', 'el9', 'el10'])
+def test_el_fabric_manager_packages_per_branch(repos, el):
+    cuda = os.path.join(repos, el, 'cuda')
+    names = set(rpm_q(p, '%{NAME}-%{VERSION}-%{RELEASE}\n').strip() for p in glob.glob(os.path.join(cuda, '*.rpm')))
+    assert 'nvidia-fabric-manager-570.172.08-1' in names
+    assert 'libnvidia-nscq-570-570.172.08-1' in names
+    assert 'nvidia-fabricmanager-580.95.05-1' in names
+    assert 'libnvidia-nscq-580.95.05-1' in names
+    assert 'nvidia-fabricmanager-590.48.01-1.{0}'.format(el) in names
+    assert not any(n.startswith('nvidia-fabric-manager-58') or n.startswith('nvidia-fabric-manager-59')
+                   for n in names)
+    assert not any(n.startswith('nvidia-fabricmanager-570') for n in names)
+
+
+def test_nvlsm_rpm_has_no_unit(repos):
+    for el in ('el8', 'el9', 'el10'):
+        (nvlsm,) = rpms(os.path.join(repos, el, 'cuda'), 'nvlsm')
+        files = sh(['rpm', '-qlp', '--nosignature', nvlsm]).stdout.split()
+        assert '/opt/nvidia/nvlsm/sbin/nvlsm' in files
+        assert not [f for f in files if f.endswith('.service')]
+
+
+def rpmdb_with(tmp_path, keyfile):
+    db = tmp_path / ('db-' + os.path.basename(keyfile))
+    db.mkdir()
+    sh(['rpm', '--dbpath', str(db), '--import', keyfile])
+    return str(db)
+
+
+@pytest.mark.parametrize('el, repo, keyfile', [
+    ('el8', 'baseos', 'RPM-GPG-KEY-Rocky-8'), ('el9', 'baseos', 'RPM-GPG-KEY-Rocky-9'),
+    ('el10', 'baseos', 'RPM-GPG-KEY-Rocky-10'),
+    ('el8', 'cuda', 'D42D0685.pub'), ('el9', 'cuda', 'D42D0685.pub'), ('el10', 'cuda', 'CDF6BA43.pub'),
+    ('el8', 'epel', 'RPM-GPG-KEY-EPEL-8'), ('el9', 'epel', 'RPM-GPG-KEY-EPEL-9'),
+    ('el10', 'epel', 'RPM-GPG-KEY-EPEL-10'),
+    ('el8', 'elrepo', 'RPM-GPG-KEY-elrepo.org'), ('el9', 'elrepo', 'RPM-GPG-KEY-v2-elrepo.org'),
+    ('el10', 'elrepo', 'RPM-GPG-KEY-v2-elrepo.org'),
+])
+def test_rpms_verify_with_their_repository_key_only(repos, tmp_path, el, repo, keyfile):
+    d = os.path.join(repos, el, repo)
+    pkgs = sorted(glob.glob(os.path.join(d, '*.rpm')))
+    assert pkgs
+    own = rpmdb_with(tmp_path, os.path.join(d, keyfile))
+    for p in pkgs:
+        assert sh(['rpm', '--dbpath', own, '-K', p]).stdout.strip().endswith('digests signatures OK'), p
+    other_el = 'el10' if el != 'el10' else 'el9'
+    other_key = os.path.join(repos, other_el, 'epel', 'RPM-GPG-KEY-EPEL-' + other_el[2:])
+    other = rpmdb_with(tmp_path, other_key)
+    proc = sh(['rpm', '--dbpath', other, '-K', pkgs[0]], check=False)
+    assert proc.returncode != 0 and 'NOT OK' in proc.stdout
+
+
+def test_keys_are_distinct(repos):
+    files = [os.path.join(repos, 'el9', 'cuda', 'D42D0685.pub'), os.path.join(repos, 'el10', 'cuda', 'CDF6BA43.pub'),
+             os.path.join(repos, 'apt', 'cuda', '3bf863cc.pub')]
+    files += [os.path.join(repos, el, 'epel', 'RPM-GPG-KEY-EPEL-' + el[2:]) for el in ('el8', 'el9', 'el10')]
+    files += [os.path.join(repos, 'el9', 'elrepo', f) for f in ('RPM-GPG-KEY-elrepo.org', 'RPM-GPG-KEY-v2-elrepo.org')]
+    fprs = []
+    for f in files:
+        out = sh(['gpg', '--batch', '--with-colons', '--import-options', 'show-only', '--import', f]).stdout
+        fprs.append([line.split(':')[9] for line in out.splitlines() if line.startswith('fpr:')][0])
+    assert len(set(fprs)) == len(files)
+    assert read(repos, 'el8', 'cuda', 'D42D0685.pub') == read(repos, 'el9', 'cuda', 'D42D0685.pub')
+
+
+def test_el10_cannot_import_the_elrepo_v1_key(repos, tmp_path):
+    db = tmp_path / 'db'
+    db.mkdir()
+    v1 = os.path.join(repos, 'el10', 'elrepo', 'RPM-GPG-KEY-elrepo.org')
+    proc = sh(['rpm', '--dbpath', str(db), '--import', v1], check=False)
+    assert proc.returncode != 0 and 'import failed' in proc.stderr
+    sh(['rpm', '--dbpath', str(db), '--import', os.path.join(repos, 'el10', 'elrepo', 'RPM-GPG-KEY-v2-elrepo.org')])
+    for el in ('el8', 'el9'):
+        sh(['rpm', '--dbpath', str(db), '--import', os.path.join(repos, el, 'elrepo', 'RPM-GPG-KEY-elrepo.org')])
+
+
+def test_cuda_repomd_and_apt_release_are_signed(repos, tmp_path):
+    home = tmp_path / 'gnupg'
+    home.mkdir(mode=0o700)
+    for el, key in (('el8', 'D42D0685.pub'), ('el10', 'CDF6BA43.pub')):
+        ring = str(tmp_path / (el + '.gpg'))
+        sh(['gpg', '--homedir', str(home), '--batch', '--yes', '--output', ring, '--dearmor',
+            os.path.join(repos, el, 'cuda', key)])
+        md = os.path.join(repos, el, 'cuda', 'repodata', 'repomd.xml')
+        sh(['gpgv', '--keyring', ring, md + '.asc', md])
+    apt = os.path.join(repos, 'apt', 'cuda')
+    ring = str(tmp_path / 'apt.gpg')
+    sh(['gpg', '--homedir', str(home), '--batch', '--yes', '--output', ring, '--dearmor',
+        os.path.join(apt, '3bf863cc.pub')])
+    sh(['gpgv', '--keyring', ring, os.path.join(apt, 'InRelease')])
+    sh(['gpgv', '--keyring', ring, os.path.join(apt, 'Release.gpg'), os.path.join(apt, 'Release')])
+    wrong = str(tmp_path / 'wrong.gpg')
+    sh(['gpg', '--homedir', str(home), '--batch', '--yes', '--output', wrong, '--dearmor',
+        os.path.join(repos, 'el9', 'cuda', 'D42D0685.pub')])
+    assert sh(['gpgv', '--keyring', wrong, os.path.join(apt, 'InRelease')], check=False).returncode != 0
+
+
+def apt_control(repos, name, version=None):
+    stanzas = read(repos, 'apt', 'cuda', 'Packages').split('\n\n')
+    found = []
+    for st in stanzas:
+        fields = dict(l.split(': ', 1) for l in st.splitlines() if ': ' in l and not l.startswith(' '))
+        if fields.get('Package') == name and (version is None or fields['Version'].startswith(version)):
+            found.append(fields)
+    return found
+
+
+def test_apt_names_per_branch(repos):
+    assert apt_control(repos, 'nvidia-fabricmanager-570')[0]['Version'] == '570.172.08-1'
+    fm580 = apt_control(repos, 'nvidia-fabricmanager', '580')[0]
+    assert fm580['Version'] == '580.95.05-1' and fm580['Provides'] == 'nvidia-fabricmanager-580'
+    assert apt_control(repos, 'nvidia-fabricmanager-580') == []
+    assert apt_control(repos, 'libnvidia-nscq-570') and apt_control(repos, 'libnvidia-nscq', '580')
+    assert apt_control(repos, 'nvidia-dkms-580-open')[0]['Version'] == '580.95.05-0ubuntu1'
+    assert apt_control(repos, 'nvidia-dkms-open')[0]['Version'] == '590.48.01-1ubuntu1'
+    assert apt_control(repos, 'nvidia-dkms-590-open') == []
+    assert 'nvidia-driver-580-open (= 580.95.05-0ubuntu1)' in apt_control(repos, 'nvidia-open', '580')[0]['Depends']
+
+
+def deb_extract(repos, tmp_path, filename):
+    root = tmp_path / filename
+    sh(['dpkg-deb', '-x', os.path.join(repos, 'apt', 'cuda', filename), str(root)])
+    return str(root)
+
+
+def test_apt_persistenced_unit_is_stock_and_dkms_registers_nvidia(repos, tmp_path):
+    root = deb_extract(repos, tmp_path, 'nvidia-persistenced_580.95.05-0ubuntu1_amd64.deb')
+    unit = read(root, 'usr/lib/systemd/system/nvidia-persistenced.service')
+    assert '--no-persistence-mode' in unit and '[Install]' not in unit and 'StopWhenUnneeded=true' in unit
+    root = deb_extract(repos, tmp_path, 'nvidia-dkms-580-open_580.95.05-0ubuntu1_amd64.deb')
+    conf = read(root, 'usr/src/nvidia-580.95.05/dkms.conf')
+    assert 'PACKAGE_NAME="nvidia"' in conf and 'TESTBED_FLAVOUR="open"' in conf
+
+
+def dnf_resolve(repos, tmp_path, el, repo_names, specs):
+    """dnf's answer for installing specs into an empty root from the given local repositories (signatures: the tests above)."""
+    root = tmp_path / ('root-' + '-'.join(repo_names))
+    root.mkdir(parents=True)
+    argv = ['dnf', '--installroot', str(root), '--releasever', el[2:], '--setopt=reposdir=/nonexistent',
+            '--setopt=cachedir=' + str(tmp_path / 'cache'), '--setopt=install_weak_deps=False',
+            '--setopt=*.gpgcheck=0', '--disableplugin=*']
+    for name in repo_names:
+        argv.append('--repofrompath={0},file://{1}'.format(name, os.path.join(repos, el, name)))
+    return sh(argv + ['install', '--assumeno'] + specs, check=False)
+
+
+def test_kmod_needs_epel(repos, tmp_path):
+    proc = dnf_resolve(repos, tmp_path, 'el10', ['baseos', 'cuda'], ['kmod-nvidia-open-dkms-3:580.95.05'])
+    assert proc.returncode != 0
+    assert 'nothing provides dkms >= 3.1.8' in proc.stdout + proc.stderr
+    proc = dnf_resolve(repos, tmp_path, 'el10', ['baseos', 'cuda', 'epel'], ['kmod-nvidia-open-dkms-3:580.95.05'])
+    assert re.search(r'^\s*dkms\s', proc.stdout, re.M), proc.stdout + proc.stderr
+
+
+def test_compute_only_set_leaves_the_desktop_out(repos, tmp_path):
+    compute = dnf_resolve(repos, tmp_path / 'a', 'el10', ['baseos', 'cuda', 'epel'],
+                          ['nvidia-driver-cuda-3:580.95.05', 'kmod-nvidia-open-dkms-3:580.95.05'])
+    full = dnf_resolve(repos, tmp_path / 'b', 'el10', ['baseos', 'cuda', 'epel'], ['nvidia-open-3:580.95.05'])
+    for desktop in ('xorg-x11-server-Xorg', 'libglvnd-glx', 'nvidia-settings'):
+        assert not re.search(r'^\s*{0}\s'.format(desktop), compute.stdout, re.M), compute.stdout
+        assert re.search(r'^\s*{0}\s'.format(desktop), full.stdout, re.M), full.stdout
+    assert re.search(r'^\s*nvidia-persistenced\s', compute.stdout, re.M)
