@@ -317,9 +317,6 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if module.params['kernel_log_lines'] < 0:
-        module.fail_json(msg='kernel_log_lines must be 0 (do not read the kernel log) or more, got {0}'.format(
-            module.params['kernel_log_lines']))
     module.run_command_environ_update = _C_LOCALE
     if module.params['kernel_log_lines'] < 0:
         module.fail_json(msg='kernel_log_lines={0} is negative; allowed: 0 (do not read the kernel log) or a positive '

@@ -751,7 +751,8 @@ def test_readiness_info_negative_kernel_log_lines(tmp_path, capsys):
     facts, settings, _probe = RF.converged()
     result = run_main(readiness_info.main, {'facts': facts, 'settings': settings, 'services': [],
                                             'kernel_log_lines': -5}, capsys)
-    assert result['msg'] == 'kernel_log_lines must be 0 (do not read the kernel log) or more, got -5'
+    assert result['msg'] == ('kernel_log_lines=-5 is negative; allowed: 0 (do not read the kernel log) or a positive '
+                             'number of lines')
 
 
 def test_readiness_role_passes_the_gather_errors():

@@ -229,5 +229,6 @@ def test_negative_kernel_log_lines_is_refused(monkeypatch, capsys, nccl_conf):
     args = base_args(nccl_conf)
     args['kernel_log_lines'] = -5
     result, calls = run(monkeypatch, capsys, args, [])
-    assert result['msg'] == 'kernel_log_lines must be 0 (do not read the kernel log) or more, got -5'
+    assert result['msg'] == ('kernel_log_lines=-5 is negative; allowed: 0 (do not read the kernel log) or a positive '
+                             'number of lines')
     assert calls == []
