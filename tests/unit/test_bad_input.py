@@ -766,3 +766,151 @@ def test_host_facts_bad_input(tmp_path, monkeypatch, capsys, name, module, base,
     for dotted, value in want.items():
         value = json.loads(json.dumps(value).replace('{root}', root.replace('\\', '\\\\')))
         assert _dig(result['ansible_facts'], dotted) == value, dotted
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Readiness: bad settings are refused with a message, and a state that could not be read fails (never skip, never
+# pass). readiness_info runs with no command (services [], kernel_log_lines 0) on the converged B200 fact set.
+
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as RF  # noqa: E402
+
+from ansible_collections.gpufleet.nodeprep.plugins.modules import readiness_info  # noqa: E402
+
+
+def _drop(namespace, subset, message):
+    def mutate(facts, settings):
+        del facts[namespace]
+        facts.setdefault('nodeprep_errors', {})[subset] = message
+    return mutate
+
+
+def _settings(**values):
+    def mutate(facts, settings):
+        settings.update(values)
+    return mutate
+
+
+def _no_setting(name):
+    def mutate(facts, settings):
+        del settings[name]
+    return mutate
+
+
+def _nvidia_failed_no_kernel(facts, settings):
+    facts['nvidia'] = {'present': False, 'error': 'nvidia-smi failed: NVIDIA-SMI has failed because it could not '
+                                                  'communicate with the NVIDIA driver', 'gpus': []}
+    del facts['kernel_state']
+
+
+def _role_names(facts, settings):
+    # The names the nic_offload role documents (short ethtool -K names); the NIC already has them as wanted.
+    settings['nodeprep_nic_offload_features'] = {'gro': False, 'lro': False, 'tso': True}
+
+
+def _kernel_names(facts, settings):
+    settings['nodeprep_nic_offload_features'] = {'rx-gro': False, 'rx-lro': False}
+
+
+FSTAB_ERROR = 'shm facts: /etc/fstab line 7: cannot parse \'tmpfs /dev/shm\' (fewer than 4 fields)'
+LIMITS_ERROR = ("limits facts: cannot read /etc/systemd/system.conf.d/90-memlock.conf: [Errno 2] No such file or "
+                "directory (a dangling symlink)")
+NVSMI_DOWN = 'nvidia-smi failed: NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver'
+
+# (id, mutation of (facts, settings), expected: {'msg': exact refusal} or {check id: (status, observed)})
+READINESS_CASES = [
+    ('readiness ratio half', _settings(nodeprep_shm_gpu_memory_ratio='half'),
+     {'msg': "readiness check: nodeprep_shm_gpu_memory_ratio: 'half' is not a number above 0 (for example 0.5)"}),
+    ('readiness ratio inf', _settings(nodeprep_shm_gpu_memory_ratio='inf'),
+     {'msg': "readiness check: nodeprep_shm_gpu_memory_ratio: 'inf' is not a finite number above 0 (for example "
+             "0.5)"}),
+    ('readiness features as a list', _settings(nodeprep_nic_offload_features=['gro']),
+     {'msg': "readiness check: nodeprep_nic_offload_features: expected a dict of feature name -> true/false (for "
+             "example {gro: false}), got ['gro']"}),
+    ('readiness feature value not a boolean', _settings(nodeprep_nic_offload_features={'gro': 'maybe'}),
+     {'msg': "readiness check: nodeprep_nic_offload_features: gro must be true or false, got 'maybe'"}),
+    ('readiness xid code not a number', _settings(nodeprep_readiness_xid_fail=[79, 'GSP']),
+     {'msg': "readiness check: nodeprep_readiness_xid_fail: 'GSP' is not an Xid code (a whole number)"}),
+    ('readiness nccl value null', _settings(nodeprep_nccl_conf={'NCCL_DEBUG': None}),
+     {'msg': 'readiness check: nodeprep_nccl_conf.NCCL_DEBUG is null; NCCL would read an empty value as unset: '
+             'remove the name or give a value'}),
+    ('readiness missing setting', _no_setting('nodeprep_shm_min_size'),
+     {'msg': 'readiness check: settings: missing nodeprep_shm_min_size; give every variable the checks read (the '
+             'readiness role passes them all; docs/readiness.md lists them)'}),
+    ('readiness junk fstab line fails shm.size', _drop('shm', 'shm', FSTAB_ERROR),
+     {'shm.size': ('fail', 'could not be read: ' + FSTAB_ERROR)}),
+    ('readiness dangling symlink in system.conf.d fails memlock', _drop('limits', 'limits', LIMITS_ERROR),
+     {'memlock.users': ('fail', 'could not be read: ' + LIMITS_ERROR),
+      'memlock.services': ('fail', 'could not be read: ' + LIMITS_ERROR)}),
+    ('readiness nvidia-smi failed and no kernel facts fails gpu.count', _nvidia_failed_no_kernel,
+     {'gpu.count': ('fail', 'nvidia-smi: failed, PCI bus: None; nvidia-smi failed (' + NVSMI_DOWN + ') and the PCI '
+                    'bus was not read, so no GPU could be counted')}),
+    ('readiness nic.offload by the role\'s short names', _role_names,
+     {'nic.offload': ('pass', 'as wanted on ens3f0np0')}),
+    ('readiness nic.offload by kernel names', _kernel_names,
+     {'nic.offload': ('pass', 'as wanted on ens3f0np0')}),
+]
+
+
+@pytest.mark.parametrize('name, mutate, expected', READINESS_CASES, ids=[c[0] for c in READINESS_CASES])
+def test_readiness_info_bad_input(tmp_path, monkeypatch, capsys, name, mutate, expected):
+    facts, settings, _probe = RF.converged()
+    mutate(facts, settings)
+    ran = []
+    monkeypatch.setattr(AnsibleModule, 'run_command', lambda self, argv, **kw: ran.append(argv) or (1, '', ''))
+    args = {'facts': facts, 'settings': settings, 'services': [], 'kernel_log_lines': 0,
+            'nccl_conf_path': str(tmp_path / 'nccl.conf')}
+    result = run_main(readiness_info.main, args, capsys)
+    assert ran == []
+    assert result.get('changed', False) is False
+    if 'msg' in expected:
+        assert result.get('failed') is True, result
+        assert result['msg'] == expected['msg']
+        return
+    assert not result.get('failed'), result
+    got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
+    for check_id, want in expected.items():
+        assert got[check_id] == want
+
+
+def test_readiness_info_negative_kernel_log_lines(tmp_path, capsys):
+    facts, settings, _probe = RF.converged()
+    result = run_main(readiness_info.main, {'facts': facts, 'settings': settings, 'services': [],
+                                            'kernel_log_lines': -5}, capsys)
+    assert result['msg'] == ('kernel_log_lines=-5 is negative; allowed: 0 (do not read the kernel log) or a positive '
+                             'number of lines')
+
+
+def test_readiness_role_passes_the_gather_errors():
+    with open(os.path.join(HERE, '..', '..', 'roles', 'readiness', 'vars', 'main.yml')) as handle:
+        assert 'nodeprep_errors' in yaml.safe_load(handle)['__nodeprep_readiness_fact_names']
+
+
+def test_readiness_report_unknown_host(tmp_path):
+    """A host the inventory does not have is refused by name (it was a traceback from HostVars' Undefined)."""
+    from unittest.mock import MagicMock
+
+    from ansible.errors import AnsibleActionFail
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.playbook.play_context import PlayContext
+    from ansible.vars.manager import VariableManager
+
+    from ansible_collections.gpufleet.nodeprep.plugins.action import readiness_report
+
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources='gpu-a01,gpu-a02,')
+    from ansible.vars.hostvars import HostVars
+    hostvars = HostVars(inventory=inventory, variable_manager=VariableManager(loader=loader, inventory=inventory),
+                        loader=loader)
+    task = MagicMock()
+    task.args = {'dest': str(tmp_path), 'hosts': ['gpu-a01', 'gpu-a09']}
+    task.async_val = 0
+    task.check_mode = False
+    task.diff = False
+    action = readiness_report.ActionModule(task, MagicMock(), PlayContext(), loader=None, templar=None,
+                                           shared_loader_obj=None)
+    with pytest.raises(AnsibleActionFail) as exc:
+        action.run(task_vars={'hostvars': hostvars, 'ansible_play_hosts_all': ['gpu-a01']})
+    assert str(exc.value) == ('hosts: gpu-a09 is not in the inventory; hosts the inventory has: gpu-a01, '
+                              'gpu-a02')
+    assert os.listdir(str(tmp_path)) == []

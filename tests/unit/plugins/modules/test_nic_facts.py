@@ -80,8 +80,8 @@ def test_nic_facts_selects_ens3(sysfs, monkeypatch, capsys, args):
     ({'interfaces': ['ib0']}, [([IP, '-j', 'addr', 'show'], 0, IP_ADDR, '')],
      {'msg': 'interface ib0 not found; interfaces present: ens3, lo'}),
     ({'networks': ['fabric']}, [([IP, '-j', 'addr', 'show'], 0, IP_ADDR, '')],
-     {'msg': "networks: 'fabric' is not an IPv4 or IPv6 network in CIDR form "
-             "('fabric' does not appear to be an IPv4 or IPv6 network)"}),
+     {'msg': "networks[0] 'fabric' is not a valid network (CIDR such as 10.20.0.0/16): "
+             "'fabric' does not appear to be an IPv4 or IPv6 network"}),
     ({}, [([IP, '-j', 'addr', 'show'], 1, '', 'RTNETLINK answers: Operation not permitted\n')],
      {'msg': 'ip -j addr show failed (rc=1): RTNETLINK answers: Operation not permitted',
       'cmd': [IP, '-j', 'addr', 'show'], 'rc': 1, 'stdout': '',
