@@ -129,9 +129,9 @@ options:
       - Check mode only. The NVIDIA driver is installed earlier in this same run, so C(nvidia-smi) cannot be found or
         read yet (check mode on a fresh node). Instead of failing, the module predicts from the driver's defaults after
         it loads (persistence mode off, default power limit, clocks unlocked) and reports C(changed) when a requested
-        setting differs from them; RV(msg) says which. A power limit in watts and applications clocks count as changes
-        (their defaults are known only once the driver runs), and so does any clock lock, V(reset) included (no
-        record of this boot says the clocks are unlocked).
+        setting differs from them; the result's C(msg) and RV(predicted) say which. A power limit in watts and
+        applications clocks count as changes (their defaults are known only once the driver runs), and so does any
+        clock lock, V(reset) included (no record of this boot says the clocks are unlocked).
       - Ignored outside check mode and when C(nvidia-smi) can be read.
     type: bool
     default: false
