@@ -17,13 +17,16 @@ export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH = false
 export ANSIBLE_NOCOLOR = 1
 SANITY_ROOT := $(TMP)/sanity/ansible_collections/gpufleet/nodeprep
 SANITY_PY   ?= $(shell $(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-PIP_VERSION ?= $(shell $(PY) -c 'import re,ansible_test._internal.python_requirements as r, inspect; print(re.search(r"pip=.([0-9.]+)", inspect.getsource(r.get_venv_packages)).group(1))' 2>/dev/null)
 VERSION      = $(shell $(PY) -c 'import yaml; print(yaml.safe_load(open("galaxy.yml"))["version"])')
 PY36_PATHS  := plugins/modules plugins/module_utils
+# ansible-core releases checked besides the venv's own (2.19): each in its own venv .tmp/core-<x.y>, pinned by
+# requirements/ansible-core-<x.y>.txt. 2.20 needs Python >= 3.12 on the controller; Debian 12 has 3.11 (see README).
+CORE_MATRIX := 2.16 2.17 2.18
+TARBALL      = $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
 
 
-.PHONY: deps help venv collection-link test units sanity lint py36 security build docs-check changelog-lint molecule \
-        demo bench clean
+.PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix lint py36 security \
+        build docs-rst importer docs-lint docsite ee changelog-lint molecule demo bench clean
 
 deps: ## Install the Debian packages the gates and the simulated fleet need (root)
 	bash .ci/install-deps.sh
@@ -43,7 +46,9 @@ collection-link: venv
 	@mkdir -p $(dir $(COLL_LINK))
 	@if [ "$$(readlink $(COLL_LINK) || true)" != "$(ROOT)" ]; then rm -rf $(COLL_LINK); ln -s $(ROOT) $(COLL_LINK); fi
 
-test: units py36 security sanity lint build changelog-lint molecule ## Run every gate (what CI runs)
+# deps first: on a fresh Debian 12 machine (root) `make test` alone installs python3-venv, debootstrap, ... itself.
+test: deps units py36 security sanity sanity-matrix lint build importer docs-lint docsite ee changelog-lint \
+      molecule ## Run every gate (what CI runs)
 
 units: collection-link ## pytest unit tests (tests/unit mirrors plugins/)
 	$(BIN)/pytest -q -p no:cacheprovider
@@ -54,27 +59,87 @@ py36: venv ## Modules and module_utils must run on Python 3.6 (EL8 platform-pyth
 security: venv ## bandit on plugins/: clean, or each finding justified inline
 	$(BIN)/bandit -q -r plugins
 
-sanity: venv ## ansible-test sanity on a copy laid out as ansible_collections/gpufleet/nodeprep
-	@test -z "$$(cat tests/sanity/ignore-*.txt)" || { echo "tests/sanity/ignore-*.txt must stay empty"; exit 1; }
-	@if [ ! -f ~/.ansible/test/cache/get_pip_$(subst .,_,$(PIP_VERSION)).py ]; then \
-	  mkdir -p ~/.ansible/test/cache && \
-	  $(BIN)/pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d ~/.ansible/test/cache pip==$(PIP_VERSION) && \
-	  cp .ci/get_pip_standin.py ~/.ansible/test/cache/get_pip_$(subst .,_,$(PIP_VERSION)).py; fi
+sanity-copy: venv
+	@# No ignore file may exist: every sanity finding is fixed, not ignored.
+	@if ls tests/sanity/ignore-*.txt >/dev/null 2>&1; then echo "tests/sanity/ignore-*.txt must not exist"; exit 1; fi
 	rm -rf $(TMP)/sanity && mkdir -p $(SANITY_ROOT)
 	git ls-files -co --exclude-standard -z | rsync -a --from0 --files-from=- ./ $(SANITY_ROOT)/
-	cd $(SANITY_ROOT) && git init -q && git add -A && \
-	  git -c user.name=ci -c user.email=ci@localhost commit -qm sanity && \
-	  $(BIN)/ansible-test sanity --color no --python $(SANITY_PY) --requirements
+	cd $(SANITY_ROOT) && git init -q && git add -A && git -c user.name=ci -c user.email=ci@localhost commit -qm sanity
+
+sanity: sanity-copy ## ansible-test sanity (every test) on a copy laid out as ansible_collections/gpufleet/nodeprep
+	bash .ci/get-pip-standin.sh $(PY) $(BIN)/pip
+	cd $(SANITY_ROOT) && $(BIN)/ansible-test sanity --color no --python $(SANITY_PY) --requirements
+
+$(TMP)/core-%/.stamp: requirements/ansible-core-%.txt
+	python3 -m venv $(TMP)/core-$*
+	$(TMP)/core-$*/bin/pip install -q --disable-pip-version-check -r $<
+	touch $@
+
+# Interpreters for the compile test: PATH without pyenv's shims (a shim for a version pyenv does not enable exits 127,
+# which ansible-test takes for a broken interpreter), plus every pyenv version when there are some.
+MATRIX_PATH ?= $(subst $(eval) ,:,$(strip $(wildcard $(HOME)/.pyenv/versions/*/bin) \
+                 $(filter-out %/shims,$(subst :, ,$(PATH)))))
+
+sanity-matrix: sanity-copy $(foreach v,$(CORE_MATRIX),$(TMP)/core-$(v)/.stamp) ## ansible-test compile (every Python found) and import on ansible-core 2.16, 2.17, 2.18
+	@set -e; for v in $(CORE_MATRIX); do \
+	  bash .ci/get-pip-standin.sh $(TMP)/core-$$v/bin/python $(BIN)/pip; \
+	  echo "== ansible-core $$v: ansible-test sanity --test compile, on every Python found"; \
+	  ( cd $(SANITY_ROOT) && PATH=$(MATRIX_PATH) $(TMP)/core-$$v/bin/ansible-test sanity --color no --test compile ); \
+	  echo "== ansible-core $$v: ansible-test sanity --test import --python $(SANITY_PY)"; \
+	  ( cd $(SANITY_ROOT) && $(TMP)/core-$$v/bin/ansible-test sanity --color no --requirements --test import \
+	      --python $(SANITY_PY) ); \
+	done
+
+units-ansible-test: sanity-copy ## the unit tests under ansible-test units (the harness Ansible's own CI uses)
+	bash .ci/get-pip-standin.sh $(PY) $(BIN)/pip
+	cd $(SANITY_ROOT) && $(BIN)/ansible-test units --color no --python $(SANITY_PY) --requirements
 
 lint: collection-link ## ansible-lint (production profile) on roles and playbooks
 	$(BIN)/ansible-lint --profile production
 
-build: collection-link ## Build the collection, install the tarball, render every module/role with ansible-doc
+docs-rst: venv ## docs/docsite/rst/*.rst (the docsite's guides) from docs/*.md
+	$(PY) .ci/docs_md2rst.py
+
+build: collection-link docs-rst ## Build the collection, install the tarball, render every module/role with ansible-doc
 	rm -rf $(TMP)/dist $(TMP)/install
 	$(BIN)/ansible-galaxy collection build --force --output-path $(TMP)/dist
 	ANSIBLE_COLLECTIONS_PATH=$(TMP)/install $(BIN)/ansible-galaxy collection install --no-deps --force -p $(TMP)/install \
-	  $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
+	  $(TARBALL)
 	ANSIBLE_COLLECTIONS_PATH=$(TMP)/install:$(SITE_PKGS) $(PY) tests/docs_check.py $(TMP)/install/ansible_collections/gpufleet/nodeprep
+
+importer: build ## galaxy-importer on the tarball (container steps off): no error, no warning but the explained ones
+	rm -rf $(TMP)/importer && mkdir -p $(TMP)/importer
+	cd $(TMP)/importer && PATH=$(BIN):$$PATH GALAXY_IMPORTER_CONFIG=$(ROOT)/.ci/galaxy-importer.cfg \
+	  $(PY) -m galaxy_importer.main $(TARBALL) > importer.log 2>&1 || { cat importer.log; exit 1; }
+	$(PY) .ci/importer_check.py $(TMP)/importer/importer.log .ci/importer-allowed-warnings.txt
+
+docs-lint: collection-link docs-rst ## antsibull-docs lint-collection-docs --plugin-docs (markup, links, extra docs)
+	PATH=$(BIN):$$PATH $(BIN)/antsibull-docs lint-collection-docs --plugin-docs $(COLL_LINK)
+
+docsite: collection-link docs-rst ## Sphinx docsite (antsibull-docs sphinx-init): no warning but unreachable intersphinx
+	rm -rf $(TMP)/docsite && mkdir -m 700 -p $(TMP)/docsite
+	PATH=$(BIN):$$PATH $(BIN)/antsibull-docs sphinx-init --use-current --dest-dir $(TMP)/docsite gpufleet.nodeprep
+	chmod og-w $(TMP)/docsite/rst
+	cd $(TMP)/docsite && PATH=$(BIN):$$PATH $(BIN)/antsibull-docs --config-file antsibull-docs.cfg collection \
+	  --cleanup everything --use-current --dest-dir rst gpufleet.nodeprep
+	cd $(TMP)/docsite && PATH=$(BIN):$$PATH $(BIN)/sphinx-build -M html rst build -c . -q -w warnings.log --keep-going
+	$(PY) .ci/docsite_check.py $(TMP)/docsite/warnings.log
+
+ee: build ## meta/execution-environment.yml: ansible-builder create on it, introspect of the installed tarball
+	@# The file's paths are relative to the collection root (where introspection reads them); `create` resolves them
+	@# next to the definition, so it runs on a copy laid out with the file at the root.
+	rm -rf $(TMP)/ee && mkdir -p $(TMP)/ee/def/meta
+	cp meta/execution-environment.yml $(TMP)/ee/def/execution-environment.yml
+	cp meta/ee-requirements.txt meta/ee-bindep.txt $(TMP)/ee/def/meta/
+	$(BIN)/ansible-builder create --file $(TMP)/ee/def/execution-environment.yml --context $(TMP)/ee/context \
+	  --output-filename Containerfile
+	@test -s $(TMP)/ee/context/Containerfile
+	$(BIN)/ansible-builder introspect --sanitize --write-pip $(TMP)/ee/pip.txt --write-bindep $(TMP)/ee/bindep.txt \
+	  $(TMP)/install > $(TMP)/ee/introspect.log
+	@grep -q '^netaddr' $(TMP)/ee/pip.txt || { echo "introspect: netaddr missing from the installed collection's needs"; \
+	  cat $(TMP)/ee/introspect.log; exit 1; }
+	@grep -q '^openssh-client' $(TMP)/ee/bindep.txt || { echo "introspect: openssh-client missing"; exit 1; }
+	@echo "ok  ee: ansible-builder create, introspect: $$(grep -v '^#' $(TMP)/ee/pip.txt | tr '\n' ' ')"
 
 changelog-lint: venv ## antsibull-changelog lint (fragments well-formed)
 	$(BIN)/antsibull-changelog lint
@@ -92,8 +157,9 @@ molecule: collection-link ## Molecule scenarios on the simulated fleet (needs ro
 demo: deps collection-link ## The main job on a simulated fleet: up, converge, converge again (changed=0), readiness
 	bash tests/testbed/demo.sh
 
-bench: collection-link ## Benchmarks (parsers; fleet round trips when the testbed is up)
-	@for b in bench/bench_*.py; do [ -e "$$b" ] && $(PY) $$b; done
+bench: deps collection-link ## Benchmarks: the parser, then the simulated fleet (root; BENCH_SIZES, BENCH_REPEATS: docs/performance.md)
+	$(PY) bench/bench_nvsmi.py || echo "bench: the parser missed its goal (see above); going on with the fleet"
+	$(PY) bench/fleet_bench.py
 
 clean: ## Remove build outputs (keeps .venv/)
 	rm -rf $(TMP) .pytest_cache

@@ -13,10 +13,13 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WHEELS = sorted(glob.glob(os.path.join(HERE, 'pip-*-py3-none-any.whl')))
+# Saved as get_pip_<version>.py (for example get_pip_24_3_1.py): use the wheel of that pip version. Several ansible-core
+# releases (make sanity-matrix) keep their stand-ins and wheels side by side in the same cache.
+VERSION = os.path.splitext(os.path.basename(__file__))[0][len('get_pip_'):].replace('_', '.')
+WHEELS = glob.glob(os.path.join(HERE, 'pip-%s-py3-none-any.whl' % VERSION))
 if not WHEELS:
-    sys.exit('get-pip stand-in: no pip wheel next to %s' % __file__)
-sys.path.insert(0, WHEELS[-1])
+    sys.exit('get-pip stand-in: no pip-%s wheel next to %s' % (VERSION, __file__))
+sys.path.insert(0, WHEELS[0])
 
 from pip._internal.cli.main import main  # noqa: E402  pylint: disable=wrong-import-position
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Install the Debian packages the gates and the simulated fleet need (idempotent; root).
-# Used by .ci/run and by `make deps` (which `make demo` calls).
+# Used by `make deps`, which `make test` (and so .ci/run) and `make demo` run first.
 set -euo pipefail
 
 PACKAGES=(
-  python3 python3-venv python3-pip make git rsync
+  python3 python3-venv python3-pip make git rsync ca-certificates
   # simulated fleet: node roots, boot, network
   debootstrap systemd-container iproute2 openssh-client ethtool
   # EL-like nodes: dnf/rpm on Debian, local repositories

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Controller side of gpufleet.nodeprep.readiness_report: collect every host's readiness result from hostvars
-and write report.json, junit.xml and report.html. Documentation: plugins/modules/readiness_report.py."""
+and write report.json, junit.xml, report.html and report.txt. Documentation: plugins/modules/readiness_report.py.
+The renderers live in plugins/plugin_utils/_readiness_report.py, which only this plugin imports."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -16,19 +17,15 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness import (
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._readiness_report import (
+    FILES,
     build_report,
-    render_html,
-    render_json,
-    render_junit,
     render_matrix,
 )
 
-FILES = (('report.json', render_json), ('junit.xml', render_junit), ('report.html', render_html))
-
 
 def write_report(dest, report):
-    """Write the three report files into ``dest`` (created when missing), each atomically; return their paths."""
+    """Write the report files into ``dest`` (created when missing), each atomically; return their paths."""
     dest = os.path.abspath(os.path.expanduser(dest))
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise AnsibleActionFail('dest {0} exists and is not a directory'.format(dest))
@@ -81,12 +78,14 @@ class ActionModule(ActionBase):
         if hosts is None:
             hosts = task_vars.get('ansible_play_hosts_all') or []
         hostvars = task_vars.get('hostvars') or {}
+        unknown = [host for host in hosts if host not in hostvars]
+        if unknown:
+            known = sorted(str(name) for name in hostvars)
+            raise AnsibleActionFail('hosts: {0} {1} not in the inventory; hosts the inventory has: {2}'.format(
+                ', '.join(unknown), 'is' if len(unknown) == 1 else 'are', ', '.join(known) or 'none'))
         results = {}
         for host in hosts:
-            try:
-                value = hostvars[host].get(args['result_var'])
-            except KeyError:
-                value = None
+            value = hostvars[host].get(args['result_var'])
             if value:
                 results[host] = _plain(value)
         generated = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')

@@ -34,6 +34,8 @@ import glob
 import os
 import re
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import to_display
+
 
 class LimitsError(Exception):
     """A limits.conf or systemd limit value that cannot be understood."""
@@ -97,11 +99,17 @@ def _is_less(a, b):
     return a < b
 
 
+ULLONG_MAX = 2 ** 64 - 1
+INT_MIN, INT_MAX = -2 ** 31, 2 ** 31 - 1
+
+
 def parse_value(item, value, where=''):
     """Turn a limits.conf value into 'unlimited' or an int in limits.conf units.
 
-    Mirrors process_limit(): the special words, strtoul's leading-digits parse and the
-    overflow to unlimited of the KiB and minute items.
+    Mirrors process_limit() of Linux-PAM's pam_limits.c: the special words (not for priority and nice);
+    strtol() clamped to an int for priority, nice, maxlogins and maxsyslogins; strtoull() for the rlimits, which
+    reads leading digits, saturates at ULLONG_MAX (= RLIM_INFINITY) and wraps a negative number around
+    (``-5`` is 2**64 - 5); then the KiB and minute items overflow to unlimited.
     """
     value = value.lower()
     prefix = '{0}: '.format(where) if where else ''
@@ -120,20 +128,32 @@ def parse_value(item, value, where=''):
             "{0}wrong limit value '{1}' for item '{2}' (allowed: a number, -1, -, unlimited, infinity)".format(
                 prefix, value, item))
     number = int(match.group(2))
-    if match.group(1) == '-':
-        if not signed:
-            raise LimitsError("{0}negative limit value '{1}' for item '{2}' (only -1 means unlimited)".format(
-                prefix, value, item))
-        number = -number
+    negative = match.group(1) == '-'
+    if signed:
+        number = max(INT_MIN, min(INT_MAX, -number if negative else number))
+        if item == 'nice':
+            number = max(-20, min(19, number))
+        return number
+    if number > ULLONG_MAX:
+        number = ULLONG_MAX  # strtoull: ERANGE, whatever the sign
+    elif negative:
+        number = (ULLONG_MAX + 1 - number) % (ULLONG_MAX + 1)  # strtoull negates in unsigned arithmetic
     if item in RLIMIT_ITEMS:
         factor = RLIMIT_ITEMS[item][0]
-        if factor > 1 and number >= RLIM_INFINITY // factor:
+        if number >= RLIM_INFINITY // factor:
             return UNLIMITED
-        if number >= RLIM_INFINITY:
-            return UNLIMITED
-    if item == 'nice':
-        number = max(-20, min(19, number))
     return number
+
+
+def negative_note(item, raw, value, where):
+    """The warning for a negative rlimit value that pam_limits does not read as negative, or None."""
+    if item in ('priority', 'nice', 'maxlogins', 'maxsyslogins') or item not in RLIMIT_ITEMS:
+        return None
+    match = _NUM_RE.match(raw.lower())
+    if not match or match.group(1) != '-' or raw in ('-1',):
+        return None
+    return ("{0}: value '{1}' for item '{2}' is read by pam_limits as {3} (strtoull wraps a negative number "
+            "around)".format(where, raw, item, value))
 
 
 def _parse_range(domain):
@@ -196,6 +216,9 @@ def parse_limits_line(text, path='', lineno=0):
         raise LimitsError("{0}: range unsupported for %group matching '{1}' - ignored".format(where, domain))
     entry.update({'type': ltype, 'item': item, 'raw_value': fields[3],
                   'value': parse_value(item, value, where)})
+    note = negative_note(item, fields[3], entry['value'], where)
+    if note:
+        entry['note'] = note
     if len(fields) > 4:
         entry['ignored_fields'] = fields[4:]
     return entry
@@ -213,6 +236,8 @@ def parse_limits_conf(text, path=''):
             continue
         if entry is not None:
             entries.append(entry)
+            if entry.get('note'):
+                warnings.append(entry['note'])
     return entries, warnings
 
 
@@ -505,9 +530,100 @@ def parse_systemctl_show(text, prefix=''):
 
 # ---------------------------------------------------------------- collector
 
+def name_warning(path):
+    """A warning for a file name that is not UTF-8, or None."""
+    if to_display(path) == path:
+        return None
+    return '{0}: the file name is not UTF-8 (shown with \\x escapes); pam_limits reads it'.format(to_display(path))
+
+
+def read_error(path, exc=None):
+    """Why path cannot be read, naming it: '<path>: cannot read: <reason>'."""
+    if os.path.islink(path) and not os.path.exists(path):
+        reason = 'dangling symlink to {0}'.format(to_display(os.readlink(path)))
+    elif os.path.isdir(path):
+        reason = 'is a directory'
+    elif exc is not None:
+        reason = getattr(exc, 'strerror', None) or str(exc)
+    else:
+        reason = 'not a regular file'
+    return '{0}: cannot read: {1}'.format(to_display(path), reason)
+
+
 def _read(path):
     with open(path, 'rb') as handle:
         return handle.read().decode('utf-8', 'replace')
+
+
+def read_text(path):
+    """(text, None) or (None, error naming path) for a file that exists as a name but cannot be read."""
+    if os.path.isdir(path) or (os.path.islink(path) and not os.path.exists(path)):
+        return None, read_error(path)
+    try:
+        return _read(path), None
+    except (IOError, OSError) as exc:
+        return None, read_error(path, exc)
+
+
+def _show(value):
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _id_value(value, where, kind):
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise LimitsError('{0}: {1} is not a {2} (allowed: an integer 0 or above)'.format(where, _show(value), kind))
+
+
+def _group_names(value, where, allowed):
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [n.strip() for n in value.split(',') if n.strip()]
+    if isinstance(value, (list, tuple)):
+        names = []
+        for name in value:
+            if isinstance(name, bool) or not isinstance(name, (str, int)):
+                raise LimitsError('{0}: {1} is not a group name (allowed: {2})'.format(where, _show(name), allowed))
+            names.append(str(name).strip())
+        return names
+    raise LimitsError('{0}: {1} is not a list of group names (allowed: {2})'.format(where, _show(value), allowed))
+
+
+GROUP_SPEC_KEYS = ('groups', 'uid', 'gid')
+
+
+def check_groups_option(groups):
+    """Validate the ``groups`` option: {user: list|str|{groups, uid, gid}} -> {user: {groups, uid, gid}}.
+
+    A string is one group name or a comma-separated list of them (never a list of letters). Raises LimitsError
+    naming the user, the key, the value and what is allowed.
+    """
+    if groups is None:
+        return None
+    checked = {}
+    for user, spec in groups.items():
+        where = 'groups.{0}'.format(user)
+        if isinstance(spec, dict):
+            unknown = sorted(set(spec) - set(GROUP_SPEC_KEYS))
+            if unknown:
+                raise LimitsError('{0}: unknown key {1} (allowed: {2})'.format(
+                    where, ', '.join(repr(k) for k in unknown), ', '.join(GROUP_SPEC_KEYS)))
+            checked[user] = {
+                'groups': _group_names(spec.get('groups'), where + '.groups',
+                                       'a list of group names or a comma-separated string of them'),
+                'uid': _id_value(spec.get('uid'), where + '.uid', 'uid'),
+                'gid': _id_value(spec.get('gid'), where + '.gid', 'gid'),
+            }
+        else:
+            allowed = ('a list of group names, a comma-separated string of them, or a dict with the keys groups, '
+                       'uid and gid')
+            checked[user] = {'groups': _group_names(spec, where, allowed), 'uid': None, 'gid': None}
+    return checked
 
 
 def _user_info(name, groups_override, root):
@@ -531,14 +647,12 @@ def _user_info(name, groups_override, root):
             known = True
     gid_by_name = dict((g[0], g[1]) for g in group_db)
     if groups_override is not None and name in groups_override:
-        spec = groups_override[name]
-        if isinstance(spec, dict):
-            info['uid'] = spec.get('uid', info['uid'])
-            info['gid'] = spec.get('gid', info['gid'])
-            names = spec.get('groups') or []
-        else:
-            names = spec or []
-        info['groups'] = set(str(n) for n in names)
+        spec = groups_override[name]  # checked by check_groups_option()
+        if spec['uid'] is not None:
+            info['uid'] = spec['uid']
+        if spec['gid'] is not None:
+            info['gid'] = spec['gid']
+        info['groups'] = set(spec['groups'])
         for group_name in info['groups']:
             if group_name in gid_by_name:
                 info['gids'].add(gid_by_name[group_name])
@@ -596,14 +710,23 @@ def systemd_booted():
 def collect_systemd(module, services=(), root='/'):
     files = systemd_conf_files(root)
     texts = []
+    errors = []
     for path in files:
         if os.path.islink(path) and os.readlink(path) == '/dev/null':
-            texts.append((path, ''))
+            texts.append((to_display(path), ''))
+            continue
+        text, error = read_text(path)
+        if error:
+            errors.append(error)
         else:
-            texts.append((path, _read(path)))
-    configured = systemd_defaults_from_files(texts)
-    out = {'default': {}, 'default_source': {}, 'configured': {}, 'config_files': files, 'manager': None,
-           'services': {}, 'service_errors': {}, 'reason': None}
+            texts.append((to_display(path), text))
+    try:
+        configured = systemd_defaults_from_files(texts)
+    except LimitsError as exc:
+        errors.append(str(exc))
+        configured = {}
+    out = {'default': {}, 'default_source': {}, 'configured': {}, 'config_files': [to_display(p) for p in files],
+           'manager': None, 'services': {}, 'service_errors': {}, 'reason': None, 'errors': errors}
     for item, data in configured.items():
         out['configured'][item] = {'soft': data['soft'], 'hard': data['hard']}
     systemctl = None
@@ -659,21 +782,28 @@ def collect_systemd(module, services=(), root='/'):
 
 
 def collect_limits_facts(module, users=(), services=(), root='/', groups=None, flavour='auto'):
-    """Return the ``limits`` namespace; raises LimitsError for unknown users or unreadable files."""
+    """Return the ``limits`` namespace; raises LimitsError for bad options and unknown users.
+
+    Files that exist but cannot be read (a directory, a dangling symlink, no permission) do not raise: each is an
+    entry of ``errors`` naming the path, because the limits a login gets cannot be known then.
+    """
     root = root or '/'
+    groups = check_groups_option(groups)
     if flavour == 'auto':
         flavour = detect_flavour(root)
     entries = []
     warnings = []
-    files = limits_files(root)
+    errors = []
+    files = [p for p in limits_files(root) if os.path.lexists(p)]
     for path in files:
-        if not os.path.exists(path):
+        warning = name_warning(path)
+        if warning:
+            warnings.append(warning)
+        text, error = read_text(path)
+        if error:
+            errors.append(error)
             continue
-        try:
-            text = _read(path)
-        except (IOError, OSError) as exc:
-            raise LimitsError('cannot read {0}: {1}'.format(path, exc))
-        found, bad = parse_limits_conf(text, path)
+        found, bad = parse_limits_conf(text, to_display(path))
         entries.extend(found)
         warnings.extend(bad)
     nr_open = None
@@ -703,13 +833,15 @@ def collect_limits_facts(module, users=(), services=(), root='/', groups=None, f
     public_entries = []
     for entry in entries:
         public_entries.append(dict((k, entry.get(k)) for k in ('file', 'line', 'domain', 'type', 'item', 'value')))
+    systemd = collect_systemd(module, services, root)
     return {
         'entries': public_entries,
-        'files': [p for p in files if os.path.exists(p)],
+        'files': [to_display(p) for p in files],
         'warnings': warnings,
+        'errors': errors + systemd['errors'],
         'flavour': flavour,
         'effective': effective,
         'sources': sources,
         'no_limits': no_limits,
-        'systemd': collect_systemd(module, services, root),
+        'systemd': systemd,
     }

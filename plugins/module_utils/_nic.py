@@ -15,9 +15,11 @@
 # C locale. Errors are raised as NicError, carrying cmd/rc/stdout/stderr when a
 # command failed, so each module can hand them to fail_json.
 #
-# Network matching uses the standard library's ipaddress module (Python 3.3+,
-# so also EL8's platform-python 3.6) on the managed node; netaddr, which the
-# ansible.utils filters need, lives on the controller only.
+# select_nics() is the collection's one NIC selection (by name, driver or
+# network): nic_facts, the nodeprep_select_nics filter (nic_offload and nccl
+# roles) and the readiness checks all call it. Network matching uses the
+# standard library's ipaddress module (Python 3.3+, so also EL8's
+# platform-python 3.6); netaddr is not needed.
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -26,10 +28,15 @@ import ipaddress
 import json
 import os
 
+from collections import OrderedDict
+
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._ethtool import (
+    LEGACY_FLAGS,
     EthtoolError,
+    kernel_pattern_match,
     parse_ethtool_i,
     parse_ethtool_k,
+    plan_feature_changes,
 )
 
 SYSFS_NET = '/sys/class/net'
@@ -111,25 +118,116 @@ def link_addresses(link):
     return result
 
 
-def parse_networks(networks):
+def _as_list(value, what):
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise NicError('{0} must be a list, got {1}: {2!r}'.format(what, type(value).__name__, value))
+
+
+def parse_networks(networks, what='networks'):
     """List of CIDR strings -> ip_network objects; NicError names the bad one."""
     parsed = []
-    for value in networks or []:
+    for pos, value in enumerate(_as_list(networks, what)):
         try:
             parsed.append(ipaddress.ip_network(str(value).strip(), strict=False))
         except ValueError as exc:
-            raise NicError('networks: {0!r} is not an IPv4 or IPv6 network in CIDR form ({1})'.format(value, exc))
+            raise NicError('{0}[{1}] {2!r} is not a valid network (CIDR such as 10.20.0.0/16): {3}'.format(
+                what, pos, value, exc))
     return parsed
 
 
-def in_networks(addresses, networks):
-    """True when one of the CIDR addresses lies in one of the networks."""
-    for cidr in addresses['ipv4'] + addresses['ipv6']:
-        address = ipaddress.ip_interface(str(cidr)).ip
-        for network in networks:
-            if address.version == network.version and address in network:
-                return True
-    return False
+def _nic_addresses(ifname, nic):
+    addresses = nic.get('addresses') or {}
+    if not isinstance(addresses, dict):
+        raise NicError('nics[{0!r}].addresses must be a dict with ipv4/ipv6 lists, got {1!r}'.format(
+            ifname, addresses))
+    result = []
+    for family in ('ipv4', 'ipv6'):
+        for pos, cidr in enumerate(addresses.get(family) or []):
+            try:
+                result.append(ipaddress.ip_interface(str(cidr)).ip)
+            except ValueError as exc:
+                raise NicError('nics[{0!r}].addresses.{1}[{2}] {3!r} is not an address: {4}'.format(
+                    ifname, family, pos, cidr, exc))
+    return result
+
+
+def select_nics(nics, names=None, drivers=None, networks=None, what='networks'):
+    """The one NIC selection: sorted names of the interfaces chosen by name, kernel driver or network.
+
+    ``nics`` is ``ansible_facts.nics`` (or any dict name -> ``{addresses: {ipv4, ipv6}, driver: {driver}}``).
+    An interface is chosen when its name is in ``names``, its driver (``driver.driver``) is in ``drivers``, or
+    one of its IPv4/IPv6 addresses lies inside one of ``networks`` (CIDR strings). No selector chooses nothing.
+    Used by nic_facts/gpu_node_facts (which interfaces to read), the nodeprep_select_nics filter (nic_offload and
+    nccl roles) and the readiness checks nic.offload and nccl.config. Raises NicError naming the bad input;
+    ``what`` names the networks setting in that message.
+    """
+    if not isinstance(nics, dict):
+        raise NicError('input must be the ansible_facts.nics dict (interface name -> facts), got {0}'.format(
+            type(nics).__name__))
+    wanted_names = set(str(n) for n in _as_list(names, 'names'))
+    wanted_drivers = set(str(d) for d in _as_list(drivers, 'drivers'))
+    nets = parse_networks(networks, what)
+    selected = []
+    for ifname in sorted(nics):
+        nic = nics[ifname]
+        if not isinstance(nic, dict):
+            raise NicError('nics[{0!r}] must be a dict, got {1!r}'.format(ifname, nic))
+        driver_info = nic.get('driver')
+        driver = driver_info.get('driver') if isinstance(driver_info, dict) else None
+        if ifname in wanted_names or (driver is not None and driver in wanted_drivers):
+            selected.append(ifname)
+            continue
+        if nets:
+            for address in _nic_addresses(ifname, nic):
+                if any(address.version == net.version and address in net for net in nets):
+                    selected.append(ifname)
+                    break
+    return selected
+
+
+def features_as_parsed(features):
+    """Rebuild parse_ethtool_k()'s ``{features, groups}`` from the ``features`` of ``ansible_facts.nics``.
+
+    The facts keep every printed line (group lines and their members) but not the indentation. ethtool prints a
+    legacy flag (off_flag_def) as a group line with the kernel features it covers indented below when its
+    kernel pattern matches more than its own name, so the groups follow from LEGACY_FLAGS.
+    """
+    if not isinstance(features, dict):
+        raise NicError('features must be a dict name -> {{enabled, fixed}}, got {0!r}'.format(features))
+    parsed = OrderedDict()
+    for name in features:
+        state = features[name]
+        if not isinstance(state, dict):
+            raise NicError('features[{0!r}] must be a dict with enabled and fixed, got {1!r}'.format(name, state))
+        parsed[name] = {'enabled': bool(state.get('enabled')), 'fixed': bool(state.get('fixed'))}
+    groups = OrderedDict()
+    for _short, long_name, pattern in LEGACY_FLAGS:
+        if long_name not in parsed or '*' not in pattern:
+            continue
+        members = [name for name in parsed if name != long_name and kernel_pattern_match(name, pattern)]
+        if members:
+            groups[long_name] = members
+    return {'interface': None, 'features': parsed, 'groups': groups}
+
+
+def offload_differences(features, wanted, ignore_fixed=False, ifname=None):
+    """What nic_offload would still change on one NIC, judged from its facts with the role's own name mapping.
+
+    ``wanted`` is nodeprep_nic_offload_features (``gro``, ``generic-receive-offload``, ``rx-gro-hw``, ...
+    -> bool). Returns ``{changes, skipped_fixed}`` from plan_feature_changes(): ``changes`` maps the printed
+    leaf name to ``{before, after}`` (empty when nic_offload has nothing to do). Raises NicError for unknown
+    names and for fixed features asked to change (unless ``ignore_fixed``), as the module does.
+    """
+    try:
+        plan = plan_feature_changes(features_as_parsed(features), wanted, ignore_fixed=ignore_fixed, ifname=ifname)
+    except EthtoolError as exc:
+        raise NicError(str(exc))
+    return {'changes': plan['changes'], 'skipped_fixed': plan['skipped_fixed']}
 
 
 def _read_sysfs_int(ifname, attr):
@@ -212,13 +310,13 @@ def collect_nic_facts(module, interfaces=None, networks=None):
     if missing:
         raise NicError('interface {0} not found; interfaces present: {1}'.format(
             ', '.join(missing), ', '.join(sorted(by_name))))
-    nets = parse_networks(networks)
-    selected = []
-    for link in links:
-        name = link['ifname']
-        addresses = link_addresses(link)
-        if (not wanted_names and not nets) or name in wanted_names or (nets and in_networks(addresses, nets)):
-            selected.append((name, link, addresses))
+    addresses_of = dict((link['ifname'], link_addresses(link)) for link in links)
+    if not wanted_names and not networks:
+        chosen = set(addresses_of)
+    else:
+        chosen = set(select_nics(dict((name, {'addresses': addresses_of[name]}) for name in addresses_of),
+                                 names=wanted_names, networks=networks))
+    selected = [(link['ifname'], link, addresses_of[link['ifname']]) for link in links if link['ifname'] in chosen]
     if not selected:
         return {}
     ethtool = find_tool(module, 'ethtool')

@@ -7,29 +7,47 @@
 # It may change or disappear in any release without notice; do not import it
 # from other collections or from playbooks.
 #
-# Fleet readiness: pure functions, no Ansible import.
+# Fleet readiness, the part that runs on the node: pure functions, no Ansible import.
 #
+# * CHECKS is the one list of (id, remedy, check function); CHECK_IDS and
+#   REMEDIES are derived from it.
 # * evaluate(facts, settings, probe=None) turns the facts gathered by
-#   gpu_node_facts (namespaces nvidia, kernel_state, limits, shm, nics; see
-#   docs/contracts.md) plus what readiness_check reads on the node (the NCCL
-#   config file, NVIDIA Xid lines of the kernel log, systemd unit states) into a
-#   list of checks {id, status, expected, observed, remedy}. The settings are the
-#   roles' own variables, so "ready" means "what site.yml would leave".
+#   gpu_node_facts (namespaces nvidia, kernel_state, limits, shm, nics, and
+#   nodeprep_errors; see docs/contracts.md) plus what readiness_info reads on the
+#   node (the NCCL config file, NVIDIA Xid lines of the kernel log, systemd unit
+#   states) into a list of checks {id, status, expected, observed, remedy}. The
+#   settings are the roles' own variables (every name of SETTING_NAMES), so
+#   "ready" means "what site.yml would leave". A fact that could not be read
+#   fails the checks that need it; it never turns them into skip or pass.
+# * checked_values(facts, settings) lists, per host, the values the checks
+#   looked at (power limits, /dev/shm against GPU memory, memlock, ...).
 # * find_lost_gpus(facts) lists GPUs the PCI bus shows but nvidia-smi does not.
-# * build_report() / render_json() / render_junit() / render_html() /
-#   render_matrix() turn the per-host results into the controller-side report.
+#
+# The rules shared with the roles live in their own files: NCCL names and the
+# nccl.conf format in _nccl.py, NIC selection and the ethtool name mapping in
+# _nic.py/_ethtool.py. The report renderers (JSON, JUnit, HTML, text) run on the
+# controller only: plugins/plugin_utils/_readiness_report.py.
 #
 # Python 3.6 compatible (EL8 platform-python).
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import ipaddress
-import json
 import math
 import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_settings as gpu_settings
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nccl import (
+    NcclError,
+    conf_value as nccl_conf_value,
+    known_names as nccl_known_names,
+    parse_conf as nccl_parse_conf,
+)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import (
+    NicError,
+    offload_differences,
+    select_nics,
+)
 
 
 class ReadinessError(Exception):
@@ -47,93 +65,53 @@ UNREACHABLE = 'unreachable'
 # Worst first: the status of a group of findings is the first one present.
 _SEVERITY = (FAIL, WARN, PASS, SKIP)
 
-CHECK_IDS = (
-    'kernel.devel_matched',
-    'driver.nouveau_blacklisted',
-    'driver.loaded',
-    'driver.open_modules',
-    'driver.persistenced',
-    'gpu.count',
-    'gpu.power_limit',
-    'gpu.clocks',
-    'gpu.health',
-    'memlock.users',
-    'memlock.services',
-    'shm.size',
-    'nccl.config',
-    'nic.offload',
-    'fabric.manager',
+# The role variables the checks read. The readiness role passes every one of them (its vars/main.yml takes each
+# from the inventory, else from the owning role's documented default); evaluate() refuses a settings dict that
+# lacks one. No default lives here: a default has one home, the owning role's defaults/main.yml.
+SETTING_NAMES = (
+    'nodeprep_expected_gpus',
+    'nodeprep_kernel_source',
+    'nodeprep_nvidia_driver_branch',
+    'nodeprep_nvidia_driver_version',
+    'nodeprep_nvidia_driver_module_type',
+    'nodeprep_nvidia_driver_blacklist_nouveau',
+    'nodeprep_nvidia_driver_persistenced',
+    'nodeprep_nvidia_driver_fabricmanager',
+    'nodeprep_nvidia_driver_open_required_device_ids',
+    'nodeprep_gpu_settings_power_limit',
+    'nodeprep_gpu_settings_power_limit_clamp',
+    'nodeprep_gpu_settings_locked_gpu_clocks',
+    'nodeprep_gpu_settings_locked_memory_clocks',
+    'nodeprep_gpu_settings_applications_clocks',
+    'nodeprep_gpu_settings_apply',
+    'nodeprep_gpu_settings_boot_persist',
+    'nodeprep_gpu_settings_gpus',
+    'nodeprep_memlock_limits',
+    'nodeprep_memlock_verify_users',
+    'nodeprep_memlock_value',
+    'nodeprep_memlock_systemd_default',
+    'nodeprep_memlock_services',
+    'nodeprep_shm_size',
+    'nodeprep_shm_gpu_memory_ratio',
+    'nodeprep_shm_min_size',
+    'nodeprep_shm_shrink',
+    'nodeprep_shm_fstab',
+    'nodeprep_shm_remount',
+    'nodeprep_nccl_conf',
+    'nodeprep_nccl_strict',
+    'nodeprep_nccl_conf_path',
+    'nodeprep_nccl_socket_networks',
+    'nodeprep_nccl_extra_names',
+    'nodeprep_nic_offload_interfaces',
+    'nodeprep_nic_offload_drivers',
+    'nodeprep_nic_offload_networks',
+    'nodeprep_nic_offload_features',
+    'nodeprep_nic_offload_ignore_fixed',
+    'nodeprep_nic_offload_require_match',
+    'nodeprep_readiness_xid_fail',
+    'nodeprep_readiness_nccl_known_names',
+    'nodeprep_readiness_skip_checks',
 )
-
-_ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
-REMEDIES = {
-    'kernel.devel_matched': _ROLE.format('kernel'),
-    'driver.nouveau_blacklisted': _ROLE.format('nvidia_driver'),
-    'driver.loaded': _ROLE.format('nvidia_driver'),
-    'driver.open_modules': _ROLE.format('nvidia_driver'),
-    'driver.persistenced': _ROLE.format('nvidia_driver'),
-    'gpu.count': 'playbooks/recover_gpu.yml (GPU missing from nvidia-smi); a GPU missing from the PCI bus as well '
-                 'needs a reboot and then hardware service',
-    'gpu.power_limit': _ROLE.format('gpu_settings'),
-    'gpu.clocks': _ROLE.format('gpu_settings'),
-    'gpu.health': 'drain the node, then playbooks/recover_gpu.yml (reboot resets the GPU and applies pending '
-                  'page retirement or row remapping); repeated faults: hardware service',
-    'memlock.users': _ROLE.format('memlock'),
-    'memlock.services': _ROLE.format('memlock'),
-    'shm.size': _ROLE.format('shm'),
-    'nccl.config': _ROLE.format('nccl'),
-    'nic.offload': _ROLE.format('nic_offload'),
-    'fabric.manager': _ROLE.format('nvidia_driver'),
-}
-
-# The role variables the checks read, with the value used when neither the
-# inventory nor the owning role's defaults set them. The readiness role builds
-# the ``settings`` dict from exactly these names.
-SETTING_DEFAULTS = {
-    'nodeprep_expected_gpus': 0,
-    'nodeprep_kernel_source': 'distro',
-    'nodeprep_nvidia_driver_branch': '580',
-    'nodeprep_nvidia_driver_version': None,
-    'nodeprep_nvidia_driver_module_type': 'open',
-    'nodeprep_nvidia_driver_blacklist_nouveau': True,
-    'nodeprep_nvidia_driver_persistenced': True,
-    'nodeprep_nvidia_driver_fabricmanager': 'auto',
-    'nodeprep_nvidia_driver_nvlsm': 'auto',
-    'nodeprep_nvidia_driver_open_required_device_ids': [],
-    'nodeprep_gpu_settings_power_limit': None,
-    'nodeprep_gpu_settings_power_limit_clamp': False,
-    'nodeprep_gpu_settings_locked_gpu_clocks': None,
-    'nodeprep_gpu_settings_locked_memory_clocks': None,
-    'nodeprep_gpu_settings_applications_clocks': None,
-    'nodeprep_gpu_settings_apply': True,
-    'nodeprep_gpu_settings_boot_persist': True,
-    'nodeprep_gpu_settings_gpus': 'all',
-    'nodeprep_memlock_limits': True,
-    'nodeprep_memlock_verify_users': ['root'],
-    'nodeprep_memlock_value': 'unlimited',
-    'nodeprep_memlock_systemd_default': True,
-    'nodeprep_memlock_services': [],
-    'nodeprep_shm_size': None,
-    'nodeprep_shm_gpu_memory_ratio': 0.5,
-    'nodeprep_shm_min_size': '64G',
-    'nodeprep_shm_shrink': False,
-    'nodeprep_shm_fstab': True,
-    'nodeprep_shm_remount': True,
-    'nodeprep_nccl_conf': {},
-    'nodeprep_nccl_strict': False,
-    'nodeprep_nccl_conf_path': '/etc/nccl.conf',
-    'nodeprep_nccl_socket_networks': [],
-    'nodeprep_nccl_extra_names': [],
-    'nodeprep_nic_offload_interfaces': [],
-    'nodeprep_nic_offload_drivers': [],
-    'nodeprep_nic_offload_networks': [],
-    'nodeprep_nic_offload_features': {},
-    'nodeprep_nic_offload_ignore_fixed': False,
-    'nodeprep_nic_offload_require_match': False,
-    'nodeprep_readiness_xid_fail': [48, 62, 64, 74, 79, 94, 95, 119, 120, 154],
-    'nodeprep_readiness_nccl_known_names': [],
-    'nodeprep_readiness_skip_checks': [],
-}
 
 # Only named in messages (no file is opened here); the shm facts say where they looked.
 SHM_PATH = '/dev/shm'  # nosec B108
@@ -152,38 +130,13 @@ OPEN_ONLY_ARCHITECTURES = ('blackwell', 'rubin', 'rubin ultra', 'feynman')
 OPEN_ONLY_DEVICE_ID_RANGES = ((0x2900, 0x29ff), (0x3180, 0x327f), (0x2b80, 0x2c7f), (0x2d00, 0x2dff),
                               (0x2f00, 0x2f7f))
 
-# Names that NCCL reads (NCCL's environment documentation and NCCL_PARAM names). The nccl role's list, when the
-# role passes it through nodeprep_readiness_nccl_known_names, replaces this one.
-NCCL_KNOWN_NAMES = frozenset((
-    'NCCL_ALGO', 'NCCL_BUFFSIZE', 'NCCL_CHECKS_DISABLE', 'NCCL_COLLNET_ENABLE', 'NCCL_COLLNET_NODE_THRESHOLD',
-    'NCCL_COMM_BLOCKING', 'NCCL_COMM_ID', 'NCCL_CROSS_NIC', 'NCCL_CTA_POLICY', 'NCCL_CUMEM_ENABLE',
-    'NCCL_CUMEM_HOST_ENABLE', 'NCCL_DEBUG', 'NCCL_DEBUG_FILE', 'NCCL_DEBUG_SUBSYS', 'NCCL_DMABUF_ENABLE',
-    'NCCL_GDR_FLUSH_DISABLE', 'NCCL_GDRCOPY_ENABLE', 'NCCL_GRAPH_DUMP_FILE', 'NCCL_GRAPH_FILE',
-    'NCCL_GRAPH_MIXING_SUPPORT', 'NCCL_HOSTID', 'NCCL_IB_ADAPTIVE_ROUTING', 'NCCL_IB_AR_THRESHOLD',
-    'NCCL_IB_DISABLE', 'NCCL_IB_ECE_ENABLE', 'NCCL_IB_GID_INDEX', 'NCCL_IB_HCA', 'NCCL_IB_MERGE_NICS',
-    'NCCL_IB_MERGE_VFS', 'NCCL_IB_PCI_RELAXED_ORDERING', 'NCCL_IB_QPS_PER_CONNECTION', 'NCCL_IB_RETRY_CNT',
-    'NCCL_IB_ROCE_VERSION_NUM', 'NCCL_IB_SL', 'NCCL_IB_SPLIT_DATA_ON_QPS', 'NCCL_IB_TC', 'NCCL_IB_TIMEOUT',
-    'NCCL_IB_USE_INLINE', 'NCCL_IGNORE_CPU_AFFINITY', 'NCCL_IGNORE_DISABLED_P2P', 'NCCL_LAUNCH_MODE',
-    'NCCL_LL128_BUFFSIZE', 'NCCL_LL_BUFFSIZE', 'NCCL_MAX_CTAS', 'NCCL_MAX_NCHANNELS', 'NCCL_MAX_P2P_NCHANNELS',
-    'NCCL_MIN_CTAS', 'NCCL_MIN_NCHANNELS', 'NCCL_MIN_P2P_NCHANNELS', 'NCCL_MNNVL_ENABLE', 'NCCL_NCHANNELS_PER_NET_PEER',
-    'NCCL_NET', 'NCCL_NET_DISABLE_INTRA', 'NCCL_NET_FORCE_FLUSH', 'NCCL_NET_GDR_C2C', 'NCCL_NET_GDR_LEVEL',
-    'NCCL_NET_GDR_READ', 'NCCL_NET_OVERHEAD', 'NCCL_NET_PLUGIN', 'NCCL_NET_SHARED_BUFFERS', 'NCCL_NET_SHARED_COMMS',
-    'NCCL_NSOCKS_PERTHREAD', 'NCCL_NTHREADS', 'NCCL_NVB_DISABLE', 'NCCL_NVLS_CHUNKSIZE', 'NCCL_NVLS_ENABLE',
-    'NCCL_NVLS_NCHANNELS', 'NCCL_P2P_DIRECT_DISABLE', 'NCCL_P2P_DISABLE', 'NCCL_P2P_LEVEL', 'NCCL_P2P_LL_THRESHOLD',
-    'NCCL_P2P_NET_CHUNKSIZE', 'NCCL_P2P_NVL_CHUNKSIZE', 'NCCL_P2P_PCI_CHUNKSIZE', 'NCCL_P2P_READ_ENABLE',
-    'NCCL_P2P_USE_CUDA_MEMCPY', 'NCCL_PROFILER_PLUGIN', 'NCCL_PROTO', 'NCCL_PXN_DISABLE', 'NCCL_RAS_ENABLE',
-    'NCCL_RUNTIME_CONNECT', 'NCCL_SET_STACK_SIZE', 'NCCL_SET_THREAD_NAME', 'NCCL_SHM_DISABLE',
-    'NCCL_SHM_LOCALITY', 'NCCL_SHM_MEMCPY_MODE', 'NCCL_SHM_USE_CUDA_MEMCPY', 'NCCL_SOCKET_FAMILY',
-    'NCCL_SOCKET_IFNAME', 'NCCL_SOCKET_NTHREADS', 'NCCL_TOPO_DUMP_FILE', 'NCCL_TOPO_FILE', 'NCCL_TUNER_PLUGIN',
-    'NCCL_WORK_FIFO_DEPTH',
-))
-
 _SIZE_RE = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgtp]?)(i?b?)\s*$', re.IGNORECASE)
 _SIZE_UNITS = {'': 1, 'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4, 'p': 1024 ** 5}
 _XID_RE = re.compile(r'NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): ([0-9]+)(?:, (.*))?$')
 _BUS_RE = re.compile(r'^(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})(?:\.([0-7]))?$')
-_NCCL_LINE_RE = re.compile(r'^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$')
 _PAGE = 4096
+# Marks a skip of an unmanaged check (popped by evaluate()).
+_UNMANAGED = '_unmanaged'
 _MIB = 1024 * 1024
 _GIB = 1024 * _MIB
 
@@ -200,6 +153,13 @@ def _check(check_id, status, expected, observed):
         'observed': observed,
         'remedy': REMEDIES[check_id],
     }
+
+
+def _unmanaged(check_id, expected, observed):
+    """A ``skip`` because the settings leave this part of the node alone (never turned into a failure)."""
+    result = _check(check_id, SKIP, expected, observed)
+    result[_UNMANAGED] = True
+    return result
 
 
 def worst(statuses):
@@ -281,9 +241,35 @@ def _as_int(value, name):
 
 
 def _setting(settings, name):
-    if name in settings and settings[name] is not None:
-        return settings[name]
-    return SETTING_DEFAULTS.get(name)
+    """A setting by name; evaluate() has made sure every name of SETTING_NAMES is there."""
+    return settings[name]
+
+
+def _ratio(value, name):
+    """A finite number above 0 (a float such as 0.5, or its text)."""
+    if isinstance(value, bool):
+        raise ReadinessError('{0}: {1!r} is not a number above 0 (for example 0.5)'.format(name, value))
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ReadinessError('{0}: {1!r} is not a number above 0 (for example 0.5)'.format(name, value))
+    if math.isnan(number) or math.isinf(number) or number <= 0:
+        raise ReadinessError('{0}: {1!r} is not a finite number above 0 (for example 0.5)'.format(name, value))
+    return number
+
+
+def _features(value, name):
+    """A dict feature name -> true/false."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ReadinessError('{0}: expected a dict of feature name -> true/false (for example {{gro: false}}), '
+                             'got {1!r}'.format(name, value))
+    bad = sorted(str(k) for k, v in value.items() if not isinstance(v, bool))
+    if bad:
+        raise ReadinessError('{0}: {1} must be true or false, got {2}'.format(
+            name, ', '.join(bad), ', '.join(repr(value[k]) for k in sorted(value, key=str) if str(k) in bad)))
+    return dict((str(k), v) for k, v in value.items())
 
 
 def _device_id(value):
@@ -423,8 +409,8 @@ def _nouveau(facts, settings, probe):
     nouveau = _get(facts, 'kernel_state', 'nouveau')
     expected = 'nouveau blacklisted and not loaded'
     if not _setting(settings, 'nodeprep_nvidia_driver_blacklist_nouveau'):
-        return _check('driver.nouveau_blacklisted', SKIP, 'not managed (nodeprep_nvidia_driver_blacklist_nouveau '
-                      'false)', 'not checked')
+        return _unmanaged('driver.nouveau_blacklisted', 'not managed (nodeprep_nvidia_driver_blacklist_nouveau '
+                          'false)', 'not checked')
     if not isinstance(nouveau, dict):
         return _check('driver.nouveau_blacklisted', SKIP, expected, 'kernel facts were not gathered')
     problems = []
@@ -498,8 +484,8 @@ def _persistenced(facts, settings, probe):
     expected = 'nvidia-persistenced enabled and running'
     gpus = _gpus(facts)
     if not _setting(settings, 'nodeprep_nvidia_driver_persistenced'):
-        return _check('driver.persistenced', SKIP, 'not managed (nodeprep_nvidia_driver_persistenced false)',
-                      'not checked')
+        return _unmanaged('driver.persistenced', 'not managed (nodeprep_nvidia_driver_persistenced false)',
+                          'not checked')
     if not gpus and not _get(facts, 'kernel_state', 'pci', 'gpu_count'):
         return _check('driver.persistenced', SKIP, expected, 'no NVIDIA GPU on the PCI bus')
     unit = _unit(probe, 'nvidia-persistenced')
@@ -563,6 +549,11 @@ def _gpu_count(facts, settings, probe):
     observed = 'nvidia-smi: {0}, PCI bus: {1}'.format(
         nvsmi_count if nvidia.get('present') and not nvidia.get('error') else 'failed', pci_count)
     problems = []
+    nvsmi_failed = not nvidia.get('present') or nvidia.get('error')
+    if nvidia and nvsmi_failed and pci_count is None:
+        # Neither source can say how many GPUs there are: that is not a pass.
+        problems.append('nvidia-smi failed ({0}) and the PCI bus was not read, so no GPU could be '
+                        'counted'.format(nvidia.get('error') or 'not found'))
     lost = find_lost_gpus(facts)
     if lost:
         problems.append('missing from nvidia-smi: {0}'.format(', '.join(item['bus_id'] for item in lost)))
@@ -793,9 +784,9 @@ def _memlock_users(facts, settings, probe):
     expected = 'memlock soft and hard {0} for {1}'.format(desired, ', '.join(users) or 'no user')
     effective = _get(facts, 'limits', 'effective')
     if not _setting(settings, 'nodeprep_memlock_limits'):
-        return _check('memlock.users', SKIP, expected, 'not managed (nodeprep_memlock_limits false)')
+        return _unmanaged('memlock.users', expected, 'not managed (nodeprep_memlock_limits false)')
     if not users:
-        return _check('memlock.users', SKIP, expected, 'nodeprep_memlock_verify_users is empty')
+        return _unmanaged('memlock.users', expected, 'nodeprep_memlock_verify_users is empty')
     if not isinstance(effective, dict):
         return _check('memlock.users', SKIP, expected, 'limits facts were not gathered')
     problems = []
@@ -824,7 +815,7 @@ def _memlock_services(facts, settings, probe):
     parts.extend('{0} LimitMEMLOCK'.format(s) for s in services)
     expected = '{0} for {1}'.format(desired, ', '.join(parts) or 'no service')
     if not want_default and not services:
-        return _check('memlock.services', SKIP, expected, 'no systemd memlock setting managed')
+        return _unmanaged('memlock.services', expected, 'no systemd memlock setting managed')
     systemd = _get(facts, 'limits', 'systemd')
     if not isinstance(systemd, dict):
         return _check('memlock.services', SKIP, expected, 'limits facts were not gathered')
@@ -864,9 +855,12 @@ def desired_shm_size(facts, settings):
     if explicit is not None:
         size = _round_page(explicit)
         return size, '{0} (nodeprep_shm_size)'.format(format_size(size))
-    ratio = float(_setting(settings, 'nodeprep_shm_gpu_memory_ratio'))
+    ratio = _ratio(_setting(settings, 'nodeprep_shm_gpu_memory_ratio'), 'nodeprep_shm_gpu_memory_ratio')
     floor = _round_page(parse_size(_setting(settings, 'nodeprep_shm_min_size'), 'nodeprep_shm_min_size') or 0)
-    total = sum(int(g.get('memory_total_mib') or 0) for g in _gpus(facts)) * _MIB
+    unread = nvidia_unreadable(facts)
+    if unread:
+        return None, 'the GPU memory is unknown: {0}'.format(unread)
+    total = gpu_memory_bytes(facts)
     if not total and not floor:
         return None, 'no GPU memory reported and no nodeprep_shm_min_size'
     from_gpus = (int(math.ceil(total * ratio)) + _GIB - 1) // _GIB * _GIB
@@ -874,6 +868,23 @@ def desired_shm_size(facts, settings):
     why = '{0} = max({1:g} x {2} of GPU memory, nodeprep_shm_min_size {3})'.format(
         format_size(size), ratio, format_size(total), format_size(floor))
     return size, why
+
+
+def gpu_memory_bytes(facts):
+    """The node's total GPU memory in bytes, as nvidia-smi reports it."""
+    return sum(int(g.get('memory_total_mib') or 0) for g in _gpus(facts)) * _MIB
+
+
+def nvidia_unreadable(facts):
+    """Why nvidia-smi could not be read on a node that has GPUs; None when it was read or there is no GPU."""
+    nvidia = facts.get('nvidia')
+    if not isinstance(nvidia, dict):
+        return None
+    if nvidia.get('present') and not nvidia.get('error'):
+        return None
+    if _get(facts, 'kernel_state', 'pci', 'gpu_count') == 0:
+        return None
+    return 'nvidia-smi failed: {0}'.format(nvidia.get('error') or 'not found')
 
 
 def _round_page(num_bytes):
@@ -887,6 +898,8 @@ def _shm(facts, settings, probe):
     expected = '{0} tmpfs of {1}{2}'.format(SHM_PATH, why, ', live and in fstab' if fstab_wanted else '')
     if not isinstance(shm, dict):
         return _check('shm.size', SKIP, expected, 'shm facts were not gathered')
+    if size is None and why.startswith('the GPU memory is unknown'):
+        return _check('shm.size', FAIL, expected, why)
     if size is None:
         return _check('shm.size', SKIP, expected, why)
     if not shm.get('mounted') or shm.get('fstype') not in (None, 'tmpfs'):
@@ -924,36 +937,37 @@ def _shm(facts, settings, probe):
     return _check('shm.size', PASS, expected, observed)
 
 
-def parse_nccl_conf(content):
-    """``NAME=value`` pairs of an nccl.conf (comments and blank lines ignored), in file order."""
-    pairs = []
-    for number, line in enumerate((content or '').splitlines(), 1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith('#'):
-            continue
-        match = _NCCL_LINE_RE.match(stripped)
-        if not match:
-            raise ReadinessError('nccl.conf line {0}: {1!r} is not NAME=value'.format(number, line))
-        pairs.append((match.group(1), match.group(2)))
-    return pairs
-
-
 def _nccl(facts, settings, probe):
-    wanted = _setting(settings, 'nodeprep_nccl_conf') or {}
-    if not isinstance(wanted, dict):
-        raise ReadinessError('nodeprep_nccl_conf: expected a dict of NAME: value, got {0!r}'.format(wanted))
-    wanted = dict((str(k), _nccl_value(v)) for k, v in wanted.items())
+    wanted_conf = _setting(settings, 'nodeprep_nccl_conf') or {}
+    if not isinstance(wanted_conf, dict):
+        raise ReadinessError('nodeprep_nccl_conf: expected a dict of NAME: value, got {0!r}'.format(wanted_conf))
+    try:
+        wanted = dict((str(k), nccl_conf_value(str(k), v)) for k, v in wanted_conf.items())
+    except NcclError as exc:
+        raise ReadinessError(str(exc))
     networks = _as_list(_setting(settings, 'nodeprep_nccl_socket_networks'), 'nodeprep_nccl_socket_networks')
-    if networks and isinstance(facts.get('nics'), dict):
-        wanted['NCCL_SOCKET_IFNAME'] = '=' + ','.join(select_nics(facts['nics'], networks=networks,
-                                                                  what='nodeprep_nccl_socket_networks'))
     strict = bool(_setting(settings, 'nodeprep_nccl_strict'))
     path = _setting(settings, 'nodeprep_nccl_conf_path')
-    known = set(_as_list(_setting(settings, 'nodeprep_readiness_nccl_known_names'),
-                         'nodeprep_readiness_nccl_known_names')) or set(NCCL_KNOWN_NAMES)
-    known.update(_as_list(_setting(settings, 'nodeprep_nccl_extra_names'), 'nodeprep_nccl_extra_names'))
+    extra = (_as_list(_setting(settings, 'nodeprep_readiness_nccl_known_names'), 'nodeprep_readiness_nccl_known_names')
+             + _as_list(_setting(settings, 'nodeprep_nccl_extra_names'), 'nodeprep_nccl_extra_names'))
+    known = nccl_known_names(extra)
+    if networks:
+        wanted['NCCL_SOCKET_IFNAME'] = '=<the interfaces on {0}>'.format(', '.join(str(n) for n in networks))
     names = ', '.join('{0}={1}'.format(k, v) for k, v in sorted(wanted.items()))
     expected = '{0} with {1}; only names NCCL reads'.format(path, names or 'no setting')
+    if networks:
+        if not isinstance(facts.get('nics'), dict):
+            unread = _unread(facts, 'nics')
+            if unread:
+                return _check('nccl.config', FAIL, expected, 'could not be read: {0}'.format(unread))
+            return _check('nccl.config', SKIP, expected, 'nic facts were not gathered')
+        try:
+            chosen = select_nics(facts['nics'], networks=networks, what='nodeprep_nccl_socket_networks')
+        except NicError as exc:
+            raise ReadinessError(str(exc))
+        wanted['NCCL_SOCKET_IFNAME'] = '=' + ','.join(chosen)
+        names = ', '.join('{0}={1}'.format(k, v) for k, v in sorted(wanted.items()))
+        expected = '{0} with {1}; only names NCCL reads'.format(path, names)
     conf = _get(probe, 'nccl_conf')
     if not isinstance(conf, dict):
         return _check('nccl.config', SKIP, expected, '{0} was not read'.format(path))
@@ -962,98 +976,67 @@ def _nccl(facts, settings, probe):
     if not conf.get('exists'):
         if wanted:
             return _check('nccl.config', FAIL, expected, '{0} does not exist'.format(path))
-        return _check('nccl.config', SKIP, expected, '{0} does not exist and nothing is configured'.format(path))
-    try:
-        pairs = parse_nccl_conf(conf.get('content'))
-    except ReadinessError as exc:
-        return _check('nccl.config', FAIL, expected, '{0}: {1}'.format(path, exc))
+        return _unmanaged('nccl.config', expected, '{0} does not exist and nothing is configured'.format(path))
+    pairs, comment_pairs = nccl_parse_conf(conf.get('content'))
     found = dict(pairs)
     problems = []
     for name, value in sorted(wanted.items()):
         if name not in found:
             problems.append('{0} missing'.format(name))
         elif found[name] != value:
-            problems.append('{0}={1}, wanted {2}'.format(name, found[name], value))
+            problems.append('{0}={1!r}, wanted {2!r}'.format(name, found[name], value))
     unknown = [name for name, _value in pairs if name not in known]
-    unknown_text = 'names NCCL does not read: {0}'.format(', '.join(unknown)) if unknown else ''
-    if problems or (unknown and strict):
-        return _check('nccl.config', FAIL, expected, '; '.join(problems + ([unknown_text] if unknown else [])))
+    notes = []
     if unknown:
-        return _check('nccl.config', WARN, expected, unknown_text)
+        notes.append('names NCCL does not read from this file: {0}'.format(', '.join(repr(n) for n in unknown)))
+    if comment_pairs:
+        notes.append('comment lines holding "=", which NCCL versions that do not skip comments read as settings: '
+                     '{0}'.format(', '.join(repr(n + '=' + v) for n, v in comment_pairs)))
+    if problems or (notes and strict):
+        return _check('nccl.config', FAIL, expected, '; '.join(problems + notes))
+    if notes:
+        return _check('nccl.config', WARN, expected, '; '.join(notes))
     return _check('nccl.config', PASS, expected, '{0}: {1} settings, all known to NCCL'.format(path, len(pairs)))
 
 
-def _nccl_value(value):
-    if isinstance(value, bool):
-        return '1' if value else '0'
-    return str(value)
-
-
-def select_nics(nics, interfaces=(), drivers=(), networks=(), what='nodeprep_nic_offload_networks'):
-    """Names of the NICs chosen by name, by driver or by an IPv4/IPv6 address inside one of the CIDRs."""
-    chosen = []
-    parsed = []
-    for cidr in networks:
-        try:
-            parsed.append(ipaddress.ip_network(str(cidr), strict=False))
-        except ValueError:
-            raise ReadinessError('{0}: {1!r} is not a network in CIDR form'.format(what, cidr))
-    for name in sorted(nics or {}):
-        nic = nics[name] or {}
-        if name in interfaces:
-            chosen.append(name)
-            continue
-        if _get(nic, 'driver', 'driver') in drivers:
-            chosen.append(name)
-            continue
-        addresses = list(_get(nic, 'addresses', 'ipv4') or []) + list(_get(nic, 'addresses', 'ipv6') or [])
-        for address in addresses:
-            try:
-                ip = ipaddress.ip_interface(str(address)).ip
-            except ValueError:
-                continue
-            if any(ip.version == net.version and ip in net for net in parsed):
-                chosen.append(name)
-                break
-    return chosen
-
-
 def _nic_offload(facts, settings, probe):
-    features = _setting(settings, 'nodeprep_nic_offload_features') or {}
+    features = _features(_setting(settings, 'nodeprep_nic_offload_features'), 'nodeprep_nic_offload_features')
     interfaces = _as_list(_setting(settings, 'nodeprep_nic_offload_interfaces'), 'nodeprep_nic_offload_interfaces')
     drivers = _as_list(_setting(settings, 'nodeprep_nic_offload_drivers'), 'nodeprep_nic_offload_drivers')
     networks = _as_list(_setting(settings, 'nodeprep_nic_offload_networks'), 'nodeprep_nic_offload_networks')
     wanted = ', '.join('{0} {1}'.format(k, 'on' if v else 'off') for k, v in sorted(features.items()))
     expected = '{0} on the NICs chosen by name, driver or network'.format(wanted or 'no feature')
     if not features or not (interfaces or drivers or networks):
-        return _check('nic.offload', SKIP, expected, 'no NIC offload setting managed')
+        return _unmanaged('nic.offload', expected, 'no NIC offload setting managed')
     nics = facts.get('nics')
     if not isinstance(nics, dict):
         return _check('nic.offload', SKIP, expected, 'nic facts were not gathered')
-    chosen = select_nics(nics, interfaces, drivers, networks)
+    try:
+        chosen = select_nics(nics, interfaces, drivers, networks, what='nodeprep_nic_offload_networks')
+    except NicError as exc:
+        raise ReadinessError(str(exc))
     missing = [name for name in interfaces if name not in nics]
     if not chosen:
-        status = FAIL if _setting(settings, 'nodeprep_nic_offload_require_match') else SKIP
-        return _check('nic.offload', status, expected, 'no NIC matches (interfaces {0}, drivers {1}, networks {2})'.format(
-            ', '.join(interfaces) or '-', ', '.join(drivers) or '-', ', '.join(networks) or '-'))
+        text = 'no NIC matches (interfaces {0}, drivers {1}, networks {2})'.format(
+            ', '.join(interfaces) or '-', ', '.join(drivers) or '-', ', '.join(networks) or '-')
+        if _setting(settings, 'nodeprep_nic_offload_require_match'):
+            return _check('nic.offload', FAIL, expected, text)
+        return _unmanaged('nic.offload', expected, text)
     ignore_fixed = bool(_setting(settings, 'nodeprep_nic_offload_ignore_fixed'))
     problems = ['{0}: no such interface'.format(name) for name in missing]
     warnings = []
     for name in chosen:
+        try:
+            plan = offload_differences(_get(nics, name, 'features') or {}, features, ignore_fixed, ifname=name)
+        except NicError as exc:
+            problems.append(str(exc))
+            continue
+        for leaf, change in plan['changes'].items():
+            problems.append('{0}: {1} is {2}'.format(name, leaf, 'on' if change['before'] else 'off'))
         have = _get(nics, name, 'features') or {}
-        for feature, enabled in sorted(features.items()):
-            state = have.get(feature)
-            if state is None:
-                problems.append('{0}: no feature {1} in ethtool -k'.format(name, feature))
-            elif bool(state.get('enabled')) != bool(enabled):
-                text = '{0}: {1} is {2}'.format(name, feature, 'on' if state.get('enabled') else 'off')
-                if state.get('fixed') and ignore_fixed:
-                    warnings.append(text + ' [fixed]: the driver does not allow a change')
-                elif state.get('fixed'):
-                    problems.append(text + ' [fixed]: the driver does not allow a change '
-                                    '(nodeprep_nic_offload_ignore_fixed)')
-                else:
-                    problems.append(text)
+        for leaf in plan['skipped_fixed']:
+            warnings.append('{0}: {1} is {2} [fixed]: the driver does not allow a change'.format(
+                name, leaf, 'on' if (have.get(leaf) or {}).get('enabled') else 'off'))
     if problems:
         return _check('nic.offload', FAIL, expected, '; '.join(problems + warnings))
     if warnings:
@@ -1070,29 +1053,54 @@ def _want(setting, auto):
     return False
 
 
+def fabric_kind(facts):
+    """How the node's GPUs reach their NVSwitches: ``none``, ``pci`` (NVSwitches on the PCI bus, HGX H100/H200),
+    ``nvlink5`` (HGX B200 and later: the NVSwitches are not on the PCI bus; kernel_facts finds their NVLink 5
+    bridges); None when the kernel facts were not read.
+
+    Uses kernel_facts' ``pci.nvswitch_fabric``; facts of older collections lack it, and then the NVSwitch count
+    on the PCI bus decides between ``pci`` and ``none``.
+    """
+    pci = _get(facts, 'kernel_state', 'pci')
+    if not isinstance(pci, dict):
+        return None
+    kind = pci.get('nvswitch_fabric')
+    if kind in ('none', 'pci', 'nvlink5'):
+        return kind
+    count = pci.get('nvswitch_count')
+    if count is None:
+        return None
+    return 'pci' if count else 'none'
+
+
+def _fabric_text(facts, kind):
+    pci = _get(facts, 'kernel_state', 'pci') or {}
+    if kind == 'nvlink5':
+        bridges = pci.get('nvlink5_bridge_count')
+        return 'NVLink 5 switch fabric ({0} NVLink 5 bridges; its NVSwitches are not on the PCI bus)'.format(
+            bridges if bridges is not None else 'unknown number of')
+    if kind == 'pci':
+        return '{0} NVSwitches on the PCI bus'.format(pci.get('nvswitch_count') or 0)
+    return 'no NVSwitch on the PCI bus and no NVLink 5 switch bridge'
+
+
 def _fabric(facts, settings, probe):
-    switches = _get(facts, 'kernel_state', 'pci', 'nvswitch_count') or 0
-    expected = 'nvidia-fabricmanager running and every GPU fabric state Completed/Success'
-    open_only, _reason = is_open_only(facts, _as_list(
-        _setting(settings, 'nodeprep_nvidia_driver_open_required_device_ids'),
-        'nodeprep_nvidia_driver_open_required_device_ids'))
-    want_fm = _want(_setting(settings, 'nodeprep_nvidia_driver_fabricmanager'), switches > 0)
-    want_nvlsm = _want(_setting(settings, 'nodeprep_nvidia_driver_nvlsm'), switches > 0 and open_only)
-    names = (['nvidia-fabricmanager'] if want_fm else []) + (['nvlsm'] if want_nvlsm else [])
-    if names:
-        expected = '{0} running, every GPU fabric state Completed/Success'.format(' and '.join(names))
-    if not switches and not names:
-        return _check('fabric.manager', SKIP, expected, 'no NVSwitch on the PCI bus')
-    if not names:
-        return _check('fabric.manager', SKIP, expected, 'not managed (nodeprep_nvidia_driver_fabricmanager)')
+    kind = fabric_kind(facts)
+    unit_name = 'nvidia-fabricmanager'
+    expected = ('{0} active and enabled (on NVLink 5 systems it starts NVLSM itself), every GPU fabric state '
+                'Completed/Success'.format(unit_name))
+    if kind is None:
+        return _check('fabric.manager', SKIP, expected, 'kernel facts were not gathered')
+    want_fm = _want(_setting(settings, 'nodeprep_nvidia_driver_fabricmanager'), kind != 'none')
+    if kind == 'none' and not want_fm:
+        return _check('fabric.manager', SKIP, expected, _fabric_text(facts, kind))
+    if not want_fm:
+        return _unmanaged('fabric.manager', expected, '{0}; not managed (nodeprep_nvidia_driver_fabricmanager '
+                          'never)'.format(_fabric_text(facts, kind)))
     problems = []
-    seen = []
-    units_bad = False
-    for name in names:
-        unit = _unit(probe, name)
-        seen.append(_unit_text(name, unit))
-        if probe is not None and not (_unit_running(unit) and _unit_enabled(unit)):
-            units_bad = True
+    unit = _unit(probe, unit_name)
+    seen = _unit_text(unit_name, unit)
+    units_bad = probe is not None and not (_unit_running(unit) and _unit_enabled(unit))
     for gpu in _gpus(facts):
         fabric = gpu.get('fabric')
         if not fabric:
@@ -1100,7 +1108,7 @@ def _fabric(facts, settings, probe):
         state, status = fabric.get('state'), fabric.get('status')
         if state != 'Completed' or (status not in (None, 'Success')):
             problems.append('{0}: fabric {1}/{2}'.format(_gpu_label(gpu), state, status))
-    observed = '{0} NVSwitches; {1}'.format(switches, ', '.join(seen))
+    observed = '{0}; {1}'.format(_fabric_text(facts, kind), seen)
     if problems:
         return _check('fabric.manager', FAIL, expected, observed + '; ' + '; '.join(problems))
     if units_bad:
@@ -1108,50 +1116,144 @@ def _fabric(facts, settings, probe):
     return _check('fabric.manager', PASS, expected, observed)
 
 
-_CHECKS = (
-    ('kernel.devel_matched', _kernel_devel),
-    ('driver.nouveau_blacklisted', _nouveau),
-    ('driver.loaded', _driver_loaded),
-    ('driver.open_modules', _open_modules),
-    ('driver.persistenced', _persistenced),
-    ('gpu.count', _gpu_count),
-    ('gpu.power_limit', _power_limit),
-    ('gpu.clocks', _clocks),
-    ('gpu.health', _health),
-    ('memlock.users', _memlock_users),
-    ('memlock.services', _memlock_services),
-    ('shm.size', _shm),
-    ('nccl.config', _nccl),
-    ('nic.offload', _nic_offload),
-    ('fabric.manager', _fabric),
+_ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
+
+# The one list of checks: (id, remedy, check function, fact namespaces it needs). A namespace that could not be
+# read (ansible_facts.nodeprep_errors, or nvidia-smi failing on a node with GPUs) fails the checks that need it
+# unless their settings leave that part of the node alone.
+CHECKS = (
+    ('kernel.devel_matched', _ROLE.format('kernel'), _kernel_devel, ('kernel_state',)),
+    ('driver.nouveau_blacklisted', _ROLE.format('nvidia_driver'), _nouveau, ('kernel_state',)),
+    ('driver.loaded', _ROLE.format('nvidia_driver'), _driver_loaded, ('nvidia', 'kernel_state')),
+    ('driver.open_modules', _ROLE.format('nvidia_driver'), _open_modules, ('kernel_state',)),
+    ('driver.persistenced', _ROLE.format('nvidia_driver'), _persistenced, ()),
+    ('gpu.count', 'playbooks/recover_gpu.yml (GPU missing from nvidia-smi); a GPU missing from the PCI bus as '
+                  'well needs a reboot and then hardware service', _gpu_count, ('nvidia', 'kernel_state')),
+    ('gpu.power_limit', _ROLE.format('gpu_settings'), _power_limit, ('nvidia',)),
+    ('gpu.clocks', _ROLE.format('gpu_settings'), _clocks, ('nvidia',)),
+    ('gpu.health', 'drain the node, then playbooks/recover_gpu.yml (reboot resets the GPU and applies pending '
+                   'page retirement or row remapping); repeated faults: hardware service', _health, ('nvidia',)),
+    ('memlock.users', _ROLE.format('memlock'), _memlock_users, ('limits',)),
+    ('memlock.services', _ROLE.format('memlock'), _memlock_services, ('limits',)),
+    ('shm.size', _ROLE.format('shm'), _shm, ('shm',)),
+    ('nccl.config', _ROLE.format('nccl'), _nccl, ()),
+    ('nic.offload', _ROLE.format('nic_offload'), _nic_offload, ('nics',)),
+    ('fabric.manager', _ROLE.format('nvidia_driver'), _fabric, ('kernel_state',)),
 )
+CHECK_IDS = tuple(entry[0] for entry in CHECKS)
+REMEDIES = dict((entry[0], entry[1]) for entry in CHECKS)
+
+# gpu_node_facts' subsets and the namespaces they fill.
+_SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm',
+                      'nic': 'nics'}
+
+_BOOL_SETTINGS = (
+    'nodeprep_nvidia_driver_blacklist_nouveau', 'nodeprep_nvidia_driver_persistenced', 'nodeprep_memlock_limits',
+    'nodeprep_memlock_systemd_default', 'nodeprep_shm_shrink', 'nodeprep_shm_fstab', 'nodeprep_shm_remount',
+    'nodeprep_nccl_strict', 'nodeprep_nic_offload_ignore_fixed', 'nodeprep_nic_offload_require_match',
+)
+_TRUE = ('true', 'yes', 'on', '1')
+_FALSE = ('false', 'no', 'off', '0')
+
+
+def _as_bool(value, name):
+    """true/false as Ansible's bool filter reads them (so an extra var given as text works)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ReadinessError('{0}: {1!r} is not true or false'.format(name, value))
+
+
+def normalize_settings(settings):
+    """A copy of ``settings`` with every name of SETTING_NAMES checked and typed; ReadinessError otherwise."""
+    if not isinstance(settings, dict):
+        raise ReadinessError('settings: expected a dict of role variables, got {0}'.format(type(settings).__name__))
+    missing = [name for name in SETTING_NAMES if name not in settings]
+    if missing:
+        raise ReadinessError('settings: missing {0}; give every variable the checks read (the readiness role '
+                             'passes them all; docs/readiness.md lists them)'.format(', '.join(missing)))
+    out = dict(settings)
+    for name in _BOOL_SETTINGS:
+        out[name] = _as_bool(out[name], name)
+    _ratio(out['nodeprep_shm_gpu_memory_ratio'], 'nodeprep_shm_gpu_memory_ratio')
+    out['nodeprep_nic_offload_features'] = _features(out['nodeprep_nic_offload_features'],
+                                                     'nodeprep_nic_offload_features')
+    codes = []
+    for code in _as_list(out['nodeprep_readiness_xid_fail'], 'nodeprep_readiness_xid_fail'):
+        if isinstance(code, bool):
+            code = None
+        try:
+            codes.append(int(code))
+        except (TypeError, ValueError):
+            raise ReadinessError('nodeprep_readiness_xid_fail: {0!r} is not an Xid code (a whole number)'.format(
+                code))
+    out['nodeprep_readiness_xid_fail'] = codes
+    for name in ('nodeprep_shm_size', 'nodeprep_shm_min_size'):
+        parse_size(out[name], name)
+    return out
+
+
+def gather_errors(facts):
+    """Namespace -> why it could not be read: gpu_node_facts' ``nodeprep_errors`` and a failed nvidia-smi."""
+    raw = facts.get('nodeprep_errors') or {}
+    if not isinstance(raw, dict):
+        raise ReadinessError('facts.nodeprep_errors: expected a dict subset -> message, got {0!r}'.format(raw))
+    errors = {}
+    for subset, message in raw.items():
+        errors[_SUBSET_NAMESPACES.get(str(subset), str(subset))] = str(message)
+    for namespace in ('kernel_state', 'limits', 'shm', 'nics'):
+        value = facts.get(namespace)
+        if isinstance(value, dict) and isinstance(value.get('error'), str) and value['error']:
+            errors.setdefault(namespace, '{0} facts: {1}'.format(namespace, value['error']))
+    unread = nvidia_unreadable(facts)
+    if unread and 'nvidia' not in errors:
+        errors['nvidia'] = unread
+    elif 'nvidia' in errors and _get(facts, 'kernel_state', 'pci', 'gpu_count') == 0:
+        del errors['nvidia']
+    return errors
+
+
+def _unread(facts, namespace):
+    return gather_errors(facts).get(namespace)
 
 
 def evaluate(facts, settings, probe=None):
     """Run every readiness check.
 
-    ``facts``: the namespaces gpu_node_facts gathers (nvidia, kernel_state, limits, shm, nics); a missing namespace
-    turns the checks that need it into ``skip``. ``settings``: role variables by their names (see
-    SETTING_DEFAULTS); missing ones take the roles' defaults. ``probe``: what readiness_check read on the node
-    (``nccl_conf``, ``kernel_log``, ``services``); None when it was not read.
-    Returns the checks in CHECK_IDS order. Raises ReadinessError for a malformed setting.
+    ``facts``: the namespaces gpu_node_facts gathers (nvidia, kernel_state, limits, shm, nics) and its
+    ``nodeprep_errors``. A namespace that could not be read fails the checks that need it (never skip, never
+    pass); one that was not asked for at all makes them ``skip``. ``settings``: every role variable of
+    SETTING_NAMES by its name. ``probe``: what readiness_info read on the node (``nccl_conf``, ``kernel_log``,
+    ``services``); None when it was not read.
+    Returns the checks in CHECK_IDS order. Raises ReadinessError for a missing or malformed setting.
     """
     if not isinstance(facts, dict):
         raise ReadinessError('facts: expected a dict of fact namespaces, got {0}'.format(type(facts).__name__))
-    settings = settings or {}
-    if not isinstance(settings, dict):
-        raise ReadinessError('settings: expected a dict of role variables, got {0}'.format(type(settings).__name__))
+    settings = normalize_settings(settings)
     skipped = set(_as_list(_setting(settings, 'nodeprep_readiness_skip_checks'), 'nodeprep_readiness_skip_checks'))
     unknown = sorted(skipped - set(CHECK_IDS))
     if unknown:
         raise ReadinessError('nodeprep_readiness_skip_checks: unknown check ids {0}; known: {1}'.format(
             ', '.join(unknown), ', '.join(CHECK_IDS)))
+    errors = gather_errors(facts)
     results = []
-    for check_id, func in _CHECKS:
+    for check_id, _remedy, func, needs in CHECKS:
         if check_id in skipped:
             results.append(_check(check_id, SKIP, 'skipped by nodeprep_readiness_skip_checks', 'not checked'))
             continue
-        results.append(func(facts, settings, probe))
+        result = func(facts, settings, probe)
+        unmanaged = result.pop(_UNMANAGED, False) or str(result['expected']).startswith('not managed')
+        unread = [errors[namespace] for namespace in needs if namespace in errors]
+        if unread and not unmanaged and result['status'] != FAIL:
+            text = 'could not be read: {0}'.format('; '.join(unread))
+            if result['status'] != SKIP:
+                text += '; from what was read: {0}'.format(result['observed'])
+            result['status'] = FAIL
+            result['observed'] = text
+        results.append(result)
     return results
 
 
@@ -1165,219 +1267,149 @@ def summarize(checks):
 
 
 # ---------------------------------------------------------------------------
-# the controller-side report
+# the values the checks looked at, for the report
 
 
-def build_report(hosts, results, generated, unreachable=None):
-    """The report as one dict: ``{generated, summary, check_ids, hosts: {name: {status, msg, checks}}}``.
+def _watts(value):
+    return '{0:g}'.format(float(value))
 
-    ``hosts`` lists every host of the play, in order. ``results`` maps a host to what readiness_check returned
-    (``checks``); a host without a result, or whose result says ``unreachable``, is ``unreachable``
-    (``unreachable`` may give the reason per host).
-    A result with ``failed`` but no checks (the gather failed) becomes a host with one failed ``facts.gather``.
+
+def _fmt_pct(value):
+    text = '{0:.1f}'.format(value)
+    return text[:-2] if text.endswith('.0') else text
+
+
+def _distinct(values):
+    out = []
+    for value in values:
+        if value not in out:
+            out.append(value)
+    return out
+
+
+def _power_values(gpus):
+    parts = []
+    for gpu in gpus:
+        watts = gpu.get('power_limit_w')
+        default = gpu.get('default_power_limit_w')
+        if watts is None:
+            parts.append('unknown')
+            continue
+        text = '{0} W'.format(_watts(watts))
+        if default:
+            text += ' = {0}% of the default {1} W'.format(_fmt_pct(100.0 * watts / default), _watts(default))
+        if gpu.get('min_power_limit_w') is not None and gpu.get('max_power_limit_w') is not None:
+            text += ' (range {0}-{1} W)'.format(_watts(gpu['min_power_limit_w']), _watts(gpu['max_power_limit_w']))
+        parts.append(text)
+    distinct = _distinct(parts)
+    if len(distinct) == 1:
+        return '{0} on {1} GPUs'.format(distinct[0], len(gpus)) if len(gpus) > 1 else distinct[0]
+    return '; '.join('{0}: {1}'.format(_gpu_label(gpu), text) for gpu, text in zip(gpus, parts))
+
+
+def _limit_pair(items):
+    soft, hard = _soft_hard(_memlock_item(items))
+    if soft is None and hard is None:
+        return 'not reported'
+    return '{0}/{1}'.format(soft, hard)
+
+
+def checked_values(facts, settings, probe=None):
+    """What the checks looked at on this host, as ``[label, text]`` pairs for the report.
+
+    Only reads facts and the probe; ``settings`` must be complete (see SETTING_NAMES).
     """
-    unreachable = unreachable or {}
-    out_hosts = {}
-    order = []
-    summary = {'hosts': 0, 'ready': 0, 'not_ready': 0, 'unreachable': 0}
-    summary.update((status, 0) for status in STATUSES)
-    for host in hosts:
-        if host in out_hosts:
-            continue
-        order.append(host)
-        summary['hosts'] += 1
-        result = results.get(host)
-        if not result or host in unreachable or result.get('unreachable'):
-            reason = (unreachable.get(host) or (result or {}).get('msg')
-                      or 'no result: the host was unreachable or failed before the check')
-            out_hosts[host] = {'status': UNREACHABLE, 'msg': str(reason), 'checks': []}
-            summary['unreachable'] += 1
-            continue
-        checks = result.get('checks') or []
-        if not checks:
-            checks = [{'id': 'facts.gather', 'status': FAIL, 'expected': 'facts gathered',
-                       'observed': str(result.get('msg') or 'the check returned nothing'),
-                       'remedy': 'read the error; run playbooks/readiness.yml with -vvv on this host'}]
-        counts = summarize(checks)
-        for status in STATUSES:
-            summary[status] += counts[status]
-        host_status = 'not_ready' if counts['status'] == FAIL else 'ready'
-        summary[host_status] += 1
-        out_hosts[host] = {'status': host_status, 'worst': counts['status'], 'msg': '',
-                           'checks': [dict((k, c.get(k)) for k in ('id', 'status', 'expected', 'observed', 'remedy'))
-                                      for c in checks]}
-    check_ids = list(CHECK_IDS)
-    for host in order:
-        for check in out_hosts[host]['checks']:
-            if check['id'] not in check_ids:
-                check_ids.append(check['id'])
-    return {'generated': generated, 'summary': summary, 'check_ids': check_ids, 'host_order': order,
-            'hosts': out_hosts}
+    settings = normalize_settings(settings)
+    errors = gather_errors(facts)
+    values = []
 
+    def add(label, text):
+        values.append([label, text])
 
-def render_json(report):
-    return json.dumps(report, indent=2, sort_keys=True) + '\n'
-
-
-_XML_ESCAPES = (('&', '&amp;'), ('<', '&lt;'), ('>', '&gt;'), ('"', '&quot;'), ("'", '&#x27;'))
-
-
-def _escape(text):
-    """Text safe inside XML/HTML element content and double-quoted attributes."""
-    text = str(text if text is not None else '')
-    for char, entity in _XML_ESCAPES:
-        text = text.replace(char, entity)
-    return text
-
-
-def _xml_quoteattr(text):
-    return '"{0}"'.format(_escape(text).replace('\n', '&#10;').replace('\r', '&#13;').replace('\t', '&#9;'))
-
-
-def _cdata_safe(text):
-    return _escape(text)
-
-
-def render_junit(report):
-    """JUnit XML: a testsuite per host, a testcase per check; fail -> <failure>, skip -> <skipped>,
-    warn -> passed with <system-out>; an unreachable host -> one errored testcase ``host.reachable``."""
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>']
-    summary = report['summary']
-    total = sum(max(1, len(report['hosts'][h]['checks'])) for h in report['host_order'])
-    lines.append('<testsuites name="gpufleet.nodeprep readiness" tests="{0}" failures="{1}" errors="{2}" '
-                 'skipped="{3}" timestamp={4}>'.format(total, summary[FAIL], summary['unreachable'], summary[SKIP],
-                                                       _xml_quoteattr(str(report['generated']))))
-    for host in report['host_order']:
-        entry = report['hosts'][host]
-        if entry['status'] == UNREACHABLE:
-            lines.append('  <testsuite name={0} tests="1" failures="0" errors="1" skipped="0">'.format(
-                _xml_quoteattr(host)))
-            lines.append('    <testcase classname={0} name="host.reachable">'.format(_xml_quoteattr(host)))
-            lines.append('      <error type="unreachable" message={0}/>'.format(_xml_quoteattr(entry['msg'])))
-            lines.append('    </testcase>')
-            lines.append('  </testsuite>')
-            continue
-        checks = entry['checks']
-        counts = summarize(checks)
-        lines.append('  <testsuite name={0} tests="{1}" failures="{2}" errors="0" skipped="{3}">'.format(
-            _xml_quoteattr(host), len(checks), counts[FAIL], counts[SKIP]))
-        for check in checks:
-            lines.append('    <testcase classname={0} name={1}>'.format(_xml_quoteattr(host),
-                                                                        _xml_quoteattr(check['id'])))
-            detail = 'expected: {0}\nobserved: {1}\nremedy: {2}'.format(check['expected'], check['observed'],
-                                                                        check['remedy'])
-            if check['status'] == FAIL:
-                lines.append('      <failure type="fail" message={0}>{1}</failure>'.format(
-                    _xml_quoteattr(str(check['observed'])), _cdata_safe(detail)))
-            elif check['status'] == SKIP:
-                lines.append('      <skipped message={0}/>'.format(_xml_quoteattr(str(check['observed']))))
-            elif check['status'] == WARN:
-                lines.append('      <system-out>{0}</system-out>'.format(_cdata_safe('WARN\n' + detail)))
-            lines.append('    </testcase>')
-        lines.append('  </testsuite>')
-    lines.append('</testsuites>')
-    return '\n'.join(lines) + '\n'
-
-
-_HTML_COLOURS = {
-    PASS: ('#1b7f3b', '#e6f4ea'),
-    WARN: ('#8a5a00', '#fff4d6'),
-    FAIL: ('#b3261e', '#fde7e6'),
-    SKIP: ('#5f6368', '#f1f3f4'),
-    UNREACHABLE: ('#ffffff', '#6b2c91'),
-}
-
-
-def _h(text):
-    return _escape(text)
-
-
-def render_html(report):
-    """A self-contained HTML page: hosts as rows, check ids as columns, a coloured cell per status with the
-    details in its title, then a details section listing every check that is not ``pass``."""
-    ids = report['check_ids']
-    summary = report['summary']
-    out = ['<!DOCTYPE html>', '<html lang="en">', '<head>', '<meta charset="utf-8">',
-           '<title>gpufleet.nodeprep readiness report</title>', '<style>',
-           'body{font-family:sans-serif;margin:1.5em;color:#202124}',
-           'table{border-collapse:collapse;font-size:13px}',
-           'th,td{border:1px solid #c0c4c8;padding:4px 6px;text-align:center}',
-           'th.check{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap}',
-           'td.host{text-align:left;font-weight:bold}']
-    for status, (fg, bg) in sorted(_HTML_COLOURS.items()):
-        out.append('.{0}{{color:{1};background:{2}}}'.format(status, fg, bg))
-    out += ['</style>', '</head>', '<body>', '<h1>gpufleet.nodeprep readiness report</h1>']
-    out.append('<p id="summary">Generated {0}. Hosts: {1} ({2} ready, {3} not ready, {4} unreachable). '
-               'Checks: {5} pass, {6} warn, {7} fail, {8} skip.</p>'.format(
-                   _h(report['generated']), summary['hosts'], summary['ready'], summary['not_ready'],
-                   summary['unreachable'], summary[PASS], summary[WARN], summary[FAIL], summary[SKIP]))
-    out.append('<table id="matrix">')
-    out.append('<tr><th>host</th><th>status</th>' + ''.join(
-        '<th class="check">{0}</th>'.format(_h(check_id)) for check_id in ids) + '</tr>')
-    for host in report['host_order']:
-        entry = report['hosts'][host]
-        by_id = dict((c['id'], c) for c in entry['checks'])
-        row = ['<tr><td class="host">{0}</td>'.format(_h(host))]
-        if entry['status'] == UNREACHABLE:
-            row.append('<td class="unreachable" title="{0}">unreachable</td>'.format(_h(entry['msg'])))
-            row.append('<td class="unreachable" colspan="{0}" title="{1}">unreachable</td>'.format(
-                len(ids), _h(entry['msg'])))
+    gpus = _gpus(facts)
+    nvidia = facts.get('nvidia') or {}
+    if 'nvidia' in errors:
+        add('GPUs', 'could not be read: {0}'.format(errors['nvidia']))
+    elif gpus:
+        names = ', '.join('{0} x {1}'.format(sum(1 for g in gpus if g.get('name') == name), name)
+                          for name in _distinct([g.get('name') for g in gpus]))
+        add('GPUs', '{0}; driver {1}, CUDA {2}'.format(names, nvidia.get('driver_version'),
+                                                       nvidia.get('cuda_version')))
+        add('power limit', _power_values(gpus))
+        clocks = _distinct(['{0} / {1} MHz'.format(
+            _get(g, 'max_clocks', 'graphics_mhz'), _get(g, 'max_clocks', 'mem_mhz')) for g in gpus])
+        add('max GPU / memory clock', ', '.join(clocks))
+    pci = _get(facts, 'kernel_state', 'pci')
+    if isinstance(pci, dict):
+        add('PCI bus', '{0} GPUs; {1}'.format(pci.get('gpu_count'), _fabric_text(facts, fabric_kind(facts))))
+    elif 'kernel_state' in errors:
+        add('PCI bus', 'could not be read: {0}'.format(errors['kernel_state']))
+    running = _get(facts, 'kernel_state', 'running')
+    if running:
+        module = _get(facts, 'kernel_state', 'nvidia_module') or {}
+        if module.get('loaded'):
+            add('kernel', '{0}; nvidia module {1} ({2})'.format(
+                running, module.get('version') or 'of unknown version', module.get('flavour') or 'flavour unknown'))
         else:
-            row.append('<td class="{0}">{1}</td>'.format(_h(entry['worst']), _h(entry['status'])))
-            for check_id in ids:
-                check = by_id.get(check_id)
-                if check is None:
-                    row.append('<td class="skip" title="not run">-</td>')
-                    continue
-                title = 'expected: {0}\nobserved: {1}\nremedy: {2}'.format(
-                    check['expected'], check['observed'], check['remedy'])
-                row.append('<td class="{0}" title="{1}">{2}</td>'.format(
-                    _h(check['status']), _h(title), _h(check['status'])))
-        row.append('</tr>')
-        out.append(''.join(row))
-    out.append('</table>')
-    out.append('<h2>Details</h2>')
-    out.append('<table id="details">')
-    out.append('<tr><th>host</th><th>check</th><th>status</th><th>expected</th><th>observed</th>'
-               '<th>remedy</th></tr>')
-    for host in report['host_order']:
-        entry = report['hosts'][host]
-        if entry['status'] == UNREACHABLE:
-            out.append('<tr><td class="host">{0}</td><td>host.reachable</td><td class="unreachable">unreachable</td>'
-                       '<td>reachable over SSH</td><td>{1}</td><td>check the node and the connection</td></tr>'.format(
-                           _h(host), _h(entry['msg'])))
-            continue
-        for check in entry['checks']:
-            if check['status'] == PASS:
-                continue
-            out.append('<tr><td class="host">{0}</td><td>{1}</td><td class="{2}">{2}</td><td>{3}</td><td>{4}</td>'
-                       '<td>{5}</td></tr>'.format(_h(host), _h(check['id']), _h(check['status']),
-                                                  _h(check['expected']), _h(check['observed']),
-                                                  _h(check['remedy'])))
-    out += ['</table>', '</body>', '</html>']
-    return '\n'.join(out) + '\n'
-
-
-_MATRIX_MARKS = {PASS: '.', WARN: 'W', FAIL: 'F', SKIP: '-', None: ' '}
-
-
-def render_matrix(report):
-    """A compact text matrix for the end of the run: one line per host, one column per check."""
-    ids = report['check_ids']
-    width = max([len(h) for h in report['host_order']] + [4])
-    lines = ['checks: ' + '  '.join('{0}={1}'.format(i + 1, check_id) for i, check_id in enumerate(ids))]
-    lines.append('{0}  {1}  {2}'.format('host'.ljust(width), ' '.join('{0:>2}'.format(i + 1)
-                                                                      for i in range(len(ids))), 'status'))
-    for host in report['host_order']:
-        entry = report['hosts'][host]
-        if entry['status'] == UNREACHABLE:
-            cells = ' '.join(' ?' for dummy in ids)
+            add('kernel', '{0}; nvidia module not loaded'.format(running))
+    shm = facts.get('shm')
+    total = gpu_memory_bytes(facts)
+    if isinstance(shm, dict):
+        live = shm.get('size_bytes')
+        fstab = (shm.get('fstab') or {}).get('size_bytes')
+        text = '{0} live, {1} in fstab'.format(format_size(live), format_size(fstab) if fstab else 'no size')
+        if live and total:
+            text += '; GPU memory {0}, so /dev/shm = {1}% of it'.format(
+                format_size(total), _fmt_pct(100.0 * live / total))
+        size, _why = desired_shm_size(facts, settings)
+        if size:
+            text += '; wanted at least {0}'.format(format_size(size))
+        add(SHM_PATH, text)
+    elif 'shm' in errors:
+        add(SHM_PATH, 'could not be read: {0}'.format(errors['shm']))
+    effective = _get(facts, 'limits', 'effective')
+    if isinstance(effective, dict):
+        users = _as_list(_setting(settings, 'nodeprep_memlock_verify_users'), 'nodeprep_memlock_verify_users')
+        add('memlock (soft/hard KiB)', ', '.join('{0} {1}'.format(user, _limit_pair(effective.get(user)))
+                                                 for user in users) or 'no user asked for')
+        systemd = _get(facts, 'limits', 'systemd') or {}
+        services = [re.sub(r'\.service$', '', str(s)) for s in
+                    _as_list(_setting(settings, 'nodeprep_memlock_services'), 'nodeprep_memlock_services')]
+        parts = ['DefaultLimitMEMLOCK {0}'.format(_limit_pair(systemd.get('default')))]
+        parts.extend('{0} {1}'.format(name, _limit_pair(_get(systemd, 'services', name))) for name in services)
+        add('systemd memlock', ', '.join(parts))
+    elif 'limits' in errors:
+        add('memlock', 'could not be read: {0}'.format(errors['limits']))
+    nics = facts.get('nics')
+    features = settings['nodeprep_nic_offload_features']
+    if isinstance(nics, dict) and features:
+        try:
+            chosen = select_nics(nics, _as_list(settings['nodeprep_nic_offload_interfaces'], 'interfaces'),
+                                 _as_list(settings['nodeprep_nic_offload_drivers'], 'drivers'),
+                                 _as_list(settings['nodeprep_nic_offload_networks'], 'networks'))
+        except NicError:
+            chosen = []
+        parts = []
+        for name in chosen:
+            have = _get(nics, name, 'features') or {}
+            shown = ', '.join('{0} {1}'.format(feature, 'on' if (have.get(feature) or {}).get('enabled') else 'off')
+                              for feature in sorted(have) if feature in ('generic-receive-offload',
+                                                                         'large-receive-offload',
+                                                                         'tcp-segmentation-offload',
+                                                                         'generic-segmentation-offload'))
+            parts.append('{0} ({1} Mb/s, MTU {2}): {3}'.format(name, _get(nics, name, 'speed_mbps'),
+                                                               _get(nics, name, 'mtu'), shown or 'no offload read'))
+        add('NICs checked', '; '.join(parts) or 'none chosen')
+    elif 'nics' in errors:
+        add('NICs', 'could not be read: {0}'.format(errors['nics']))
+    conf = _get(probe, 'nccl_conf')
+    if isinstance(conf, dict):
+        if conf.get('error'):
+            add('NCCL file', conf['error'])
+        elif not conf.get('exists'):
+            add('NCCL file', '{0}: does not exist'.format(conf.get('path')))
         else:
-            by_id = dict((c['id'], c['status']) for c in entry['checks'])
-            cells = ' '.join('{0:>2}'.format(_MATRIX_MARKS.get(by_id.get(i), '?')) for i in ids)
-        lines.append('{0}  {1}  {2}'.format(host.ljust(width), cells, entry['status']))
-    summary = report['summary']
-    lines.append('legend: . pass  W warn  F fail  - skip  ? unreachable; hosts {0}: {1} ready, {2} not ready, '
-                 '{3} unreachable'.format(summary['hosts'], summary['ready'], summary['not_ready'],
-                                          summary['unreachable']))
-    return '\n'.join(lines)
+            pairs, _comments = nccl_parse_conf(conf.get('content'))
+            add('NCCL file', '{0}: {1}'.format(conf.get('path'), ', '.join(
+                '{0}={1}'.format(name, value) for name, value in pairs) or 'no setting'))
+    return values

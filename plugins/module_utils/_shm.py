@@ -11,6 +11,8 @@ Pure functions; no Ansible import.  Sizes follow tmpfs(5) and the kernel's shmem
 parser: ``size=`` takes memparse() syntax (a C integer - decimal, 0x hex or 0 octal - with
 an optional k, m, g, t, p or e suffix, base 1024) or ``N%`` of RAM, and is rounded up to
 whole pages; ``nr_blocks=`` counts pages; without either, tmpfs takes half of RAM.
+``size=0`` and ``nr_blocks=0`` mean no limit at all (tmpfs(5)): such a mount is reported as
+unlimited, never as 0 bytes.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,6 +20,8 @@ __metaclass__ = type
 
 import os
 import re
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import to_display
 
 
 class ShmError(Exception):
@@ -68,7 +72,10 @@ def parse_tmpfs_size(value, ram_bytes=None, page_size=4096, where='size'):
 
 
 def tmpfs_size_from_options(options, ram_bytes=None, page_size=4096):
-    """Size in bytes given by a tmpfs option list, or None when it sets no size (then RAM/2 applies)."""
+    """Size in bytes given by a tmpfs option list, or None when it sets no size (then RAM/2 applies).
+
+    0 means unlimited (size=0, size=0k, nr_blocks=0): see is_unlimited().
+    """
     size = None
     for option in options:
         key, _sep, value = option.partition('=')
@@ -79,6 +86,14 @@ def tmpfs_size_from_options(options, ram_bytes=None, page_size=4096):
                 raise ShmError('nr_blocks={0}: not a number of pages'.format(value))
             size = int(value) * page_size
     return size
+
+
+UNLIMITED_SIZE = 0
+
+
+def is_unlimited(size):
+    """tmpfs reads a size of 0 (size=0, nr_blocks=0, or statvfs reporting 0 blocks) as no limit."""
+    return size == UNLIMITED_SIZE
 
 
 def tmpfs_default_size(ram_bytes, page_size=4096):
@@ -127,16 +142,36 @@ def parse_mountinfo(text):
     return mounts
 
 
-def parse_fstab(text):
-    """List of dicts: spec, file, vfstype, options (list), freq, passno, line."""
+def parse_fstab(text, path='/etc/fstab'):
+    """List of dicts: spec, file, vfstype, options (list), freq, passno, line.
+
+    Raises ShmError for the first line that is not an fstab entry; parse_fstab_lines() reports them all.
+    """
+    entries, errors = parse_fstab_lines(text, path)
+    if errors:
+        raise ShmError(errors[0])
+    return entries
+
+
+def parse_fstab_lines(text, path='/etc/fstab'):
+    """(entries, errors): every fstab entry, and an error naming path and line for each line that is not one.
+
+    mount(8) skips such a line with a parse error; it is reported here, never skipped silently. Bytes that are not
+    UTF-8 (text decoded with surrogateescape) are shown with \\x escapes and reported as an error of their line.
+    """
     entries = []
+    errors = []
     for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
+        shown = to_display(raw)
+        if shown != raw:
+            errors.append('{0} line {1}: not UTF-8 (shown with \\x escapes)'.format(path, lineno))
+        line = shown.strip()
         if not line or line.startswith('#'):
             continue
         fields = line.split()
         if len(fields) < 3:
-            raise ShmError("fstab line {0}: expected at least 'spec file vfstype', got '{1}'".format(lineno, line))
+            errors.append("{0} line {1}: expected at least 'spec file vfstype', got '{2}'".format(path, lineno, line))
+            continue
         entries.append({
             'spec': unescape(fields[0]),
             'file': unescape(fields[1]),
@@ -146,7 +181,7 @@ def parse_fstab(text):
             'passno': fields[5] if len(fields) > 5 else '0',
             'line': lineno,
         })
-    return entries
+    return entries, errors
 
 
 def _norm(path):
@@ -191,7 +226,12 @@ SHM_PATH = '/dev/shm'  # nosec B108
 
 
 def collect_shm_facts(module, path=SHM_PATH, root='/'):
-    """Return the ``shm`` namespace. module is unused (kept for the collector contract)."""
+    """Return the ``shm`` namespace. module is unused (kept for the collector contract).
+
+    An unlimited tmpfs has size_bytes null and unlimited true (live and in fstab). Lines of /etc/fstab that are not
+    entries, or not UTF-8, and a size= on the entry that tmpfs would refuse are listed in ``errors`` naming the
+    file and line: the size after the next boot is then unknown.
+    """
     root = root or '/'
     live = root == '/'
     page_size = os.sysconf('SC_PAGE_SIZE') if live else 4096
@@ -207,33 +247,52 @@ def collect_shm_facts(module, path=SHM_PATH, root='/'):
         raise ShmError('cannot read {0}: {1}'.format(mountinfo_path, exc))
     mount = find_mount(mounts, path)
     facts = {'path': path, 'mounted': mount is not None, 'fstype': None, 'source': None, 'size_bytes': None,
-             'used_bytes': None, 'free_bytes': None, 'mount_options': [], 'fstab': None,
-             'ram_bytes': ram_bytes, 'default_size_bytes': None}
+             'unlimited': False, 'used_bytes': None, 'free_bytes': None, 'mount_options': [], 'fstab': None,
+             'ram_bytes': ram_bytes, 'default_size_bytes': None, 'errors': []}
     if ram_bytes is not None:
         facts['default_size_bytes'] = tmpfs_default_size(ram_bytes, page_size)
     if mount is not None:
         facts['fstype'] = mount['fstype']
-        facts['source'] = mount['source']
-        facts['mount_options'] = merge_options(mount)
+        facts['source'] = to_display(mount['source'])
+        facts['mount_options'] = [to_display(o) for o in merge_options(mount)]
+        size = None
+        if mount['fstype'] == 'tmpfs':
+            size = tmpfs_size_from_options(mount['super_options'], ram_bytes, page_size)
         if live:
             st = os.statvfs(path)
-            facts['size_bytes'] = st.f_blocks * st.f_frsize
-            facts['used_bytes'] = (st.f_blocks - st.f_bfree) * st.f_frsize
-            facts['free_bytes'] = st.f_bavail * st.f_frsize
+            if mount['fstype'] == 'tmpfs' and (st.f_blocks == 0 or is_unlimited(size)):
+                facts['unlimited'] = True  # tmpfs reports no blocks when it has no limit
+            else:
+                facts['size_bytes'] = st.f_blocks * st.f_frsize
+                facts['free_bytes'] = st.f_bavail * st.f_frsize
+            facts['used_bytes'] = (st.f_blocks - st.f_bfree) * st.f_frsize if st.f_blocks else None
         elif mount['fstype'] == 'tmpfs':
-            size = tmpfs_size_from_options(mount['super_options'], ram_bytes, page_size)
-            facts['size_bytes'] = size if size is not None else facts['default_size_bytes']
+            if is_unlimited(size):
+                facts['unlimited'] = True
+            else:
+                facts['size_bytes'] = size if size is not None else facts['default_size_bytes']
     fstab_path = os.path.join(root, 'etc/fstab')
     if os.path.exists(fstab_path):
-        entry = find_fstab(parse_fstab(_read(fstab_path)), path)
+        entries, errors = parse_fstab_lines(_read(fstab_path), to_display(fstab_path))
+        facts['errors'].extend(errors)
+        entry = find_fstab(entries, path)
         if entry is not None:
             size = None
             explicit = False
+            unlimited = False
             if entry['vfstype'] == 'tmpfs':
-                size = tmpfs_size_from_options(entry['options'], ram_bytes, page_size)
-                explicit = size is not None
-                if size is None and ram_bytes is not None:
-                    size = tmpfs_default_size(ram_bytes, page_size)
+                try:
+                    size = tmpfs_size_from_options(entry['options'], ram_bytes, page_size)
+                except ShmError as exc:
+                    facts['errors'].append('{0} line {1}: {2}'.format(to_display(fstab_path), entry['line'], exc))
+                else:
+                    explicit = size is not None
+                    unlimited = is_unlimited(size)
+                    if unlimited:
+                        size = None
+                    elif size is None and ram_bytes is not None:
+                        size = tmpfs_default_size(ram_bytes, page_size)
             facts['fstab'] = {'options': entry['options'], 'size_bytes': size, 'size_explicit': explicit,
-                              'vfstype': entry['vfstype'], 'spec': entry['spec'], 'line': entry['line']}
+                              'unlimited': unlimited, 'vfstype': entry['vfstype'], 'spec': entry['spec'],
+                              'line': entry['line']}
     return facts

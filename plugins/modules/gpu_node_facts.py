@@ -20,9 +20,7 @@ description:
     and C(nodeprep_gathered), the list of subsets it gathered, which roles use to skip a second gather.
   - The roles of this collection call it once per play.
 extends_documentation_fragment:
-  - gpufleet.nodeprep.attributes
-  - gpufleet.nodeprep.attributes.FACTS
-  - gpufleet.nodeprep.attributes.INFO_MODULE
+  - gpufleet.nodeprep.facts_module
 options:
   gather_subset:
     description:
@@ -82,13 +80,6 @@ options:
         a broken node is reported, not skipped.
     type: bool
     default: true
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
 seealso:
   - module: gpufleet.nodeprep.nvidia_gpu_facts
   - module: gpufleet.nodeprep.kernel_facts
@@ -165,11 +156,13 @@ ansible_facts:
       returned: always
       type: dict
       sample: {"nvidia": "nvidia-smi -q -x did not answer within the timeout of 60 seconds and was killed"}
-timings:
-  description: Seconds each reader took on the host.
-  returned: always
-  type: dict
-  sample: {"nvidia": 0.412, "kernel": 0.021}
+    nodeprep_timings:
+      description:
+        - Seconds each reader of this call took on the host, by subset name. Facts modules return only facts, so
+          this is a fact too (earlier versions returned it as a top-level C(timings) key).
+      returned: always
+      type: dict
+      sample: {"nvidia": 0.412, "kernel": 0.021}
 """
 
 import time
@@ -182,6 +175,8 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._limits import L
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import ShmError, collect_shm_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import NicError, collect_nic_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._ethtool import EthtoolError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import (
+    exit_facts, facts_warnings, fail_kwargs)
 
 SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic')
 NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics'}
@@ -223,9 +218,7 @@ def gather(module, subsets):
         except READER_ERRORS as exc:
             message = '{0} facts: {1}'.format(name, exc)
             if params['fail_on_error']:
-                details = exc.fail_kwargs() if hasattr(exc, 'fail_kwargs') else {}
-                details.pop('msg', None)
-                module.fail_json(msg=message, subset=name, **details)
+                module.fail_json(subset=name, **fail_kwargs(exc, '{0} facts: '.format(name)))
             errors[name] = message
             if name == 'nvidia':
                 facts['nvidia'] = empty_facts(str(exc))
@@ -256,13 +249,14 @@ def main():
     module.run_command_environ_update = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
     subsets = wanted_subsets(module.params['gather_subset'])
     facts, errors, timings = gather(module, subsets)
-    for namespace in ('kernel_state', 'limits', 'shm', 'nics'):
-        for warning in (facts.get(namespace) or {}).get('warnings') or []:
-            module.warn('{0}: {1}'.format(namespace, warning))
+    warnings = []
+    for namespace in ('kernel_state', 'limits', 'shm'):
+        warnings.extend(facts_warnings(facts.get(namespace), '{0}: '.format(namespace)))
     kept = [name for name in SUBSETS if name in module.params['keep_gathered'] and name not in subsets]
     facts['nodeprep_gathered'] = [name for name in SUBSETS if name in subsets or name in kept]
     facts['nodeprep_errors'] = errors
-    module.exit_json(changed=False, ansible_facts=facts, timings=timings)
+    facts['nodeprep_timings'] = timings
+    exit_facts(module, facts, warnings)
 
 
 if __name__ == '__main__':

@@ -12,6 +12,10 @@ module: kernel_facts
 short_description: Report kernels, boot default, devel trees, nouveau, the NVIDIA module, DKMS and NVIDIA PCI devices
 version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
+seealso:
+  - module: gpufleet.nodeprep.gpu_node_facts
+    description: Gathers these facts together with the GPU, kernel, limits, shm and NIC facts in one round trip, as
+      the roles do.
 description:
   - Running kernel, installed kernels (a kernel image in C(/boot) or C(/lib/modules/<release>)) and the kernel that
     boots next (C(grubby --default-kernel) on EL, otherwise the GRUB environment and C(grub.cfg), or BLS entries).
@@ -134,9 +138,25 @@ ansible_facts:
               type: list
               elements: str
             initramfs:
-              description: Null unless O(check_initramfs); then C(image), C(checked), C(module_present),
-                C(blacklist_files) (modprobe.d files inside) and C(reason).
+              description: Null unless O(check_initramfs).
               type: dict
+              contains:
+                image:
+                  description: Path of the running kernel's initramfs image, or null when there is none.
+                  type: str
+                checked:
+                  description: Whether the image could be listed.
+                  type: bool
+                module_present:
+                  description: Whether C(nouveau.ko) is inside the image; null when not checked.
+                  type: bool
+                blacklist_files:
+                  description: The C(modprobe.d) files inside the image that blacklist nouveau.
+                  type: list
+                  elements: str
+                reason:
+                  description: Why the image was not checked, or null.
+                  type: str
         nvidia_module:
           description: NVIDIA kernel module.
           type: dict
@@ -160,21 +180,66 @@ ansible_facts:
           elements: dict
           sample: [{module: nvidia, version: 570.86.15, kernel: 5.14.0-503.14.1.el9_5.x86_64, arch: x86_64,
                     status: installed, detail: installed}]
+          contains:
+            module:
+              description: DKMS module name.
+              type: str
+            version:
+              description: Module version.
+              type: str
+            kernel:
+              description: Kernel release it is built for; null for a module only added.
+              type: str
+            arch:
+              description: Architecture; null for a module only added.
+              type: str
+            status:
+              description: First word of the DKMS state (V(added), V(built), V(installed), ...).
+              type: str
+            detail:
+              description: The whole state text C(dkms status) prints.
+              type: str
         pci:
           description: NVIDIA PCI devices from sysfs.
           type: dict
           contains:
             gpus:
-              description: C({bus_id, device_id, vendor_id, class}) per GPU.
+              description: One entry per GPU.
               type: list
               elements: dict
+              contains:
+                bus_id:
+                  description: PCI address as sysfs names it (C(0000:3b:00.0)).
+                  type: str
+                device_id:
+                  description: PCI device ID (C(0x2901)).
+                  type: str
+                vendor_id:
+                  description: PCI vendor ID (C(0x10de) for NVIDIA).
+                  type: str
+                class:
+                  description: PCI class code.
+                  type: str
             gpu_count:
               description: Number of GPUs.
               type: int
             nvswitches:
-              description: C({bus_id, device_id, vendor_id, class}) per NVSwitch.
+              description: One entry per NVSwitch.
               type: list
               elements: dict
+              contains:
+                bus_id:
+                  description: PCI address as sysfs names it (C(0000:3b:00.0)).
+                  type: str
+                device_id:
+                  description: PCI device ID (C(0x2901)).
+                  type: str
+                vendor_id:
+                  description: PCI vendor ID (C(0x10de) for NVIDIA).
+                  type: str
+                class:
+                  description: PCI class code.
+                  type: str
             nvswitch_count:
               description: Number of NVSwitches.
               type: int

@@ -12,6 +12,10 @@ module: limits_facts
 short_description: Report pam_limits entries, effective per-user limits and systemd's memlock limits
 version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
+seealso:
+  - module: gpufleet.nodeprep.gpu_node_facts
+    description: Gathers these facts together with the GPU, kernel, limits, shm and NIC facts in one round trip, as
+      the roles do.
 description:
   - Reads C(/etc/security/limits.conf) and C(/etc/security/limits.d/*.conf) in the order pam_limits reads them
     and returns every entry with its file and line.
@@ -23,10 +27,15 @@ description:
     for the limits of the units in O(services). pam_limits does not reach systemd services.
   - Values are V(unlimited) or integers in limits.conf units (KiB for memlock, minutes for cpu); systemd's bytes
     are converted to KiB and its V(infinity) becomes V(unlimited).
+  - Values are read as pam_limits' C(process_limit()) reads them. A negative value other than V(-1) is not refused;
+    C(strtoull) wraps it around (V(-2) is 2**64 - 2), so for the KiB and minute items it becomes V(unlimited) and
+    for the others a huge number; each such line is also reported in RV(ansible_facts.limits.warnings).
+  - A limits or C(system.conf) file that exists but cannot be read (a directory, a dangling symlink, no permission)
+    does not fail the task. It is listed in RV(ansible_facts.limits.errors), because the limits a login or a service
+    gets are then unknown. File names that are not UTF-8 are returned with C(\\x) escapes.
 extends_documentation_fragment:
-  - gpufleet.nodeprep.attributes
-  - gpufleet.nodeprep.attributes.FACTS
-  - gpufleet.nodeprep.attributes.INFO_MODULE
+  - gpufleet.nodeprep.facts_module
+  - gpufleet.nodeprep.facts_module.ROOT
 options:
   users:
     description:
@@ -44,7 +53,9 @@ options:
   groups:
     description:
       - Group names per user, used instead of the account database. Mainly for tests and for users that do not exist
-        yet. The value for a user is a list of group names, or a dict with C(groups), and optionally C(uid) and C(gid).
+        yet. The value for a user is a list of group names, a string (one group name, or several separated by
+        commas), or a dict with C(groups) (the same forms), and optionally C(uid) and C(gid) (integers 0 or above).
+      - Any other value fails the task with a message naming the user, the value and what is allowed.
     type: dict
   flavour:
     description:
@@ -56,15 +67,6 @@ options:
   root:
     description:
       - Read C(etc/), C(proc/) below this directory instead of C(/). With another root systemd is not asked.
-    type: path
-    default: /
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
 notes:
   - pam_limits only acts at PAM session start. A running shell or service keeps the limits it started with.
 """
@@ -100,16 +102,54 @@ ansible_facts:
           returned: always
           sample: [{file: /etc/security/limits.d/90-nodeprep.conf, line: 1, domain: '*', type: '-', item: memlock,
                     value: unlimited}]
+          contains:
+            file:
+              description: The limits file.
+              type: str
+            line:
+              description: Line number in that file.
+              type: int
+            domain:
+              description: User, C(@group), C(%group), C(*) or a UID/GID range, as written.
+              type: str
+            type:
+              description: V(soft), V(hard) or V(-) (both).
+              type: str
+            item:
+              description: The limit (V(memlock), V(nofile), ...).
+              type: str
+            raw_value:
+              description: The value as written.
+              type: str
+            value:
+              description: The value as pam_limits reads it - V(unlimited) or a number in limits.conf units.
+              type: raw
+            ignored_fields:
+              description: Words after the value, which pam_limits ignores; only present when there are some.
+              type: list
+              elements: str
         files:
           description: The limits files that exist, in reading order.
           type: list
           elements: str
           returned: always
         warnings:
-          description: Lines pam_limits skips, with file, line and why.
+          description:
+            - Lines pam_limits skips, with file, line and why; negative values and how pam_limits reads them; file
+              names that are not UTF-8.
           type: list
           elements: str
           returned: always
+        errors:
+          description:
+            - One text for every limits file, C(system.conf) or drop-in that exists but could not be read (its path,
+              then C(cannot read) and the reason), and for every C(system.conf) value that cannot be parsed (the
+              same as RV(ansible_facts.limits.systemd.errors) for those).
+            - Non-empty means the effective limits are unknown; a check must treat that as a failure, not a pass.
+          type: list
+          elements: str
+          returned: always
+          sample: ["/etc/systemd/system.conf.d/90-memlock.conf: cannot read: dangling symlink to /srv/90-memlock.conf"]
         flavour:
           description: The pam_limits behaviour modelled (V(debian) or V(upstream)).
           type: str
@@ -161,10 +201,15 @@ ansible_facts:
             reason:
               description: Why systemd was not asked, or null.
               type: str
+            errors:
+              description: The C(system.conf) files and drop-ins that could not be read or parsed, each naming the path.
+              type: list
+              elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import run_facts_module
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._limits import (
     LimitsError,
     collect_limits_facts,
@@ -182,20 +227,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    try:
-        facts = collect_limits_facts(
-            module,
-            users=module.params['users'],
-            services=module.params['services'],
-            root=module.params['root'],
-            groups=module.params['groups'],
-            flavour=module.params['flavour'],
-        )
-    except LimitsError as exc:
-        module.fail_json(msg=str(exc))
-    for warning in facts['warnings']:
-        module.warn(warning)
-    module.exit_json(changed=False, ansible_facts={'limits': facts})
+    params = module.params
+    run_facts_module(module, 'limits', lambda: collect_limits_facts(
+        module, users=params['users'], services=params['services'], root=params['root'], groups=params['groups'],
+        flavour=params['flavour']), (LimitsError,))
 
 
 if __name__ == '__main__':

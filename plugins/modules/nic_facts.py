@@ -22,9 +22,7 @@ description:
   - Network matching is done on the managed node with Python's standard C(ipaddress) module (present since
     Python 3.3, so also on EL8's platform-python 3.6). C(netaddr) is not needed on the node.
 extends_documentation_fragment:
-  - gpufleet.nodeprep.attributes
-  - gpufleet.nodeprep.attributes.FACTS
-  - gpufleet.nodeprep.attributes.INFO_MODULE
+  - gpufleet.nodeprep.facts_module
 options:
   interfaces:
     description:
@@ -145,6 +143,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import run_facts_module
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import (
     NicError,
     collect_nic_facts,
@@ -159,12 +158,9 @@ def main():
         ),
         supports_check_mode=True,
     )
-    try:
-        nics = collect_nic_facts(module, interfaces=module.params['interfaces'],
-                                 networks=module.params['networks'])
-    except NicError as exc:
-        module.fail_json(**exc.fail_kwargs())
-    module.exit_json(changed=False, ansible_facts={'nics': nics})
+    run_facts_module(module, 'nics', lambda: collect_nic_facts(module, interfaces=module.params['interfaces'],
+                                                               networks=module.params['networks']),
+                     (NicError,), warn_keys=())
 
 
 if __name__ == '__main__':

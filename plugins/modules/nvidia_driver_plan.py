@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: nvidia_driver_plan
 short_description: Decide what the nvidia_driver role installs, pins, enables and reboots for, without changing anything
-version_added: 0.2.0
+version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
 description:
   - Reads what the decisions need from the node (the C(/etc/yum.repos.d) repositories, the installed NVIDIA packages,

@@ -210,6 +210,13 @@ diff:
   sample:
     before: {"00000000:8F:00.0": {"power_limit_w": 1000.0}}
     after: {"00000000:8F:00.0": {"power_limit_w": 700.0}}
+  contains:
+    before:
+      description: PCI bus ID -> managed setting -> value before the run.
+      type: dict
+    after:
+      description: PCI bus ID -> managed setting -> value after the run (predicted in check mode).
+      type: dict
 gpus:
   description: Per-GPU outcome for the selected GPUs.
   returned: always
@@ -222,6 +229,25 @@ gpus:
       changed: true
       before: {power_limit_w: 1000.0}
       after: {power_limit_w: 700.0}
+  contains:
+    index:
+      description: The GPU's index as nvidia-smi numbers it.
+      type: int
+    pci_bus_id:
+      description: The GPU's PCI bus ID as nvidia-smi prints it.
+      type: str
+    uuid:
+      description: The GPU's UUID.
+      type: str
+    changed:
+      description: Whether any setting of this GPU changed (would change, in check mode).
+      type: bool
+    before:
+      description: Managed setting -> value before the run.
+      type: dict
+    after:
+      description: Managed setting -> value after the run (predicted in check mode).
+      type: dict
 replay:
   description: The replay file's content (V(null) without O(replay_file) or when there is nothing to replay).
   returned: always

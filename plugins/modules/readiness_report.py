@@ -16,16 +16,20 @@ short_description: Write the fleet readiness report on the controller
 version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
 description:
-  - Reads every host's readiness result (what M(gpufleet.nodeprep.readiness_check) returned, kept in the host
-    variable named by O(result_var)) from hostvars and writes three files into O(dest) on the controller.
+  - Reads every host's readiness result (what M(gpufleet.nodeprep.readiness_info) returned, kept in the host
+    variable named by O(result_var)) from hostvars and writes four files into O(dest) on the controller.
   - C(report.json) - hosts with their checks (id, status, expected, observed, remedy) and a summary.
   - C(junit.xml) - a testsuite per host and a testcase per check, for CI systems; V(fail) is a C(<failure>),
     V(skip) a C(<skipped>), V(warn) a passed testcase with C(<system-out>); an unreachable host is one errored
     testcase C(host.reachable).
   - C(report.html) - a self-contained page, hosts as rows and checks as columns, coloured by status, the details
-    in each cell's tooltip and in a table below.
+    in each cell's tooltip; then a section per host with the values that were checked (power limit in W and in %
+    of the default, C(/dev/shm) against the GPU memory, memlock, NICs, NCCL file, ...) and the checks that did not
+    pass.
+  - C(report.txt) - the same matrix, values and failed checks as plain text.
   - A host of O(hosts) without a result, or whose result says it was unreachable, appears everywhere as
     C(unreachable), never as missing.
+  - A host of O(hosts) that the inventory does not have is refused, naming it.
   - Runs on the controller only; use it with C(run_once). It never connects to the hosts.
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
@@ -62,7 +66,7 @@ attributes:
 notes:
   - Always returns C(changed=false) - the files it writes live on the controller and carry the time of the run.
 seealso:
-  - module: gpufleet.nodeprep.readiness_check
+  - module: gpufleet.nodeprep.readiness_info
 """
 
 EXAMPLES = r"""
@@ -90,12 +94,37 @@ files:
   type: list
   elements: str
   sample: [/home/ops/fleet/readiness-report/report.json, /home/ops/fleet/readiness-report/junit.xml,
-           /home/ops/fleet/readiness-report/report.html]
+           /home/ops/fleet/readiness-report/report.html, /home/ops/fleet/readiness-report/report.txt]
 summary:
   description: Host and check counts.
   returned: success
   type: dict
   sample: {hosts: 3, ready: 1, not_ready: 1, unreachable: 1, pass: 24, warn: 2, fail: 1, skip: 3}
+  contains:
+    hosts:
+      description: Hosts in the report.
+      type: int
+    ready:
+      description: Hosts where no check failed.
+      type: int
+    not_ready:
+      description: Reachable hosts where a check failed.
+      type: int
+    unreachable:
+      description: Hosts that could not be checked.
+      type: int
+    pass:
+      description: Checks that passed, over all hosts.
+      type: int
+    warn:
+      description: Checks that warned, over all hosts.
+      type: int
+    fail:
+      description: Checks that failed, over all hosts.
+      type: int
+    skip:
+      description: Checks skipped, over all hosts.
+      type: int
 matrix:
   description: A compact text matrix, one line per host, to print at the end of the run.
   returned: success

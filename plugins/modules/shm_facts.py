@@ -12,6 +12,10 @@ module: shm_facts
 short_description: Report the size and mount options of /dev/shm, live and in /etc/fstab
 version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
+seealso:
+  - module: gpufleet.nodeprep.gpu_node_facts
+    description: Gathers these facts together with the GPU, kernel, limits, shm and NIC facts in one round trip, as
+      the roles do.
 description:
   - Finds O(path) in C(/proc/self/mountinfo) and reports whether it is mounted, its file system type and options.
   - Reports size, used and free bytes from C(statvfs) (as C(df -B1) shows them).
@@ -19,10 +23,14 @@ description:
     C(k), C(m), C(g), C(t) (base 1024), plain bytes, C(nr_blocks=) pages or a percentage of RAM are converted the
     way tmpfs does (rounded up to whole pages, RAM is C(MemTotal) from C(/proc/meminfo)). A tmpfs entry without a
     size gets tmpfs' default, half of RAM.
+  - A tmpfs without a limit (C(size=0) or C(nr_blocks=0), live or in fstab) is reported with C(unlimited=true) and
+    C(size_bytes=null), never as 0 bytes.
+  - Lines of C(/etc/fstab) that are not entries (mount skips them at boot), bytes that are not UTF-8 (returned with
+    C(\\x) escapes) and a C(size=) tmpfs would refuse on the entry for O(path) do not fail the task; each is listed
+    in RV(ansible_facts.shm.errors) with the file and line.
 extends_documentation_fragment:
-  - gpufleet.nodeprep.attributes
-  - gpufleet.nodeprep.attributes.FACTS
-  - gpufleet.nodeprep.attributes.INFO_MODULE
+  - gpufleet.nodeprep.facts_module
+  - gpufleet.nodeprep.facts_module.ROOT
 options:
   path:
     description: The mount point to report.
@@ -32,15 +40,6 @@ options:
     description:
       - Read C(proc/) and C(etc/fstab) below this directory. With another root than C(/), no C(statvfs) is done;
         the size comes from the mount's C(size=) option and used/free are null.
-    type: path
-    default: /
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
 """
 
 EXAMPLES = r"""
@@ -81,9 +80,20 @@ ansible_facts:
           description: The mount source, null when not mounted.
           type: str
         size_bytes:
-          description: Total size in bytes (statvfs blocks times fragment size), null when not mounted.
+          description: Total size in bytes (statvfs blocks times fragment size), null when not mounted or unlimited.
           type: int
           sample: 25325268992
+        unlimited:
+          description: Whether O(path) is a tmpfs without a size limit (mounted with C(size=0) or C(nr_blocks=0)).
+          type: bool
+        errors:
+          description:
+            - One text (the fstab path, the line number, then why) for each line of C(/etc/fstab) that is not an
+              entry or not UTF-8, and for a C(size=) on the entry for O(path) that tmpfs refuses.
+            - Non-empty means the size after the next boot is unknown; a check must treat that as a failure, not a pass.
+          type: list
+          elements: str
+          sample: ["/etc/fstab line 12: expected at least 'spec file vfstype', got 'junk'"]
         used_bytes:
           description: Bytes in use, null when not mounted or not measured.
           type: int
@@ -110,8 +120,13 @@ ansible_facts:
               type: list
               elements: str
             size_bytes:
-              description: The size it gives in bytes (tmpfs' default when it sets none), null when not tmpfs.
+              description:
+                - The size it gives in bytes (tmpfs' default when it sets none); null when not tmpfs, when unlimited
+                  and when its C(size=) cannot be read (see RV(ansible_facts.shm.errors)).
               type: int
+            unlimited:
+              description: Whether the line sets no limit (C(size=0) or C(nr_blocks=0)).
+              type: bool
             size_explicit:
               description: Whether the line sets C(size=) or C(nr_blocks=).
               type: bool
@@ -128,6 +143,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import run_facts_module
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import (
     SHM_PATH,
     ShmError,
@@ -143,11 +159,9 @@ def main():
         ),
         supports_check_mode=True,
     )
-    try:
-        facts = collect_shm_facts(module, path=module.params['path'], root=module.params['root'])
-    except (ShmError, OSError) as exc:
-        module.fail_json(msg='{0}: {1}'.format(module.params['path'], exc))
-    module.exit_json(changed=False, ansible_facts={'shm': facts})
+    path = module.params['path']
+    run_facts_module(module, 'shm', lambda: collect_shm_facts(module, path=path, root=module.params['root']),
+                     (ShmError, OSError), prefix='{0}: '.format(path))
 
 
 if __name__ == '__main__':

@@ -759,6 +759,14 @@ def yaml_dump(obj, indent=0):
     return lines
 
 
+# Locked GPU clocks per GPU model (MHz), within the supported graphics clocks of each profile's capture.
+ARTICLE_LOCKED_CLOCKS = {
+    'b200': {'min': 1500, 'max': 1965},
+    'h100': {'min': 1500, 'max': 1980},
+    'h200': {'min': 1500, 'max': 1980},
+}
+
+
 def write_inventory(nodes, keyfile):
     el_vars = {}
     for flavour, f in FLAVOURS.items():
@@ -791,6 +799,19 @@ def write_inventory(nodes, keyfile):
         # that for /dev/shm exceeds RAM, which a real 8-GPU node (1-2 TiB of RAM) never does. tmpfs accepts it.
         'nodeprep_shm_allow_oversize': True,
     }, 'children': {}}}
+    # What the article's checklist asks for, set the way an operator following it would (so the demo, molecule and
+    # the bench exercise every readiness check): a power cap as a percentage (72.5 %: 507.5 W on the 700 W Hopper
+    # boards, the rounding rule's half-way case), NCCL settings NCCL reads, the NCCL interface chosen by network, and
+    # its receive offloads off. Locked clocks per GPU model are set on the gpu_* groups below.
+    net = '{0}.{1}.0.0/16'.format(SUBNET[0], SUBNET[1])
+    inv['all']['vars'].update({
+        'nodeprep_gpu_settings_power_limit': '72.5%',
+        'nodeprep_nccl_conf': {'NCCL_SHM_DISABLE': 0, 'NCCL_IB_TIMEOUT': 22, 'NCCL_DEBUG': 'WARN'},
+        'nodeprep_nccl_socket_networks': [net],
+        'nodeprep_nic_offload_features': {'gro': False, 'lro': False},
+        'nodeprep_nic_offload_networks': [net],
+        'nodeprep_nic_offload_ignore_fixed': True,
+    })
     children = inv['all']['children']
     for family in ('redhat', 'debian'):
         fam = {'children': {}}
@@ -808,6 +829,8 @@ def write_inventory(nodes, keyfile):
             children[family] = fam
     for gpu in sorted(set(n['gpu'] for n in nodes)):
         children['gpu_' + gpu] = {'hosts': {n['name']: {} for n in nodes if n['gpu'] == gpu}}
+        if gpu in ARTICLE_LOCKED_CLOCKS:
+            children['gpu_' + gpu]['vars'] = {'nodeprep_gpu_settings_locked_gpu_clocks': ARTICLE_LOCKED_CLOCKS[gpu]}
     lines = ['# Written by tests/testbed/testbed.py up: the simulated fleet. Do not edit; run it again.'] + yaml_dump(inv)
     tmp = state_path('inventory.yml.tmp')
     with open(tmp, 'w') as f:

@@ -18,15 +18,14 @@ import re
 import stat
 import subprocess
 import sys
-import sysconfig
 
 import pytest
 import yaml
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
 
-from conftest import FIXTURES, _collection_root
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import (
+    FIXTURES, ROOT, ansible_bin, ansible_env, fake_tool, logged, run_main)
 
 from ansible_collections.gpufleet.nodeprep.plugins.modules import nic_offload, nvidia_gpu
 
@@ -39,33 +38,6 @@ LO_K = os.path.join(FIXTURES, 'ethtool', 'loopback-lo_ethtool-k_hotsos.txt')
 
 # nvidia-smi/ethtool options that change a device; none may appear in a log.
 WRITE_FLAGS = ('-pm', '-pl', '-lgc', '-rgc', '-lmc', '-rmc', '-ac', '-rac', '-r', '-K', '-s', '-G', '-L')
-
-
-def fake_tool(folder, name, reads):
-    """A shell script that logs its argv and prints the fixture for a read (-q -x or -k IFACE)."""
-    log = os.path.join(str(folder), name + '.log')
-    path = os.path.join(str(folder), name)
-    with open(path, 'w') as handle:
-        handle.write('#!/bin/sh\nprintf "%s\\n" "$*" >> "{0}"\n'.format(log))
-        for flag, fixture in reads:
-            handle.write('if [ "$1" = "{0}" ]; then cat "{1}"; exit 0; fi\n'.format(flag, fixture))
-        handle.write('exit 0\n')
-    os.chmod(path, stat.S_IRWXU)
-    return path, log
-
-
-def logged(log):
-    if not os.path.exists(log):
-        return []
-    with open(log) as handle:
-        return [line.split() for line in handle.read().splitlines()]
-
-
-def run_main(main, args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            main()
-    return json.loads(capsys.readouterr().out)
 
 
 def b200_gpus():
@@ -333,8 +305,7 @@ def test_nvidia_gpu_reset_after_the_boot_replay_locked(tmp_path, capsys):
     """The boot unit replays -lgc and records it; a later reset resets, and a lock again is then a change."""
     import importlib.machinery
     import importlib.util
-    script_path = os.path.join(_collection_root(), 'ansible_collections', 'gpufleet', 'nodeprep', 'roles',
-                               'gpu_settings', 'files', 'nodeprep-gpu-settings')
+    script_path = os.path.join(ROOT, 'roles', 'gpu_settings', 'files', 'nodeprep-gpu-settings')
     loader = importlib.machinery.SourceFileLoader('nodeprep_gpu_settings_script', script_path)
     spec = importlib.util.spec_from_loader('nodeprep_gpu_settings_script', loader)
     script = importlib.util.module_from_spec(spec)
@@ -429,6 +400,7 @@ DRIVER_BLACKWELL = 'Check that proprietary modules are not requested for Blackwe
 GPU_ALLOWED = '(allowed: null, watts > 0 such as 700, or a percentage of the default limit such as "70%")'
 CLOCKS_ALLOWED = '(allowed: null, "reset", or {min: MHz, max: MHz} with 0 < min <= max)'
 SHM_ALLOWED = 'must be bytes or a number with a K/M/G/T suffix (e.g. "512G")'
+MEMLOCK_FILE_ALLOWED = '(allowed: a file pam_limits reads, /etc/security/limits.conf or /etc/security/limits.d/<name>.conf)'
 
 # The platform the el10 host pretends to run (the kernel role reads only these facts to decide).
 EL10_FACTS = {'distribution': 'Rocky', 'os_family': 'RedHat', 'distribution_major_version': '10',
@@ -503,6 +475,20 @@ ROLE_CASES = [
      MEMLOCK_ASSERT, ['nodeprep_memlock_domains=["bad user"]', 'a user, @group, %group, * or %']),
     ('memlock service with a space', 'localhost', 'memlock', {'nodeprep_memlock_services': ['slurm d']},
      MEMLOCK_ASSERT, ['nodeprep_memlock_services=["slurm d"]', 'systemd unit names']),
+    ('memlock limits_file pam_limits never reads', 'localhost', 'memlock',
+     {'nodeprep_memlock_limits_file': '/etc/passwd'},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="/etc/passwd"', MEMLOCK_FILE_ALLOWED]),
+    ('memlock limits_file without .conf', 'localhost', 'memlock',
+     {'nodeprep_memlock_limits_file': '/etc/security/limits.d/90-nodeprep-memlock'},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="/etc/security/limits.d/90-nodeprep-memlock"',
+                      MEMLOCK_FILE_ALLOWED]),
+    ('memlock limits_file relative', 'localhost', 'memlock',
+     {'nodeprep_memlock_limits_file': 'limits.d/90-nodeprep-memlock.conf'},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="limits.d/90-nodeprep-memlock.conf"', MEMLOCK_FILE_ALLOWED]),
+    ('memlock limits_file hidden', 'localhost', 'memlock',
+     {'nodeprep_memlock_limits_file': '/etc/security/limits.d/.90-nodeprep.conf'},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="/etc/security/limits.d/.90-nodeprep.conf"',
+                      MEMLOCK_FILE_ALLOWED]),
     ('nic_offload role value not a boolean', 'localhost', 'nic_offload',
      {'nodeprep_nic_offload_features': {'gro': 'maybe'}, 'nodeprep_nic_offload_interfaces': ['lo']},
      NIC_ASSERT, ['nodeprep_nic_offload_features={"gro": "maybe"}', 'feature name -> true/false',
@@ -592,17 +578,11 @@ def role_run(tmp_path_factory):
     with open(inventory, 'w') as handle:
         yaml.safe_dump({'all': {'hosts': dict((host, {'ansible_connection': 'local'}) for host in HOSTS),
                                 'vars': {'ansible_python_interpreter': sys.executable}}}, handle)
-    env = dict((k, v) for k, v in os.environ.items() if k != 'ANSIBLE_CONFIG')
-    env.update({
-        'ANSIBLE_COLLECTIONS_PATH': os.pathsep.join([_collection_root(), sysconfig.get_paths()['purelib']]),
-        'ANSIBLE_LIBRARY': os.path.join(HERE, 'bad_input', 'library'),
-        'ANSIBLE_NOCOLOR': '1', 'ANSIBLE_FORCE_COLOR': '0', 'ANSIBLE_LOCALHOST_WARNING': 'false',
-        'ANSIBLE_RETRY_FILES_ENABLED': 'false', 'ANSIBLE_LOCAL_TEMP': str(folder / 'tmp'),
-        'ANSIBLE_REMOTE_TEMP': str(folder / 'tmp'),
-    })
-    binary = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    env = ansible_env(ANSIBLE_LIBRARY=os.path.join(HERE, 'bad_input', 'library'),
+                      ANSIBLE_LOCAL_TEMP=str(folder / 'tmp'), ANSIBLE_REMOTE_TEMP=str(folder / 'tmp'))
+    binary = ansible_bin('ansible-playbook')
     proc = subprocess.run([binary, '-i', inventory, '--check', playbook], cwd=str(folder), env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=300,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=900,
                           check=False)
     with open(os.path.join(str(folder), 'ansible-playbook.out'), 'w') as handle:
         handle.write(proc.stdout)
@@ -640,3 +620,297 @@ def test_role_refuses(role_run, name, host, role, variables, task, parts):
         assert recorded[name]['task'] == task
     for part in parts:
         assert part in recorded[name]['msg']
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Host facts modules: bad options give a message naming the value and what is allowed; a state that cannot be read
+# is an entry of `errors` naming the path (readiness fails on it); nothing reaches the controller that is not UTF-8.
+
+# A tree below `root`: relative path -> bytes, ('link', target) or ('dir',).
+LIMITS_TREE = {
+    'etc/security/limits.conf': b'*\tsoft\tnproc\t4096\n',
+    'etc/passwd': b'root:x:0:0:root:/root:/bin/bash\ntrain:x:1000:1000::/home/train:/bin/bash\n',
+    'etc/group': b'root:x:0:\ntrain:x:1000:\nvideo:x:44:train\nv:x:45:\n',
+}
+SHM_MOUNTINFO = (b'22 1 253:0 / / rw,relatime shared:1 - xfs /dev/mapper/rl-root rw,seclabel\n'
+                 b'26 22 0:23 / /dev/shm rw,nosuid,nodev shared:9 - tmpfs tmpfs rw,seclabel,inode64\n')
+SHM_UNLIMITED_MOUNTINFO = SHM_MOUNTINFO.replace(b'rw,seclabel,inode64\n', b'rw,seclabel,size=0k,inode64\n')
+SHM_TREE = {'proc/self/mountinfo': SHM_MOUNTINFO, 'proc/meminfo': b'MemTotal:       2113140480 kB\n'}
+NON_UTF8 = b'90-caf\xe9.conf'
+
+
+def _tree(folder, base, extra):
+    files = dict(base)
+    files.update(extra)
+    for rel, content in files.items():
+        path = os.path.join(str(folder), rel) if isinstance(rel, str) else os.path.join(os.fsencode(str(folder)), rel)
+        parent = os.path.dirname(path)
+        if not os.path.isdir(parent):
+            os.makedirs(parent)
+        if isinstance(content, tuple) and content[0] == 'link':
+            os.symlink(content[1], path)
+        elif isinstance(content, tuple) and content[0] == 'dir':
+            os.mkdir(path)
+        else:
+            with open(path, 'wb') as handle:
+                handle.write(content)
+    return str(folder)
+
+
+def _strict_utf8(value, where='result'):
+    """Every string the module returns must encode to UTF-8 (the controller refuses lone surrogates)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _strict_utf8(key, where)
+            _strict_utf8(item, '{0}.{1}'.format(where, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _strict_utf8(item, '{0}[{1}]'.format(where, index))
+    elif isinstance(value, str):
+        value.encode('utf-8')
+
+
+def _dig(result, dotted):
+    value = result
+    for part in dotted.split('.'):
+        value = value[int(part)] if isinstance(value, list) else value[part]
+    return value
+
+
+SYSTEMD_D = 'etc/systemd/system.conf.d'
+LIMITS_D_REL = 'etc/security/limits.d'
+
+# (id, module, base tree, extra files, args (root is added), expected): expected is ('fails', exact message) or
+# ('facts', {dotted path below ansible_facts: value}); '{root}' in a message or value is the tree.
+HOST_FACTS_CASES = [
+    ('limits_facts uid a word', 'limits_facts', LIMITS_TREE, {'etc/security/limits.d/10-range.conf': b'1000: hard nofile 64\n'},
+     {'users': ['newbie'], 'groups': {'newbie': {'uid': 'train', 'groups': ['video']}}},
+     ('fails', "groups.newbie.uid: 'train' is not a uid (allowed: an integer 0 or above)")),
+    ('limits_facts gid a word', 'limits_facts', LIMITS_TREE, {'etc/security/limits.d/10-range.conf': b'@40:50 hard nofile 64\n'},
+     {'users': ['newbie'], 'groups': {'newbie': {'gid': 'video', 'groups': ['video']}}},
+     ('fails', "groups.newbie.gid: 'video' is not a gid (allowed: an integer 0 or above)")),
+    ('limits_facts group list a number', 'limits_facts', LIMITS_TREE, {},
+     {'users': ['newbie'], 'groups': {'newbie': 5}},
+     ('fails', 'groups.newbie: 5 is not a list of group names (allowed: a list of group names, a comma-separated '
+               'string of them, or a dict with the keys groups, uid and gid)')),
+    ('limits_facts groups key a number', 'limits_facts', LIMITS_TREE, {},
+     {'users': ['newbie'], 'groups': {'newbie': {'groups': 5}}},
+     ('fails', 'groups.newbie.groups: 5 is not a list of group names (allowed: a list of group names or a '
+               'comma-separated string of them)')),
+    ('limits_facts group string is one group', 'limits_facts', LIMITS_TREE,
+     {'etc/security/limits.d/90-video.conf': b'@video - memlock unlimited\n@v hard nofile 64\n'},
+     {'users': ['u'], 'groups': {'u': 'video'}, 'flavour': 'upstream'},
+     ('facts', {'limits.effective.u.memlock': {'soft': 'unlimited', 'hard': 'unlimited'},
+                'limits.effective.u.nofile': {'soft': None, 'hard': None}, 'limits.errors': []})),
+    ('limits_facts negative KiB value is unlimited as pam_limits reads it', 'limits_facts', LIMITS_TREE,
+     {'etc/security/limits.d/90-neg.conf': b'* - memlock -5\n'},
+     {'users': ['train'], 'flavour': 'upstream'},
+     ('facts', {'limits.effective.train.memlock': {'soft': 'unlimited', 'hard': 'unlimited'},
+                'limits.entries.1.value': 'unlimited'})),
+    ('limits_facts negative count wraps as pam_limits reads it', 'limits_facts', LIMITS_TREE,
+     {'etc/security/limits.d/90-neg.conf': b'* hard nofile -2\n'},
+     {'users': ['train'], 'flavour': 'upstream'},
+     ('facts', {'limits.effective.train.nofile': {'soft': None, 'hard': 2 ** 64 - 2},
+                'limits.entries.1.value': 2 ** 64 - 2})),
+    ('limits_facts dangling symlink in system.conf.d', 'limits_facts', LIMITS_TREE,
+     {SYSTEMD_D + '/90-memlock.conf': ('link', '/nonexistent/90-memlock.conf')}, {},
+     ('facts', {'limits.errors': ['{root}/' + SYSTEMD_D + '/90-memlock.conf: cannot read: dangling symlink to '
+                                  '/nonexistent/90-memlock.conf'],
+                'limits.systemd.errors': ['{root}/' + SYSTEMD_D + '/90-memlock.conf: cannot read: dangling symlink to '
+                                          '/nonexistent/90-memlock.conf']})),
+    ('limits_facts directory in system.conf.d', 'limits_facts', LIMITS_TREE, {SYSTEMD_D + '/90-memlock.conf': ('dir',)},
+     {}, ('facts', {'limits.errors': ['{root}/' + SYSTEMD_D + '/90-memlock.conf: cannot read: is a directory']})),
+    ('limits_facts directory in limits.d', 'limits_facts', LIMITS_TREE, {LIMITS_D_REL + '/90-x.conf': ('dir',)},
+     {'users': ['train']},
+     ('facts', {'limits.errors': ['{root}/' + LIMITS_D_REL + '/90-x.conf: cannot read: is a directory']})),
+    ('limits_facts non-UTF-8 file name', 'limits_facts', LIMITS_TREE,
+     {os.fsencode(LIMITS_D_REL) + b'/' + NON_UTF8: b'* - memlock unlimited\n'}, {'users': ['train']},
+     ('facts', {'limits.files.1': '{root}/' + LIMITS_D_REL + '/90-caf\\xe9.conf',
+                'limits.effective.train.memlock': {'soft': 'unlimited', 'hard': 'unlimited'},
+                'limits.warnings.0': '{root}/' + LIMITS_D_REL + '/90-caf\\xe9.conf: the file name is not UTF-8 '
+                                     '(shown with \\x escapes); pam_limits reads it'})),
+    ('shm_facts unlimited tmpfs', 'shm_facts', SHM_TREE,
+     {'proc/self/mountinfo': SHM_UNLIMITED_MOUNTINFO, 'etc/fstab': b'tmpfs /dev/shm tmpfs defaults,size=0 0 0\n'}, {},
+     ('facts', {'shm.size_bytes': None, 'shm.unlimited': True, 'shm.fstab.size_bytes': None,
+                'shm.fstab.unlimited': True, 'shm.errors': []})),
+    ('shm_facts unlimited tmpfs by nr_blocks', 'shm_facts', SHM_TREE,
+     {'etc/fstab': b'tmpfs /dev/shm tmpfs nr_blocks=0 0 0\n'}, {},
+     ('facts', {'shm.fstab.size_bytes': None, 'shm.fstab.unlimited': True, 'shm.unlimited': False,
+                'shm.size_bytes': 2113140480 * 1024 // 2})),
+    ('shm_facts junk line in fstab', 'shm_facts', SHM_TREE,
+     {'etc/fstab': b'junk\ntmpfs /dev/shm tmpfs defaults,size=64g 0 0\n'}, {},
+     ('facts', {'shm.errors': ["{root}/etc/fstab line 1: expected at least 'spec file vfstype', got 'junk'"],
+                'shm.fstab.size_bytes': 64 * 1024 ** 3})),
+    ('shm_facts non-UTF-8 byte in fstab', 'shm_facts', SHM_TREE,
+     {'etc/fstab': b'tmpfs /dev/shm tmpfs defaults,size=64g,x-caf\xe9 0 0\n'}, {},
+     ('facts', {'shm.errors': ['{root}/etc/fstab line 1: not UTF-8 (shown with \\x escapes)'],
+                'shm.fstab.options': ['defaults', 'size=64g', 'x-caf\\xe9']})),
+]
+
+
+@pytest.mark.parametrize('name, module, base, extra, args, expected', HOST_FACTS_CASES,
+                         ids=[_case_id(c) for c in HOST_FACTS_CASES])
+def test_host_facts_bad_input(tmp_path, monkeypatch, capsys, name, module, base, extra, args, expected):
+    from ansible_collections.gpufleet.nodeprep.plugins.modules import limits_facts, shm_facts
+    root = _tree(tmp_path / 'root', base, extra)
+    main = {'limits_facts': limits_facts.main, 'shm_facts': shm_facts.main}[module]
+    monkeypatch.setattr(AnsibleModule, 'run_command', lambda *a, **k: pytest.fail('no command may run: {0}'.format(a)))
+    result = run_main(main, dict(args, root=root), capsys)
+    _strict_utf8(result)
+    kind, want = expected
+    if kind == 'fails':
+        assert result.get('failed') is True, result
+        assert result['msg'] == want.replace('{root}', root)
+        return
+    assert not result.get('failed'), result.get('msg')
+    for dotted, value in want.items():
+        value = json.loads(json.dumps(value).replace('{root}', root.replace('\\', '\\\\')))
+        assert _dig(result['ansible_facts'], dotted) == value, dotted
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Readiness: bad settings are refused with a message, and a state that could not be read fails (never skip, never
+# pass). readiness_info runs with no command (services [], kernel_log_lines 0) on the converged B200 fact set.
+
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as RF  # noqa: E402
+
+from ansible_collections.gpufleet.nodeprep.plugins.modules import readiness_info  # noqa: E402
+
+
+def _drop(namespace, subset, message):
+    def mutate(facts, settings):
+        del facts[namespace]
+        facts.setdefault('nodeprep_errors', {})[subset] = message
+    return mutate
+
+
+def _settings(**values):
+    def mutate(facts, settings):
+        settings.update(values)
+    return mutate
+
+
+def _no_setting(name):
+    def mutate(facts, settings):
+        del settings[name]
+    return mutate
+
+
+def _nvidia_failed_no_kernel(facts, settings):
+    facts['nvidia'] = {'present': False, 'error': 'nvidia-smi failed: NVIDIA-SMI has failed because it could not '
+                                                  'communicate with the NVIDIA driver', 'gpus': []}
+    del facts['kernel_state']
+
+
+def _role_names(facts, settings):
+    # The names the nic_offload role documents (short ethtool -K names); the NIC already has them as wanted.
+    settings['nodeprep_nic_offload_features'] = {'gro': False, 'lro': False, 'tso': True}
+
+
+def _kernel_names(facts, settings):
+    settings['nodeprep_nic_offload_features'] = {'rx-gro': False, 'rx-lro': False}
+
+
+FSTAB_ERROR = 'shm facts: /etc/fstab line 7: cannot parse \'tmpfs /dev/shm\' (fewer than 4 fields)'
+LIMITS_ERROR = ("limits facts: cannot read /etc/systemd/system.conf.d/90-memlock.conf: [Errno 2] No such file or "
+                "directory (a dangling symlink)")
+NVSMI_DOWN = 'nvidia-smi failed: NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver'
+
+# (id, mutation of (facts, settings), expected: {'msg': exact refusal} or {check id: (status, observed)})
+READINESS_CASES = [
+    ('readiness ratio half', _settings(nodeprep_shm_gpu_memory_ratio='half'),
+     {'msg': "readiness check: nodeprep_shm_gpu_memory_ratio: 'half' is not a number above 0 (for example 0.5)"}),
+    ('readiness ratio inf', _settings(nodeprep_shm_gpu_memory_ratio='inf'),
+     {'msg': "readiness check: nodeprep_shm_gpu_memory_ratio: 'inf' is not a finite number above 0 (for example "
+             "0.5)"}),
+    ('readiness features as a list', _settings(nodeprep_nic_offload_features=['gro']),
+     {'msg': "readiness check: nodeprep_nic_offload_features: expected a dict of feature name -> true/false (for "
+             "example {gro: false}), got ['gro']"}),
+    ('readiness feature value not a boolean', _settings(nodeprep_nic_offload_features={'gro': 'maybe'}),
+     {'msg': "readiness check: nodeprep_nic_offload_features: gro must be true or false, got 'maybe'"}),
+    ('readiness xid code not a number', _settings(nodeprep_readiness_xid_fail=[79, 'GSP']),
+     {'msg': "readiness check: nodeprep_readiness_xid_fail: 'GSP' is not an Xid code (a whole number)"}),
+    ('readiness nccl value null', _settings(nodeprep_nccl_conf={'NCCL_DEBUG': None}),
+     {'msg': 'readiness check: nodeprep_nccl_conf.NCCL_DEBUG is null; NCCL would read an empty value as unset: '
+             'remove the name or give a value'}),
+    ('readiness missing setting', _no_setting('nodeprep_shm_min_size'),
+     {'msg': 'readiness check: settings: missing nodeprep_shm_min_size; give every variable the checks read (the '
+             'readiness role passes them all; docs/readiness.md lists them)'}),
+    ('readiness junk fstab line fails shm.size', _drop('shm', 'shm', FSTAB_ERROR),
+     {'shm.size': ('fail', 'could not be read: ' + FSTAB_ERROR)}),
+    ('readiness dangling symlink in system.conf.d fails memlock', _drop('limits', 'limits', LIMITS_ERROR),
+     {'memlock.users': ('fail', 'could not be read: ' + LIMITS_ERROR),
+      'memlock.services': ('fail', 'could not be read: ' + LIMITS_ERROR)}),
+    ('readiness nvidia-smi failed and no kernel facts fails gpu.count', _nvidia_failed_no_kernel,
+     {'gpu.count': ('fail', 'nvidia-smi: failed, PCI bus: None; nvidia-smi failed (' + NVSMI_DOWN + ') and the PCI '
+                    'bus was not read, so no GPU could be counted')}),
+    ('readiness nic.offload by the role\'s short names', _role_names,
+     {'nic.offload': ('pass', 'as wanted on ens3f0np0')}),
+    ('readiness nic.offload by kernel names', _kernel_names,
+     {'nic.offload': ('pass', 'as wanted on ens3f0np0')}),
+]
+
+
+@pytest.mark.parametrize('name, mutate, expected', READINESS_CASES, ids=[c[0] for c in READINESS_CASES])
+def test_readiness_info_bad_input(tmp_path, monkeypatch, capsys, name, mutate, expected):
+    facts, settings, _probe = RF.converged()
+    mutate(facts, settings)
+    ran = []
+    monkeypatch.setattr(AnsibleModule, 'run_command', lambda self, argv, **kw: ran.append(argv) or (1, '', ''))
+    args = {'facts': facts, 'settings': settings, 'services': [], 'kernel_log_lines': 0,
+            'nccl_conf_path': str(tmp_path / 'nccl.conf')}
+    result = run_main(readiness_info.main, args, capsys)
+    assert ran == []
+    assert result.get('changed', False) is False
+    if 'msg' in expected:
+        assert result.get('failed') is True, result
+        assert result['msg'] == expected['msg']
+        return
+    assert not result.get('failed'), result
+    got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
+    for check_id, want in expected.items():
+        assert got[check_id] == want
+
+
+def test_readiness_info_negative_kernel_log_lines(tmp_path, capsys):
+    facts, settings, _probe = RF.converged()
+    result = run_main(readiness_info.main, {'facts': facts, 'settings': settings, 'services': [],
+                                            'kernel_log_lines': -5}, capsys)
+    assert result['msg'] == ('kernel_log_lines=-5 is negative; allowed: 0 (do not read the kernel log) or a positive '
+                             'number of lines')
+
+
+def test_readiness_role_passes_the_gather_errors():
+    with open(os.path.join(HERE, '..', '..', 'roles', 'readiness', 'vars', 'main.yml')) as handle:
+        assert 'nodeprep_errors' in yaml.safe_load(handle)['__nodeprep_readiness_fact_names']
+
+
+def test_readiness_report_unknown_host(tmp_path):
+    """A host the inventory does not have is refused by name (it was a traceback from HostVars' Undefined)."""
+    from unittest.mock import MagicMock
+
+    from ansible.errors import AnsibleActionFail
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.playbook.play_context import PlayContext
+    from ansible.vars.manager import VariableManager
+
+    from ansible_collections.gpufleet.nodeprep.plugins.action import readiness_report
+
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources='gpu-a01,gpu-a02,')
+    from ansible.vars.hostvars import HostVars
+    hostvars = HostVars(inventory=inventory, variable_manager=VariableManager(loader=loader, inventory=inventory),
+                        loader=loader)
+    task = MagicMock()
+    task.args = {'dest': str(tmp_path), 'hosts': ['gpu-a01', 'gpu-a09']}
+    task.async_val = 0
+    task.check_mode = False
+    task.diff = False
+    action = readiness_report.ActionModule(task, MagicMock(), PlayContext(), loader=None, templar=None,
+                                           shared_loader_obj=None)
+    with pytest.raises(AnsibleActionFail) as exc:
+        action.run(task_vars={'hostvars': hostvars, 'ansible_play_hosts_all': ['gpu-a01']})
+    assert str(exc.value) == ('hosts: gpu-a09 is not in the inventory; hosts the inventory has: gpu-a01, '
+                              'gpu-a02')
+    assert os.listdir(str(tmp_path)) == []

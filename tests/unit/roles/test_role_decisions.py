@@ -18,16 +18,16 @@ import sysconfig
 
 import pytest
 
-from conftest import ROOT, _collection_root
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ROOT, collection_parent
 
-ROLES_WITH_TABLES = ['kernel']
+ROLES_WITH_TABLES = ['kernel', 'shm']
 
 
 @pytest.mark.parametrize('role', ROLES_WITH_TABLES)
 def test_decision_table(role):
     playbook = os.path.join(ROOT, 'roles', role, 'tests', 'decisions.yml')
     env = dict(os.environ,
-               ANSIBLE_COLLECTIONS_PATH=os.pathsep.join([_collection_root(), sysconfig.get_paths()['purelib']]),
+               ANSIBLE_COLLECTIONS_PATH=os.pathsep.join([collection_parent(), sysconfig.get_paths()['purelib']]),
                ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
     argv = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,', playbook,
             '-e', 'ansible_python_interpreter=' + sys.executable]

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, ROOT
 
 DOUBLE = os.path.join(ROOT, 'tests', 'testbed', 'gpu_double')
 sys.path.insert(0, os.path.join(DOUBLE, 'lib'))

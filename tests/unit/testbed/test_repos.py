@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ROOT
 
 TESTBED = os.path.join(ROOT, 'tests', 'testbed')
 PKGS = os.path.join(TESTBED, 'packages')

@@ -8,7 +8,6 @@ __metaclass__ = type
 
 import json
 import os
-import sys
 import xml.etree.ElementTree as ET
 
 from unittest.mock import MagicMock
@@ -21,8 +20,7 @@ from ansible.playbook.play_context import PlayContext
 from ansible_collections.gpufleet.nodeprep.plugins.action import readiness_report
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'module_utils'))
-import test_readiness_facts as F  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
 
 
 def make_action(args):
@@ -37,7 +35,7 @@ def make_action(args):
 
 
 def task_vars():
-    converged = {'checks': r.evaluate(*F.converged())}
+    converged = {'checks': r.evaluate(*F.converged()), 'values': r.checked_values(*F.converged())}
     fresh = {'checks': r.evaluate(*F.fresh())}
     return {
         'ansible_play_hosts_all': ['gpu-a01', 'gpu-a02', 'gpu-a03'],
@@ -54,10 +52,11 @@ def test_writes_the_three_files(tmp_path):
     result = make_action({'dest': str(dest)}).run(task_vars=task_vars())
     assert result['changed'] is False
     assert result['dest'] == str(dest)
-    assert result['files'] == [str(dest / 'report.json'), str(dest / 'junit.xml'), str(dest / 'report.html')]
-    assert sorted(os.listdir(str(dest))) == ['junit.xml', 'report.html', 'report.json']
+    assert result['files'] == [str(dest / 'report.json'), str(dest / 'junit.xml'), str(dest / 'report.html'),
+                               str(dest / 'report.txt')]
+    assert sorted(os.listdir(str(dest))) == ['junit.xml', 'report.html', 'report.json', 'report.txt']
     assert result['summary'] == {'hosts': 3, 'ready': 1, 'not_ready': 1, 'unreachable': 1,
-                                 'pass': 15, 'warn': 0, 'fail': 12, 'skip': 3}
+                                 'pass': 15, 'warn': 0, 'fail': 15, 'skip': 0}
     assert result['ready'] is False
     assert result['not_ready_hosts'] == ['gpu-a02']
     assert result['unreachable_hosts'] == ['gpu-a03']
@@ -66,7 +65,10 @@ def test_writes_the_three_files(tmp_path):
     suites = [s.get('name') for s in ET.parse(str(dest / 'junit.xml')).getroot().findall('testsuite')]
     assert suites == ['gpu-a01', 'gpu-a02', 'gpu-a03']
     html = (dest / 'report.html').read_text()
-    assert '<td class="host">gpu-a03</td><td class="unreachable"' in html
+    assert ('<td class="host"><a href="#host-gpu-a03">gpu-a03</a></td><td class="unreachable" title="no result: '
+            'the host was unreachable or failed before the check">unreachable</td>') in html
+    text = (dest / 'report.txt').read_text()
+    assert '== gpu-a01: ready\n' in text and 'power limit' in text
     assert result['matrix'].splitlines()[-1] == ('legend: . pass  W warn  F fail  - skip  ? unreachable; hosts 3: '
                                                  '1 ready, 1 not ready, 1 unreachable')
     assert oct(os.stat(str(dest / 'report.json')).st_mode & 0o777) == '0o644'
@@ -75,11 +77,18 @@ def test_writes_the_three_files(tmp_path):
 def test_hosts_option_and_result_var(tmp_path):
     tv = task_vars()
     tv['hostvars']['gpu-a02'] = {'other_result': {'checks': r.evaluate(*F.converged())}}
-    result = make_action({'dest': str(tmp_path), 'hosts': ['gpu-a02', 'gpu-a09'],
+    result = make_action({'dest': str(tmp_path), 'hosts': ['gpu-a02', 'gpu-a03'],
                           'result_var': 'other_result'}).run(task_vars=tv)
     assert result['summary']['hosts'] == 2
     assert result['summary']['ready'] == 1
-    assert result['unreachable_hosts'] == ['gpu-a09']
+    assert result['unreachable_hosts'] == ['gpu-a03']
+
+
+def test_unknown_host_is_refused_by_name(tmp_path):
+    with pytest.raises(AnsibleActionFail) as exc:
+        make_action({'dest': str(tmp_path), 'hosts': ['gpu-a02', 'gpu-a09']}).run(task_vars=task_vars())
+    assert str(exc.value) == ('hosts: gpu-a09 is not in the inventory; hosts the inventory has: gpu-a01, gpu-a02, '
+                              'gpu-a03')
 
 
 def test_dest_is_a_file(tmp_path):
@@ -93,4 +102,4 @@ def test_dest_is_a_file(tmp_path):
 def test_rewrite_keeps_no_temporary_files(tmp_path):
     for _round in range(2):
         make_action({'dest': str(tmp_path)}).run(task_vars=task_vars())
-    assert sorted(os.listdir(str(tmp_path))) == ['junit.xml', 'report.html', 'report.json']
+    assert sorted(os.listdir(str(tmp_path))) == ['junit.xml', 'report.html', 'report.json', 'report.txt']

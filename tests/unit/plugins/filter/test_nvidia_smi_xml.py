@@ -12,7 +12,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from conftest import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 
 from ansible_collections.gpufleet.nodeprep.plugins.filter.nvidia_smi_xml import FilterModule, nvidia_smi_xml
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_settings as gs
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml

@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _kernel as K
 
-from conftest import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 
 HOST = os.path.join(FIXTURES, 'host')
 EL9_A = '5.14.0-503.14.1.el9_5.x86_64'

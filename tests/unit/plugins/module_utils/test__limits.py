@@ -17,7 +17,7 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _limits as L
 
-from conftest import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 
 HOST = os.path.join(FIXTURES, 'host')
 
@@ -75,6 +75,15 @@ def test_stock_el9_nproc_dropin():
     ('%gpu - maxlogins 4', ('%gpu', '-', 'maxlogins', 4)),
     ('ftp - chroot /ftp', ('ftp', '-', 'chroot', '/ftp')),
     ('*\tsoft\tnofile\t1024\textra', ('*', 'soft', 'nofile', 1024)),
+    # process_limit(): strtoull wraps a negative number; KiB and minute items then overflow to unlimited
+    ('* soft memlock -5', ('*', 'soft', 'memlock', 'unlimited')),
+    ('* hard cpu -2', ('*', 'hard', 'cpu', 'unlimited')),
+    ('* hard nofile -2', ('*', 'hard', 'nofile', 2 ** 64 - 2)),
+    ('* hard nofile -0', ('*', 'hard', 'nofile', 0)),
+    ('* hard nproc -18446744073709551616', ('*', 'hard', 'nproc', 'unlimited')),
+    ('* hard nproc 99999999999999999999999', ('*', 'hard', 'nproc', 'unlimited')),
+    ('* hard nofile +12x', ('*', 'hard', 'nofile', 12)),
+    ('* - maxlogins -99999999999', ('*', '-', 'maxlogins', -2 ** 31)),
 ])
 def test_parse_line_ok(line, expected):
     entry = L.parse_limits_line(line, '/etc/security/limits.d/90-x.conf', 3)
@@ -101,7 +110,6 @@ def test_parse_line_no_limits():
     ('* both memlock 10', "f:4: unknown limit type 'both' (allowed: soft, hard, -)"),
     ('* soft memlock lots', "f:4: wrong limit value 'lots' for item 'memlock' "
                             "(allowed: a number, -1, -, unlimited, infinity)"),
-    ('* soft memlock -5', "f:4: negative limit value '-5' for item 'memlock' (only -1 means unlimited)"),
     ('* soft nonewprivs yes', "f:4: wrong limit value 'yes' for item 'nonewprivs' (allowed: 0, 1)"),
     ('x1:y soft core 0', "f:4: invalid uid range 'x1:y' - skipped"),
     (':  soft core 0', "f:4: invalid uid range ':' - skipped"),
@@ -111,6 +119,13 @@ def test_parse_line_errors(line, message):
     with pytest.raises(L.LimitsError) as exc:
         L.parse_limits_line(line, 'f', 4)
     assert str(exc.value) == message
+
+
+def test_negative_value_warns_how_pam_limits_reads_it():
+    entries, warnings = L.parse_limits_conf('* hard nofile -2\n* soft memlock -1\n* soft nice -5\n', 'x.conf')
+    assert [e['value'] for e in entries] == [2 ** 64 - 2, 'unlimited', -5]
+    assert warnings == ["x.conf:1: value '-2' for item 'nofile' is read by pam_limits as 18446744073709551614 "
+                        "(strtoull wraps a negative number around)"]
 
 
 def test_parse_file_collects_warnings():

@@ -12,9 +12,13 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nic
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._ethtool import parse_ethtool_k
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import (
     NicError,
     collect_nic_facts,
+    features_as_parsed,
+    offload_differences,
+    select_nics,
     nm_device_states,
     nm_managed,
     parse_networks,
@@ -174,8 +178,8 @@ _COLLECT_ERRORS = [
     ('unknown interface', dict(interfaces=['ib0', 'ens3', 'eth9']), {'ip': IP, 'ethtool': ETHTOOL}, [_ip()],
      {'msg': 'interface ib0, eth9 not found; interfaces present: enp1s0f0np0, ens3, lo'}),
     ('bad network', dict(networks=['10.0.0.0/33']), {'ip': IP, 'ethtool': ETHTOOL}, [_ip()],
-     {'msg': "networks: '10.0.0.0/33' is not an IPv4 or IPv6 network in CIDR form "
-             "('10.0.0.0/33' does not appear to be an IPv4 or IPv6 network)"}),
+     {'msg': "networks[0] '10.0.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
+             "'10.0.0.0/33' does not appear to be an IPv4 or IPv6 network"}),
     ('no ip', dict(), {'ethtool': ETHTOOL}, [],
      {'msg': 'ip was not found in PATH or the sbin directories; install the iproute2 (iproute on EL) package'}),
     ('no ethtool', dict(), {'ip': IP}, [_ip()],
@@ -264,3 +268,55 @@ def test_persistence_method(tmp_path, monkeypatch, managed, link_unsupported, sy
         path.mkdir()
     monkeypatch.setattr(_nic, 'RUN_SYSTEMD', str(path))
     assert persistence_method(managed, link_unsupported) == expected
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the one NIC selection and the readiness view of offloads
+
+
+def test_select_nics_by_name_driver_network():
+    nics = {'eno1': {'driver': {'driver': 'igb'}, 'addresses': {'ipv4': ['192.168.1.5/24'], 'ipv6': []}},
+            'ens1': {'driver': {'driver': 'mlx5_core'}, 'addresses': {'ipv4': ['10.20.1.5/16'], 'ipv6': []}},
+            'lo': {'driver': None, 'addresses': {'ipv4': ['127.0.0.1/8'], 'ipv6': ['::1/128']}}}
+    assert select_nics(nics) == []
+    assert select_nics(nics, names='lo') == ['lo']
+    assert select_nics(nics, drivers=['mlx5_core']) == ['ens1']
+    assert select_nics(nics, networks=['10.0.0.0/8', '::1/128']) == ['ens1', 'lo']
+    with pytest.raises(NicError) as exc:
+        select_nics(nics, networks=['10.0.0.0/8', 'fabric'], what='nodeprep_nic_offload_networks')
+    assert str(exc.value).startswith("nodeprep_nic_offload_networks[1] 'fabric' is not a valid network")
+
+
+@pytest.mark.parametrize('name', ['loopback-lo_ethtool-k_hotsos.txt',
+                                  'mellanox-connectx4lx-mlx5_core-enp1s0f0np0_ethtool-k_xtremeownage-blog.txt'])
+def test_features_as_parsed_rebuilds_the_groups(name):
+    parsed = parse_ethtool_k(fixture(name))
+    assert parsed['groups']
+    rebuilt = features_as_parsed(dict((k, dict(v)) for k, v in parsed['features'].items()))
+    assert dict(rebuilt['groups']) == dict(parsed['groups'])
+    assert list(rebuilt['features']) == list(parsed['features'])
+
+
+@pytest.mark.parametrize('wanted, changes', [
+    ({'gro': False}, {}),
+    ({'generic-receive-offload': False, 'lro': False}, {}),
+    ({'rx-gro': False}, {}),
+    ({'gro': True}, {'generic-receive-offload': {'before': False, 'after': True}}),
+])
+def test_offload_differences_use_the_role_names(wanted, changes):
+    features = {'generic-receive-offload': {'enabled': False, 'fixed': False},
+                'large-receive-offload': {'enabled': False, 'fixed': True},
+                'tcp-segmentation-offload': {'enabled': True, 'fixed': False},
+                'tx-tcp-segmentation': {'enabled': True, 'fixed': False},
+                'tx-tcp6-segmentation': {'enabled': True, 'fixed': False}}
+    assert dict(offload_differences(features, wanted, ifname='ens1')['changes']) == changes
+
+
+def test_offload_differences_refuse_like_the_module():
+    features = {'large-receive-offload': {'enabled': False, 'fixed': True}}
+    with pytest.raises(NicError) as exc:
+        offload_differences(features, {'lro': True}, ifname='ens1')
+    assert str(exc.value) == ('interface ens1: fixed by the driver, cannot change: large-receive-offload [lro] (is '
+                              'off, asked on); set ignore_fixed to skip them')
+    assert offload_differences(features, {'lro': True}, ignore_fixed=True)['skipped_fixed'] == [
+        'large-receive-offload']

@@ -16,7 +16,7 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as S
 
-from conftest import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 
 HOST = os.path.join(FIXTURES, 'host')
 RAM = 2113140480 * 1024  # meminfo.2tib
@@ -114,10 +114,30 @@ def test_fstab_variants(name, options, size):
     assert S.tmpfs_size_from_options(entry['options'], RAM) == size
 
 
+def test_fstab_lines_reports_every_junk_line():
+    text = 'junk\ntmpfs /dev/shm tmpfs size=8g 0 0\n# ok\nalso junk\n' + b'tmpfs /x tmpfs x-caf\xe9 0 0\n'.decode(
+        'utf-8', 'surrogateescape')
+    entries, errors = S.parse_fstab_lines(text, '/r/etc/fstab')
+    assert [e['file'] for e in entries] == ['/dev/shm', '/x']
+    assert entries[1]['options'] == ['x-caf\\xe9']
+    assert errors == ["/r/etc/fstab line 1: expected at least 'spec file vfstype', got 'junk'",
+                      "/r/etc/fstab line 4: expected at least 'spec file vfstype', got 'also junk'",
+                      '/r/etc/fstab line 5: not UTF-8 (shown with \\x escapes)']
+
+
+@pytest.mark.parametrize('options, size', [
+    (['size=0'], 0), (['size=0k'], 0), (['nr_blocks=0'], 0), (['size=0%'], 0), (['size=1k'], 4096),
+])
+def test_unlimited_sizes(options, size):
+    got = S.tmpfs_size_from_options(options, RAM)
+    assert got == size
+    assert S.is_unlimited(got) is (size == 0)
+
+
 def test_fstab_errors():
     with pytest.raises(S.ShmError) as exc:
         S.parse_fstab('tmpfs /dev/shm\n')
-    assert str(exc.value) == "fstab line 1: expected at least 'spec file vfstype', got 'tmpfs /dev/shm'"
+    assert str(exc.value) == "/etc/fstab line 1: expected at least 'spec file vfstype', got 'tmpfs /dev/shm'"
     entry = S.find_fstab(S.parse_fstab(read('fstab.shm-bad-size')), '/dev/shm')
     with pytest.raises(S.ShmError) as exc:
         S.tmpfs_size_from_options(entry['options'], RAM)
@@ -148,7 +168,8 @@ def test_collect_tree(tmp_path):
     assert facts['used_bytes'] is None
     assert facts['mount_options'] == ['rw', 'nosuid', 'nodev', 'relatime', 'size=67108864k', 'inode64']
     assert facts['fstab'] == {'options': ['defaults', 'nosuid', 'nodev', 'size=50%'], 'size_bytes': RAM // 2,
-                              'size_explicit': True, 'vfstype': 'tmpfs', 'spec': 'tmpfs', 'line': 17}
+                              'size_explicit': True, 'unlimited': False, 'vfstype': 'tmpfs', 'spec': 'tmpfs',
+                              'line': 17}
 
 
 def test_collect_tree_not_mounted(tmp_path):

@@ -7,23 +7,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import json
 import os
-import sys
-import xml.etree.ElementTree as ET
-
-try:
-    from html.parser import HTMLParser
-except ImportError:  # pragma: no cover
-    from HTMLParser import HTMLParser
 
 import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import select_nics
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_readiness_facts as F  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                         'fixtures')
@@ -59,7 +51,7 @@ CONVERGED = [
     ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
     ('nccl.config', 'pass', '/etc/nccl.conf: 3 settings, all known to NCCL'),
     ('nic.offload', 'pass', 'as wanted on ens3f0np0'),
-    ('fabric.manager', 'pass', '2 NVSwitches; nvidia-fabricmanager: active, enabled, nvlsm: active, enabled'),
+    ('fabric.manager', 'pass', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled'),
 ]
 
 FRESH = [
@@ -69,15 +61,16 @@ FRESH = [
     ('driver.open_modules', 'fail', 'no nvidia kernel module loaded'),
     ('driver.persistenced', 'fail', 'nvidia-persistenced: not installed'),
     ('gpu.count', 'fail', 'nvidia-smi: failed, PCI bus: 8; missing from nvidia-smi: ' + ALL_GPUS),
-    ('gpu.power_limit', 'skip', 'nvidia-smi lists no GPU'),
-    ('gpu.clocks', 'skip', 'nvidia-smi lists no GPU'),
-    ('gpu.health', 'skip', 'nvidia-smi lists no GPU'),
+    # A state that could not be read fails: nvidia-smi is missing on a node whose PCI bus shows 8 GPUs.
+    ('gpu.power_limit', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('gpu.clocks', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('gpu.health', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('memlock.users', 'fail', 'root: soft 8192, hard 8192; train: soft 8192, hard 8192'),
     ('memlock.services', 'fail', 'systemd default memlock soft 8192, hard 8192; slurmd: memlock soft 8192, hard 8192'),
     ('shm.size', 'fail', 'live 1007.0 GiB, fstab no entry; the fstab entry does not keep 716.0 GiB across reboots'),
     ('nccl.config', 'fail', '/etc/nccl.conf does not exist'),
     ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
-    ('fabric.manager', 'fail', '2 NVSwitches; nvidia-fabricmanager: not installed, nvlsm: not installed'),
+    ('fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
 ]
 
 
@@ -96,7 +89,7 @@ def test_freshly_provisioned_node():
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI 0000:8f:00.0 has device ID 0x2901 (Blackwell or newer))'
-    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 12, 'skip': 3, 'status': 'fail'}
+    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 15, 'skip': 0, 'status': 'fail'}
 
 
 def test_expected_texts_of_the_converged_node():
@@ -120,7 +113,8 @@ def test_expected_texts_of_the_converged_node():
                        'only names NCCL reads',
         'nic.offload': 'generic-receive-offload off, large-receive-offload off on the NICs chosen by name, driver or '
                        'network',
-        'fabric.manager': 'nvidia-fabricmanager and nvlsm running, every GPU fabric state Completed/Success',
+        'fabric.manager': 'nvidia-fabricmanager active and enabled (on NVLink 5 systems it starts NVLSM itself), '
+                          'every GPU fabric state Completed/Success',
     }
 
 
@@ -228,7 +222,7 @@ FAULTS = [
     ('nvidia-smi hangs',
      _set((0, 'nvidia'), {'present': True, 'error': 'nvidia-smi timed out after 60 s', 'gpus': []}),
      'gpu.count', 'fail', 'nvidia-smi: failed, PCI bus: 8; missing from nvidia-smi: ' + ALL_GPUS,
-     {'driver.loaded': 'fail', 'gpu.power_limit': 'skip', 'gpu.clocks': 'skip', 'gpu.health': 'skip'}),
+     {'driver.loaded': 'fail', 'gpu.power_limit': 'fail', 'gpu.clocks': 'fail', 'gpu.health': 'fail'}),
     ('power limit left at the default',
      _gpu_set(2, 'power_limit_w', 1000.0),
      'gpu.power_limit', 'fail', 'GPU 2 (00000000:96:00.0) is at 1000 W, wanted 700 W'),
@@ -312,18 +306,31 @@ FAULTS = [
     ('invented name in nccl.conf',
      _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'
                                        'NCCL_TIMEOUT=1800\n'),
-     'nccl.config', 'warn', 'names NCCL does not read: NCCL_TIMEOUT'),
+     'nccl.config', 'warn', "names NCCL does not read from this file: 'NCCL_TIMEOUT'"),
     ('invented name in nccl.conf, strict',
      _both(_set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'
                                              'PYTORCH_ENABLE_FP8=1\n'),
            _set((1, 'nodeprep_nccl_strict'), True)),
-     'nccl.config', 'fail', 'names NCCL does not read: PYTORCH_ENABLE_FP8'),
+     'nccl.config', 'fail', "names NCCL does not read from this file: 'PYTORCH_ENABLE_FP8'"),
     ('nccl.conf edited by hand',
      _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=INFO\nNCCL_SOCKET_IFNAME=ens3f0np0\n'),
-     'nccl.config', 'fail', 'NCCL_DEBUG=INFO, wanted WARN; NCCL_IB_TIMEOUT missing'),
+     'nccl.config', 'fail', "NCCL_DEBUG='INFO', wanted 'WARN'; NCCL_IB_TIMEOUT missing"),
+    # NCCL skips a line without '=' (src/misc/param.cc), so the settings are missing.
     ('nccl.conf line that is not NAME=value',
      _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG WARN\n'),
-     'nccl.config', 'fail', "/etc/nccl.conf: nccl.conf line 1: 'NCCL_DEBUG WARN' is not NAME=value"),
+     'nccl.config', 'fail', 'NCCL_DEBUG missing; NCCL_IB_TIMEOUT missing; NCCL_SOCKET_IFNAME missing'),
+    ('nccl.conf value with a trailing space, which NCCL keeps',
+     _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=WARN \nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'),
+     'nccl.config', 'fail', "NCCL_DEBUG='WARN ', wanted 'WARN'"),
+    ('nccl.conf comment holding "=": older NCCL reads it as a setting',
+     _set((2, 'nccl_conf', 'content'), '# NCCL_DEBUG=INFO\nNCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\n'
+                                       'NCCL_SOCKET_IFNAME=ens3f0np0\n'),
+     'nccl.config', 'warn', 'comment lines holding "=", which NCCL versions that do not skip comments read as '
+                            "settings: '# NCCL_DEBUG=INFO'"),
+    ('NCCL_CONF_FILE in nccl.conf: NCCL reads it from the environment only',
+     _set((2, 'nccl_conf', 'content'), 'NCCL_CONF_FILE=/x\nNCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\n'
+                                       'NCCL_SOCKET_IFNAME=ens3f0np0\n'),
+     'nccl.config', 'warn', "names NCCL does not read from this file: 'NCCL_CONF_FILE'"),
     ('GRO back on after a NIC firmware update',
      _set((0, 'nics', 'ens3f0np0', 'features', 'generic-receive-offload', 'enabled'), True),
      'nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
@@ -334,16 +341,18 @@ FAULTS = [
      'ens3f0np0: large-receive-offload is on [fixed]: the driver does not allow a change'),
     ('feature name ethtool does not know',
      _set((1, 'nodeprep_nic_offload_features'), {'rdma-offload': False}),
-     'nic.offload', 'fail', 'ens3f0np0: no feature rdma-offload in ethtool -k'),
+     'nic.offload', 'fail', "interface ens3f0np0: unknown feature 'rdma-offload'; the features this device has are: "
+     'generic-receive-offload, large-receive-offload, tcp-segmentation-offload; ethtool -K also takes the short '
+     'names: tso, gro, lro'),
     ('no NIC on the training network',
      _set((1, 'nodeprep_nic_offload_networks'), ['10.99.0.0/16']),
      'nic.offload', 'skip', 'no NIC matches (interfaces -, drivers -, networks 10.99.0.0/16)'),
     ('fabric manager stopped',
      _unit('nvidia-fabricmanager.service', active_state='failed'),
-     'fabric.manager', 'fail', '2 NVSwitches; nvidia-fabricmanager: failed, enabled, nvlsm: active, enabled'),
+     'fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: failed, enabled'),
     ('fabric not trained on one GPU',
      _gpu_set(7, 'fabric', {'state': 'In Progress', 'status': None}),
-     'fabric.manager', 'fail', '2 NVSwitches; nvidia-fabricmanager: active, enabled, nvlsm: active, enabled; '
+     'fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled; '
                                'GPU 7 (00000000:CC:00.0): fabric In Progress/None'),
 ]
 
@@ -367,9 +376,10 @@ def test_single_fault(fault):
 
 def test_unmanaged_settings_skip():
     facts, settings, probe = F.converged()
-    settings = {'nodeprep_memlock_limits': False, 'nodeprep_memlock_systemd_default': False,
-                'nodeprep_nvidia_driver_persistenced': False, 'nodeprep_nvidia_driver_blacklist_nouveau': False,
-                'nodeprep_nvidia_driver_fabricmanager': 'never', 'nodeprep_nvidia_driver_nvlsm': 'never'}
+    settings = F.role_settings()
+    settings.update({'nodeprep_memlock_limits': False, 'nodeprep_memlock_systemd_default': False,
+                     'nodeprep_nvidia_driver_persistenced': False, 'nodeprep_nvidia_driver_blacklist_nouveau': False,
+                     'nodeprep_nvidia_driver_fabricmanager': 'never'})
     got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
     assert got['gpu.power_limit'] == ('skip', 'left as the driver set it')
     assert got['gpu.clocks'] == ('skip', 'left as the driver set them')
@@ -377,7 +387,8 @@ def test_unmanaged_settings_skip():
     assert got['memlock.services'] == ('skip', 'no systemd memlock setting managed')
     assert got['driver.persistenced'] == ('skip', 'not checked')
     assert got['driver.nouveau_blacklisted'] == ('skip', 'not checked')
-    assert got['fabric.manager'] == ('skip', 'not managed (nodeprep_nvidia_driver_fabricmanager)')
+    assert got['fabric.manager'] == ('skip', '2 NVSwitches on the PCI bus; not managed '
+                                             '(nodeprep_nvidia_driver_fabricmanager never)')
     assert got['nic.offload'] == ('skip', 'no NIC offload setting managed')
     assert got['gpu.count'] == ('pass', 'nvidia-smi: 8, PCI bus: 8')
     # shm from the role defaults: half of 8 x 183359 MiB rounded up to a GiB
@@ -404,7 +415,7 @@ def test_skip_checks_and_missing_namespaces():
         ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
         ('nccl.config', 'skip', '/etc/nccl.conf was not read'),
         ('nic.offload', 'skip', 'nic facts were not gathered'),
-        ('fabric.manager', 'skip', 'no NVSwitch on the PCI bus'),
+        ('fabric.manager', 'skip', 'kernel facts were not gathered'),
     ]
 
 
@@ -412,7 +423,7 @@ def test_nccl_socket_ifname_from_the_training_network():
     facts, settings, probe = F.converged()
     settings['nodeprep_nccl_socket_networks'] = ['10.20.0.0/16']
     check = by_id(r.evaluate(facts, settings, probe), 'nccl.config')
-    assert (check['status'], check['observed']) == ('fail', 'NCCL_SOCKET_IFNAME=ens3f0np0, wanted =ens3f0np0')
+    assert (check['status'], check['observed']) == ('fail', "NCCL_SOCKET_IFNAME='ens3f0np0', wanted '=ens3f0np0'")
 
 
 def test_applications_clocks_deprecated_driver_warns():
@@ -443,7 +454,8 @@ def test_applications_clocks_deprecated_driver_warns():
     ({'nodeprep_gpu_settings_locked_memory_clocks': {'min': 'low', 'max': 3996}},
      "nodeprep_gpu_settings_locked_memory_clocks.min must be an integer number of MHz, got 'low'"),
     ({'nodeprep_nic_offload_networks': ['10.20.0.0/33']},
-     "nodeprep_nic_offload_networks: '10.20.0.0/33' is not a network in CIDR form"),
+     "nodeprep_nic_offload_networks[0] '10.20.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
+     "'10.20.0.0/33' does not appear to be an IPv4 or IPv6 network"),
     ({'nodeprep_nccl_conf': ['NCCL_DEBUG=WARN']},
      "nodeprep_nccl_conf: expected a dict of NAME: value, got ['NCCL_DEBUG=WARN']"),
     ({'nodeprep_expected_gpus': 'eight'}, "nodeprep_expected_gpus: 'eight' is not a whole number"),
@@ -548,16 +560,12 @@ def test_find_lost_gpus(mutate, lost):
     assert r.find_lost_gpus(state[0]) == lost
 
 
-def test_parse_nccl_conf():
-    assert r.parse_nccl_conf('# c\n\nNCCL_DEBUG=WARN\nexport NCCL_IB_HCA = =mlx5_0,mlx5_1\n') == [
-        ('NCCL_DEBUG', 'WARN'), ('NCCL_IB_HCA', '=mlx5_0,mlx5_1')]
-
-
-def test_select_nics():
+def test_select_nics_is_the_one_of_nic():
     facts = F.converged()[0]
+    assert r.select_nics is select_nics
     assert r.select_nics(facts['nics'], networks=['10.20.0.0/16']) == ['ens3f0np0']
     assert r.select_nics(facts['nics'], drivers=['igb']) == ['eno1']
-    assert r.select_nics(facts['nics'], interfaces=['eno1', 'ens3f0np0']) == ['eno1', 'ens3f0np0']
+    assert r.select_nics(facts['nics'], names=['eno1', 'ens3f0np0']) == ['eno1', 'ens3f0np0']
 
 
 def test_builder_matches_the_real_b200_capture():
@@ -587,146 +595,19 @@ def test_builder_matches_the_real_b200_capture():
 # the report: JSON, JUnit and HTML say the same thing
 
 
-def _report():
-    converged = F.converged()
-    fresh = F.fresh()
-    results = {
-        'gpu-a01': {'checks': r.evaluate(*converged)},
-        'gpu-a02': {'checks': r.evaluate(*fresh)},
-        'gpu-a03': {'unreachable': True, 'msg': 'Failed to connect to the host via ssh: No route to host'},
-        'gpu-a05': {'failed': True, 'msg': 'Gather the node facts: nvidia-smi timed out <after 60 s> & gave up'},
-    }
-    return r.build_report(['gpu-a01', 'gpu-a02', 'gpu-a03', 'gpu-a04', 'gpu-a05'], results, '2026-01-05T08:00:00Z')
+def test_role_passes_exactly_the_settings_the_checks_use():
+    assert list(F.role_settings()) == list(r.SETTING_NAMES)
 
 
-def test_build_report_summary_and_hosts():
-    report = _report()
-    assert report['summary'] == {'hosts': 5, 'ready': 1, 'not_ready': 2, 'unreachable': 2,
-                                 'pass': 15, 'warn': 0, 'fail': 13, 'skip': 3}
-    assert report['host_order'] == ['gpu-a01', 'gpu-a02', 'gpu-a03', 'gpu-a04', 'gpu-a05']
-    assert [report['hosts'][h]['status'] for h in report['host_order']] == \
-        ['ready', 'not_ready', 'unreachable', 'unreachable', 'not_ready']
-    assert report['hosts']['gpu-a03']['msg'] == 'Failed to connect to the host via ssh: No route to host'
-    assert report['hosts']['gpu-a04']['msg'] == 'no result: the host was unreachable or failed before the check'
-    assert report['hosts']['gpu-a05']['checks'] == [{
-        'id': 'facts.gather', 'status': 'fail', 'expected': 'facts gathered',
-        'observed': 'Gather the node facts: nvidia-smi timed out <after 60 s> & gave up',
-        'remedy': 'read the error; run playbooks/readiness.yml with -vvv on this host'}]
-    assert report['check_ids'] == list(r.CHECK_IDS) + ['facts.gather']
-
-
-def test_json_junit_html_agree():
-    report = _report()
-    data = json.loads(r.render_json(report))
-    assert data == json.loads(json.dumps(report))
-
-    # JUnit
-    root = ET.fromstring(r.render_junit(report).encode('utf-8'))
-    assert root.tag == 'testsuites'
-    assert (root.get('tests'), root.get('failures'), root.get('errors'), root.get('skipped')) == ('33', '13', '2', '3')
-    junit = {}
-    for suite in root.findall('testsuite'):
-        for case in suite.findall('testcase'):
-            if case.find('failure') is not None:
-                status = 'fail'
-            elif case.find('skipped') is not None:
-                status = 'skip'
-            elif case.find('error') is not None:
-                status = 'unreachable'
-            elif case.find('system-out') is not None:
-                status = 'warn'
-            else:
-                status = 'pass'
-            junit[(suite.get('name'), case.get('name'))] = status
-    expected = {}
-    for host in data['host_order']:
-        entry = data['hosts'][host]
-        if entry['status'] == 'unreachable':
-            expected[(host, 'host.reachable')] = 'unreachable'
-        for check in entry['checks']:
-            expected[(host, check['id'])] = check['status']
-    assert junit == expected
-    error = root.find("testsuite[@name='gpu-a03']/testcase/error")
-    assert error.get('message') == 'Failed to connect to the host via ssh: No route to host'
-    failure = root.find("testsuite[@name='gpu-a05']/testcase[@name='facts.gather']/failure")
-    assert failure.get('message') == 'Gather the node facts: nvidia-smi timed out <after 60 s> & gave up'
-    assert failure.text.startswith('expected: facts gathered\nobserved: Gather the node facts: nvidia-smi timed out '
-                                   '<after 60 s> & gave up\n')
-
-    # HTML: the matrix cells carry the same statuses, the text is escaped and readable back
-    class Cells(HTMLParser):
-        def __init__(self):
-            HTMLParser.__init__(self)
-            self.table = None
-            self.rows = []
-            self.cell = None
-
-        def handle_starttag(self, tag, attrs):
-            attrs = dict(attrs)
-            if tag == 'table':
-                self.table = attrs.get('id')
-            elif tag == 'tr' and self.table == 'matrix':
-                self.rows.append([])
-            elif tag in ('td', 'th') and self.table == 'matrix':
-                self.cell = {'class': attrs.get('class'), 'title': attrs.get('title'), 'text': '',
-                             'colspan': attrs.get('colspan')}
-                self.rows[-1].append(self.cell)
-
-        def handle_endtag(self, tag):
-            if tag == 'table':
-                self.table = None
-            if tag in ('td', 'th'):
-                self.cell = None
-
-        def handle_data(self, data):
-            if self.cell is not None:
-                self.cell['text'] += data
-
-    parser = Cells()
-    parser.feed(r.render_html(report))
-    header = [c['text'] for c in parser.rows[0]]
-    assert header == ['host', 'status'] + data['check_ids']
-    html = {}
-    for row in parser.rows[1:]:
-        host = row[0]['text']
-        html[host] = [c['class'] for c in row[1:]]
-        entry = data['hosts'][host]
-        if entry['status'] == 'unreachable':
-            assert [c['text'] for c in row[1:]] == ['unreachable', 'unreachable']
-            assert row[2]['colspan'] == str(len(data['check_ids']))
-            assert row[2]['title'] == entry['msg']
-            continue
-        by_check = dict((c['id'], c) for c in entry['checks'])
-        for cell, check_id in zip(row[2:], data['check_ids']):
-            check = by_check.get(check_id)
-            if check is None:
-                assert (cell['class'], cell['text']) == ('skip', '-')
-            else:
-                assert (cell['class'], cell['text']) == (check['status'], check['status'])
-                assert cell['title'] == 'expected: {0}\nobserved: {1}\nremedy: {2}'.format(
-                    check['expected'], check['observed'], check['remedy'])
-    assert sorted(html) == sorted(data['host_order'])
-    assert '<after 60 s> &' not in r.render_html(report)
-
-
-def test_render_matrix():
-    text = r.render_matrix(_report())
-    lines = text.splitlines()
-    assert lines[0].startswith('checks: 1=kernel.devel_matched  2=driver.nouveau_blacklisted  ')
-    assert lines[2] == 'gpu-a01  ' + ' '.join(['{0:>2}'.format('.')] * 15 + ['  ']) + '  ready'
-    assert lines[3] == 'gpu-a02  ' + ' '.join('{0:>2}'.format(m) for m in 'FFFFFF---FFFFFF ') + '  not_ready'
-    assert lines[4] == 'gpu-a03  ' + ' '.join([' ?'] * 16) + '  unreachable'
-    assert lines[6] == 'gpu-a05  ' + ' '.join(['  '] * 15 + [' F']) + '  not_ready'
-    assert lines[-1] == ('legend: . pass  W warn  F fail  - skip  ? unreachable; hosts 5: 1 ready, 2 not ready, '
-                         '2 unreachable')
-
-
-def test_role_reads_exactly_the_settings_the_checks_use():
-    import yaml
-    path = os.path.join(os.path.dirname(FIXTURES), '..', 'roles', 'readiness', 'vars', 'main.yml')
-    with open(path) as handle:
-        names = yaml.safe_load(handle)['__nodeprep_readiness_setting_names']
-    assert names == list(r.SETTING_DEFAULTS)
+def test_missing_setting_is_refused_by_name():
+    facts, settings, probe = F.converged()
+    del settings['nodeprep_shm_gpu_memory_ratio']
+    del settings['nodeprep_nccl_conf']
+    with pytest.raises(r.ReadinessError) as exc:
+        r.evaluate(facts, settings, probe)
+    assert str(exc.value) == ('settings: missing nodeprep_shm_gpu_memory_ratio, nodeprep_nccl_conf; give every '
+                              'variable the checks read (the readiness role passes them all; docs/readiness.md '
+                              'lists them)')
 
 
 def test_hung_nvidia_smi_fails_driver_and_count_only():
@@ -740,4 +621,100 @@ def test_hung_nvidia_smi_fails_driver_and_count_only():
         'nvidia-smi failed: nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed')
     assert checks['gpu.count']['status'] == 'fail'
     failing = sorted(k for k, c in checks.items() if c['status'] == 'fail')
-    assert failing == ['driver.loaded', 'gpu.count']
+    # The GPU settings and health could not be read either: they fail, they do not skip.
+    assert failing == ['driver.loaded', 'gpu.clocks', 'gpu.count', 'gpu.health', 'gpu.power_limit']
+    assert checks['gpu.health']['observed'] == ('could not be read: nvidia-smi failed: nvidia-smi -q -x did not '
+                                                'answer within the timeout of 15 seconds and was killed')
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# fabric.manager on HGX B200: the NVSwitches are not on the PCI bus, kernel_facts finds their NVLink 5 bridges
+
+
+def _nvlink5(facts, fabric='nvlink5', bridges=2):
+    pci = facts['kernel_state']['pci']
+    pci.update(nvswitches=[], nvswitch_count=0, nvswitch_fabric=fabric, nvlink5_bridge_count=bridges,
+               nvlink5_bridges=[{'bus_id': '0000:1{0}:00.0'.format(i)} for i in range(bridges)])
+
+
+@pytest.mark.parametrize('fabric, fm_state, status, observed', [
+    ('nvlink5', 'active', 'pass', 'NVLink 5 switch fabric (2 NVLink 5 bridges; its NVSwitches are not on the PCI '
+                                  'bus); nvidia-fabricmanager: active, enabled'),
+    ('nvlink5', 'failed', 'fail', 'NVLink 5 switch fabric (2 NVLink 5 bridges; its NVSwitches are not on the PCI '
+                                  'bus); nvidia-fabricmanager: failed, enabled'),
+    ('pci', 'active', 'pass', '0 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled'),
+    ('none', 'active', 'skip', 'no NVSwitch on the PCI bus and no NVLink 5 switch bridge'),
+])
+def test_fabric_manager_by_switch_fabric(fabric, fm_state, status, observed):
+    facts, settings, probe = F.converged()
+    _nvlink5(facts, fabric)
+    probe['services']['nvidia-fabricmanager.service']['active_state'] = fm_state
+    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    assert (check['status'], check['observed']) == (status, observed)
+
+
+def test_fabric_manager_without_the_fabric_key_falls_back_to_the_switch_count():
+    facts, settings, probe = F.converged()
+    assert 'nvswitch_fabric' not in facts['kernel_state']['pci']
+    assert r.fabric_kind(facts) == 'pci'
+    facts['kernel_state']['pci']['nvswitch_count'] = 0
+    assert r.fabric_kind(facts) == 'none'
+    del facts['kernel_state']['pci']
+    assert r.fabric_kind(facts) is None
+
+
+def test_no_nvlsm_unit_is_asked_for():
+    facts, settings, probe = F.converged()
+    _nvlink5(facts)
+    del probe['services']['nvlsm.service']
+    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    assert check['status'] == 'pass'
+    assert 'nvlsm' not in check['expected'] + check['observed']
+
+
+def test_kernel_facts_error_fails_fabric_and_kernel_checks():
+    facts, settings, probe = F.converged()
+    del facts['kernel_state']
+    facts['nodeprep_errors'] = {'kernel': 'kernel facts: cannot read /proc/modules'}
+    got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    for check_id in ('kernel.devel_matched', 'driver.nouveau_blacklisted', 'fabric.manager'):
+        assert got[check_id] == ('fail', 'could not be read: kernel facts: cannot read /proc/modules')
+    assert got['memlock.users'][0] == 'pass'
+
+
+def test_unmanaged_check_stays_skipped_when_its_facts_failed():
+    facts, settings, probe = F.converged()
+    settings['nodeprep_memlock_limits'] = False
+    settings['nodeprep_memlock_systemd_default'] = False
+    settings['nodeprep_memlock_services'] = []
+    del facts['limits']
+    facts['nodeprep_errors'] = {'limits': 'limits facts: broken'}
+    got = dict((c['id'], c['status']) for c in r.evaluate(facts, settings, probe))
+    assert (got['memlock.users'], got['memlock.services']) == ('skip', 'skip')
+
+
+def test_checked_values_of_the_converged_node():
+    facts, settings, probe = F.converged()
+    assert r.checked_values(facts, settings, probe) == [
+        ['GPUs', '8 x NVIDIA B200; driver 580.105.08, CUDA 13.0'],
+        ['power limit', '700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs'],
+        ['max GPU / memory clock', '1965 / 3996 MHz'],
+        ['PCI bus', '8 GPUs; 2 NVSwitches on the PCI bus'],
+        ['kernel', RUNNING + '; nvidia module 580.105.08 (open)'],
+        ['/dev/shm', '716.0 GiB live, 716.0 GiB in fstab; GPU memory 1.4 TiB, so /dev/shm = 50% of it; wanted at '
+                     'least 716.0 GiB'],
+        ['memlock (soft/hard KiB)', 'root unlimited/unlimited, train unlimited/unlimited'],
+        ['systemd memlock', 'DefaultLimitMEMLOCK unlimited/unlimited, slurmd unlimited/unlimited'],
+        ['NICs checked', 'ens3f0np0 (400000 Mb/s, MTU 9000): generic-receive-offload off, large-receive-offload off, '
+                         'tcp-segmentation-offload on'],
+        ['NCCL file', '/etc/nccl.conf: NCCL_DEBUG=WARN, NCCL_IB_TIMEOUT=22, NCCL_SOCKET_IFNAME=ens3f0np0'],
+    ]
+
+
+def test_checked_values_say_what_could_not_be_read():
+    facts, settings, probe = F.fresh()
+    del facts['shm']
+    facts['nodeprep_errors'] = {'shm': 'shm facts: /etc/fstab line 3: bad'}
+    values = dict(r.checked_values(facts, settings, probe))
+    assert values['GPUs'] == 'could not be read: nvidia-smi failed: nvidia-smi not found'
+    assert values['/dev/shm'] == 'could not be read: shm facts: /etc/fstab line 3: bad'

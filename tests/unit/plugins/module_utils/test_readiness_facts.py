@@ -12,6 +12,31 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import os
+import re
+
+import jinja2
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+_FALLBACK_RE = re.compile(r'^\{\{ (nodeprep_[a-z0-9_]+)(?: \| default\((.*)\))? \}\}$')
+
+
+def role_settings():
+    """The settings the readiness role passes when the inventory sets nothing: roles/readiness/vars/main.yml's
+    fallbacks, and the readiness role's own defaults."""
+    with open(os.path.join(ROOT, 'roles', 'readiness', 'vars', 'main.yml')) as handle:
+        templates = yaml.safe_load(handle)['__nodeprep_readiness_settings']
+    with open(os.path.join(ROOT, 'roles', 'readiness', 'defaults', 'main.yml')) as handle:
+        own = yaml.safe_load(handle)
+    env = jinja2.Environment(autoescape=False)  # nosec B701 - literals of a YAML file, no HTML
+    settings = {}
+    for name, template in templates.items():
+        match = _FALLBACK_RE.match(template)
+        assert match and match.group(1) == name, template
+        settings[name] = own[name] if match.group(2) is None else env.compile_expression(match.group(2))()
+    return settings
+
 
 BUS_IDS = ['00000000:8F:00.0', '00000000:90:00.0', '00000000:96:00.0', '00000000:97:00.0',
            '00000000:C4:00.0', '00000000:C5:00.0', '00000000:CB:00.0', '00000000:CC:00.0']
@@ -88,7 +113,8 @@ def converged():
         'nics': {'ens3f0np0': nic('mlx5_core', '10.20.0.11/16', False),
                  'eno1': nic('igb', '192.168.1.11/24', True)},
     }
-    settings = {
+    settings = role_settings()
+    settings.update({
         'nodeprep_expected_gpus': 8,
         'nodeprep_nvidia_driver_branch': '580',
         'nodeprep_gpu_settings_power_limit': '70%',
@@ -99,7 +125,7 @@ def converged():
         'nodeprep_nccl_conf': {'NCCL_DEBUG': 'WARN', 'NCCL_IB_TIMEOUT': 22, 'NCCL_SOCKET_IFNAME': 'ens3f0np0'},
         'nodeprep_nic_offload_networks': ['10.20.0.0/16'],
         'nodeprep_nic_offload_features': {'generic-receive-offload': False, 'large-receive-offload': False},
-    }
+    })
     active = {'load_state': 'loaded', 'active_state': 'active', 'unit_file_state': 'enabled'}
     probe = {
         'nccl_conf': {'path': '/etc/nccl.conf', 'exists': True, 'error': None,

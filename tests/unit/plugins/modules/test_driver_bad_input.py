@@ -2,21 +2,22 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Bad input to kernel_facts and readiness_check (issue 11): the messages name the value and what is allowed."""
+"""Bad input to kernel_facts and readiness_info (issue 11): the messages name the value and what is allowed."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpufleet.nodeprep.plugins.modules import kernel_facts, readiness_check
+from ansible_collections.gpufleet.nodeprep.plugins.modules import kernel_facts, readiness_info
 
-from _nodeprep_helpers import run_module
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import run_module
 
 
 @pytest.mark.parametrize('lines', [-5, -1])
 def test_readiness_negative_kernel_log_lines(capsys, monkeypatch, lines):
-    result, seen = run_module(readiness_check.main, {'facts': {}, 'kernel_log_lines': lines}, capsys, monkeypatch)
+    result, seen = run_module(readiness_info.main, {'facts': {}, 'settings': {}, 'kernel_log_lines': lines}, capsys,
+                              monkeypatch)
     assert result['failed'] is True
     assert result['msg'] == ('kernel_log_lines={0} is negative; allowed: 0 (do not read the kernel log) or a positive '
                              'number of lines'.format(lines))

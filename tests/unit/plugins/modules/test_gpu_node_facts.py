@@ -6,16 +6,13 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
 import platform
 import time
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
-
-from conftest import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_smi, run_main_rc
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
 from ansible_collections.gpufleet.nodeprep.plugins.modules import gpu_node_facts
@@ -23,18 +20,8 @@ from ansible_collections.gpufleet.nodeprep.plugins.modules import gpu_node_facts
 B200 = os.path.join(FIXTURES, 'nvidia-smi-xml', 'b200-8gpu_k8s-test-infra.xml')
 
 
-def fake_smi(tmp_path, body):
-    path = tmp_path / 'nvidia-smi'
-    path.write_text('#!/bin/sh\n' + body + '\n')
-    path.chmod(0o755)
-    return str(path)
-
-
 def run(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as excinfo:
-            gpu_node_facts.main()
-    return excinfo.value.code, json.loads(capsys.readouterr().out)
+    return run_main_rc(gpu_node_facts.main, args, capsys)
 
 
 @pytest.mark.parametrize('requested, expected', [
@@ -64,13 +51,19 @@ def test_everything_in_one_call(tmp_path, capsys):
     assert set(facts['limits']['effective']['root']['memlock']) == {'soft', 'hard'}
     assert facts['shm']['mounted'] is True
     assert list(facts['nics']) == ['lo']
-    assert sorted(result['timings']) == ['kernel', 'limits', 'nic', 'nvidia', 'shm']
+    assert sorted(facts['nodeprep_timings']) == ['kernel', 'limits', 'nic', 'nvidia', 'shm']
+    assert all(isinstance(v, float) and v >= 0 for v in facts['nodeprep_timings'].values())
+    # facts modules return only facts
+    assert sorted(k for k in result if not k.startswith('_') and k not in ('invocation', 'warnings')) == [
+        'ansible_facts', 'changed']
 
 
 def test_subset_only_sets_its_namespace(capsys):
     code, result = run({'gather_subset': ['shm']}, capsys)
     assert code == 0, result.get("msg")
-    assert sorted(result['ansible_facts']) == ['nodeprep_errors', 'nodeprep_gathered', 'shm']
+    assert sorted(result['ansible_facts']) == ['nodeprep_errors', 'nodeprep_gathered', 'nodeprep_timings', 'shm']
+    assert list(result['ansible_facts']['nodeprep_timings']) == ['shm']
+    assert 'timings' not in result
 
 
 def test_hang_fails_naming_the_timeout(tmp_path, capsys):

@@ -14,7 +14,7 @@ from ansible.module_utils import basic
 
 from ansible_collections.gpufleet.nodeprep.plugins.modules import kernel_facts
 
-from _nodeprep_helpers import ansible_adhoc, run_module
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ansible_adhoc, run_module
 
 RUNNING = '5.14.0-503.14.1.el9_5.x86_64'
 

@@ -17,8 +17,8 @@ from ansible.module_utils import basic
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _limits
 from ansible_collections.gpufleet.nodeprep.plugins.modules import limits_facts
 
-from conftest import FIXTURES
-from _nodeprep_helpers import ansible_adhoc, run_module
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ansible_adhoc, run_module
 
 SYSTEMCTL = '/usr/bin/systemctl'
 MANAGER_ARGV = (SYSTEMCTL, 'show', '-p', 'DefaultLimitMEMLOCK', '-p', 'DefaultLimitMEMLOCKSoft',

@@ -15,24 +15,17 @@ import subprocess
 import pytest
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ScriptedCommands, ethtool_fixture, run_main
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nic
 from ansible_collections.gpufleet.nodeprep.plugins.modules import nic_facts
 
-ETHTOOL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'ethtool')
 IP = '/usr/sbin/ip'
 ETHTOOL = '/usr/sbin/ethtool'
-C = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
 
 
-def fixture(name):
-    with open(os.path.join(ETHTOOL_DIR, name)) as handle:
-        return handle.read()
-
-
-ENS3_K = fixture('virtio_net-ens3_ethtool-k_hotsos.txt')
-ENS3_I = fixture('virtio_net-ens3_ethtool-i_hotsos.txt')
+ENS3_K = ethtool_fixture('virtio_net-ens3_ethtool-k_hotsos.txt')
+ENS3_I = ethtool_fixture('virtio_net-ens3_ethtool-i_hotsos.txt')
 IP_ADDR = json.dumps([
     {'ifindex': 1, 'ifname': 'lo', 'mtu': 65536, 'addr_info': [
         {'family': 'inet', 'local': '127.0.0.1', 'prefixlen': 8}]},
@@ -43,24 +36,10 @@ IP_ADDR = json.dumps([
 
 
 def run_module(monkeypatch, capsys, args, calls, tools=None):
-    tools = {'ip': IP, 'ethtool': ETHTOOL} if tools is None else tools
-    pending = list(calls)
-
-    def run_command(self, argv, environ_update=None, **kwargs):
-        assert environ_update == C
-        assert pending, 'unexpected command {0}'.format(argv)
-        expected, rc, out, err = pending.pop(0)
-        assert argv == expected
-        return rc, out, err
-
-    monkeypatch.setattr(AnsibleModule, 'run_command', run_command)
-    monkeypatch.setattr(AnsibleModule, 'get_bin_path',
-                        lambda self, name, required=False, opt_dirs=None: tools.get(name))
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            nic_facts.main()
-    assert pending == [], 'commands not run: {0}'.format(pending)
-    return json.loads(capsys.readouterr().out)
+    runner = ScriptedCommands(calls).install(monkeypatch, {'ip': IP, 'ethtool': ETHTOOL} if tools is None else tools)
+    result = run_main(nic_facts.main, args, capsys)
+    assert runner.calls == [], 'commands not run: {0}'.format(runner.calls)
+    return result
 
 
 @pytest.fixture
@@ -101,8 +80,8 @@ def test_nic_facts_selects_ens3(sysfs, monkeypatch, capsys, args):
     ({'interfaces': ['ib0']}, [([IP, '-j', 'addr', 'show'], 0, IP_ADDR, '')],
      {'msg': 'interface ib0 not found; interfaces present: ens3, lo'}),
     ({'networks': ['fabric']}, [([IP, '-j', 'addr', 'show'], 0, IP_ADDR, '')],
-     {'msg': "networks: 'fabric' is not an IPv4 or IPv6 network in CIDR form "
-             "('fabric' does not appear to be an IPv4 or IPv6 network)"}),
+     {'msg': "networks[0] 'fabric' is not a valid network (CIDR such as 10.20.0.0/16): "
+             "'fabric' does not appear to be an IPv4 or IPv6 network"}),
     ({}, [([IP, '-j', 'addr', 'show'], 1, '', 'RTNETLINK answers: Operation not permitted\n')],
      {'msg': 'ip -j addr show failed (rc=1): RTNETLINK answers: Operation not permitted',
       'cmd': [IP, '-j', 'addr', 'show'], 'rc': 1, 'stdout': '',
@@ -147,10 +126,7 @@ def veth():
 def test_real_veth_facts_match_ethtool(veth, monkeypatch, capsys):
     monkeypatch.setattr(AnsibleModule, 'get_bin_path',
                         lambda self, name, required=False, opt_dirs=None: shutil.which(name))
-    with patch_module_args({'interfaces': [veth]}):
-        with pytest.raises(SystemExit):
-            nic_facts.main()
-    result = json.loads(capsys.readouterr().out)
+    result = run_main(nic_facts.main, {'interfaces': [veth]}, capsys)
     facts = result['ansible_facts']['nics'][veth]
     assert facts['mtu'] == 9000
     assert facts['addresses'] == {'ipv4': [], 'ipv6': []}

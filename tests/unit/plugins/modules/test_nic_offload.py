@@ -6,7 +6,6 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
 import random
 import shutil
@@ -15,26 +14,19 @@ import subprocess
 import pytest
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ScriptedCommands, ethtool_fixture, run_main
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nic
 from ansible_collections.gpufleet.nodeprep.plugins.modules import nic_offload
 
-ETHTOOL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'ethtool')
 ETHTOOL = '/usr/sbin/ethtool'
 NMCLI = '/usr/bin/nmcli'
-C = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
-
-
-def fixture(name):
-    with open(os.path.join(ETHTOOL_DIR, name)) as handle:
-        return handle.read()
 
 
 # the blog copy with its 8-space markdown indent removed
-MLX_K = '\n'.join(line[8:] for line in fixture(
+MLX_K = '\n'.join(line[8:] for line in ethtool_fixture(
     'mellanox-connectx4lx-mlx5_core-enp1s0f0np0_ethtool-k_xtremeownage-blog.txt').split('\n'))
-ENS3_K = fixture('virtio_net-ens3_ethtool-k_hotsos.txt')
+ENS3_K = ethtool_fixture('virtio_net-ens3_ethtool-k_hotsos.txt')
 MLX_K_GRO_OFF = MLX_K.replace('generic-receive-offload: on', 'generic-receive-offload: off')
 ENS3_K_GRO_OFF = ENS3_K.replace('generic-receive-offload: on', 'generic-receive-offload: off')
 SMALL_K = 'Features for veth1:\ngeneric-receive-offload: off\nhighdma: on [fixed]\nrx-gro-list: off\n'
@@ -44,31 +36,13 @@ def _k(ifname, out):
     return ([ETHTOOL, '-k', ifname], 0, out, '')
 
 
-class Runner(object):
-    def __init__(self, calls):
-        self.calls = list(calls)
-
-    def __call__(self, module, argv, environ_update=None, **kwargs):
-        assert environ_update == C
-        assert self.calls, 'unexpected command {0}'.format(argv)
-        expected, rc, out, err = self.calls.pop(0)
-        assert argv == expected
-        return rc, out, err
-
-
 def run_module(monkeypatch, capsys, args, calls, tools=None, systemd=False, tmp_path=None):
     tools = {'ethtool': ETHTOOL} if tools is None else tools
-    runner = Runner(calls)
-    monkeypatch.setattr(AnsibleModule, 'run_command',
-                        lambda self, argv, environ_update=None, **kw: runner(self, argv, environ_update, **kw))
-    monkeypatch.setattr(AnsibleModule, 'get_bin_path',
-                        lambda self, name, required=False, opt_dirs=None: tools.get(name))
+    runner = ScriptedCommands(calls).install(monkeypatch, tools)
     monkeypatch.setattr(_nic, 'RUN_SYSTEMD', '/' if systemd else '/nonexistent/run/systemd/system')
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            nic_offload.main()
+    result = run_main(nic_offload.main, args, capsys)
     assert runner.calls == [], 'commands not run: {0}'.format(runner.calls)
-    return json.loads(capsys.readouterr().out)
+    return result
 
 
 NO_NM = {'nm_managed': None, 'method': 'unit'}
@@ -243,10 +217,7 @@ def veth():
 def _real(monkeypatch, capsys, args):
     monkeypatch.setattr(AnsibleModule, 'get_bin_path',
                         lambda self, name, required=False, opt_dirs=None: shutil.which(name))
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            nic_offload.main()
-    return json.loads(capsys.readouterr().out)
+    return run_main(nic_offload.main, args, capsys)
 
 
 @pytest.mark.netns

@@ -11,7 +11,7 @@ from ansible.module_utils import basic
 
 from ansible_collections.gpufleet.nodeprep.plugins.modules import nvidia_driver_plan
 
-from _nodeprep_helpers import run_module
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import run_module
 
 UBUNTU = {'os_family': 'Debian', 'distribution': 'Ubuntu', 'distribution_version': '24.04',
           'distribution_major_version': '24', 'architecture': 'x86_64'}

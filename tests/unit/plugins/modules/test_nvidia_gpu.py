@@ -12,9 +12,9 @@ import re
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import patch_module_args
 
-from conftest import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 
 from ansible_collections.gpufleet.nodeprep.plugins.modules import nvidia_gpu
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nvidia_collect

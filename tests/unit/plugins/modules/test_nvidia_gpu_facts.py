@@ -6,15 +6,12 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
 import time
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
-
-from conftest import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_smi, run_main_rc
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nvidia_collect
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
@@ -25,20 +22,8 @@ NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVI
              "Make sure that the latest NVIDIA driver is installed and running.")
 
 
-def fake_smi(tmp_path, body):
-    """A real executable standing in for nvidia-smi (runs through run_with_timeout for real)."""
-    path = tmp_path / 'nvidia-smi'
-    path.write_text('#!/bin/sh\n' + body + '\n')
-    path.chmod(0o755)
-    return str(path)
-
-
 def run(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as excinfo:
-            nvidia_gpu_facts.main()
-    result = json.loads(capsys.readouterr().out)
-    return excinfo.value.code, result
+    return run_main_rc(nvidia_gpu_facts.main, args, capsys)
 
 
 @pytest.mark.parametrize('fixture, count', [

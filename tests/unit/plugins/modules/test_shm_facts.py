@@ -10,10 +10,12 @@ import os
 import shutil
 import subprocess
 
+from ansible.module_utils import basic
+
 from ansible_collections.gpufleet.nodeprep.plugins.modules import shm_facts
 
-from conftest import FIXTURES
-from _nodeprep_helpers import ansible_adhoc, run_module
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ansible_adhoc, run_module
 
 
 def test_tree(tmp_path, capsys, monkeypatch):
@@ -31,14 +33,21 @@ def test_tree(tmp_path, capsys, monkeypatch):
     assert shm['fstab']['options'] == ['defaults', 'size=64g']
 
 
-def test_bad_fstab_fails(tmp_path, capsys, monkeypatch):
+def test_bad_fstab_size_is_an_error_of_its_line(tmp_path, capsys, monkeypatch):
     (tmp_path / 'proc/self').mkdir(parents=True)
     (tmp_path / 'etc').mkdir()
     shutil.copy(os.path.join(FIXTURES, 'host', 'mountinfo.el9'), str(tmp_path / 'proc/self/mountinfo'))
     shutil.copy(os.path.join(FIXTURES, 'host', 'fstab.shm-bad-size'), str(tmp_path / 'etc/fstab'))
+    warned = []
+    monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, msg, *a, **k: warned.append(msg))
     result, seen = run_module(shm_facts.main, {'root': str(tmp_path)}, capsys, monkeypatch)
-    assert result['failed'] is True
-    assert result['msg'].startswith('/dev/shm: size=64q: not a tmpfs size')
+    shm = result['ansible_facts']['shm']
+    assert not result.get('failed')
+    assert len(shm['errors']) == 1
+    assert shm['errors'][0].startswith('{0}/etc/fstab line '.format(tmp_path))
+    assert ': size=64q: not a tmpfs size' in shm['errors'][0]
+    assert shm['fstab']['size_bytes'] is None
+    assert warned == shm['errors']
 
 
 def test_ansible_adhoc_matches_df():

@@ -2,26 +2,22 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tests of plugins/modules/readiness_check.py: the exact commands it runs and what it returns."""
+"""Tests of plugins/modules/readiness_info.py: the exact commands it runs and what it returns."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import os
-import sys
 
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import patch_module_args
 
-from ansible_collections.gpufleet.nodeprep.plugins.modules import readiness_check
+from ansible_collections.gpufleet.nodeprep.plugins.modules import readiness_info
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'module_utils'))
-import test_readiness_facts as F  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
 
-UNITS = ['nvidia-persistenced.service', 'nvidia-fabricmanager.service', 'nvlsm.service',
-         'nodeprep-gpu-settings.service']
+UNITS = ['nvidia-persistenced.service', 'nvidia-fabricmanager.service', 'nodeprep-gpu-settings.service']
 JOURNAL = ['/usr/bin/journalctl', '-k', '-b', '0', '--no-pager', '-q', '-o', 'short-iso', '-n', '20000']
 SHOW = ['/usr/bin/systemctl', 'show', '--property=Id,LoadState,ActiveState,UnitFileState', '--'] + UNITS
 XID = ("2025-06-02T10:11:12+0000 node07 kernel: NVRM: Xid (PCI:0000:c4:00): 79, pid='<unknown>', name=<unknown>, "
@@ -35,7 +31,7 @@ def show_output(states):
     return '\n'.join(blocks)
 
 
-ALL_UP = show_output([('loaded', 'active', 'enabled')] * 4)
+ALL_UP = show_output([('loaded', 'active', 'enabled')] * 3)
 
 
 class Runner(object):
@@ -55,7 +51,7 @@ class Runner(object):
 
 def run(monkeypatch, capsys, args, table, bins=('journalctl', 'dmesg', 'systemctl'), systemd=True):
     runner = Runner(table)
-    monkeypatch.setattr(readiness_check, '_SYSTEMD_RUN_DIR', '/' if systemd else '/nonexistent/systemd')
+    monkeypatch.setattr(readiness_info, '_SYSTEMD_RUN_DIR', '/' if systemd else '/nonexistent/systemd')
 
     def run_command(self, argv, **kw):
         return runner(self, argv, **kw)
@@ -65,7 +61,7 @@ def run(monkeypatch, capsys, args, table, bins=('journalctl', 'dmesg', 'systemct
                         lambda self, name, required=False, opt_dirs=None: '/usr/bin/' + name if name in bins else None)
     with patch_module_args(args):
         with pytest.raises(SystemExit):
-            readiness_check.main()
+            readiness_info.main()
     return json.loads(capsys.readouterr().out), runner.calls
 
 
@@ -95,8 +91,8 @@ def test_converged_node(monkeypatch, capsys, nccl_conf):
     assert result['probe']['kernel_log'] == {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [],
                                              'error': None}
     assert result['probe']['nccl_conf']['exists'] is True
-    assert result['probe']['services']['nvlsm.service'] == {'load_state': 'loaded', 'active_state': 'active',
-                                                            'unit_file_state': 'enabled'}
+    assert result['probe']['services']['nvidia-fabricmanager.service'] == {
+        'load_state': 'loaded', 'active_state': 'active', 'unit_file_state': 'enabled'}
 
 
 def test_xid_from_dmesg_when_journald_has_no_log(monkeypatch, capsys, nccl_conf):
@@ -116,16 +112,14 @@ def test_xid_from_dmesg_when_journald_has_no_log(monkeypatch, capsys, nccl_conf)
 
 
 def test_services_missing(monkeypatch, capsys, nccl_conf):
-    states = [('not-found', 'inactive', ''), ('loaded', 'failed', 'enabled'), ('loaded', 'active', 'enabled'),
-              ('loaded', 'active', 'enabled')]
+    states = [('not-found', 'inactive', ''), ('loaded', 'failed', 'enabled'), ('loaded', 'active', 'enabled')]
     result, _calls = run(monkeypatch, capsys, base_args(nccl_conf), [
         (JOURNAL, (0, '', '')), (SHOW, (0, show_output(states), '')),
     ])
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
     assert got['driver.persistenced'] == ('warn', 'nvidia-persistenced: not installed; persistence mode set by the '
                                                   'legacy nvidia-smi -pm 1 on all GPUs')
-    assert got['fabric.manager'] == ('fail', '2 NVSwitches; nvidia-fabricmanager: failed, enabled, nvlsm: active, '
-                                             'enabled')
+    assert got['fabric.manager'] == ('fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: failed, enabled')
     assert result['probe']['services']['nvidia-persistenced.service'] == {
         'load_state': 'not-found', 'active_state': 'inactive', 'unit_file_state': None}
 
@@ -171,7 +165,7 @@ def test_systemctl_block_count_mismatch(monkeypatch, capsys, nccl_conf):
         (JOURNAL, (0, '', '')), (SHOW, (0, 'Id=nvidia-persistenced.service\nLoadState=loaded\n', '')),
     ])
     assert result['failed'] is True
-    assert result['msg'] == 'systemctl show printed 1 unit blocks for 4 units ({0})'.format(', '.join(UNITS))
+    assert result['msg'] == 'systemctl show printed 1 unit blocks for 3 units ({0})'.format(', '.join(UNITS))
     assert result['cmd'] == SHOW
 
 
@@ -179,8 +173,8 @@ def test_no_log_tool_and_no_systemctl(monkeypatch, capsys, nccl_conf):
     result, calls = run(monkeypatch, capsys, base_args(nccl_conf), [], bins=())
     assert calls == []
     assert result['probe']['kernel_log']['error'] == 'neither journalctl nor dmesg found'
-    assert result['probe']['services']['nvlsm.service'] == {'load_state': None, 'active_state': None,
-                                                            'unit_file_state': None, 'error': 'systemctl not found'}
+    assert result['probe']['services']['nvidia-fabricmanager.service'] == {
+        'load_state': None, 'active_state': None, 'unit_file_state': None, 'error': 'systemctl not found'}
 
 
 def test_not_booted_with_systemd(monkeypatch, capsys, nccl_conf):
@@ -208,3 +202,30 @@ def test_check_mode_is_the_same(monkeypatch, capsys, nccl_conf):
     assert [argv for argv, _env in calls] == [JOURNAL, SHOW]
     assert result['changed'] is False
     assert result['summary']['status'] == 'pass'
+
+
+def test_values_checked_are_returned(monkeypatch, capsys, nccl_conf):
+    result, _calls = run(monkeypatch, capsys, base_args(nccl_conf), [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
+    values = dict(result['values'])
+    assert values['power limit'] == '700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs'
+    assert values['/dev/shm'] == ('716.0 GiB live, 716.0 GiB in fstab; GPU memory 1.4 TiB, so /dev/shm = 50% of it; '
+                                  'wanted at least 716.0 GiB')
+    assert values['memlock (soft/hard KiB)'] == 'root unlimited/unlimited, train unlimited/unlimited'
+
+
+def test_settings_are_required(monkeypatch, capsys, nccl_conf):
+    args = base_args(nccl_conf)
+    del args['settings']
+    result, calls = run(monkeypatch, capsys, args, [])
+    assert result['failed'] is True
+    assert result['msg'] == 'missing required arguments: settings'
+    assert calls == []
+
+
+def test_negative_kernel_log_lines_is_refused(monkeypatch, capsys, nccl_conf):
+    args = base_args(nccl_conf)
+    args['kernel_log_lines'] = -5
+    result, calls = run(monkeypatch, capsys, args, [])
+    assert result['msg'] == ('kernel_log_lines=-5 is negative; allowed: 0 (do not read the kernel log) or a positive '
+                             'number of lines')
+    assert calls == []

@@ -8,9 +8,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 DOCUMENTATION = r"""
-module: readiness_check
+module: readiness_info
 short_description: Check that a GPU node is in the state the gpufleet.nodeprep roles leave it in
-version_added: 0.1.0
+version_added: 0.2.0
 author: gpufleet maintainers (@gpufleet)
 description:
   - Evaluates the readiness checks of the P(gpufleet.nodeprep.readiness#role) role on one node and returns them.
@@ -22,7 +22,9 @@ description:
     C(driver.loaded), C(driver.open_modules), C(driver.persistenced), C(gpu.count), C(gpu.power_limit),
     C(gpu.clocks), C(gpu.health), C(memlock.users), C(memlock.services), C(shm.size), C(nccl.config),
     C(nic.offload) and C(fabric.manager).
-  - Never changes the node.
+  - Also returns the values the checks looked at (RV(values)), for the report.
+  - Never changes the node. Called C(gpufleet.nodeprep.readiness_check) before 0.2.0; that name redirects here
+    until 1.0.0.
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
   - gpufleet.nodeprep.attributes.INFO_MODULE
@@ -31,17 +33,21 @@ options:
     description:
       - The fact namespaces gathered by M(gpufleet.nodeprep.gpu_node_facts) - C(nvidia), C(kernel_state), C(limits),
         C(shm) and C(nics) (see the collection's docs/contracts.md).
-      - A namespace left out turns the checks that need it into V(skip).
+      - Also C(nodeprep_errors) (subset to message, what M(gpufleet.nodeprep.gpu_node_facts) sets with
+        C(fail_on_error=false)). A namespace that could not be read fails the checks that need it; it never turns
+        them into V(skip) or V(pass).
+      - A namespace left out (not asked for, no error) turns the checks that need it into V(skip).
     type: dict
     required: true
   settings:
     description:
       - The role variables the checks compare against, by their names (for example
         C(nodeprep_gpu_settings_power_limit), C(nodeprep_shm_size), C(nodeprep_expected_gpus)).
-      - A variable left out takes the default of the role that owns it. The P(gpufleet.nodeprep.readiness#role)
-        role builds this dict from the inventory and the roles' defaults; docs/readiness.md lists every name.
+      - Every variable the checks read must be given; a missing one is refused with its name. The
+        P(gpufleet.nodeprep.readiness#role) role builds this dict from the inventory and the owning roles'
+        documented defaults; docs/readiness.md lists every name.
     type: dict
-    default: {}
+    required: true
   nccl_conf_path:
     description:
       - The NCCL configuration file to read for the C(nccl.config) check.
@@ -53,7 +59,7 @@ options:
         re-applies GPU settings at boot).
     type: list
     elements: str
-    default: [nvidia-persistenced.service, nvidia-fabricmanager.service, nvlsm.service, nodeprep-gpu-settings.service]
+    default: [nvidia-persistenced.service, nvidia-fabricmanager.service, nodeprep-gpu-settings.service]
   kernel_log_lines:
     description:
       - How many of the last kernel log lines of the current boot to search for NVIDIA Xid events
@@ -79,18 +85,16 @@ EXAMPLES = r"""
 - name: Gather the node's facts once
   gpufleet.nodeprep.gpu_node_facts:
 
-- name: Check the node
-  gpufleet.nodeprep.readiness_check:
+- name: Check the node (the readiness role passes every setting; docs/readiness.md lists them)
+  gpufleet.nodeprep.readiness_info:
     facts:
       nvidia: "{{ ansible_facts.nvidia }}"
       kernel_state: "{{ ansible_facts.kernel_state }}"
       limits: "{{ ansible_facts.limits }}"
       shm: "{{ ansible_facts.shm }}"
       nics: "{{ ansible_facts.nics }}"
-    settings:
-      nodeprep_expected_gpus: 8
-      nodeprep_gpu_settings_power_limit: "70%"
-      nodeprep_shm_size: 512G
+      nodeprep_errors: "{{ ansible_facts.nodeprep_errors }}"
+    settings: "{{ my_readiness_settings }}"
   become: true
   register: readiness
 
@@ -131,6 +135,22 @@ summary:
   returned: success
   type: dict
   sample: {pass: 12, warn: 1, fail: 0, skip: 2, status: warn}
+  contains:
+    pass:
+      description: Checks that passed.
+      type: int
+    warn:
+      description: Checks that warned.
+      type: int
+    fail:
+      description: Checks that failed.
+      type: int
+    skip:
+      description: Checks skipped (not configured, or not applicable to the node).
+      type: int
+    status:
+      description: The worst status of all checks.
+      type: str
 ready:
   description: True when no check failed.
   returned: success
@@ -144,17 +164,57 @@ lost_gpus:
   type: list
   elements: dict
   sample: [{bus_id: "0000:3b:00.0", reason: "on the PCI bus, not listed by nvidia-smi"}]
+  contains:
+    bus_id:
+      description: PCI address as sysfs names it.
+      type: str
+    reason:
+      description: Why the GPU counts as lost.
+      type: str
+values:
+  description:
+    - The values the checks looked at, as C([label, text]) pairs in a fixed order, for the report (GPUs and
+      driver, power limit in W and in % of the default, clocks, GPU memory, C(/dev/shm) against GPU memory,
+      memlock, NICs and their offloads, NCCL file, NVSwitch fabric). A value that could not be read says so.
+  returned: success
+  type: list
+  elements: list
+  sample: [[power limit, "700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs"]]
 probe:
   description: What the module read on the node besides the facts.
   returned: success
   type: dict
   contains:
     nccl_conf:
-      description: C(path), C(exists) and C(content) of the NCCL configuration file.
+      description: The NCCL configuration file.
       type: dict
+      contains:
+        path:
+          description: Its path.
+          type: str
+        exists:
+          description: Whether it exists.
+          type: bool
+        content:
+          description: Its text, or null when it does not exist.
+          type: str
+        error:
+          description: Why it could not be read, or null.
+          type: str
     kernel_log:
-      description: C(source) (the command read), C(lines) (the Xid lines found; null when not read) and C(error).
+      description: The kernel log lines read for Xid events.
       type: dict
+      contains:
+        source:
+          description: The command read.
+          type: str
+        lines:
+          description: The Xid lines found; null when the log was not read.
+          type: list
+          elements: str
+        error:
+          description: Why the log could not be read, or null.
+          type: str
     services:
       description: Per unit - C(load_state), C(active_state) and C(unit_file_state) as systemctl reports them.
       type: dict
@@ -167,6 +227,7 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness import (
     ReadinessError,
+    checked_values,
     evaluate,
     find_lost_gpus,
     summarize,
@@ -275,6 +336,7 @@ def run_checks(module):
     try:
         checks = evaluate(params['facts'], settings, probe)
         lost = find_lost_gpus(params['facts'])
+        values = checked_values(params['facts'], settings, probe)
     except ReadinessError as exc:
         module.fail_json(msg='readiness check: {0}'.format(exc))
     summary = summarize(checks)
@@ -284,6 +346,7 @@ def run_checks(module):
         'summary': summary,
         'ready': summary['status'] != FAIL,
         'lost_gpus': lost,
+        'values': values,
         'probe': probe,
     }
 
@@ -292,10 +355,10 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             facts=dict(type='dict', required=True),
-            settings=dict(type='dict', default={}),
+            settings=dict(type='dict', required=True),
             nccl_conf_path=dict(type='path', default='/etc/nccl.conf'),
             services=dict(type='list', elements='str',
-                          default=['nvidia-persistenced.service', 'nvidia-fabricmanager.service', 'nvlsm.service',
+                          default=['nvidia-persistenced.service', 'nvidia-fabricmanager.service',
                                    'nodeprep-gpu-settings.service']),
             kernel_log_lines=dict(type='int', default=20000),
         ),

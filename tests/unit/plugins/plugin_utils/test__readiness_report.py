@@ -1,0 +1,168 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of plugins/plugin_utils/_readiness_report.py: the controller-side report built from evaluate() results."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import xml.etree.ElementTree as ET
+
+from html.parser import HTMLParser
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_report as rr
+
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
+
+
+def _report():
+    converged = F.converged()
+    fresh = F.fresh()
+    results = {
+        'gpu-a01': {'checks': r.evaluate(*converged), 'values': r.checked_values(*converged)},
+        'gpu-a02': {'checks': r.evaluate(*fresh), 'values': r.checked_values(*fresh)},
+        'gpu-a03': {'unreachable': True, 'msg': 'Failed to connect to the host via ssh: No route to host'},
+        'gpu-a05': {'failed': True, 'msg': 'Gather the node facts: nvidia-smi timed out <after 60 s> & gave up'},
+    }
+    return rr.build_report(['gpu-a01', 'gpu-a02', 'gpu-a03', 'gpu-a04', 'gpu-a05'], results, '2026-01-05T08:00:00Z')
+
+
+def test_build_report_summary_and_hosts():
+    report = _report()
+    assert report['summary'] == {'hosts': 5, 'ready': 1, 'not_ready': 2, 'unreachable': 2,
+                                 'pass': 15, 'warn': 0, 'fail': 16, 'skip': 0}
+    assert report['host_order'] == ['gpu-a01', 'gpu-a02', 'gpu-a03', 'gpu-a04', 'gpu-a05']
+    assert [report['hosts'][h]['status'] for h in report['host_order']] == \
+        ['ready', 'not_ready', 'unreachable', 'unreachable', 'not_ready']
+    assert report['hosts']['gpu-a03']['msg'] == 'Failed to connect to the host via ssh: No route to host'
+    assert report['hosts']['gpu-a04']['msg'] == 'no result: the host was unreachable or failed before the check'
+    assert report['hosts']['gpu-a05']['checks'] == [{
+        'id': 'facts.gather', 'status': 'fail', 'expected': 'facts gathered',
+        'observed': 'Gather the node facts: nvidia-smi timed out <after 60 s> & gave up',
+        'remedy': 'read the error; run playbooks/readiness.yml with -vvv on this host'}]
+    assert report['check_ids'] == list(r.CHECK_IDS) + ['facts.gather']
+
+
+def test_json_junit_html_agree():
+    report = _report()
+    data = json.loads(rr.render_json(report))
+    assert data == json.loads(json.dumps(report))
+
+    # JUnit
+    root = ET.fromstring(rr.render_junit(report).encode('utf-8'))
+    assert root.tag == 'testsuites'
+    assert (root.get('tests'), root.get('failures'), root.get('errors'), root.get('skipped')) == ('33', '16', '2', '0')
+    junit = {}
+    for suite in root.findall('testsuite'):
+        for case in suite.findall('testcase'):
+            if case.find('failure') is not None:
+                status = 'fail'
+            elif case.find('skipped') is not None:
+                status = 'skip'
+            elif case.find('error') is not None:
+                status = 'unreachable'
+            elif case.find('system-out') is not None:
+                status = 'warn'
+            else:
+                status = 'pass'
+            junit[(suite.get('name'), case.get('name'))] = status
+    expected = {}
+    for host in data['host_order']:
+        entry = data['hosts'][host]
+        if entry['status'] == 'unreachable':
+            expected[(host, 'host.reachable')] = 'unreachable'
+        for check in entry['checks']:
+            expected[(host, check['id'])] = check['status']
+    assert junit == expected
+    error = root.find("testsuite[@name='gpu-a03']/testcase/error")
+    assert error.get('message') == 'Failed to connect to the host via ssh: No route to host'
+    failure = root.find("testsuite[@name='gpu-a05']/testcase[@name='facts.gather']/failure")
+    assert failure.get('message') == 'Gather the node facts: nvidia-smi timed out <after 60 s> & gave up'
+    assert failure.text.startswith('expected: facts gathered\nobserved: Gather the node facts: nvidia-smi timed out '
+                                   '<after 60 s> & gave up\n')
+
+    # HTML: the matrix cells carry the same statuses, the text is escaped and readable back
+    class Cells(HTMLParser):
+        def __init__(self):
+            HTMLParser.__init__(self)
+            self.table = None
+            self.rows = []
+            self.cell = None
+
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            if tag == 'table':
+                self.table = attrs.get('id')
+            elif tag == 'tr' and self.table == 'matrix':
+                self.rows.append([])
+            elif tag in ('td', 'th') and self.table == 'matrix':
+                self.cell = {'class': attrs.get('class'), 'title': attrs.get('title'), 'text': '',
+                             'colspan': attrs.get('colspan')}
+                self.rows[-1].append(self.cell)
+
+        def handle_endtag(self, tag):
+            if tag == 'table':
+                self.table = None
+            if tag in ('td', 'th'):
+                self.cell = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell['text'] += data
+
+    parser = Cells()
+    parser.feed(rr.render_html(report))
+    header = [c['title'] or c['text'] for c in parser.rows[0]]
+    assert header == ['host', 'status'] + data['check_ids']
+    # two lines per header, horizontal: the area, then the check (breakable at '_')
+    assert parser.rows[0][2]['text'] == 'kerneldevel_matched'
+    html = {}
+    for row in parser.rows[1:]:
+        host = row[0]['text']
+        html[host] = [c['class'] for c in row[1:]]
+        entry = data['hosts'][host]
+        if entry['status'] == 'unreachable':
+            assert [c['text'] for c in row[1:]] == ['unreachable', entry['msg']]
+            assert row[2]['colspan'] == str(len(data['check_ids']))
+            assert row[2]['title'] == entry['msg']
+            continue
+        by_check = dict((c['id'], c) for c in entry['checks'])
+        for cell, check_id in zip(row[2:], data['check_ids']):
+            check = by_check.get(check_id)
+            if check is None:
+                assert (cell['class'], cell['text']) == ('skip', '-')
+            else:
+                assert (cell['class'], cell['text']) == (check['status'], check['status'])
+                assert cell['title'] == 'expected: {0}\nobserved: {1}\nremedy: {2}'.format(
+                    check['expected'], check['observed'], check['remedy'])
+    assert sorted(html) == sorted(data['host_order'])
+    page = rr.render_html(report)
+    assert '<after 60 s> &' not in page
+    # every host has its section with the values checked, linked from the matrix
+    for host in data['host_order']:
+        assert '<h2 id="host-{0}">'.format(host) in page
+        assert '<a href="#host-{0}">{0}</a>'.format(host) in page
+    assert '<tr><td>power limit</td><td>700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs</td></tr>' \
+        in page
+
+
+def test_render_text_lists_values_and_problems():
+    text = rr.render_text(_report())
+    assert '== gpu-a01: ready\n' in text
+    assert '   power limit              700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs\n' in text
+    assert '   FAIL gpu.power_limit: could not be read: nvidia-smi failed: nvidia-smi not found\n' in text
+    assert '== gpu-a03: unreachable\n   Failed to connect to the host via ssh: No route to host\n' in text
+
+
+def test_render_matrix():
+    text = rr.render_matrix(_report())
+    lines = text.splitlines()
+    assert lines[0].startswith('checks: 1=kernel.devel_matched  2=driver.nouveau_blacklisted  ')
+    assert lines[2] == 'gpu-a01  ' + ' '.join(['{0:>2}'.format('.')] * 15 + ['  ']) + '  ready'
+    assert lines[3] == 'gpu-a02  ' + ' '.join('{0:>2}'.format(m) for m in 'FFFFFFFFFFFFFFF ') + '  not_ready'
+    assert lines[4] == 'gpu-a03  ' + ' '.join([' ?'] * 16) + '  unreachable'
+    assert lines[6] == 'gpu-a05  ' + ' '.join(['  '] * 15 + [' F']) + '  not_ready'
+    assert lines[-1] == ('legend: . pass  W warn  F fail  - skip  ? unreachable; hosts 5: 1 ready, 2 not ready, '
+                         '2 unreachable')
