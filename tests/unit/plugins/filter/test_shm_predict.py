@@ -22,7 +22,7 @@ def test_registered():
 def test_fresh_node():
     got = shm_predict({'size_bytes': 12 * G, 'unlimited': False, 'fstab': None}, str(64 * G), ['nosuid', 'nodev'])
     assert got['fstab'] is True and got['live'] is True and got['exact'] is True
-    assert got['reasons'][0] == 'no /dev/shm line in fstab'
+    assert got['fstab_reasons'][0] == 'no /dev/shm line in fstab'
 
 
 @pytest.mark.parametrize('shm, min_bytes, options, message', [

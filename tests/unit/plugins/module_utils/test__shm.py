@@ -253,4 +253,4 @@ def line(size, options=('rw', 'nosuid', 'nodev')):
 def test_predict_before_gpu_memory(shm, kwargs, fstab, live, exact):
     got = S.predict_before_gpu_memory(shm, 64 * G, OPTS, **kwargs)
     assert (got['fstab'], got['live'], got['exact']) == (fstab, live, exact)
-    assert len(got['reasons']) == int(fstab) + int(live)
+    assert (len(got['fstab_reasons']), len(got['live_reasons'])) == (int(fstab), int(live))
