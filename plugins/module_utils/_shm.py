@@ -308,8 +308,8 @@ def predict_before_gpu_memory(shm, min_bytes, mount_options, fstab=True, remount
     ``max(T, live)`` to fstab (``T`` with ``shrink``) and grows the live mount when ``live < T``.
 
     Returns ``{'fstab': bool, 'live': bool, 'exact': bool, 'fstab_reasons': [...], 'live_reasons': [...]}``:
-    ``fstab``/``live`` are True only when the real run changes them whatever the GPU memory is; ``exact`` is False when the answer depends on the GPU
-    memory (then the prediction may say unchanged where the real run changes).
+    ``fstab``/``live`` are True only when the real run changes them whatever the GPU memory is; ``exact`` is False
+    when the answer depends on the GPU memory (then the prediction may say unchanged where the real run changes).
     """
     live = shm.get('size_bytes') or 0
     unlimited = bool(shm.get('unlimited'))
