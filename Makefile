@@ -122,6 +122,9 @@ docsite: collection-link docs-rst ## Sphinx docsite (antsibull-docs sphinx-init)
 	chmod og-w $(TMP)/docsite/rst
 	cd $(TMP)/docsite && PATH=$(BIN):$$PATH $(BIN)/antsibull-docs --config-file antsibull-docs.cfg collection \
 	  --cleanup everything --use-current --dest-dir rst gpufleet.nodeprep
+	@# antsibull-docs copies the guides' text, not their pictures: the guides' images go beside them.
+	mkdir -p $(TMP)/docsite/rst/collections/gpufleet/nodeprep/docsite/images
+	cp docs/images/*.png $(TMP)/docsite/rst/collections/gpufleet/nodeprep/docsite/images/
 	cd $(TMP)/docsite && PATH=$(BIN):$$PATH $(BIN)/sphinx-build -M html rst build -c . -q -w warnings.log --keep-going
 	$(PY) .ci/docsite_check.py $(TMP)/docsite/warnings.log
 

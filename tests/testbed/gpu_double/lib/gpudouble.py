@@ -172,7 +172,7 @@ def present_gpus(profile):
     the others renumber as after a real hot-remove).  A lost GPU (gpu-missing) is still present here."""
     gpus = list(profile['gpus'])
     if fault_active(FAULT_GPU_REMOVED) and gpus:
-        gone_ids = set(g['pci_bus_id'] for g, _ in _fault_gpus(gpus, FAULT_GPU_REMOVED))
+        gone_ids = set(g['pci_bus_id'] for g, _lost in _fault_gpus(gpus, FAULT_GPU_REMOVED))
         gpus = [dict(g, index=i) for i, g in enumerate(g for g in gpus if g['pci_bus_id'] not in gone_ids)]
     return gpus
 
