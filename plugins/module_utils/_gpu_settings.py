@@ -491,6 +491,40 @@ def boot_commands(gpu, result, argv, daemon):
     return commands
 
 
+def fresh_driver_changes(wanted, daemon):
+    """What nvidia_gpu would change on GPUs that a driver installed in this run has just loaded.
+
+    Check mode on a fresh node cannot read the GPUs (the driver is installed in the same run), but a freshly loaded
+    driver has every setting at its default: persistence mode off (nvidia-persistenced, when ``daemon``, then
+    manages it), the power limit at the default limit, clocks unlocked, applications clocks at their defaults.
+    ``wanted`` comes from parse_settings.  Returns one sentence per setting that differs from those defaults (so
+    plan_gpu would plan a command or boot_replay would write a replay entry for it); an empty list when nothing would
+    change.  A power limit in watts and applications clocks are counted as changes because their defaults are only
+    known once the driver runs; a clock lock, even ``reset``, because plan_gpu resets clocks it has no record of.
+    """
+    changes = []
+    if wanted.get('persistence_mode') and not daemon:
+        changes.append('persistence mode is disabled when the driver loads and nvidia-persistenced will not run: '
+                       '-pm 1')
+    request = wanted.get('power_limit')
+    if request is not None and not (request[0] == 'percent' and request[1] == 100.0):
+        changes.append('power limit {0}: the driver starts at the default limit{1}'.format(
+            describe_power_limit(request), '' if request[0] == 'percent' else ', which is unknown until it loads'))
+    for setting, lock_flag, reset_flag in LOCKS:
+        if setting not in wanted:
+            continue
+        if wanted[setting] is None:
+            changes.append('{0} reset: no record of this boot says the clocks are unlocked ({1})'.format(
+                setting, reset_flag))
+        else:
+            changes.append('{0} {1}-{2} MHz: the driver starts with the clocks unlocked'.format(
+                setting, wanted[setting]['min_mhz'], wanted[setting]['max_mhz']))
+    if isinstance(wanted.get('applications_clocks'), dict):
+        changes.append('applications clocks {0},{1} MHz: the defaults are unknown until the driver loads'.format(
+            wanted['applications_clocks']['mem_mhz'], wanted['applications_clocks']['graphics_mhz']))
+    return changes
+
+
 def boot_replay(entries, record_path):
     """The replay file: ``entries`` is a list of (gpu, result, commands) from plan_gpu/boot_commands.
 

@@ -296,3 +296,52 @@ def collect_shm_facts(module, path=SHM_PATH, root='/'):
                               'unlimited': unlimited, 'vfstype': entry['vfstype'], 'spec': entry['spec'],
                               'line': entry['line']}
     return facts
+
+
+def predict_before_gpu_memory(shm, min_bytes, mount_options, fstab=True, remount=True, shrink=False):
+    """What check mode can truthfully predict for /dev/shm when the size derives from GPU memory no driver can read
+    yet (check mode on a fresh node: the driver is installed in the same run).
+
+    ``shm`` is ``ansible_facts.shm`` (``size_bytes``, ``unlimited``, ``fstab`` with ``size_bytes`` and ``options``).
+    ``min_bytes`` is ``nodeprep_shm_min_size`` in bytes, rounded up to a page: the smallest size the ratio can give
+    (the GPU memory is unknown, so the derived target T is only known to be at least ``min_bytes``).  The role writes
+    ``max(T, live)`` to fstab (``T`` with ``shrink``) and grows the live mount when ``live < T``.
+
+    Returns ``{'fstab': bool, 'live': bool, 'exact': bool, 'fstab_reasons': [...], 'live_reasons': [...]}``:
+    ``fstab``/``live`` are True only when the real run changes them whatever the GPU memory is; ``exact`` is False
+    when the answer depends on the GPU memory (then the prediction may say unchanged where the real run changes).
+    """
+    live = shm.get('size_bytes') or 0
+    unlimited = bool(shm.get('unlimited'))
+    line = shm.get('fstab')
+    out = {'fstab': False, 'live': False, 'exact': True, 'fstab_reasons': [], 'live_reasons': []}
+    if fstab and not (unlimited and not shrink):
+        if line is None:
+            out['fstab'] = True
+            out['fstab_reasons'].append('no /dev/shm line in fstab')
+        elif [o for o in mount_options if o not in (line.get('options') or [])]:
+            out['fstab'] = True
+            out['fstab_reasons'].append('the fstab line lacks ' + ','.join(
+                o for o in mount_options if o not in (line.get('options') or [])))
+        else:
+            # The size written is at least max(min_bytes, live) without shrink, at least min_bytes with it.
+            floor = min_bytes if shrink else max(min_bytes, live)
+            written = line.get('size_bytes') or 0
+            if written < floor:
+                out['fstab'] = True
+                out['fstab_reasons'].append('the fstab size {0} is below {1} bytes, the least the role writes'.format(
+                    written, floor))
+            else:
+                out['exact'] = False
+    if remount and not unlimited:
+        if live < min_bytes:
+            out['live'] = True
+            out['live_reasons'].append('the live size {0} is below nodeprep_shm_min_size ({1} bytes)'.format(
+                live, min_bytes))
+        else:
+            out['exact'] = False
+    elif remount and shrink:
+        # Unlimited and shrink: any finite target is smaller.
+        out['live'] = True
+        out['live_reasons'].append('the live /dev/shm is unlimited and nodeprep_shm_shrink is true')
+    return out

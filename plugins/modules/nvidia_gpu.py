@@ -124,6 +124,23 @@ options:
     description:
       - Path of the C(nvidia-smi) binary. By default it is searched in E(PATH), C(/usr/bin) and C(/usr/local/bin).
     type: path
+  driver_pending:
+    description:
+      - Check mode only. The NVIDIA driver is installed earlier in this same run, so C(nvidia-smi) cannot be found or
+        read yet (check mode on a fresh node). Instead of failing, the module predicts from the driver's defaults after
+        it loads (persistence mode off, default power limit, clocks unlocked) and reports C(changed) when a requested
+        setting differs from them; the result's C(msg) and RV(predicted) say which. A power limit in watts and
+        applications clocks count as changes (their defaults are known only once the driver runs), and so does any
+        clock lock, V(reset) included (no record of this boot says the clocks are unlocked).
+      - Ignored outside check mode and when C(nvidia-smi) can be read.
+    type: bool
+    default: false
+  driver_pending_persistenced:
+    description:
+      - With O(driver_pending), whether C(nvidia-persistenced) will run once the driver is installed (then persistence
+        mode is the daemon's and C(-pm) is never predicted).
+    type: bool
+    default: false
 notes:
   - Power limits, locked clocks and applications clocks are volatile; the driver drops them when it unloads, which
     happens when the last client exits while persistence mode is off and no
@@ -256,6 +273,14 @@ persistenced_running:
   returned: always
   type: bool
   sample: false
+predicted:
+  description:
+    - With O(driver_pending) in check mode when the GPUs could not be read, the settings predicted to change once the
+      driver loads (one sentence each); empty otherwise.
+  returned: always
+  type: list
+  elements: str
+  sample: ["power limit 72.5%: the driver starts at the default limit"]
 """
 
 import json
@@ -281,6 +306,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._gpu_settings im
     boot_commands,
     boot_replay,
     find_by_bus_id,
+    fresh_driver_changes,
     gpu_label,
     parse_settings,
     plan_gpu,
@@ -421,6 +447,35 @@ class NvidiaGpu(object):
         state['error'] = ((err or '').strip() or 'rc {0}'.format(rc)) if rc != 0 else None
         return state
 
+    def readable(self):
+        """Whether nvidia-smi -q -x can be run and prints its XML (without failing the module)."""
+        if self.binary is None:
+            return False
+        try:
+            dummy, rc, out, dummy2 = query_xml(self.binary, self.params['timeout'])
+        except NvidiaCollectError:
+            return False
+        return '<nvidia_smi_log' in (out or '')
+
+    def predict_fresh(self, wanted):
+        """Check mode, driver installed earlier in this run: predict from the driver's defaults (one rule, in
+        _gpu_settings.fresh_driver_changes)."""
+        params = self.params
+        host = params['host_label']
+        changes = fresh_driver_changes(wanted, params['driver_pending_persistenced'])
+        live = params['apply']
+        changed = bool(changes) and (live or bool(params['replay_file']))
+        where = ' on {0}'.format(host) if host else ''
+        if changed:
+            msg = ('Check mode: the NVIDIA driver is installed in this run and the GPUs cannot be read yet{0}; once it '
+                   'loads they are at its defaults, so the settings will change: {1}'.format(where, '; '.join(changes)))
+        else:
+            msg = ('Check mode: the NVIDIA driver is installed in this run and the GPUs cannot be read yet{0}; the '
+                   'requested settings are the driver\'s defaults, so nothing will change'.format(where))
+        return dict(changed=changed, msg=msg, commands=[], planned_commands=[], replay=None,
+                    replay_changed=changed and bool(params['replay_file']), diff=dict(before={}, after={}), gpus=[],
+                    partial=False, persistenced_running=False, predicted=changes if changed else [])
+
     def argv(self, gpu, *args):
         return [self.binary, '-i', gpu['pci_bus_id']] + list(args)
 
@@ -500,6 +555,8 @@ class NvidiaGpu(object):
             self.fail(exc.msg)
 
         self.binary = find_nvidia_smi(self.module, params['nvidia_smi'])
+        if params['driver_pending'] and self.module.check_mode and not self.readable():
+            return self.predict_fresh(wanted)
         if self.binary is None:
             self.fail('nvidia-smi not found{0}; install the NVIDIA driver first'.format(
                 ' at {0}'.format(params['nvidia_smi']) if params['nvidia_smi'] else ' in PATH'))
@@ -581,6 +638,7 @@ class NvidiaGpu(object):
             gpus=results,
             partial=state['partial'],
             persistenced_running=bool(daemon),
+            predicted=[],
         )
 
 
@@ -601,6 +659,8 @@ def main():
             timeout=dict(type='int', default=60),
             state_dir=dict(type='path', default='/run/nodeprep'),
             nvidia_smi=dict(type='path'),
+            driver_pending=dict(type='bool', default=False),
+            driver_pending_persistenced=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )

@@ -247,3 +247,47 @@ def test_no_other_copy_of_the_rules():
             with open(os.path.join(folder, name)) as handle:
                 text = handle.read()
             assert not re.search(r"default_power_limit|/ *100|endswith\('%'\)|int\(round", text), name
+
+
+# -- check mode on a fresh node: the driver's defaults -----------------------------------------------------------------
+
+FRESH = dict(gpu(current=1001.0), persistence_mode=False, max_clocks={'graphics_mhz': 1965, 'mem_mhz': 3996},
+             supported_clocks=None, applications_clocks=None, default_applications_clocks=None)
+
+
+@pytest.mark.parametrize('wanted, daemon, expected', [
+    ({}, False, []),
+    ({'persistence_mode': True}, True, []),
+    ({'persistence_mode': False}, False, []),
+    ({'persistence_mode': True}, False, ['persistence mode']),
+    ({'persistence_mode': True, 'power_limit': ('percent', 100.0)}, True, []),
+    ({'power_limit': ('percent', 72.5)}, True, ['power limit 72.5%']),
+    ({'power_limit': ('watts', 1001.0)}, True, ['power limit 1001 W']),
+    ({'locked_gpu_clocks': {'min_mhz': 1500, 'max_mhz': 1965}}, True, ['locked_gpu_clocks 1500-1965']),
+    ({'locked_memory_clocks': None}, True, ['locked_memory_clocks reset']),
+    ({'applications_clocks': 'reset'}, True, []),
+    ({'applications_clocks': {'mem_mhz': 3996, 'graphics_mhz': 1965}}, True, ['applications clocks 3996,1965']),
+    ({'persistence_mode': True, 'power_limit': ('percent', 50.0), 'locked_gpu_clocks': None}, False,
+     ['persistence mode', 'power limit 50%', 'locked_gpu_clocks reset']),
+])
+def test_fresh_driver_changes(wanted, daemon, expected):
+    changes = gs.fresh_driver_changes(wanted, daemon)
+    assert len(changes) == len(expected)
+    for sentence, start in zip(changes, expected):
+        assert sentence.startswith(start)
+
+
+@pytest.mark.parametrize('wanted', [
+    {}, {'persistence_mode': True}, {'persistence_mode': False}, {'power_limit': ('percent', 100.0)},
+    {'power_limit': ('percent', 72.5)}, {'power_limit': ('percent', 67.0)}, {'power_limit': ('watts', 700.0)},
+    {'locked_gpu_clocks': {'min_mhz': 1500, 'max_mhz': 1965}}, {'locked_gpu_clocks': None},
+    {'locked_memory_clocks': None}, {'persistence_mode': True, 'power_limit': ('percent', 100.0)},
+])
+@pytest.mark.parametrize('daemon', [False, True])
+def test_fresh_driver_changes_agree_with_the_plan_on_a_fresh_gpu(wanted, daemon):
+    # A GPU just loaded: persistence as the daemon leaves it, default power limit, no lock record this boot.
+    g = dict(FRESH, persistence_mode=bool(daemon))
+    plan = gs.plan_gpu(g, wanted, argv, {}, daemon)
+    replay = gs.boot_replay([(g, plan, gs.boot_commands(g, plan, argv, daemon))], '/run/x')
+    will_change = bool(plan['commands']) or replay is not None
+    assert bool(gs.fresh_driver_changes(wanted, daemon)) == will_change

@@ -216,3 +216,41 @@ def test_private_tmpfs_in_mount_namespace():
     assert facts['used_bytes'] == 1024 ** 2
     assert facts['free_bytes'] == 2 * 1024 ** 2
     assert 'size=3072k' in facts['mount_options'] and 'nosuid' in facts['mount_options']
+
+
+# -- check mode before the GPU memory can be read (fresh node, driver installed in the same run) ----------------------
+
+G = 1024 ** 3
+OPTS = ['nosuid', 'nodev']
+
+
+def line(size, options=('rw', 'nosuid', 'nodev')):
+    return {'size_bytes': size, 'options': list(options)}
+
+
+@pytest.mark.parametrize('shm, kwargs, fstab, live, exact', [
+    # Fresh testbed node: 11.5 GiB live (half of RAM), no fstab line, floor 64 GiB: both change whatever the memory.
+    ({'size_bytes': 12 * G, 'unlimited': False, 'fstab': None}, {}, True, True, True),
+    # Live above the floor: whether it grows depends on the GPU memory.
+    ({'size_bytes': 512 * G, 'unlimited': False, 'fstab': None}, {}, True, False, False),
+    # An fstab line below the least the role writes (max(floor, live)).
+    ({'size_bytes': 12 * G, 'unlimited': False, 'fstab': line(32 * G)}, {}, True, True, True),
+    ({'size_bytes': 100 * G, 'unlimited': False, 'fstab': line(80 * G)}, {}, True, False, False),
+    # An fstab line at or above that: unknown.
+    ({'size_bytes': 12 * G, 'unlimited': False, 'fstab': line(717 * G)}, {}, False, True, False),
+    # A missing mount option always changes fstab.
+    ({'size_bytes': 12 * G, 'unlimited': False, 'fstab': line(717 * G, ('rw',))}, {}, True, True, True),
+    # Unlimited and no shrink: left alone; with shrink both change.
+    ({'size_bytes': None, 'unlimited': True, 'fstab': None}, {}, False, False, True),
+    ({'size_bytes': None, 'unlimited': True, 'fstab': None}, {'shrink': True}, True, True, True),
+    # Shrink: fstab below the floor changes; live above the floor is unknown.
+    ({'size_bytes': 12 * G, 'unlimited': False, 'fstab': line(32 * G)}, {'shrink': True}, True, True, True),
+    ({'size_bytes': 512 * G, 'unlimited': False, 'fstab': line(100 * G)}, {'shrink': True}, False, False, False),
+    # Turned off: nothing.
+    ({'size_bytes': 12 * G, 'unlimited': False, 'fstab': None}, {'fstab': False, 'remount': False}, False, False,
+     True),
+])
+def test_predict_before_gpu_memory(shm, kwargs, fstab, live, exact):
+    got = S.predict_before_gpu_memory(shm, 64 * G, OPTS, **kwargs)
+    assert (got['fstab'], got['live'], got['exact']) == (fstab, live, exact)
+    assert (len(got['fstab_reasons']), len(got['live_reasons'])) == (int(fstab), int(live))

@@ -382,3 +382,52 @@ def test_persistenced_detection_by_unit(tmp_path, monkeypatch):
     monkeypatch.setattr(nvidia_gpu, 'run_with_timeout', lambda argv, timeout, env=None: (3, 'inactive\n', ''))
     assert nvidia_gpu.persistenced_running(str(tmp_path), systemctl='/usr/bin/systemctl') is False
     assert nvidia_gpu.persistenced_running(str(tmp_path)) is False
+
+
+# -- driver_pending: check mode on a fresh node, the driver installed earlier in the same run -------------------------
+
+@pytest.mark.parametrize('args, changed, says', [
+    ({'power_limit': '72.5%', 'persistence_mode': True, 'driver_pending_persistenced': True}, True,
+     'power limit 72.5%'),
+    ({'power_limit': '100%', 'persistence_mode': True, 'driver_pending_persistenced': True}, False,
+     'nothing will change'),
+    ({'persistence_mode': True}, True, 'persistence mode is disabled'),
+    ({'locked_gpu_clocks': {'min': 1500, 'max': 1965}, 'driver_pending_persistenced': True}, True,
+     'locked_gpu_clocks 1500-1965 MHz'),
+    ({'power_limit': 700, 'driver_pending_persistenced': True, 'apply': False}, False, 'nothing will change'),
+    ({'power_limit': 700, 'driver_pending_persistenced': True, 'apply': False, 'replay_file': '/nonexistent/r'},
+     True, 'power limit 700 W'),
+])
+def test_driver_pending_without_nvidia_smi(monkeypatch, capsys, env, args, changed, says):
+    monkeypatch.setattr(nvidia_gpu, 'find_nvidia_smi', lambda module, path=None: None)
+    args = dict(args, driver_pending=True, host_label='node-1')
+    code, result = run(monkeypatch, capsys, env, args, [], check_mode=True)
+    assert code == 0
+    assert result['changed'] is changed
+    assert 'node-1' in result['msg'] and says in result['msg']
+    assert bool(result['predicted']) is changed
+    assert result['commands'] == []
+
+
+def test_driver_pending_when_nvidia_smi_cannot_read(monkeypatch, capsys, env):
+    args = {'power_limit': '72.5%', 'driver_pending': True, 'driver_pending_persistenced': True}
+    code, result = run(monkeypatch, capsys, env, args,
+                       [(QUERY, (9, 'NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver',
+                                 ''))], check_mode=True)
+    assert code == 0 and result['changed'] is True
+    assert result['predicted'][0].startswith('power limit 72.5%')
+
+
+def test_driver_pending_reads_the_gpus_when_it_can(monkeypatch, capsys, env):
+    # The GPUs answer: the prediction is not used, the real plan is (two queries: the probe and the read).
+    args = {'power_limit': 900, 'gpus': ['0'], 'driver_pending': True}
+    code, result = run(monkeypatch, capsys, env, args, [ok(B200), ok(B200)], check_mode=True)
+    assert code == 0 and result['predicted'] == []
+    assert result['planned_commands'] == [cmd(B200_BUS[0], '-pl', '900')]
+
+
+def test_driver_pending_is_ignored_outside_check_mode(monkeypatch, capsys, env):
+    monkeypatch.setattr(nvidia_gpu, 'find_nvidia_smi', lambda module, path=None: None)
+    code, result = run(monkeypatch, capsys, env, {'power_limit': '72.5%', 'driver_pending': True}, [])
+    assert code == 1
+    assert result['msg'] == 'nvidia-smi not found in PATH; install the NVIDIA driver first'

@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.collections import is_sequence
+from ansible.module_utils.six import string_types
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import predict_before_gpu_memory
+
+
+def _plain(value):
+    """Facts and role variables arrive as Ansible's own str/list/dict types; the rule takes plain ones."""
+    if isinstance(value, string_types):
+        return str(value)
+    if isinstance(value, dict):
+        return dict((_plain(k), _plain(v)) for k, v in value.items())
+    if is_sequence(value):
+        return [_plain(v) for v in value]
+    return value
+
+
+def shm_predict(shm, min_bytes, mount_options, fstab=True, remount=True, shrink=False):
+    """What check mode can predict for /dev/shm before the GPU memory can be read (see _shm.py)."""
+    if not isinstance(shm, dict):
+        raise AnsibleFilterError('shm_predict: input must be ansible_facts.shm (a dict), got {0}'.format(
+            type(shm).__name__))
+    try:
+        min_bytes = int(min_bytes)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError('shm_predict: min_bytes must be a number of bytes, got {0!r}'.format(min_bytes))
+    if not is_sequence(mount_options) or isinstance(mount_options, string_types):
+        raise AnsibleFilterError('shm_predict: mount_options must be a list, got {0!r}'.format(mount_options))
+    return predict_before_gpu_memory(_plain(shm), min_bytes, _plain(mount_options), bool(fstab), bool(remount),
+                                     bool(shrink))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'shm_predict': shm_predict}
