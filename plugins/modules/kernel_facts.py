@@ -36,9 +36,7 @@ description:
   - Secure Boot - from C(mokutil --sb-state), else the C(SecureBoot) EFI variable - and whether the DKMS signing key
     (C(/var/lib/dkms/mok.pub), or C(/var/lib/shim-signed/mok/MOK.der)) is enrolled (C(mokutil --test-key)).
 extends_documentation_fragment:
-  - gpufleet.nodeprep.attributes
-  - gpufleet.nodeprep.attributes.FACTS
-  - gpufleet.nodeprep.attributes.INFO_MODULE
+  - gpufleet.nodeprep.facts_module
 options:
   root:
     description:
@@ -55,13 +53,6 @@ options:
         C(nouveau.ko) and which C(modprobe.d) files. Slow, hence off by default.
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
 """
 
 EXAMPLES = r"""
@@ -279,6 +270,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import run_facts_module
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import (
     KernelError,
     collect_kernel_facts,
@@ -293,14 +285,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    try:
-        facts = collect_kernel_facts(module, root=module.params['root'],
-                                     check_initramfs=module.params['check_initramfs'])
-    except KernelError as exc:
-        module.fail_json(msg=str(exc))
-    for warning in facts['warnings']:
-        module.warn(warning)
-    module.exit_json(changed=False, ansible_facts={'kernel_state': facts})
+    run_facts_module(module, 'kernel_state',
+                     lambda: collect_kernel_facts(module, root=module.params['root'],
+                                                  check_initramfs=module.params['check_initramfs']),
+                     (KernelError,), warn_keys=('warnings',))
 
 
 if __name__ == '__main__':
