@@ -36,6 +36,8 @@ description:
   - Secure Boot - from C(mokutil --sb-state), else the C(SecureBoot) EFI variable - and whether the DKMS signing key
     (C(/var/lib/dkms/mok.pub), or C(/var/lib/shim-signed/mok/MOK.der)) is enrolled (C(mokutil --test-key)).
 extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+  - gpufleet.nodeprep.attributes.FACTS
   - gpufleet.nodeprep.facts_module
 options:
   root:

@@ -21,6 +21,8 @@ description:
   - When C(nvidia-smi) does not answer within O(timeout) (it can hang for minutes when a GPU has fallen off the bus),
     its process group is killed and the module fails with a message naming the timeout.
 extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+  - gpufleet.nodeprep.attributes.FACTS
   - gpufleet.nodeprep.facts_module
 options:
   timeout:
