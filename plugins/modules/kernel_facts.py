@@ -200,7 +200,7 @@ ansible_facts:
               description: One entry per GPU.
               type: list
               elements: dict
-              contains:
+              contains: &pci_device
                 bus_id:
                   description: PCI address as sysfs names it (C(0000:3b:00.0)).
                   type: str
@@ -220,19 +220,7 @@ ansible_facts:
               description: One entry per NVSwitch.
               type: list
               elements: dict
-              contains:
-                bus_id:
-                  description: PCI address as sysfs names it (C(0000:3b:00.0)).
-                  type: str
-                device_id:
-                  description: PCI device ID (C(0x2901)).
-                  type: str
-                vendor_id:
-                  description: PCI vendor ID (C(0x10de) for NVIDIA).
-                  type: str
-                class:
-                  description: PCI class code.
-                  type: str
+              contains: *pci_device
             nvswitch_count:
               description: Number of NVSwitches.
               type: int
