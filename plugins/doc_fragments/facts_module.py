@@ -10,22 +10,21 @@ __metaclass__ = type
 class ModuleDocFragment(object):
     """Documentation shared by the facts modules of gpufleet.nodeprep (they read, never change, the host)."""
 
-    # The attributes of every facts module: use it instead of attributes + attributes.FACTS + attributes.INFO_MODULE.
+    # The support of every facts module's attributes, and its notes. The descriptions of the attributes have one
+    # home, the attributes fragment: extend gpufleet.nodeprep.attributes, gpufleet.nodeprep.attributes.FACTS and
+    # gpufleet.nodeprep.facts_module (not attributes.INFO_MODULE, whose diff_mode support is N/A).
     DOCUMENTATION = r"""
 options: {}
 attributes:
   check_mode:
-    description: Can run in C(check_mode) and return changed status prediction without modifying target.
     support: full
     details:
       - This action does not modify state.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
     support: none
     details:
       - This action does not modify state.
   facts:
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
 notes:
   - Returns only C(ansible_facts) and C(changed=false). Files or lines that could not be read are listed in the

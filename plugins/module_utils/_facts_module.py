@@ -39,6 +39,37 @@ def fail_kwargs(exc, prefix=''):
     return kwargs
 
 
+_UNSET = object()
+
+
+class FactsReadError(Exception):
+    """Base of a reader's exception: a message and, when a command failed, its cmd, rc, stdout and stderr.
+
+    OUTPUT_DEFAULT is stdout and stderr when not given; fail_kwargs() leaves out the fields that are None unless
+    KEEP_NONE is true.
+    """
+
+    OUTPUT_DEFAULT = None
+    KEEP_NONE = False
+
+    def __init__(self, msg, cmd=None, rc=None, stdout=_UNSET, stderr=_UNSET):
+        super(FactsReadError, self).__init__(msg)
+        self.msg = msg
+        self.cmd = cmd
+        self.rc = rc
+        self.stdout = self.OUTPUT_DEFAULT if stdout is _UNSET else stdout
+        self.stderr = self.OUTPUT_DEFAULT if stderr is _UNSET else stderr
+
+    def fail_kwargs(self):
+        """Keyword arguments for module.fail_json()."""
+        kwargs = {'msg': self.msg}
+        for key in ('cmd', 'rc', 'stdout', 'stderr'):
+            value = getattr(self, key)
+            if value is not None or self.KEEP_NONE:
+                kwargs[key] = value
+        return kwargs
+
+
 WARN_KEYS = ('warnings', 'errors')
 
 

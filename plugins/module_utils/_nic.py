@@ -30,6 +30,7 @@ import os
 
 from collections import OrderedDict
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import FactsReadError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._ethtool import (
     LEGACY_FLAGS,
     EthtoolError,
@@ -44,25 +45,8 @@ RUN_SYSTEMD = '/run/systemd/system'
 C_LOCALE = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
 
 
-class NicError(Exception):
+class NicError(FactsReadError):
     """A NIC could not be read; carries the failed command's details when there is one."""
-
-    def __init__(self, msg, cmd=None, rc=None, stdout=None, stderr=None):
-        super(NicError, self).__init__(msg)
-        self.msg = msg
-        self.cmd = cmd
-        self.rc = rc
-        self.stdout = stdout
-        self.stderr = stderr
-
-    def fail_kwargs(self):
-        """Keyword arguments for module.fail_json()."""
-        kwargs = {'msg': self.msg}
-        for key in ('cmd', 'rc', 'stdout', 'stderr'):
-            value = getattr(self, key)
-            if value is not None:
-                kwargs[key] = value
-        return kwargs
 
 
 def _text(value):

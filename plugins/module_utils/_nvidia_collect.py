@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess  # runs nvidia-smi by absolute path with a fixed argv list, no shell  # nosec B404
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import FactsReadError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import (
     NvidiaSmiParseError,
     parse_nvsmi_xml,
@@ -41,20 +42,11 @@ class CommandTimeout(Exception):
             '{0} did not finish within {1} seconds and was killed'.format(' '.join(self.argv), timeout))
 
 
-class NvidiaCollectError(Exception):
+class NvidiaCollectError(FactsReadError):
     """Gathering NVIDIA facts failed in a way the calling module must fail on."""
 
-    def __init__(self, msg, cmd=None, rc=None, stdout='', stderr=''):
-        super(NvidiaCollectError, self).__init__(msg)
-        self.msg = msg
-        self.cmd = cmd
-        self.rc = rc
-        self.stdout = stdout
-        self.stderr = stderr
-
-    def fail_kwargs(self):
-        """Keyword arguments for ``module.fail_json``."""
-        return dict(msg=self.msg, cmd=self.cmd, rc=self.rc, stdout=self.stdout, stderr=self.stderr)
+    OUTPUT_DEFAULT = ''
+    KEEP_NONE = True
 
 
 class NvidiaSmiTimeout(NvidiaCollectError):

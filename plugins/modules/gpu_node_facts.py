@@ -20,6 +20,8 @@ description:
     and C(nodeprep_gathered), the list of subsets it gathered, which roles use to skip a second gather.
   - The roles of this collection call it once per play.
 extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+  - gpufleet.nodeprep.attributes.FACTS
   - gpufleet.nodeprep.facts_module
 options:
   gather_subset:

@@ -38,7 +38,7 @@ description:
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
   - gpufleet.nodeprep.attributes.FACTS
-  - gpufleet.nodeprep.attributes.INFO_MODULE
+  - gpufleet.nodeprep.facts_module
 options:
   root:
     description:
@@ -55,13 +55,6 @@ options:
         C(nouveau.ko) and which C(modprobe.d) files. Slow, hence off by default.
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
 """
 
 EXAMPLES = r"""
@@ -207,7 +200,7 @@ ansible_facts:
               description: One entry per GPU.
               type: list
               elements: dict
-              contains:
+              contains: &pci_device
                 bus_id:
                   description: PCI address as sysfs names it (C(0000:3b:00.0)).
                   type: str
@@ -227,19 +220,7 @@ ansible_facts:
               description: One entry per NVSwitch.
               type: list
               elements: dict
-              contains:
-                bus_id:
-                  description: PCI address as sysfs names it (C(0000:3b:00.0)).
-                  type: str
-                device_id:
-                  description: PCI device ID (C(0x2901)).
-                  type: str
-                vendor_id:
-                  description: PCI vendor ID (C(0x10de) for NVIDIA).
-                  type: str
-                class:
-                  description: PCI class code.
-                  type: str
+              contains: *pci_device
             nvswitch_count:
               description: Number of NVSwitches.
               type: int
@@ -279,6 +260,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import run_facts_module
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import (
     KernelError,
     collect_kernel_facts,
@@ -293,14 +275,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    try:
-        facts = collect_kernel_facts(module, root=module.params['root'],
-                                     check_initramfs=module.params['check_initramfs'])
-    except KernelError as exc:
-        module.fail_json(msg=str(exc))
-    for warning in facts['warnings']:
-        module.warn(warning)
-    module.exit_json(changed=False, ansible_facts={'kernel_state': facts})
+    run_facts_module(module, 'kernel_state',
+                     lambda: collect_kernel_facts(module, root=module.params['root'],
+                                                  check_initramfs=module.params['check_initramfs']),
+                     (KernelError,), warn_keys=('warnings',))
 
 
 if __name__ == '__main__':

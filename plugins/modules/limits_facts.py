@@ -34,6 +34,8 @@ description:
     does not fail the task. It is listed in RV(ansible_facts.limits.errors), because the limits a login or a service
     gets are then unknown. File names that are not UTF-8 are returned with C(\\x) escapes.
 extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+  - gpufleet.nodeprep.attributes.FACTS
   - gpufleet.nodeprep.facts_module
   - gpufleet.nodeprep.facts_module.ROOT
 options:

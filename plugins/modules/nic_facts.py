@@ -22,6 +22,8 @@ description:
   - Network matching is done on the managed node with Python's standard C(ipaddress) module (present since
     Python 3.3, so also on EL8's platform-python 3.6). C(netaddr) is not needed on the node.
 extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+  - gpufleet.nodeprep.attributes.FACTS
   - gpufleet.nodeprep.facts_module
 options:
   interfaces:

@@ -23,7 +23,7 @@ description:
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
   - gpufleet.nodeprep.attributes.FACTS
-  - gpufleet.nodeprep.attributes.INFO_MODULE
+  - gpufleet.nodeprep.facts_module
 options:
   timeout:
     description:
@@ -164,6 +164,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import exit_facts, fail_kwargs
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvidia_collect import (
     NvidiaCollectError,
     collect_nvidia_facts,
@@ -190,10 +191,10 @@ def main():
             nvidia_smi=module.params['nvidia_smi'],
         )
     except NvidiaCollectError as exc:
-        module.fail_json(**exc.fail_kwargs())
+        module.fail_json(**fail_kwargs(exc))
     if not facts['present'] and module.params['fail_on_missing']:
         module.fail_json(msg='NVIDIA driver not usable: {0}'.format(facts['error']), ansible_facts=dict(nvidia=facts))
-    module.exit_json(changed=False, ansible_facts=dict(nvidia=facts))
+    exit_facts(module, dict(nvidia=facts))
 
 
 if __name__ == '__main__':

@@ -29,6 +29,8 @@ description:
     C(\\x) escapes) and a C(size=) tmpfs would refuse on the entry for O(path) do not fail the task; each is listed
     in RV(ansible_facts.shm.errors) with the file and line.
 extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+  - gpufleet.nodeprep.attributes.FACTS
   - gpufleet.nodeprep.facts_module
   - gpufleet.nodeprep.facts_module.ROOT
 options:
