@@ -68,7 +68,10 @@ TIMERS_MASKED = ['apt-daily.timer', 'apt-daily-upgrade.timer', 'dpkg-db-backup.t
 
 # flavour: what a node pretends to be.
 FLAVOURS = {
-    'el8': {'os_dir': 'rocky8', 'family': 'redhat', 'pkg': 'rpm', 'major': 8},
+    # EL8 always has /usr/libexec/platform-python (the system Python 3.6 that dnf and system tools use); units that
+    # must run without the optional python3 package call it. Here it is the node's only Python.
+    'el8': {'os_dir': 'rocky8', 'family': 'redhat', 'pkg': 'rpm', 'major': 8,
+            'links': {'usr/libexec/platform-python': '/usr/bin/python3'}},
     'el9': {'os_dir': 'rocky9', 'family': 'redhat', 'pkg': 'rpm', 'major': 9},
     'el10': {'os_dir': 'rocky10', 'family': 'redhat', 'pkg': 'rpm', 'major': 10},
     'ubuntu2404': {'os_dir': 'ubuntu2404', 'family': 'debian', 'pkg': 'deb', 'major': 24},
@@ -401,7 +404,7 @@ def ensure_layer(flavour, bkey, base_rootfs):
         with open(meta, 'rb') as fh:
             kernel_input = hashlib.sha256(fh.read()).hexdigest()
     key = tree_hash([os.path.join(BASE_FILES, 'common'), os.path.join(BASE_FILES, 'os', f['os_dir'])],
-                    extra=json.dumps([bkey, flavour, os.uname().release, kernel_input]))
+                    extra=json.dumps([bkey, flavour, os.uname().release, kernel_input, sorted(f.get('links', {}).items())]))
     top = os.path.join(CACHE_DIR, 'layer-{0}-{1}'.format(flavour, key))
     upper = os.path.join(top, 'upper')
     if os.path.exists(os.path.join(top, 'complete')):
@@ -415,6 +418,12 @@ def ensure_layer(flavour, bkey, base_rootfs):
     try:
         copy_tree(os.path.join(BASE_FILES, 'common'), merged)
         copy_tree(os.path.join(BASE_FILES, 'os', f['os_dir']), merged)
+        for link, target in sorted(f.get('links', {}).items()):
+            path = os.path.join(merged, link)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if os.path.lexists(path):
+                os.unlink(path)
+            os.symlink(target, path)
         for unit, target in (('testbed-early.service', 'sysinit.target.wants'),
                              ('testbed-faults.service', 'multi-user.target.wants')):
             wants = os.path.join(merged, 'etc/systemd/system', target)
