@@ -9,6 +9,8 @@ PACKAGES=(
   debootstrap systemd-container iproute2 openssh-client ethtool
   # EL-like nodes: dnf/rpm on Debian, local repositories
   dnf python3-dnf rpm createrepo-c
+  # signing the local repositories (gpg, gpg-agent; rpmsign comes with rpm)
+  gnupg
   # apt-side local repositories
   dpkg-dev
   # ansible-test sanity runs shellcheck on shell scripts
