@@ -145,6 +145,12 @@ _GIB = 1024 * _MIB
 # small helpers
 
 
+
+def _nvsmi_failed(nvidia):
+    """nvidia-smi gave nothing usable. Partial output (exit 15 after printing the GPUs it could read: a lost GPU) is
+    not a failure of nvidia-smi: the printed GPUs count, and the lost one shows as missing against the PCI bus."""
+    return not nvidia.get('present') or bool(nvidia.get('error') and not nvidia.get('partial'))
+
 def _check(check_id, status, expected, observed):
     return {
         'id': check_id,
@@ -441,7 +447,7 @@ def _driver_loaded(facts, settings, probe):
     problems = []
     if module and not module.get('loaded'):
         problems.append('the nvidia kernel module is not loaded')
-    if not nvidia.get('present') or nvidia.get('error'):
+    if _nvsmi_failed(nvidia):
         problems.append('nvidia-smi failed: {0}'.format(nvidia.get('error') or 'not found'))
     loaded = nvidia.get('driver_version')
     if loaded:
@@ -522,7 +528,7 @@ def find_lost_gpus(facts):
     pci = _get(facts, 'kernel_state', 'pci', 'gpus') or []
     nvidia = facts.get('nvidia') or {}
     lost = []
-    if not nvidia.get('present') or nvidia.get('error'):
+    if _nvsmi_failed(nvidia):
         reason = 'nvidia-smi failed: {0}'.format(nvidia.get('error') or 'not found')
         for dev in pci:
             lost.append({'bus_id': normalize_bus_id(dev.get('bus_id')), 'reason': reason})
@@ -547,9 +553,9 @@ def _gpu_count(facts, settings, probe):
     if pci_count is None and not nvidia:
         return _check('gpu.count', SKIP, expected, 'neither kernel nor nvidia facts were gathered')
     observed = 'nvidia-smi: {0}, PCI bus: {1}'.format(
-        nvsmi_count if nvidia.get('present') and not nvidia.get('error') else 'failed', pci_count)
+        nvsmi_count if not _nvsmi_failed(nvidia) else 'failed', pci_count)
     problems = []
-    nvsmi_failed = not nvidia.get('present') or nvidia.get('error')
+    nvsmi_failed = _nvsmi_failed(nvidia)
     if nvidia and nvsmi_failed and pci_count is None:
         # Neither source can say how many GPUs there are: that is not a pass.
         problems.append('nvidia-smi failed ({0}) and the PCI bus was not read, so no GPU could be '
@@ -880,7 +886,7 @@ def nvidia_unreadable(facts):
     nvidia = facts.get('nvidia')
     if not isinstance(nvidia, dict):
         return None
-    if nvidia.get('present') and not nvidia.get('error'):
+    if not _nvsmi_failed(nvidia):
         return None
     if _get(facts, 'kernel_state', 'pci', 'gpu_count') == 0:
         return None
