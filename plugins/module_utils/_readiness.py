@@ -145,11 +145,11 @@ _GIB = 1024 * _MIB
 # small helpers
 
 
-
 def _nvsmi_failed(nvidia):
     """nvidia-smi gave nothing usable. Partial output (exit 15 after printing the GPUs it could read: a lost GPU) is
     not a failure of nvidia-smi: the printed GPUs count, and the lost one shows as missing against the PCI bus."""
     return not nvidia.get('present') or bool(nvidia.get('error') and not nvidia.get('partial'))
+
 
 def _check(check_id, status, expected, observed):
     return {
