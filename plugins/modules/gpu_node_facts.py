@@ -18,6 +18,9 @@ description:
     module call, so a play pays one round trip per host for all of them.
   - Sets the same C(ansible_facts) namespaces as those modules (C(nvidia), C(kernel_state), C(limits), C(shm), C(nics))
     and C(nodeprep_gathered), the list of subsets it gathered, which roles use to skip a second gather.
+  - With O(units), O(files) or O(packages), it also reads the state of those systemd units, paths and packages in
+    the same call (C(nodeprep_units), C(nodeprep_files), C(nodeprep_packages)), so the roles can decide on the
+    controller that a template, a boot unit or a package has nothing to do, without a module call of their own.
   - The roles of this collection call it once per play.
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
@@ -26,7 +29,8 @@ extends_documentation_fragment:
 options:
   gather_subset:
     description:
-      - Which readers to run. V(all) runs every one.
+      - Which readers to run. V(all) runs every one; an empty list runs none of them (then only what O(units),
+        O(files) and O(packages) ask for is read).
     type: list
     elements: str
     choices: [all, nvidia, kernel, limits, shm, nic]
@@ -66,6 +70,33 @@ options:
     description: The shared memory mount point to report.
     type: path
     default: /dev/shm
+  units:
+    description:
+      - systemd units whose state is reported under C(nodeprep_units), read with one C(systemctl show) for all of
+        them. A name without a unit type suffix gets C(.service), as systemctl assumes.
+      - Empty (the default) reads no unit. When given, C(units) is added to C(nodeprep_gathered).
+    type: list
+    elements: str
+    default: []
+  files:
+    description:
+      - Absolute paths whose state (C(lstat), and the SHA-1 of regular files up to 1 MiB) is reported under
+        C(nodeprep_files). Links are reported, not followed.
+      - Compare C(nodeprep_files[path].sha1) with C(content | hash('sha1')) or
+        C(lookup('ansible.builtin.template', src) | hash('sha1')) to know whether a copy or template task would
+        change the file.
+      - Empty (the default) reads no file. When given, C(files) is added to C(nodeprep_gathered).
+    type: list
+    elements: str
+    default: []
+  packages:
+    description:
+      - Package names whose installed version is reported under C(nodeprep_packages), read with one C(rpm -q) (EL)
+        or one C(dpkg-query -W) (Debian, Ubuntu) call for all of them.
+      - Empty (the default) reads no package. When given, C(packages) is added to C(nodeprep_gathered).
+    type: list
+    elements: str
+    default: []
   keep_gathered:
     description:
       - Subsets gathered earlier in the play that are still valid. They are added to C(nodeprep_gathered), so a role
@@ -105,6 +136,18 @@ EXAMPLES = r"""
   gpufleet.nodeprep.gpu_node_facts:
     nvidia_timeout: 20
     fail_on_error: false
+
+- name: Also the units, files and packages a role manages, in the same call
+  gpufleet.nodeprep.gpu_node_facts:
+    units: [nvidia-persistenced, nodeprep-gpu-settings]
+    files: [/etc/nccl.conf]
+    packages: [nvidia-persistenced]
+
+- name: Would a template change /etc/nccl.conf?
+  ansible.builtin.debug:
+    msg: >-
+      {{ ansible_facts.nodeprep_files['/etc/nccl.conf'].sha1
+         != lookup('ansible.builtin.template', 'nccl.conf.j2') | hash('sha1') }}
 
 - name: Re-read only the GPUs after changing them; the other subsets stay valid
   gpufleet.nodeprep.gpu_node_facts:
@@ -147,12 +190,106 @@ ansible_facts:
       returned: when C(nic) is gathered
       type: dict
       sample: {"eth0": {"mtu": 9000}}
+    nodeprep_units:
+      description:
+        - State of each unit of O(units), keyed by its name as given with C(.service) added when it had no suffix.
+      returned: when O(units) is not empty
+      type: dict
+      sample: {"nvidia-persistenced.service": {"load": "loaded", "active": "active", "sub": "running",
+               "enabled": "enabled", "fragment": "/usr/lib/systemd/system/nvidia-persistenced.service",
+               "dropins": []}}
+      contains:
+        load:
+          description: C(LoadState); V(not-found) for a unit that does not exist.
+          type: str
+          sample: loaded
+        active:
+          description: C(ActiveState), such as V(active), V(inactive), V(failed).
+          type: str
+          sample: active
+        sub:
+          description: C(SubState), such as V(running), V(exited), V(dead).
+          type: str
+          sample: running
+        enabled:
+          description: C(UnitFileState), such as V(enabled), V(disabled), V(static); null when systemd gives none.
+          type: str
+          sample: enabled
+        fragment:
+          description: C(FragmentPath), the unit file systemd loaded; null when none.
+          type: str
+          sample: /etc/systemd/system/nodeprep-gpu-settings.service
+        dropins:
+          description: C(DropInPaths), the drop-in files systemd applies to the unit.
+          type: list
+          elements: str
+          sample: [/etc/systemd/system/slurmd.service.d/nodeprep-memlock.conf]
+    nodeprep_units_error:
+      description: Why the units could not be read (no systemd, no systemctl, systemctl failed); then C(nodeprep_units)
+        is empty. Absent when they were read.
+      returned: when O(units) is not empty and they could not be read
+      type: str
+      sample: this host was not booted with systemd (/run/systemd/system is missing)
+    nodeprep_files:
+      description: State of each path of O(files), keyed by the path.
+      returned: when O(files) is not empty
+      type: dict
+      sample: {"/etc/nccl.conf": {"exists": true, "type": "file", "mode": "0644", "uid": 0, "gid": 0, "size": 42,
+               "sha1": "0a4d55a8d778e5022fab701977c5d840bbc486d0", "target": null}}
+      contains:
+        exists:
+          description: Whether the path exists (a dangling link exists).
+          type: bool
+          sample: true
+        type:
+          description: V(file), V(directory), V(link) or V(other); null when the path does not exist.
+          type: str
+          sample: file
+        mode:
+          description: Permission bits as 4 octal digits; null when the path does not exist.
+          type: str
+          sample: "0644"
+        uid:
+          description: Owner's uid; null when the path does not exist.
+          type: int
+          sample: 0
+        gid:
+          description: Group's gid; null when the path does not exist.
+          type: int
+          sample: 0
+        size:
+          description: Size in bytes (of the link itself for a link); null when the path does not exist.
+          type: int
+          sample: 42
+        sha1:
+          description: Hex SHA-1 of a regular file's content up to 1 MiB; null otherwise (also when unreadable).
+          type: str
+          sample: 0a4d55a8d778e5022fab701977c5d840bbc486d0
+        target:
+          description: The target of a link; null otherwise.
+          type: str
+          sample: /dev/null
+    nodeprep_packages:
+      description:
+        - Installed version of each package of O(packages), V(version-release) or V(epoch:version-release) when an
+          epoch is set (Debian versions as dpkg prints them); null when not installed. When several versions are
+          installed (kernels), the one the package manager lists last.
+      returned: when O(packages) is not empty
+      type: dict
+      sample: {"nvidia-persistenced": "3:580.95.05-1.el9", "dkms": null}
+    nodeprep_packages_error:
+      description: Why the packages could not be read; then every version is null. Absent when they were read.
+      returned: when O(packages) is not empty and they could not be read
+      type: str
+      sample: neither dpkg-query nor rpm found in PATH
     nodeprep_gathered:
-      description: The subsets gathered by this call, plus those of O(keep_gathered).
+      description:
+        - The subsets gathered by this call, plus those of O(keep_gathered); V(units), V(files) and V(packages) when
+          those options were given.
       returned: always
       type: list
       elements: str
-      sample: [nvidia, kernel, limits, shm, nic]
+      sample: [nvidia, kernel, limits, shm, nic, units, files]
     nodeprep_errors:
       description: Subset name to error message, for readers that failed while O(fail_on_error=false).
       returned: always
@@ -177,10 +314,14 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._limits import L
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import ShmError, collect_shm_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import NicError, collect_nic_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._ethtool import EthtoolError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import (
+    NodeStateError, check_file_path, check_package_name, collect_files, collect_packages, collect_units, unit_name)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import (
     exit_facts, facts_warnings, fail_kwargs)
 
 SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic')
+# Read only when their option lists something; kept by keep_gathered like the others.
+STATE_SUBSETS = ('units', 'files', 'packages')
 NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics'}
 # The shared memory mount point that is reported, not a place for temporary files.
 SHM_PATH = '/dev/shm'  # nosec B108
@@ -229,6 +370,47 @@ def gather(module, subsets):
     return facts, errors, timings
 
 
+def check_state_options(module):
+    """Fail before reading anything when a unit, path or package name is not one."""
+    checks = (('units', unit_name), ('files', check_file_path), ('packages', check_package_name))
+    for option, check in checks:
+        for value in module.params[option]:
+            try:
+                check(value)
+            except NodeStateError as exc:
+                module.fail_json(msg=str(exc), option=option, value=value)
+
+
+def gather_state(module, facts, timings):
+    """Read the units, files and packages asked for (into facts); return the state subsets read."""
+    params = module.params
+    done = []
+    if params['units']:
+        started = time.time()
+        facts['nodeprep_units'], error = collect_units(module, params['units'])
+        if error:
+            facts['nodeprep_units_error'] = error
+        timings['units'] = round(time.time() - started, 3)
+        done.append('units')
+    if params['files']:
+        started = time.time()
+        try:
+            facts['nodeprep_files'] = collect_files(params['files'])
+        except (IOError, OSError) as exc:
+            module.fail_json(msg='files: cannot read the state of {0}: {1}'.format(
+                getattr(exc, 'filename', None) or params['files'], exc), option='files')
+        timings['files'] = round(time.time() - started, 3)
+        done.append('files')
+    if params['packages']:
+        started = time.time()
+        facts['nodeprep_packages'], error = collect_packages(module, params['packages'])
+        if error:
+            facts['nodeprep_packages_error'] = error
+        timings['packages'] = round(time.time() - started, 3)
+        done.append('packages')
+    return done
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -241,6 +423,9 @@ def main():
             nic_interfaces=dict(type='list', elements='str', default=[]),
             nic_networks=dict(type='list', elements='str', default=[]),
             shm_path=dict(type='path', default=SHM_PATH),
+            units=dict(type='list', elements='str', default=[]),
+            files=dict(type='list', elements='str', default=[]),
+            packages=dict(type='list', elements='str', default=[]),
             keep_gathered=dict(type='list', elements='str', default=[]),
             fail_on_error=dict(type='bool', default=True),
         ),
@@ -249,13 +434,16 @@ def main():
     if module.params['nvidia_timeout'] < 1:
         module.fail_json(msg='nvidia_timeout must be at least 1 second, got {0}'.format(module.params['nvidia_timeout']))
     module.run_command_environ_update = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
+    check_state_options(module)
     subsets = wanted_subsets(module.params['gather_subset'])
     facts, errors, timings = gather(module, subsets)
+    state_subsets = gather_state(module, facts, timings)
     warnings = []
     for namespace in ('kernel_state', 'limits', 'shm'):
         warnings.extend(facts_warnings(facts.get(namespace), '{0}: '.format(namespace)))
-    kept = [name for name in SUBSETS if name in module.params['keep_gathered'] and name not in subsets]
-    facts['nodeprep_gathered'] = [name for name in SUBSETS if name in subsets or name in kept]
+    done = subsets + state_subsets
+    facts['nodeprep_gathered'] = [name for name in SUBSETS + STATE_SUBSETS
+                                  if name in done or name in module.params['keep_gathered']]
     facts['nodeprep_errors'] = errors
     facts['nodeprep_timings'] = timings
     exit_facts(module, facts, warnings)

@@ -115,3 +115,41 @@ def test_keep_gathered_adds_earlier_subsets(capsys, kept, expected):
     assert code == 0, result.get('msg')
     assert result['ansible_facts']['nodeprep_gathered'] == expected
     assert 'nvidia' not in result['ansible_facts']
+
+
+def test_state_subsets_in_the_same_call(tmp_path, capsys, monkeypatch):
+    conf = tmp_path / 'nccl.conf'
+    conf.write_text(u'NCCL_DEBUG=WARN\n')
+    monkeypatch.setattr(os.path, 'isdir', lambda path: False if path == '/run/systemd/system' else os.path.exists(path))
+    code, result = run({'gather_subset': [], 'files': [str(conf), str(tmp_path / 'none')], 'units': ['slurmd'],
+                        'packages': ['bash'], 'keep_gathered': ['nvidia']}, capsys)
+    assert code == 0, result.get('msg')
+    facts = result['ansible_facts']
+    assert facts['nodeprep_gathered'] == ['nvidia', 'units', 'files', 'packages']
+    assert facts['nodeprep_files'][str(conf)]['size'] == 16
+    assert facts['nodeprep_files'][str(tmp_path / 'none')]['exists'] is False
+    assert facts['nodeprep_units'] == {}
+    assert facts['nodeprep_units_error'].startswith('this host was not booted with systemd')
+    assert list(facts['nodeprep_packages']) == ['bash']
+    assert sorted(facts['nodeprep_timings']) == ['files', 'packages', 'units']
+    assert 'nvidia' not in facts
+
+
+def test_state_options_not_given_are_not_read(capsys):
+    code, result = run({'gather_subset': ['shm']}, capsys)
+    assert code == 0
+    for key in ('nodeprep_units', 'nodeprep_files', 'nodeprep_packages'):
+        assert key not in result['ansible_facts']
+
+
+@pytest.mark.parametrize('option, value, message', [
+    ('files', 'etc/nccl.conf', "files: 'etc/nccl.conf' is not an absolute path"),
+    ('units', 'two words', "units: 'two words' is not a unit name"),
+    ('packages', '-qa', "packages: '-qa' is not a package name"),
+])
+def test_bad_state_option_fails_before_reading(option, value, message, capsys):
+    code, result = run({'gather_subset': ['shm'], option: [value]}, capsys)
+    assert code == 1
+    assert result['msg'].startswith(message)
+    assert result['option'] == option
+    assert result['value'] == value

@@ -1,0 +1,278 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
+# Its functions may change without notice; do not import it from other collections.
+"""Unit, file and package state read in the same round trip as the rest of gpu_node_facts.
+
+The roles decide on the controller, from these facts, whether a template, a boot unit or a package task has
+anything to do, so that a node that is already right costs one module execution (the gather).
+
+Pure functions (parsers, argv builders, file state from an lstat result); the collectors at the end take the
+AnsibleModule only for run_command/get_bin_path.  No Ansible import.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import errno
+import hashlib
+import os
+import stat
+
+UNIT_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'SubState', 'UnitFileState', 'FragmentPath', 'DropInPaths')
+# systemd.unit(5): the unit types.  A name without one of these suffixes is a service (as systemctl assumes).
+UNIT_SUFFIXES = ('.service', '.socket', '.device', '.mount', '.automount', '.swap', '.target', '.path', '.timer',
+                 '.slice', '.scope')
+SHA1_MAX_BYTES = 1024 * 1024
+RPM_QF = '%{NAME}\\t%{EPOCH}\\t%{VERSION}\\t%{RELEASE}\\n'
+DPKG_FORMAT = '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'
+
+
+class NodeStateError(Exception):
+    """A unit, file or package option that cannot be read (the message names the value and what is allowed)."""
+
+
+# ---------------------------------------------------------------- units
+
+def unit_name(name):
+    """The unit name systemctl uses for ``name``: '.service' added when it has no unit type suffix."""
+    if not name or not name.strip() or any(c.isspace() for c in name) or name.startswith('-'):
+        raise NodeStateError("units: '{0}' is not a unit name (allowed: a name such as nvidia-persistenced or "
+                             "nvidia-persistenced.service, without spaces, not starting with '-')".format(name))
+    return name if name.endswith(UNIT_SUFFIXES) else name + '.service'
+
+
+def units_argv(systemctl, names):
+    """ONE systemctl show for every unit; the names are already normalised by unit_name()."""
+    return [systemctl, 'show', '--property=' + ','.join(UNIT_PROPERTIES), '--'] + list(names)
+
+
+def _unit_record(props):
+    def value(key):
+        raw = props.get(key, '')
+        return raw if raw != '' else None
+    dropins = props.get('DropInPaths', '')
+    return {'load': value('LoadState') or 'not-found', 'active': value('ActiveState'), 'sub': value('SubState'),
+            'enabled': value('UnitFileState'), 'fragment': value('FragmentPath'),
+            'dropins': dropins.split() if dropins else []}
+
+
+def parse_units_show(text, names):
+    """{name: record} from ``systemctl show --property=...`` over ``names`` (normalised, in the order given).
+
+    systemctl prints one block per unit, in the order asked, separated by a blank line; a unit that does not exist
+    still gets a block (LoadState=not-found).  An alias (sshd.service for ssh.service) prints the real unit's Id, so
+    blocks are matched by position; a name without a block is reported as not-found.
+    """
+    blocks = []
+    current = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if current:
+                blocks.append(current)
+                current = {}
+            continue
+        key, sep, value = line.partition('=')
+        if sep:
+            current[key.strip()] = value.strip()
+    if current:
+        blocks.append(current)
+    result = {}
+    by_id = dict((block.get('Id'), block) for block in blocks if block.get('Id'))
+    for index, name in enumerate(names):
+        if len(blocks) == len(names):
+            block = blocks[index]
+        else:
+            block = by_id.get(name, {})
+        result[name] = _unit_record(block)
+    return result
+
+
+# ---------------------------------------------------------------- files
+
+def check_file_path(path):
+    if not path or not os.path.isabs(path):
+        raise NodeStateError("files: '{0}' is not an absolute path (allowed: absolute paths such as "
+                             "/etc/nccl.conf)".format(path))
+    return path
+
+
+def _file_type(mode):
+    if stat.S_ISLNK(mode):
+        return 'link'
+    if stat.S_ISREG(mode):
+        return 'file'
+    if stat.S_ISDIR(mode):
+        return 'directory'
+    return 'other'
+
+
+def missing_file():
+    return {'exists': False, 'type': None, 'mode': None, 'uid': None, 'gid': None, 'size': None, 'sha1': None,
+            'target': None}
+
+
+def file_record(st, sha1=None, target=None):
+    """The record of one path from its lstat() result; sha1 and target are read by the caller."""
+    return {'exists': True, 'type': _file_type(st.st_mode), 'mode': '{0:04o}'.format(stat.S_IMODE(st.st_mode)),
+            'uid': st.st_uid, 'gid': st.st_gid, 'size': st.st_size, 'sha1': sha1, 'target': target}
+
+
+def sha1_of(path, limit=SHA1_MAX_BYTES):
+    """Hex SHA-1 of the file's content, None when it is larger than ``limit`` or cannot be read."""
+    # SHA-1 because the controller compares it with Ansible's hash('sha1') filter; it identifies content only.
+    digest = hashlib.sha1()  # nosec B324
+    total = 0
+    try:
+        with open(path, 'rb') as handle:
+            while True:
+                chunk = handle.read(65536)
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > limit:
+                    return None
+                digest.update(chunk)
+    except (IOError, OSError):
+        return None
+    return digest.hexdigest()
+
+
+def read_file_state(path):
+    """{exists, type, mode, uid, gid, size, sha1, target} of ``path`` (lstat: a link is reported, not followed)."""
+    check_file_path(path)
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return missing_file()
+        raise
+    sha1 = None
+    target = None
+    if stat.S_ISREG(st.st_mode) and st.st_size <= SHA1_MAX_BYTES:
+        sha1 = sha1_of(path)
+    elif stat.S_ISLNK(st.st_mode):
+        target = os.readlink(path)
+    return file_record(st, sha1=sha1, target=target)
+
+
+# ---------------------------------------------------------------- packages
+
+def check_package_name(name):
+    if not name or any(c.isspace() for c in name) or name.startswith('-'):
+        raise NodeStateError("packages: '{0}' is not a package name (allowed: a name such as nvidia-persistenced, "
+                             "without spaces, not starting with '-')".format(name))
+    return name
+
+
+def rpm_argv(rpm, names):
+    return [rpm, '-q', '--qf', RPM_QF.replace('\\t', '\t').replace('\\n', '\n')] + list(names)
+
+
+def dpkg_argv(dpkg_query, names):
+    return [dpkg_query, '-W', '-f', DPKG_FORMAT.replace('\\t', '\t').replace('\\n', '\n')] + list(names)
+
+
+def parse_rpm_query(text, names):
+    """{name: 'V-R' | 'E:V-R' | None} from ``rpm -q --qf '%{NAME}\\t%{EPOCH}\\t%{VERSION}\\t%{RELEASE}\\n' names``.
+
+    rpm prints 'package X is not installed' for a missing name (that line has no tabs; the name stays None).
+    When several versions are installed (kernels), the one rpm lists last is reported.
+    """
+    result = dict((name, None) for name in names)
+    for line in text.splitlines():
+        parts = line.split('\t')
+        if len(parts) != 4 or parts[0] not in result:
+            continue
+        epoch = parts[1]
+        evr = '{0}-{1}'.format(parts[2], parts[3])
+        if epoch and epoch != '(none)':
+            evr = '{0}:{1}'.format(epoch, evr)
+        result[parts[0]] = evr
+    return result
+
+
+def parse_dpkg_query(text, names):
+    """{name: version | None} from ``dpkg-query -W -f '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n' names``.
+
+    Only packages whose status is installed (second letter of Status-Abbrev 'i') count: a removed package that kept
+    its configuration files ('rc') is not installed.  Debian versions already read '[E:]V[-R]'.
+    """
+    result = dict((name, None) for name in names)
+    for line in text.splitlines():
+        parts = line.split('\t')
+        if len(parts) != 3 or len(parts[2]) < 2 or parts[2][1] != 'i':
+            continue
+        name = parts[0].split(':', 1)[0]
+        if name in result:
+            result[name] = parts[1]
+    return result
+
+
+# ---------------------------------------------------------------- collectors (take the AnsibleModule)
+
+ENV = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
+
+
+def collect_units(module, names):
+    """(units, error): error is None, or a message when systemd cannot be asked (then units is {})."""
+    wanted = []
+    for name in names:
+        normal = unit_name(name)
+        if normal not in wanted:
+            wanted.append(normal)
+    if not wanted:
+        return {}, None
+    if not os.path.isdir('/run/systemd/system'):
+        return {}, 'this host was not booted with systemd (/run/systemd/system is missing)'
+    systemctl = module.get_bin_path('systemctl')
+    if systemctl is None:
+        return {}, 'systemctl not found in PATH'
+    rc, out, err = module.run_command(units_argv(systemctl, wanted), environ_update=ENV)
+    if rc != 0:
+        return {}, 'systemctl show failed (rc={0}): {1}'.format(rc, err.strip())
+    return parse_units_show(out, wanted), None
+
+
+def collect_files(paths):
+    return dict((path, read_file_state(path)) for path in paths)
+
+
+def package_manager(module):
+    """('dpkg', path) on Debian/Ubuntu, ('rpm', path) on EL, (None, None) when neither is there."""
+    dpkg_query = module.get_bin_path('dpkg-query')
+    if dpkg_query and os.path.exists('/var/lib/dpkg/status'):
+        return 'dpkg', dpkg_query
+    rpm = module.get_bin_path('rpm')
+    if rpm:
+        return 'rpm', rpm
+    return None, None
+
+
+def collect_packages(module, names):
+    """(packages, error): one rpm -q or dpkg-query -W call for every name."""
+    wanted = []
+    for name in names:
+        if check_package_name(name) not in wanted:
+            wanted.append(name)
+    if not wanted:
+        return {}, None
+    kind, path = package_manager(module)
+    if kind is None:
+        return dict((name, None) for name in wanted), 'neither dpkg-query nor rpm found in PATH'
+    if kind == 'rpm':
+        # rc is the number of names not installed: not an error.
+        rc, out, err = module.run_command(rpm_argv(path, wanted), environ_update=ENV)
+        parsed = parse_rpm_query(out, wanted)
+        if rc != 0 and rc != sum(1 for value in parsed.values() if value is None):
+            return parsed, 'rpm -q failed (rc={0}): {1}'.format(rc, err.strip())
+        return parsed, None
+    # dpkg-query -W: rc 1 when a name is unknown ("no packages found matching"), lines for the others still printed.
+    rc, out, err = module.run_command(dpkg_argv(path, wanted), environ_update=ENV)
+    parsed = parse_dpkg_query(out, wanted)
+    if rc not in (0, 1):
+        return parsed, 'dpkg-query -W failed (rc={0}): {1}'.format(rc, err.strip())
+    return parsed, None
