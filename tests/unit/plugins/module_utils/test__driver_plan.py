@@ -538,8 +538,8 @@ def test_units_not_gathered_is_work():
 
 
 def test_conflicting_unit_enabled_is_work():
-    units = dict(UNITS_RIGHT, **{'nvidia-pm.service': {'load': 'loaded', 'active': 'active', 'sub': 'running',
-                                                        'enabled': 'enabled'}})
+    units = dict(UNITS_RIGHT)
+    units['nvidia-pm.service'] = {'load': 'loaded', 'active': 'active', 'sub': 'running', 'enabled': 'enabled'}
     plan, facts = _converged(units)
     assert P.driver_work(plan, facts, WORK_SETTINGS, units, {}) == ['persistence conflicts: nvidia-pm.service']
     assert P.driver_work(plan, facts, dict(WORK_SETTINGS, persistence_conflicts='ignore'), units, {}) == []
