@@ -47,7 +47,7 @@ collection-link: venv
 	@if [ "$$(readlink $(COLL_LINK) || true)" != "$(ROOT)" ]; then rm -rf $(COLL_LINK); ln -s $(ROOT) $(COLL_LINK); fi
 
 # deps first: on a fresh Debian 12 machine (root) `make test` alone installs python3-venv, debootstrap, ... itself.
-test: deps units py36 security sanity sanity-matrix lint build importer docs-lint docsite ee changelog-lint \
+test: deps units units-ansible-test py36 security sanity sanity-matrix lint build importer docs-lint docsite ee changelog-lint \
       molecule ## Run every gate (what CI runs)
 
 units: collection-link ## pytest unit tests (tests/unit mirrors plugins/)
@@ -90,9 +90,9 @@ sanity-matrix: sanity-copy $(foreach v,$(CORE_MATRIX),$(TMP)/core-$(v)/.stamp) #
 	      --python $(SANITY_PY) ); \
 	done
 
-units-ansible-test: sanity-copy ## the unit tests under ansible-test units (the harness Ansible's own CI uses)
+units-ansible-test: sanity-copy ## the plugin unit tests (tests/unit/plugins) under ansible-test units (the harness Ansible's own CI uses)
 	bash .ci/get-pip-standin.sh $(PY) $(BIN)/pip
-	cd $(SANITY_ROOT) && $(BIN)/ansible-test units --color no --python $(SANITY_PY) --requirements
+	cd $(SANITY_ROOT) && $(BIN)/ansible-test units --color no --python $(SANITY_PY) --requirements tests/unit/plugins/
 
 lint: collection-link ## ansible-lint (production profile) on roles and playbooks
 	$(BIN)/ansible-lint --profile production

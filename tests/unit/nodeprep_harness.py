@@ -55,7 +55,9 @@ def collection_parent(root=ROOT, path=None):
 
 def ansible_env(**extra):
     """An environment for ansible/ansible-playbook subprocesses: this checkout first, then the bundled collections."""
-    env = dict((k, v) for k, v in os.environ.items() if k != 'ANSIBLE_CONFIG')
+    # PYTHONPATH: under `ansible-test units` it points at ansible-test's restricted copy of ansible (module_utils
+    # only), which the ansible command line tools cannot start from.
+    env = dict((k, v) for k, v in os.environ.items() if k not in ('ANSIBLE_CONFIG', 'PYTHONPATH'))
     env.update({
         'ANSIBLE_COLLECTIONS_PATH': os.pathsep.join([collection_parent(), sysconfig.get_paths()['purelib']]),
         'ANSIBLE_COLLECTIONS_SCAN_SYS_PATH': 'false',

@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 import json
 import os
 import re
+import signal
 import struct
 import time
 
@@ -557,14 +558,34 @@ def ensure_state(profile, at_boot=False):
         state = {'gpus': {}, 'boot_kernel': uname_r()}
     before = json.dumps(state, sort_keys=True)
     try_load_driver(profile, state, at_boot=fresh)
-    if fault_active(FAULT_DRIVER_UNLOADED) and state['driver'].get('loaded'):
+    unloaded_now = fault_active(FAULT_DRIVER_UNLOADED) and state['driver'].get('loaded')
+    if unloaded_now:
         state['driver'] = {'loaded': False, 'reason': 'fault driver-unloaded'}
         state['gpus'] = {}
     if fresh or json.dumps(state, sort_keys=True) != before:
         save_state(state)
         write_proc_driver(state)
         write_sys_module(state)
+    if unloaded_now:
+        stop_persistenced()
     return state
+
+
+def stop_persistenced(wait=5.0):
+    """The nvidia module cannot be unloaded while nvidia-persistenced holds /dev/nvidia* ("Module nvidia is in use"):
+    a node whose driver is gone has no persistence daemon either (tests/testbed/gpu_double/REALITY.md). The daemon's
+    SIGTERM handler removes its marker; wait for that, so that it never saves a state older than ours."""
+    marker = path(os.path.join(RUN_DIR, 'persistenced.running'))
+    pid = (read_text(os.path.join(RUN_DIR, 'persistenced.running'), '') or '').strip()
+    if root() != '/' or not pid.isdigit():
+        return
+    try:
+        os.kill(int(pid), signal.SIGTERM)
+    except OSError:
+        return
+    deadline = time.time() + wait
+    while os.path.exists(marker) and time.time() < deadline:
+        time.sleep(0.05)
 
 
 def lost_xid_lines(profile):

@@ -9,7 +9,6 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nccl as n
-from ansible_collections.gpufleet.nodeprep.plugins.filter.nodeprep_nccl import FilterModule
 
 
 def test_one_list():
@@ -87,15 +86,3 @@ def test_name_problems():
         'value, even 0, turns the CUDA caching allocator off',
     ]
 
-
-def test_plan_through_the_filter():
-    plan = FilterModule().filters()['nodeprep_nccl_plan']
-    result = plan({'nccl-debug': 'WARN', 'NCCL_DEBUG': ['WARN']}, torch_env={'TORCH_NCCL_HIGH_PRIORITY': True})
-    assert result['conf_content'] is None
-    assert result['torch_env'] == {'TORCH_NCCL_HIGH_PRIORITY': '1'}
-    assert result['errors'] == [
-        'nodeprep_nccl_conf: names that are not environment variable names: nccl-debug (allowed: NAME matching '
-        '[A-Z_][A-Z0-9_]*); nodeprep_nccl_conf: values that are not one-line scalars: NCCL_DEBUG (allowed: a string, '
-        'number or boolean on one line)']
-    assert plan({})['conf_content'] is None
-    assert plan({'NCCL_DEBUG': 'WARN'})['conf_content'] == 'NCCL_DEBUG=WARN\n'
