@@ -85,4 +85,3 @@ def test_name_problems():
         'nodeprep_nccl_torch_env.PYTORCH_NO_CUDA_MEMORY_CACHING: a debug switch: in several PyTorch versions any '
         'value, even 0, turns the CUDA caching allocator off',
     ]
-
