@@ -18,6 +18,7 @@ No Ansible import: the module and the pytest tables call these functions.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import hashlib
 import re
 
 
@@ -86,6 +87,13 @@ PERSISTENCED_DROPIN_TEXT = (
     '[Service]\n'
     'ExecStart=\n'
     'ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced --persistence-mode --verbose\n')
+
+# NVLSM talks to the switches through ib_umad (R3): loaded at every boot by this file.
+IB_UMAD_CONF = '/etc/modules-load.d/nodeprep-nvlsm.conf'
+IB_UMAD_CONF_TEXT = (
+    '# NVLSM (started by nvidia-fabricmanager on NVLink 5 systems) talks to the switches through ib_umad.\n'
+    '# Managed by gpufleet.nodeprep.\n'
+    'ib_umad\n')
 
 SECURE_BOOT_REMEDY = (
     'enrol the DKMS signing key{key} as a Machine Owner Key (mokutil --import {path}, reboot, confirm the enrolment in '
@@ -400,7 +408,7 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
     os_facts = facts.get('os') or {}
     kernel_state = facts.get('kernel_state') or {}
     nvidia = facts.get('nvidia') or {}
-    services = facts.get('services') or {}
+    services = facts.get('services') or services_from_units(facts.get('units'))
     packages = node.get('packages') or {}
     fam = family_of(os_facts)
     branch = str(settings.get('branch', ''))
@@ -443,7 +451,7 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
     want_nvlsm = nvlsm_mode == 'always' or (nvlsm_mode == 'auto' and fabric == 'nvlink5')
     want_nscq = want_fm and bool(settings.get('nscq', True))
     plan['fabric'] = {'kind': fabric, 'fabricmanager': want_fm, 'nvlsm': want_nvlsm, 'nscq': want_nscq,
-                      'ib_umad': want_nvlsm,
+                      'ib_umad': want_nvlsm, 'ib_umad_conf': IB_UMAD_CONF, 'ib_umad_conf_content': IB_UMAD_CONF_TEXT,
                       'bridges': [b.get('ib_device') for b in (kernel_state.get('pci') or {}).get('nvlink5_bridges')
                                   or []]}
 
@@ -641,6 +649,107 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
                                '--kernel-module-type=' + module_type, '--no-opengl-files', '--kernel-name=' + boot,
                                '--kernel-source-path=/lib/modules/{0}/build'.format(boot)]
     return plan
+
+
+# ----------------------------------------------------------------------------------------------------- the no-op
+
+def services_from_units(units):
+    """The service_facts shape the plan reads ({name.service: {name, state, status, source}}) from the units the
+    gather read (gpu_node_facts units: {name.service: {load, active, sub, enabled, ...}})."""
+    services = {}
+    for name, unit in (units or {}).items():
+        unit = unit or {}
+        if unit.get('load') == 'not-found':
+            status = 'not-found'
+        else:
+            status = unit.get('enabled') or 'unknown'
+        services[name] = {'name': name, 'source': 'systemd', 'status': status,
+                          'state': 'running' if unit.get('sub') == 'running' else 'stopped'}
+    return services
+
+
+def _sha1(text):
+    return hashlib.sha1(text.encode('utf-8')).hexdigest()
+
+
+def _file_is(files, path, content=None, mode='0644', kind='file', target=None):
+    """True when the gathered file state shows ``path`` exactly as the role's file/copy task writes it (root-owned)."""
+    state = (files or {}).get(path)
+    if not state or not state.get('exists') or state.get('type') != kind:
+        return False
+    if kind == 'link':
+        return state.get('target') == target
+    if state.get('mode') != mode or state.get('uid') != 0 or state.get('gid') != 0:
+        return False
+    return content is None or state.get('sha1') == _sha1(content)
+
+
+def _unit_is(units, name, enabled, active):
+    """True when the gathered unit state shows ``name`` enabled (when asked) and running (when asked)."""
+    unit = (units or {}).get(name if '.' in name else name + '.service')
+    if not unit or unit.get('load') != 'loaded':
+        return False
+    if enabled and unit.get('enabled') != 'enabled':
+        return False
+    return not active or unit.get('active') == 'active'
+
+
+def driver_work(plan, facts, settings, units=None, files=None):
+    """Why the nvidia_driver role must run its tasks on this node: [] when the plan, the unit states and the file
+    states show that every task would change nothing.  Anything the facts cannot tell (units or files not gathered)
+    counts as work.  settings also reads blacklist_nouveau and persistence_conflicts (the mode)."""
+    kernel_state = facts.get('kernel_state') or {}
+    nvidia = facts.get('nvidia') or {}
+    work = []
+    if plan.get('refusals'):
+        return ['refused: ' + '; '.join(plan['refusals'])]
+    if not plan.get('ok'):
+        work.append('driver: not the wanted driver, or not loaded')
+    if plan.get('reboot', {}).get('needed') or plan.get('blockers'):
+        work.append('reboot: ' + '; '.join(plan.get('reboot', {}).get('reasons') or plan.get('blockers')))
+    if settings.get('blacklist_nouveau', True) and not (kernel_state.get('nouveau') or {}).get('blacklisted'):
+        work.append('nouveau: not blacklisted')
+    if plan['repo'].get('needed') and plan['repo'].get('changes'):
+        work.append('repository: missing or different')
+    if plan['epel'].get('needed') and plan['epel'].get('changes'):
+        work.append('EPEL: missing or different')
+    if plan['stream'].get('enable') or plan['stream'].get('reset'):
+        work.append('module stream: ' + plan['stream'].get('wanted', ''))
+    extras = plan['extras']
+    if extras.get('needed') or extras.get('remove') or extras.get('unhold') or not extras.get('version_known'):
+        work.append('extras: ' + ', '.join(extras.get('missing') or extras.get('remove') or ['version unknown']))
+    holds = (facts.get('kernel_state') or {}).get('driver_node') or {}
+    if [h for h in extras.get('hold') or [] if h not in (holds.get('apt_holds') or [])]:
+        work.append('apt holds: missing')
+    lock = plan['versionlock']
+    if lock.get('use') and (not lock.get('plugin_present') or lock.get('add') or lock.get('remove')):
+        work.append('versionlock: plugin or entries missing, or stale entries')
+    conflicts_mode = settings.get('persistence_conflicts', 'disable')
+    if plan.get('persistence_conflicts') and conflicts_mode in ('disable', 'fail'):
+        work.append('persistence conflicts: ' + ', '.join(plan['persistence_conflicts']))
+    persist = plan['persistenced']
+    if persist.get('enable'):
+        if persist.get('runfile_unit'):
+            work.append('nvidia-persistenced: the runfile unit is checked by its task')
+        if persist.get('dropin') and not (
+                _file_is(files, persist['dropin_path'].rsplit('/', 1)[0], mode='0755', kind='directory') and
+                _file_is(files, persist['dropin_path'], persist['dropin_content']) and
+                _file_is(files, persist['wants_link'], kind='link', target=persist['unit_path'])):
+            work.append('nvidia-persistenced: drop-in or wants link missing or different')
+        if not _unit_is(units, 'nvidia-persistenced', not persist.get('dropin'), plan.get('can_start')):
+            work.append('nvidia-persistenced: not enabled and running')
+    for name in plan.get('services') or []:
+        if not _unit_is(units, name, True, plan.get('can_start')):
+            work.append('{0}: not enabled and running'.format(name))
+    fabric = plan['fabric']
+    if fabric.get('ib_umad') and not _file_is(files, fabric['ib_umad_conf'], fabric['ib_umad_conf_content']):
+        work.append('ib_umad: {0} missing or different'.format(fabric['ib_umad_conf']))
+    pci_gpus = int((kernel_state.get('pci') or {}).get('gpu_count') or 0)
+    expected = int(settings.get('expected_gpus') or 0)
+    gpus = len(nvidia.get('gpus') or [])
+    if gpus != pci_gpus or (expected and gpus != expected):
+        work.append('verify: nvidia-smi lists {0} GPU(s), the PCI bus shows {1}'.format(gpus, pci_gpus))
+    return work
 
 
 # ----------------------------------------------------------------------------------------------------- node readers

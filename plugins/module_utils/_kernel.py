@@ -19,6 +19,9 @@ import glob
 import os
 import re
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_node import DriverNodeError, read_driver_node
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import family_of
+
 
 class KernelError(Exception):
     """Kernel related output or files that cannot be understood."""
@@ -391,6 +394,85 @@ def _try_read(path):
         return None
 
 
+# ---------------------------------------------------------------- OS identity
+
+# os-release ID -> (Ansible's distribution name, os_family), for the platforms the roles support.  Other IDs give no
+# identity, and the roles then ask Ansible's setup module as before.
+OS_IDS = {
+    'rhel': ('RedHat', 'RedHat'), 'rocky': ('Rocky', 'RedHat'), 'almalinux': ('AlmaLinux', 'RedHat'),
+    'centos': ('CentOS', 'RedHat'), 'ol': ('OracleLinux', 'RedHat'),
+    'ubuntu': ('Ubuntu', 'Debian'), 'debian': ('Debian', 'Debian'),
+}
+
+
+def parse_os_release(text):
+    """{KEY: value} of an os-release file (quotes removed)."""
+    out = {}
+    for line in (text or '').splitlines():
+        line = line.strip()
+        if not line or line.startswith('#') or '=' not in line:
+            continue
+        key, value = line.split('=', 1)
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
+            value = value[1:-1]
+        out[key.strip()] = value
+    return out
+
+
+def os_identity(os_release_text, debian_version_text=None, machine=None):
+    """The OS facts the roles read, named as Ansible's setup names them (os_family, distribution,
+    distribution_version, distribution_major_version, architecture), from /etc/os-release (and /etc/debian_version
+    on Debian, where Ansible takes the point release from it).  None when the ID is not one the roles support."""
+    fields = parse_os_release(os_release_text)
+    known = OS_IDS.get(fields.get('ID', '').lower())
+    version = fields.get('VERSION_ID', '')
+    if known is None or not version:
+        return None
+    if known[0] == 'Debian' and re.match(r'^\d+(\.\d+)*$', (debian_version_text or '').strip()):
+        version = debian_version_text.strip()
+    return {'os_family': known[1], 'distribution': known[0], 'distribution_version': version,
+            'distribution_major_version': version.split('.')[0], 'architecture': machine or None}
+
+
+# ---------------------------------------------------------------- the no-op
+
+def kernel_work(kernel_state, settings, packages=None):
+    """Why the kernel role must run its tasks on this node: [] when the kernel facts show the wanted kernel booting
+    next and running, with its development tree.  settings: source, family ('el', 'debian' or other),
+    manage_devel, set_default, packages (the image and devel meta packages the role installs on Debian/Ubuntu).
+    packages: {name: version or None} as the gather read them (None: not read, which counts as work on
+    Debian/Ubuntu, where apt checks the meta packages).  Other kernel sources than distro are always work (their
+    repository and package lists are the tasks' to check)."""
+    work = []
+    family = settings.get('family')
+    source = settings.get('source', 'distro')
+    running = kernel_state.get('running') or ''
+    default = kernel_state.get('default') or ''
+    nxt = default or running
+    if family not in ('el', 'debian'):
+        return ['platform: not supported (the tasks say why)']
+    if source != 'distro':
+        work.append('kernel source {0}: its repository and packages are checked by the tasks'.format(source))
+    if family == 'el':
+        if '.elrepo.' in nxt:
+            work.append('kernel: {0} (ELRepo) boots next, the distribution kernel is wanted'.format(nxt))
+        if settings.get('set_default', True) and default != nxt:
+            work.append('kernel: the boot loader default is unknown')
+    else:
+        wanted = list(settings.get('packages') or [])
+        missing = [n for n in wanted if not (packages or {}).get(n)]
+        if missing:
+            work.append('packages: {0} not known to be installed'.format(', '.join(missing)))
+    if settings.get('manage_devel', True) and not (kernel_state.get('devel') or {}).get(nxt):
+        work.append('devel: /lib/modules/{0}/build does not resolve'.format(nxt))
+    if nxt and running and nxt != running:
+        work.append('reboot: running {0}, {1} boots next'.format(running, nxt))
+    if not nxt:
+        work.append('kernel: the running kernel is unknown')
+    return work
+
+
 # ---------------------------------------------------------------- collector
 
 def _run(module, argv):
@@ -652,6 +734,9 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
     root = root or '/'
     check_root(root)
     warnings = []
+    identity = os_identity(_try_read(os.path.join(root, 'etc/os-release')),
+                           _try_read(os.path.join(root, 'etc/debian_version')),
+                           os.uname()[4] if root in ('/', '') else None)
     running = _running_release(root)
     installed, module_dirs = installed_kernels(root)
     default, default_source = _default_kernel(module, root, warnings)
@@ -678,5 +763,19 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
         'dkms': _dkms(module, root, warnings),
         'pci': scan_pci(root),
         'secure_boot': _secure_boot(module, root, warnings),
+        'os': identity,
+        'driver_node': _driver_node(module, root, identity, warnings),
         'warnings': warnings,
     }
+
+
+def _driver_node(module, root, identity, warnings):
+    """What the driver plan reads besides these facts (_driver_node.read_driver_node); None for another root or an
+    OS the roles do not support (the nvidia_driver_plan module then reads it itself)."""
+    if root not in ('/', '') or identity is None:
+        return None
+    try:
+        return read_driver_node(module, family_of(identity))
+    except DriverNodeError as exc:
+        warnings.append('driver packages: {0}'.format(exc))
+        return None

@@ -133,66 +133,10 @@ plan:
       type: dict
 """
 
-import glob
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import (
-    driver_plan,
-    family_of,
-    keep_package,
-    parse_dpkg_list,
-    parse_module_file,
-    parse_repo_files,
-    parse_rpm_list,
-)
-
-ENV = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
-
-
-def _read(path):
-    try:
-        with open(path, 'rb') as handle:
-            return handle.read().decode('utf-8', 'replace')
-    except (IOError, OSError):
-        return None
-
-
-def read_node(module, family):
-    node = {}
-    if family == 'el':
-        files = {}
-        for path in glob.glob('/etc/yum.repos.d/*.repo'):
-            text = _read(path)
-            if text is not None:
-                files[path] = text
-        node['repos'] = parse_repo_files(files)
-        node['versionlock'] = [line.strip() for line in (_read('/etc/dnf/plugins/versionlock.list') or '').splitlines()
-                               if line.strip() and not line.startswith('#')]
-        node['versionlock_plugin'] = os.path.exists('/etc/dnf/plugins/versionlock.conf')
-        node['module_stream'] = parse_module_file(_read('/etc/dnf/modules.d/nvidia-driver.module'))
-        rpm = module.get_bin_path('rpm', required=True)
-        rc, out, err = module.run_command([rpm, '-qa', '--qf', '%{NAME}\\t%{EPOCHNUM}\\t%{VERSION}\\t%{RELEASE}\\t%{ARCH}\\n'],
-                                          environ_update=ENV)
-        if rc != 0:
-            module.fail_json(msg='rpm -qa failed (rc={0}): {1}'.format(rc, err.strip()))
-        packages = parse_rpm_list(out)
-    elif family == 'debian':
-        node['apt_sources_content'] = _read('/etc/apt/sources.list.d/nodeprep-cuda.sources')
-        node['apt_keyring_present'] = os.path.exists('/etc/apt/keyrings/nodeprep-cuda.asc')
-        dpkg = module.get_bin_path('dpkg-query', required=True)
-        rc, out, err = module.run_command(
-            [dpkg, '-W', '-f', '${Package}\\t${Version}\\t${db:Status-Abbrev}\\t${Architecture}\\n'],
-            environ_update=ENV)
-        if rc != 0:
-            module.fail_json(msg='dpkg-query -W failed (rc={0}): {1}'.format(rc, err.strip()))
-        packages, holds = parse_dpkg_list(out)
-        node['apt_holds'] = holds
-    else:
-        packages = {}
-    node['packages'] = dict((k, v) for k, v in packages.items() if keep_package(k))
-    return node
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_node import DriverNodeError, read_driver_node
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import driver_plan, family_of
 
 
 def main():
@@ -206,7 +150,10 @@ def main():
         supports_check_mode=True,
     )
     facts = module.params['facts']
-    node = read_node(module, family_of(facts.get('os') or {}))
+    try:
+        node = read_driver_node(module, family_of(facts.get('os') or {}))
+    except DriverNodeError as exc:
+        module.fail_json(msg=str(exc))
     plan = driver_plan(facts, module.params['settings'], node=node, stage=module.params['stage'],
                        run=module.params['run'], check_mode=module.check_mode)
     for warning in plan.get('warnings', []):

@@ -173,7 +173,8 @@ def test_fresh_el10_b200_nvlink5():
     assert plan['install']['packages'] == ['nvidia-open-580.*']
     assert plan['stream']['use'] is False
     assert plan['fabric'] == {'kind': 'nvlink5', 'fabricmanager': True, 'nvlsm': True, 'nscq': True, 'ib_umad': True,
-                              'bridges': ['mlx5_0']}
+                              'bridges': ['mlx5_0'], 'ib_umad_conf': '/etc/modules-load.d/nodeprep-nvlsm.conf',
+                              'ib_umad_conf_content': P.IB_UMAD_CONF_TEXT}
     # R3: the fabric manager starts NVLSM; no nvlsm unit is enabled or expected.
     assert plan['services'] == ['nvidia-fabricmanager']
     assert 'nvlsm.service' not in plan['units_missing']
@@ -478,3 +479,141 @@ def test_lock_entry_roundtrip():
     entry = P.lock_entry({'name': 'nvidia-fabricmanager', 'epoch': 3, 'version': '580.95.05', 'release': '1.el9'})
     assert entry == 'nvidia-fabricmanager-3:580.95.05-1.el9.*'
     assert P.lock_entry_name(entry) == 'nvidia-fabricmanager'
+
+
+# ------------------------------------------------------------------------------------------------ the no-op (issue 12)
+
+UNITS_RIGHT = {
+    'nvidia-persistenced.service': {'load': 'loaded', 'active': 'active', 'sub': 'running', 'enabled': 'enabled'},
+    'nvidia-fabricmanager.service': {'load': 'loaded', 'active': 'active', 'sub': 'running', 'enabled': 'enabled'},
+    'nvidia-imex.service': {'load': 'not-found', 'active': 'inactive', 'sub': 'dead', 'enabled': ''},
+    'nvidia-pm.service': {'load': 'not-found', 'active': 'inactive', 'sub': 'dead', 'enabled': ''},
+}
+WORK_SETTINGS = {'blacklist_nouveau': True, 'persistence_conflicts': 'disable', 'expected_gpus': 1}
+
+
+def _converged(units=None, **facts_kw):
+    facts = running_on('580.95.05')
+    facts.pop('services')
+    facts['units'] = UNITS_RIGHT if units is None else units
+    facts['kernel_state']['pci'] = dict(H100_PCI)
+    facts.update(facts_kw)
+    plan = P.driver_plan(facts, settings(), node=el_node_with('580.95.05'))
+    return plan, facts
+
+
+def test_services_from_units_has_the_service_facts_shape():
+    services = P.services_from_units(UNITS_RIGHT)
+    assert services['nvidia-persistenced.service'] == {'name': 'nvidia-persistenced.service', 'source': 'systemd',
+                                                       'status': 'enabled', 'state': 'running'}
+    assert services['nvidia-imex.service']['status'] == 'not-found'
+    assert P.units_present(services) == sorted(['nvidia-persistenced.service', 'nvidia-fabricmanager.service'],
+                                               key=list(UNITS_RIGHT).index)
+
+
+def test_converged_node_has_no_work():
+    plan, facts = _converged()
+    assert plan['units_missing'] == [] and plan['persistence_conflicts'] == []
+    assert P.driver_work(plan, facts, WORK_SETTINGS, facts['units'], {}) == []
+
+
+@pytest.mark.parametrize('unit, change, reason', [
+    ('nvidia-persistenced.service', {'active': 'inactive', 'sub': 'dead'}, 'nvidia-persistenced: not enabled and running'),
+    ('nvidia-persistenced.service', {'enabled': 'disabled'}, 'nvidia-persistenced: not enabled and running'),
+    ('nvidia-fabricmanager.service', {'active': 'failed', 'sub': 'failed'},
+     'nvidia-fabricmanager: not enabled and running'),
+])
+def test_stopped_or_disabled_service_is_work(unit, change, reason):
+    units = dict(UNITS_RIGHT)
+    units[unit] = dict(units[unit], **change)
+    plan, facts = _converged(units)
+    assert P.driver_work(plan, facts, WORK_SETTINGS, units, {}) == [reason]
+
+
+def test_units_not_gathered_is_work():
+    plan, facts = _converged({})
+    work = P.driver_work(plan, facts, WORK_SETTINGS, None, None)
+    assert 'nvidia-persistenced: not enabled and running' in work
+    assert 'nvidia-fabricmanager: not enabled and running' in work
+
+
+def test_conflicting_unit_enabled_is_work():
+    units = dict(UNITS_RIGHT, **{'nvidia-pm.service': {'load': 'loaded', 'active': 'active', 'sub': 'running',
+                                                        'enabled': 'enabled'}})
+    plan, facts = _converged(units)
+    assert P.driver_work(plan, facts, WORK_SETTINGS, units, {}) == ['persistence conflicts: nvidia-pm.service']
+    assert P.driver_work(plan, facts, dict(WORK_SETTINGS, persistence_conflicts='ignore'), units, {}) == []
+
+
+def test_nouveau_not_blacklisted_is_work():
+    plan, facts = _converged()
+    facts['kernel_state']['nouveau']['blacklisted'] = False
+    assert P.driver_work(plan, facts, WORK_SETTINGS, UNITS_RIGHT, {}) == ['nouveau: not blacklisted']
+    assert P.driver_work(plan, facts, dict(WORK_SETTINGS, blacklist_nouveau=False), UNITS_RIGHT, {}) == []
+
+
+def test_missing_versionlock_entry_and_missing_extra_are_work():
+    facts = running_on('580.95.05')
+    node = el_node_with('580.95.05', locks=[])
+    node['packages'].pop('libnvidia-nscq')
+    plan = P.driver_plan(facts, settings(), node=node)
+    work = P.driver_work(plan, facts, dict(WORK_SETTINGS, expected_gpus=0), None, None)
+    assert work[0].startswith('extras: libnvidia-nscq')
+    assert 'versionlock: plugin or entries missing, or stale entries' in work
+
+
+def test_driver_not_loaded_and_gpu_count_are_work():
+    plan, facts = _converged()
+    facts['nvidia'] = dict(facts['nvidia'], gpus=[])
+    assert P.driver_work(plan, facts, WORK_SETTINGS, UNITS_RIGHT, {}) == [
+        'verify: nvidia-smi lists 0 GPU(s), the PCI bus shows 1']
+    fresh = {'os': EL9, 'kernel_state': kernel(H100_PCI), 'nvidia': FRESH_NVIDIA, 'units': UNITS_RIGHT}
+    plan = P.driver_plan(fresh, settings(), node={'packages': {}})
+    assert 'driver: not the wanted driver, or not loaded' in P.driver_work(plan, fresh, WORK_SETTINGS, UNITS_RIGHT, {})
+
+
+def test_refused_settings_are_work():
+    plan, facts = _converged()
+    plan = P.driver_plan(facts, settings(branch='abc'), node=el_node_with('580.95.05'))
+    assert P.driver_work(plan, facts, WORK_SETTINGS, UNITS_RIGHT, {})[0].startswith('refused: ')
+
+
+def _file(content=None, mode='0644', kind='file', target=None):
+    import hashlib
+    return {'exists': True, 'type': kind, 'mode': mode, 'uid': 0, 'gid': 0, 'size': len(content or ''),
+            'sha1': hashlib.sha1(content.encode()).hexdigest() if content is not None else None, 'target': target}
+
+
+def test_nvlink5_ib_umad_file_is_compared():
+    facts = running_on('580.95.05', pci=B200_PCI)
+    facts['nvidia'] = smi('580.95.05', arch='Blackwell')
+    facts['units'] = UNITS_RIGHT
+    facts.pop('services')
+    plan = P.driver_plan(facts, settings(), node=el_node_with('580.95.05'))
+    right = {P.IB_UMAD_CONF: _file(P.IB_UMAD_CONF_TEXT)}
+    assert P.driver_work(plan, facts, WORK_SETTINGS, UNITS_RIGHT, right) == []
+    for files in ({}, {P.IB_UMAD_CONF: _file('ib_umad\n')}, {P.IB_UMAD_CONF: _file(P.IB_UMAD_CONF_TEXT, mode='0600')}):
+        assert P.driver_work(plan, facts, WORK_SETTINGS, UNITS_RIGHT, files) == [
+            'ib_umad: /etc/modules-load.d/nodeprep-nvlsm.conf missing or different']
+
+
+def test_ubuntu_dropin_and_wants_link_are_compared():
+    facts = running_on('580.95.05', os_facts=UBUNTU)
+    facts['units'] = dict(UNITS_RIGHT, **{'nvidia-persistenced.service': dict(
+        UNITS_RIGHT['nvidia-persistenced.service'], enabled='static')})
+    facts.pop('services')
+    node = {'apt_holds': ['nvidia-fabricmanager-580', 'libnvidia-nscq-580'], 'apt_sources_content': None,
+            'packages': {}}
+    for name in ('nvidia-open', 'nvidia-persistenced', 'nvidia-fabricmanager-580', 'libnvidia-nscq-580'):
+        node['packages'][name] = [{'epoch': 0, 'version': '580.95.05', 'release': '0ubuntu1', 'arch': 'amd64'}]
+    plan = P.driver_plan(facts, settings(), node=node)
+    persist = plan['persistenced']
+    files = {persist['dropin_path'].rsplit('/', 1)[0]: _file(mode='0755', kind='directory'),
+             persist['dropin_path']: _file(persist['dropin_content']),
+             persist['wants_link']: _file(kind='link', target=persist['unit_path'])}
+    work = P.driver_work(plan, facts, WORK_SETTINGS, facts['units'], files)
+    assert 'nvidia-persistenced: drop-in or wants link missing or different' not in work
+    assert 'nvidia-persistenced: not enabled and running' not in work
+    files[persist['wants_link']] = _file(kind='link', target='/dev/null')
+    assert 'nvidia-persistenced: drop-in or wants link missing or different' in P.driver_work(
+        plan, facts, WORK_SETTINGS, facts['units'], files)

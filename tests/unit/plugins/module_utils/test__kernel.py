@@ -236,3 +236,53 @@ def test_version_key_orders_numerically():
 def test_live_running_kernel_is_uname():
     facts = K.collect_kernel_facts(NoTools())
     assert facts['running'] == os.uname()[2]
+
+
+# ------------------------------------------------------------------------------------------------ the no-op (issue 12)
+
+ROCKY8 = 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID="8.10"\n'
+UBUNTU2404 = 'NAME="Ubuntu"\nID=ubuntu\nID_LIKE=debian\nVERSION_ID="24.04"\n'
+DEBIAN12 = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n'
+
+
+@pytest.mark.parametrize('text, debian_version, expected', [
+    (ROCKY8, None, {'os_family': 'RedHat', 'distribution': 'Rocky', 'distribution_version': '8.10',
+                    'distribution_major_version': '8', 'architecture': 'x86_64'}),
+    (UBUNTU2404, 'trixie/sid', {'os_family': 'Debian', 'distribution': 'Ubuntu', 'distribution_version': '24.04',
+                                'distribution_major_version': '24', 'architecture': 'x86_64'}),
+    (DEBIAN12, '12.11\n', {'os_family': 'Debian', 'distribution': 'Debian', 'distribution_version': '12.11',
+                           'distribution_major_version': '12', 'architecture': 'x86_64'}),
+    ('ID=arch\n', None, None),
+    ('', None, None),
+])
+def test_os_identity(text, debian_version, expected):
+    assert K.os_identity(text, debian_version, 'x86_64') == expected
+
+
+EL_SETTINGS = {'source': 'distro', 'family': 'el', 'manage_devel': True, 'set_default': True, 'packages': []}
+RIGHT = {'running': '5.14.0-570.el9.x86_64', 'default': '5.14.0-570.el9.x86_64',
+         'devel': {'5.14.0-570.el9.x86_64': True}}
+
+
+def test_kernel_work_none_when_right():
+    assert K.kernel_work(RIGHT, EL_SETTINGS) == []
+
+
+@pytest.mark.parametrize('change, settings, reason', [
+    ({'devel': {}}, {}, 'devel: /lib/modules/5.14.0-570.el9.x86_64/build does not resolve'),
+    ({'default': '5.14.0-611.el9.x86_64', 'devel': {'5.14.0-611.el9.x86_64': True}}, {},
+     'reboot: running 5.14.0-570.el9.x86_64, 5.14.0-611.el9.x86_64 boots next'),
+    ({'default': None}, {}, 'kernel: the boot loader default is unknown'),
+    ({}, {'source': 'elrepo-lt'}, 'kernel source elrepo-lt: its repository and packages are checked by the tasks'),
+    ({}, {'family': 'unsupported'}, 'platform: not supported (the tasks say why)'),
+    ({}, {'family': 'debian', 'packages': ['linux-generic-hwe-24.04']},
+     'packages: linux-generic-hwe-24.04 not known to be installed'),
+])
+def test_kernel_work_reasons(change, settings, reason):
+    assert reason in K.kernel_work(dict(RIGHT, **change), dict(EL_SETTINGS, **settings))
+
+
+def test_kernel_work_debian_meta_package_installed():
+    settings = dict(EL_SETTINGS, family='debian', packages=['linux-generic-hwe-24.04'])
+    assert K.kernel_work(RIGHT, settings, {'linux-generic-hwe-24.04': '6.8.0-50.51'}) == []
+    assert K.kernel_work(dict(RIGHT, default=None), dict(EL_SETTINGS, family='debian')) == []

@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
+# Its functions may change without notice; do not import it from other collections.
+"""What the NVIDIA driver plan reads on the node besides the kernel facts: the repositories, the installed NVIDIA
+packages, the versionlock list and plugin, the dnf module stream, the apt source, keyring and holds.
+
+One reader, called by the nvidia_driver_plan module and by the kernel facts collector (so the first gather of
+site.yml carries it as ``kernel_state.driver_node`` and the plan can be computed on the controller).  The parsers are
+the pure functions of _driver_plan.py.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import glob
+import os
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import (
+    keep_package,
+    parse_dpkg_list,
+    parse_module_file,
+    parse_repo_files,
+    parse_rpm_list,
+)
+
+ENV = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
+RPM_QF = '%{NAME}\\t%{EPOCHNUM}\\t%{VERSION}\\t%{RELEASE}\\t%{ARCH}\\n'
+DPKG_FORMAT = '${Package}\\t${Version}\\t${db:Status-Abbrev}\\t${Architecture}\\n'
+
+
+class DriverNodeError(Exception):
+    """The package database could not be read."""
+
+
+def _read(path):
+    try:
+        with open(path, 'rb') as handle:
+            return handle.read().decode('utf-8', 'replace')
+    except (IOError, OSError):
+        return None
+
+
+def read_driver_node(module, family):
+    """{repos, versionlock, versionlock_plugin, module_stream, packages} (EL) or {apt_sources_content,
+    apt_keyring_present, apt_holds, packages} (Debian family); {'packages': {}} elsewhere.  ``module`` only runs
+    rpm / dpkg-query (LC_ALL=C).  Raises DriverNodeError when the package database cannot be read."""
+    node = {}
+    if family == 'el':
+        files = {}
+        for path in glob.glob('/etc/yum.repos.d/*.repo'):
+            text = _read(path)
+            if text is not None:
+                files[path] = text
+        node['repos'] = parse_repo_files(files)
+        node['versionlock'] = [line.strip() for line in (_read('/etc/dnf/plugins/versionlock.list') or '').splitlines()
+                               if line.strip() and not line.startswith('#')]
+        node['versionlock_plugin'] = os.path.exists('/etc/dnf/plugins/versionlock.conf')
+        node['module_stream'] = parse_module_file(_read('/etc/dnf/modules.d/nvidia-driver.module'))
+        rpm = module.get_bin_path('rpm')
+        if not rpm:
+            raise DriverNodeError('rpm is not installed, so the installed NVIDIA packages cannot be listed')
+        rc, out, err = module.run_command([rpm, '-qa', '--qf', RPM_QF], environ_update=ENV)
+        if rc != 0:
+            raise DriverNodeError('rpm -qa failed (rc={0}): {1}'.format(rc, err.strip()))
+        packages = parse_rpm_list(out)
+    elif family == 'debian':
+        node['apt_sources_content'] = _read('/etc/apt/sources.list.d/nodeprep-cuda.sources')
+        node['apt_keyring_present'] = os.path.exists('/etc/apt/keyrings/nodeprep-cuda.asc')
+        dpkg = module.get_bin_path('dpkg-query')
+        if not dpkg:
+            raise DriverNodeError('dpkg-query is not installed, so the installed NVIDIA packages cannot be listed')
+        rc, out, err = module.run_command([dpkg, '-W', '-f', DPKG_FORMAT], environ_update=ENV)
+        if rc != 0:
+            raise DriverNodeError('dpkg-query -W failed (rc={0}): {1}'.format(rc, err.strip()))
+        packages, holds = parse_dpkg_list(out)
+        node['apt_holds'] = holds
+    else:
+        packages = {}
+    node['packages'] = dict((k, v) for k, v in packages.items() if keep_package(k))
+    return node
