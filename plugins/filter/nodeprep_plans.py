@@ -14,7 +14,8 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.collections import is_sequence
 from ansible.module_utils.six import string_types
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import path_changes
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import (
+    NodeStateError, path_changes, unit_name)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._gpu_settings import role_plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import offload_plan, unit_env_text
 
@@ -51,6 +52,16 @@ def nodeprep_path_changes(files, wants):
             raise AnsibleFilterError('nodeprep_path_changes: {0}: state {1!r} is not file, directory, link or '
                                      'absent'.format(want['path'], want.get('state')))
     return path_changes(_dict(files, 'nodeprep_path_changes', 'the input (ansible_facts.nodeprep_files)'), wants)
+
+
+def nodeprep_unit_names(names):
+    """The keys gpu_node_facts gives these units in nodeprep_units ('.service' added when there is no suffix)."""
+    if not is_sequence(names) or isinstance(names, string_types):
+        raise AnsibleFilterError('nodeprep_unit_names: input must be a list of unit names, got {0!r}'.format(names))
+    try:
+        return [unit_name(str(name)) for name in names]
+    except NodeStateError as exc:
+        raise AnsibleFilterError('nodeprep_unit_names: {0}'.format(exc))
 
 
 def nodeprep_gpu_settings_plan(nvidia, settings, nvidia_smi, daemon, files=None, contents=None, replay_path=None,
@@ -97,6 +108,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'nodeprep_path_changes': nodeprep_path_changes,
+            'nodeprep_unit_names': nodeprep_unit_names,
             'nodeprep_gpu_settings_plan': nodeprep_gpu_settings_plan,
             'nodeprep_nic_offload_plan': nodeprep_nic_offload_plan,
             'nodeprep_nic_offload_env_text': nodeprep_nic_offload_env_text,

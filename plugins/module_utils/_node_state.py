@@ -340,24 +340,6 @@ def path_changes(files, wants):
     return reasons
 
 
-def unit_change(units, name, active=None, enabled=None, dropins=None):
-    """Why a unit is not as wanted (None when it is): ``active`` ('active'), ``enabled`` ('enabled'), ``dropins`` a
-    list of paths that must be among its DropInPaths.  A unit not gathered is a change."""
-    units = units if isinstance(units, dict) else {}
-    name = unit_name(name)
-    state = units.get(name)
-    if not isinstance(state, dict):
-        return '{0}: not gathered'.format(name)
-    if active is not None and state.get('active') != active:
-        return '{0}: {1}, not {2}'.format(name, state.get('active'), active)
-    if enabled is not None and state.get('enabled') != enabled:
-        return '{0}: {1}, not {2}'.format(name, state.get('enabled'), enabled)
-    missing = [path for path in (dropins or []) if path not in (state.get('dropins') or [])]
-    if missing:
-        return '{0}: systemd has not loaded {1}'.format(name, ', '.join(missing))
-    return None
-
-
 CONTENT_MAX_BYTES = 64 * 1024
 
 
