@@ -153,17 +153,7 @@ class Bench(object):
         cmd = [os.path.join(BIN, 'ansible'), 'all', '-i', INVENTORY, '-m', 'raw', '-a', script]
         proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                               universal_newlines=True, check=False)
-        try:
-            data = json.loads(proc.stdout)
-        except ValueError:
-            return {}
-        out = {}
-        for play in data.get('plays', []):
-            for task in play.get('tasks', []):
-                for host, res in task.get('hosts', {}).items():
-                    text = (res.get('stdout') or '').strip()
-                    out[host] = int(text) if text.isdigit() else None
-        return out
+        return fleetstats.call_log_counts(proc.stdout)
 
     # -- Mitogen -------------------------------------------------------------------------------------------------
     def setup_mitogen(self):

@@ -73,11 +73,28 @@ def per_host_counts(counter, key='module_execs'):
 
 
 def count_deltas(before, after):
-    """Per-host call-log growth: {host: after - before}, only for hosts where both counts are known."""
+    """Per-host call-log growth: {host: after - before}, only for hosts where both counts are known and the log did
+    not shrink (a reboot empties /run, where the GPU double keeps it)."""
     out = {}
     for host, count in (after or {}).items():
-        if count is not None and (before or {}).get(host) is not None:
+        if count is not None and (before or {}).get(host) is not None and count >= before[host]:
             out[host] = count - before[host]
+    return out
+
+
+def call_log_counts(text):
+    """{host: lines in the GPU double's call log, or None} from the ansible.posix.json output of the ad-hoc
+    `raw` command that prints `wc -l < log` or `absent`; {} when the output is not that JSON."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    out = {}
+    for play in data.get('plays', []) if isinstance(data, dict) else []:
+        for task in play.get('tasks', []):
+            for host, res in task.get('hosts', {}).items():
+                words = (res.get('stdout') or '').split()
+                out[host] = int(words[-1]) if words and words[-1].isdigit() else None
     return out
 
 

@@ -252,6 +252,25 @@ ansible_facts:
               description: C(path) of the DKMS signing key (null when there is none) and whether it is C(enrolled)
                 (null when mokutil cannot tell).
               type: dict
+        os:
+          description:
+            - The OS facts the kernel and nvidia_driver roles read, named as Ansible's C(setup) names them, from
+              C(/etc/os-release) (and C(/etc/debian_version) on Debian), so that the roles need no C(setup) call.
+            - Null on a distribution the roles do not support. With O(root) other than C(/), C(architecture) is null.
+          type: dict
+          sample: {"os_family": "RedHat", "distribution": "Rocky", "distribution_version": "9.6",
+                   "distribution_major_version": "9", "architecture": "x86_64"}
+        driver_node:
+          description:
+            - What the nvidia_driver plan reads on the node besides these facts, as the
+              M(gpufleet.nodeprep.nvidia_driver_plan) module reads it - EL C(repos), C(versionlock),
+              C(versionlock_plugin), C(module_stream); Debian family C(apt_sources_content), C(apt_keyring_present),
+              C(apt_holds); both C(packages) (the installed NVIDIA packages, C(dkms), C(nvlsm), C(epel-release) and
+              the versionlock plugin, each a list of C(epoch), C(version), C(release), C(arch)).
+            - The P(gpufleet.nodeprep.nvidia_driver_plan#filter) filter plans from it on the controller.
+            - Null with O(root) other than C(/), on a distribution the roles do not support, or when the package
+              database cannot be read (then RV(ansible_facts.kernel_state.warnings) says why).
+          type: dict
         warnings:
           description: Commands that failed without making the facts useless.
           type: list

@@ -157,3 +157,22 @@ def test_write_results_writes_json_and_markdown(tmp_path):
 ])
 def test_callback_counts_only_actions_that_run_a_module_on_the_node(action, delegated, expected):
     assert counter.runs_module(action, delegated) is expected
+
+
+# The shape of `ansible all -m raw -a '...wc -l...'` with the ansible.posix.json stdout callback (one play, one task).
+CALL_LOG_JSON = json.dumps({'plays': [{'play': {'name': 'Ansible Ad-Hoc'}, 'tasks': [{'task': {'name': 'raw'}, 'hosts': {
+    'el9-b200-01': {'changed': True, 'rc': 0, 'stdout': '45\r\n', 'stdout_lines': ['45']},
+    'el8-h100-01': {'changed': True, 'rc': 0, 'stdout': 'absent\r\n', 'stdout_lines': ['absent']},
+    'el10-b200-01': {'unreachable': True, 'msg': 'ssh: connect to host'},
+}}]}], 'stats': {}})
+
+
+def test_call_log_counts_from_the_json_callback():
+    assert fs.call_log_counts(CALL_LOG_JSON) == {'el9-b200-01': 45, 'el8-h100-01': None, 'el10-b200-01': None}
+    assert fs.call_log_counts('not json') == {}
+
+
+def test_count_deltas_skip_unknown_and_emptied_logs():
+    before = {'a': 10, 'b': None, 'c': 30, 'd': 5}
+    after = {'a': 11, 'b': 4, 'c': 2, 'd': 5}
+    assert fs.count_deltas(before, after) == {'a': 1, 'd': 0}
