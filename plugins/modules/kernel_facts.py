@@ -105,9 +105,17 @@ ansible_facts:
           description: Release -> whether C(/lib/modules/<release>/build) resolves.
           type: dict
           sample: {5.14.0-503.14.1.el9_5.x86_64: true}
+          contains:
+            <release>:
+              description: Whether C(/lib/modules/<release>/build) resolves for this installed kernel release.
+              type: bool
         build_paths:
           description: Release -> where C(build) resolves to, or null.
           type: dict
+          contains:
+            <release>:
+              description: Where C(/lib/modules/<release>/build) resolves to, or V(null).
+              type: str
         nouveau:
           description: nouveau state.
           type: dict
@@ -230,6 +238,16 @@ ansible_facts:
               type: list
               elements: dict
               sample: [{ib_device: mlx5_8, bus_id: "0000:05:00.0", device_id: "0x1021"}]
+              contains:
+                ib_device:
+                  description: InfiniBand device name (C(/sys/class/infiniband/<name>)).
+                  type: str
+                bus_id:
+                  description: PCI address of the bridge function.
+                  type: str
+                device_id:
+                  description: PCI device id (V(0x1021) on ConnectX-7).
+                  type: str
             nvlink5_bridge_count:
               description: Number of NVLink 5 switch bridges.
               type: int
@@ -252,6 +270,13 @@ ansible_facts:
               description: C(path) of the DKMS signing key (null when there is none) and whether it is C(enrolled)
                 (null when mokutil cannot tell).
               type: dict
+              contains:
+                path:
+                  description: Path of the DKMS signing certificate, or V(null) when there is none.
+                  type: str
+                enrolled:
+                  description: Whether that key is enrolled as a MOK; V(null) when mokutil cannot tell.
+                  type: bool
         os:
           description:
             - The OS facts the kernel and nvidia_driver roles read, named as Ansible's C(setup) names them, from

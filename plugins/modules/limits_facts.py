@@ -163,14 +163,48 @@ ansible_facts:
           type: dict
           returned: always
           sample: {root: {memlock: {soft: unlimited, hard: unlimited}}}
+          contains:
+            <user>:
+              description: One entry per user the module was asked about.
+              type: dict
+              contains:
+                <item>:
+                  description: One entry per limit item (V(memlock), V(nofile), ...).
+                  type: dict
+                  contains:
+                    soft:
+                      description: Soft limit (V(unlimited), a number, or V(null) when nothing sets it).
+                      type: raw
+                    hard:
+                      description: Hard limit (V(unlimited), a number, or V(null) when nothing sets it).
+                      type: raw
         sources:
           description: User -> item -> C({soft, hard}) naming the C(file:line) (or C(/proc/1/limits)) each value came from.
           type: dict
           returned: always
+          contains:
+            <user>:
+              description: One entry per user.
+              type: dict
+              contains:
+                <item>:
+                  description: One entry per limit item.
+                  type: dict
+                  contains:
+                    soft:
+                      description: C(file:line) (or C(/proc/1/limits)) the soft value came from; V(null) when unset.
+                      type: str
+                    hard:
+                      description: C(file:line) (or C(/proc/1/limits)) the hard value came from; V(null) when unset.
+                      type: str
         no_limits:
           description: Users hit by a C(<domain> -) line (pam_limits sets nothing for them), with its C(file:line).
           type: dict
           returned: always
+          contains:
+            <user>:
+              description: The C(file:line) of the C(<domain> -) line that applies to this user.
+              type: str
         systemd:
           description: systemd's limits.
           type: dict
@@ -181,12 +215,38 @@ ansible_facts:
                 the manager reports, otherwise null.
               type: dict
               sample: {memlock: {soft: unlimited, hard: unlimited}, nofile: {soft: 1024, hard: 524288}}
+              contains:
+                <item>:
+                  description: One entry per C(DefaultLimit*) item, named as in limits.conf (V(memlock), V(nofile), ...).
+                  type: dict
+                  contains:
+                    soft:
+                      description: Soft limit (V(unlimited), a number, or V(null) when nothing sets it).
+                      type: raw
+                    hard:
+                      description: Hard limit (V(unlimited), a number, or V(null) when nothing sets it).
+                      type: raw
             default_source:
               description: Item -> C(file:line), V(manager) or null.
               type: dict
+              contains:
+                <item>:
+                  description: C(file:line), V(manager) or V(null) for this item.
+                  type: str
             configured:
               description: Item -> C({soft, hard}) set in C(system.conf) and drop-ins (takes effect after reexec).
               type: dict
+              contains:
+                <item>:
+                  description: One entry per item set in the files.
+                  type: dict
+                  contains:
+                    soft:
+                      description: Soft limit (V(unlimited), a number, or V(null) when nothing sets it).
+                      type: raw
+                    hard:
+                      description: Hard limit (V(unlimited), a number, or V(null) when nothing sets it).
+                      type: raw
             config_files:
               description: C(system.conf) and drop-ins read, in precedence order.
               type: list
@@ -194,12 +254,42 @@ ansible_facts:
             manager:
               description: What the running manager reports for its defaults, or null.
               type: dict
+              contains:
+                <item>:
+                  description: One entry per item the manager reports.
+                  type: dict
+                  contains:
+                    soft:
+                      description: Soft limit (V(unlimited), a number, or V(null) when nothing sets it).
+                      type: raw
+                    hard:
+                      description: Hard limit (V(unlimited), a number, or V(null) when nothing sets it).
+                      type: raw
             services:
               description: Service -> item -> C({soft, hard}), or null when unknown.
               type: dict
+              contains:
+                <service>:
+                  description: One entry per service asked about; V(null) when unknown (see RV(ansible_facts.limits.systemd.service_errors)).
+                  type: dict
+                  contains:
+                    <item>:
+                      description: One entry per limit item of the service.
+                      type: dict
+                      contains:
+                        soft:
+                          description: Soft limit (V(unlimited), a number, or V(null) when nothing sets it).
+                          type: raw
+                        hard:
+                          description: Hard limit (V(unlimited), a number, or V(null) when nothing sets it).
+                          type: raw
             service_errors:
               description: Service -> why it is null.
               type: dict
+              contains:
+                <service>:
+                  description: Why the service's limits are V(null).
+                  type: str
             reason:
               description: Why systemd was not asked, or null.
               type: str

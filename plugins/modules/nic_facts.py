@@ -136,6 +136,20 @@ ansible_facts:
             - Offload features keyed by the name C(ethtool -k) prints, each C({enabled, fixed}), plus
               C(requested) when ethtool shows C([requested on]) or C([requested off]).
           type: dict
+          contains:
+            <feature>:
+              description: One entry per feature, named as C(ethtool -k) prints it (V(generic-receive-offload), ...).
+              type: dict
+              contains:
+                enabled:
+                  description: Whether the feature is on.
+                  type: bool
+                fixed:
+                  description: Whether the driver does not let it change (C([fixed])).
+                  type: bool
+                requested:
+                  description: The state asked for when it differs from the actual one; only present then.
+                  type: bool
         nm_managed:
           description:
             - V(true) when NetworkManager manages the interface, V(false) when it lists it as unmanaged,

@@ -112,6 +112,17 @@ interfaces:
     changes:
       description: The features (as C(ethtool -k) prints them) that change, with their state before and after.
       type: dict
+      contains:
+        <feature>:
+          description: One entry per feature that changes.
+          type: dict
+          contains:
+            before:
+              description: Whether it was on.
+              type: bool
+            after:
+              description: Whether it is on after the run (predicted in check mode).
+              type: bool
     skipped_fixed:
       description: Fixed features left alone because O(ignore_fixed=true).
       type: list
@@ -147,6 +158,10 @@ persistence:
     nm_properties:
       description: NetworkManager property name to value (V(on)/V(off)).
       type: dict
+      contains:
+        <property>:
+          description: The value (V(on) or V(off)) of this NetworkManager property (V(ethtool.feature-gro), ...).
+          type: str
     nm_unsupported:
       description: Requested features NetworkManager has no property for.
       type: list
@@ -154,6 +169,10 @@ persistence:
     link_keys:
       description: systemd.link C([Link]) key to value (V(true)/V(false)).
       type: dict
+      contains:
+        <key>:
+          description: The value (V(true) or V(false)) of this C([Link]) key (V(GenericReceiveOffload), ...).
+          type: str
     link_unsupported:
       description: Requested features with no systemd.link key.
       type: list

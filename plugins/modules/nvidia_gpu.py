@@ -214,9 +214,25 @@ diff:
     before:
       description: PCI bus ID -> managed setting -> value before the run.
       type: dict
+      contains:
+        <pci_bus_id>:
+          description: One entry per selected GPU.
+          type: dict
+          contains:
+            <setting>:
+              description: One managed setting (V(persistence_mode), V(power_limit_w), V(locked_clocks), ...) and its value.
+              type: raw
     after:
       description: PCI bus ID -> managed setting -> value after the run (predicted in check mode).
       type: dict
+      contains:
+        <pci_bus_id>:
+          description: One entry per selected GPU.
+          type: dict
+          contains:
+            <setting>:
+              description: One managed setting (V(persistence_mode), V(power_limit_w), V(locked_clocks), ...) and its value.
+              type: raw
 gpus:
   description: Per-GPU outcome for the selected GPUs.
   returned: always
@@ -245,9 +261,17 @@ gpus:
     before:
       description: Managed setting -> value before the run.
       type: dict
+      contains:
+        <setting>:
+          description: One managed setting (V(persistence_mode), V(power_limit_w), V(locked_clocks), ...) and its value.
+          type: raw
     after:
       description: Managed setting -> value after the run (predicted in check mode).
       type: dict
+      contains:
+        <setting>:
+          description: One managed setting (V(persistence_mode), V(power_limit_w), V(locked_clocks), ...) and its value.
+          type: raw
 replay:
   description: The replay file's content (V(null) without O(replay_file) or when there is nothing to replay).
   returned: always
@@ -257,6 +281,24 @@ replay:
     commands: [["/usr/bin/nvidia-smi", "-i", "00000000:8F:00.0", "-pl", "670"]]
     record_path: /run/nodeprep/nvidia_gpu_locks.json
     locks: {}
+  contains:
+    version:
+      description: Format version of the replay file.
+      type: int
+    commands:
+      description: The C(nvidia-smi) argv lists the boot unit runs, in order.
+      type: list
+      elements: list
+    record_path:
+      description: Where the boot unit records the clock locks it applied.
+      type: str
+    locks:
+      description: The clock locks to apply, keyed by PCI bus ID.
+      type: dict
+      contains:
+        <pci_bus_id>:
+          description: The GPU's locked clock settings (V(locked_gpu_clocks), V(locked_memory_clocks) as C([min, max]) MHz) and its C(uuid).
+          type: dict
 replay_changed:
   description: Whether O(replay_file) was (or, in check mode, would be) written or removed.
   returned: always

@@ -137,6 +137,284 @@ ansible_facts:
           type: list
           elements: dict
           returned: always
+          contains:
+            index:
+              description: GPU index as C(nvidia-smi) numbers it (C(-i)).
+              type: int
+              returned: always
+            pci_bus_id:
+              description: PCI bus id, 8-digit domain, upper case (C(00000000:8F:00.0)).
+              type: str
+              returned: always
+            uuid:
+              description: GPU UUID.
+              type: str
+              returned: always
+            name:
+              description: Product name.
+              type: str
+              returned: always
+            brand:
+              description: Product brand.
+              type: str
+              returned: always
+            architecture:
+              description: Architecture (C(Hopper), C(Blackwell)); V(null) on drivers that do not print it.
+              type: str
+              returned: always
+            serial:
+              description: Board serial number; V(null) when not reported.
+              type: str
+              returned: always
+            minor_number:
+              description: Minor number of C(/dev/nvidia<N>); V(null) when not reported.
+              type: int
+              returned: always
+            vbios_version:
+              description: VBIOS version.
+              type: str
+              returned: always
+            persistence_mode:
+              description: Persistence mode; V(null) when not reported.
+              type: bool
+              returned: always
+            memory_total_mib:
+              description: Framebuffer memory in MiB.
+              type: int
+              returned: always
+            mig_mode:
+              description: Current MIG mode (C(Enabled), C(Disabled)); V(null) on GPUs without MIG.
+              type: str
+              returned: always
+            mig_pending:
+              description: MIG mode after the next GPU reset; V(null) on GPUs without MIG.
+              type: str
+              returned: always
+            mig_devices:
+              description: >-
+                MIG devices (C(index), C(gpu_instance_id), C(compute_instance_id), C(multiprocessor_count),
+                C(memory_total_mib)); empty without MIG.
+              type: list
+              elements: dict
+              returned: always
+              contains:
+                index:
+                  description: MIG device index.
+                  type: int
+                gpu_instance_id:
+                  description: GPU instance id.
+                  type: int
+                compute_instance_id:
+                  description: Compute instance id.
+                  type: int
+                multiprocessor_count:
+                  description: Streaming multiprocessors.
+                  type: int
+                memory_total_mib:
+                  description: Memory in MiB.
+                  type: int
+            compute_mode:
+              description: Compute mode (C(Default), C(Exclusive_Process), C(Prohibited)).
+              type: str
+              returned: always
+            performance_state:
+              description: Performance state (C(P0) to C(P12)).
+              type: str
+              returned: always
+            clocks:
+              description: "Current clocks in MHz: C(graphics_mhz), C(sm_mhz), C(mem_mhz), C(video_mhz)."
+              type: dict
+              returned: always
+              contains:
+                graphics_mhz:
+                  description: Graphics clock, MHz.
+                  type: int
+                sm_mhz:
+                  description: SM clock, MHz.
+                  type: int
+                mem_mhz:
+                  description: Memory clock, MHz.
+                  type: int
+                video_mhz:
+                  description: Video clock, MHz.
+                  type: int
+            applications_clocks:
+              description: Application clocks in MHz (C(graphics_mhz), C(mem_mhz)); V(null) when not reported.
+              type: dict
+              returned: always
+              contains:
+                graphics_mhz:
+                  description: Graphics clock, MHz.
+                  type: int
+                mem_mhz:
+                  description: Memory clock, MHz.
+                  type: int
+            default_applications_clocks:
+              description: Default application clocks in MHz; V(null) when not reported.
+              type: dict
+              returned: always
+              contains:
+                graphics_mhz:
+                  description: Graphics clock, MHz.
+                  type: int
+                mem_mhz:
+                  description: Memory clock, MHz.
+                  type: int
+            applications_clocks_deprecated:
+              description: Whether C(nvidia-smi) printed application clocks as deprecated (Blackwell and later).
+              type: bool
+              returned: always
+            max_clocks:
+              description: "Maximum clocks in MHz: C(graphics_mhz), C(sm_mhz), C(mem_mhz)."
+              type: dict
+              returned: always
+              contains:
+                graphics_mhz:
+                  description: Graphics clock, MHz.
+                  type: int
+                sm_mhz:
+                  description: SM clock, MHz.
+                  type: int
+                mem_mhz:
+                  description: Memory clock, MHz.
+                  type: int
+            supported_clocks:
+              description: >-
+                Supported graphics clocks (list of MHz, highest first) keyed by memory clock (MHz, as a string);
+                V(null) when not read (O(include_supported_clocks=false)) or not reported.
+              type: dict
+              returned: always
+              contains:
+                <mem_mhz>:
+                  description: The graphics clocks (MHz, highest first) supported with this memory clock.
+                  type: list
+                  elements: int
+            supported_clocks_incomplete:
+              description: Whether the supported clocks table was cut short in the output.
+              type: bool
+              returned: always
+            clocks_event_reasons:
+              description: >-
+                Why the clocks are held down, one bool per reason (C(gpu_idle), C(applications_clocks_setting),
+                C(sw_power_cap), C(hw_slowdown), C(hw_thermal_slowdown), C(hw_power_brake_slowdown),
+                C(sw_thermal_slowdown), C(sync_boost)).
+              type: dict
+              returned: always
+              contains:
+                <reason>:
+                  description: Whether this reason holds the clocks down now.
+                  type: bool
+            ecc:
+              description: >-
+                ECC mode C(current) and C(pending), and the C(volatile_uncorrectable) and C(aggregate_uncorrectable)
+                error counts.
+              type: dict
+              returned: always
+              contains:
+                current:
+                  description: ECC mode now (V(Enabled), V(Disabled)).
+                  type: str
+                pending:
+                  description: ECC mode after the next reset.
+                  type: str
+                volatile_uncorrectable:
+                  description: Uncorrectable errors since the driver loaded.
+                  type: int
+                aggregate_uncorrectable:
+                  description: Uncorrectable errors over the GPU's life.
+                  type: int
+            retired_pages:
+              description: >-
+                Page retirement (C(pending), C(single_bit), C(double_bit)) on GPUs that retire pages; V(null)
+                otherwise.
+              type: dict
+              returned: always
+              contains:
+                pending:
+                  description: Whether a retirement waits for a reset.
+                  type: bool
+                single_bit:
+                  description: Pages retired for single-bit errors.
+                  type: int
+                double_bit:
+                  description: Pages retired for double-bit errors.
+                  type: int
+            remapped_rows:
+              description: >-
+                Row remapping (C(pending), C(failure), C(correctable), C(uncorrectable)) on GPUs that remap rows;
+                V(null) otherwise.
+              type: dict
+              returned: always
+              contains:
+                pending:
+                  description: Whether a remapping waits for a reset.
+                  type: bool
+                failure:
+                  description: Whether a remapping failed.
+                  type: bool
+                correctable:
+                  description: Rows remapped for correctable errors.
+                  type: int
+                uncorrectable:
+                  description: Rows remapped for uncorrectable errors.
+                  type: int
+            fabric:
+              description: >-
+                NVLink fabric registration (C(state), C(status), C(clique_id), C(cluster_uuid)) on GPUs in an NVLink
+                domain; V(null) otherwise.
+              type: dict
+              returned: always
+              contains:
+                state:
+                  description: Registration state (V(Completed), V(In Progress), V(Not Started), V(Not Supported)).
+                  type: str
+                status:
+                  description: Registration result (V(Success) or the error).
+                  type: str
+                clique_id:
+                  description: NVLink clique id.
+                  type: str
+                cluster_uuid:
+                  description: NVLink domain UUID.
+                  type: str
+            pci_device_id:
+              description: PCI device id (C(0x2901)); V(null) when not reported.
+              type: str
+              returned: always
+            pci_vendor_id:
+              description: PCI vendor id (C(0x10de)); V(null) when not reported.
+              type: str
+              returned: always
+            temperature_c:
+              description: GPU temperature in degrees Celsius.
+              type: int
+              returned: always
+            power_limit_w:
+              description: Power limit set with C(-pl), in W.
+              type: float
+              returned: always
+            enforced_power_limit_w:
+              description: >-
+                Power limit the GPU enforces (lower than RV(ansible_facts.nvidia.gpus[].power_limit_w) under an out-
+                of-band cap), in W.
+              type: float
+              returned: always
+            default_power_limit_w:
+              description: Default power limit, in W.
+              type: float
+              returned: always
+            min_power_limit_w:
+              description: Lowest power limit C(-pl) accepts, in W.
+              type: float
+              returned: always
+            max_power_limit_w:
+              description: Highest power limit C(-pl) accepts, in W.
+              type: float
+              returned: always
+            power_draw_w:
+              description: Power draw, in W; V(null) when not reported.
+              type: float
+              returned: always
           sample:
             - index: 0
               pci_bus_id: "00000000:8F:00.0"

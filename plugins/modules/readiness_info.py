@@ -218,6 +218,20 @@ probe:
     services:
       description: Per unit - C(load_state), C(active_state) and C(unit_file_state) as systemctl reports them.
       type: dict
+      contains:
+        <unit>:
+          description: One entry per unit read.
+          type: dict
+          contains:
+            load_state:
+              description: C(LoadState) (V(loaded), V(not-found), ...).
+              type: str
+            active_state:
+              description: C(ActiveState) (V(active), V(failed), ...).
+              type: str
+            unit_file_state:
+              description: C(UnitFileState) (V(enabled), V(disabled), ...).
+              type: str
 """
 
 import os

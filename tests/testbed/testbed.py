@@ -161,13 +161,20 @@ def node_dir(name, *parts):
 def load_state():
     try:
         with open(state_path('state.json')) as f:
-            return json.load(f)
+            state = json.load(f)
     except (IOError, OSError, ValueError):
         return {'nodes': {}}
+    owner = state.get('prefix', PREFIX)
+    if owner != PREFIX and state.get('nodes'):
+        # Another fleet's state: acting on it would stop that fleet's nodes. Each fleet needs its own TESTBED_DIR.
+        raise TestbedError('{0} holds the fleet of TESTBED_PREFIX={1}, not {2}: give this fleet its own TESTBED_DIR, '
+                           'or use TESTBED_PREFIX={1}'.format(STATE_DIR, owner, PREFIX))
+    return state
 
 
 def save_state(state):
     os.makedirs(STATE_DIR, exist_ok=True)
+    state['prefix'] = PREFIX
     tmp = state_path('state.json.tmp')
     with open(tmp, 'w') as f:
         json.dump(state, f, indent=2, sort_keys=True)
@@ -646,6 +653,72 @@ def nspawn_argv(node):
             '--console=read-only']
 
 
+# --------------------------------------------------------------------------- per-node cgroups
+# systemd-nspawn --keep-unit places the container under the cgroup its caller is in (subgroups payload/ and
+# supervisor/). Started from one cgroup, every node's systemd would manage the same system.slice/<unit> cgroups: one
+# node stopping a service removes the cgroup another node is starting the same service in (exit 219/CGROUP), and a
+# unit's "cgroup empty" reflects every node's processes. A real node has its own cgroup tree, so each node's runner
+# moves itself into a cgroup of its own, in every hierarchy systemd uses (name=systemd and the unified one).
+
+def cgroup_hierarchies(mountinfo, own_cgroups):
+    """(mount point, cgroup of this process) for the hierarchies systemd uses: name=systemd (v1) and cgroup2.
+
+    ``mountinfo`` and ``own_cgroups`` are the texts of /proc/self/mountinfo and /proc/self/cgroup.
+    """
+    mounts = {}
+    for line in mountinfo.splitlines():
+        pre, dummy, post = line.partition(' - ')
+        fields, tail = pre.split(), post.split()
+        if len(fields) < 5 or len(tail) < 3:
+            continue
+        if tail[0] == 'cgroup2':
+            mounts.setdefault('', fields[4])
+        elif tail[0] == 'cgroup' and 'name=systemd' in tail[2].split(','):
+            mounts.setdefault('name=systemd', fields[4])
+    found = []
+    for line in own_cgroups.splitlines():
+        parts = line.split(':', 2)
+        if len(parts) == 3 and parts[1] in mounts:
+            own = parts[2].split('/testbed-')[0].rstrip('/')   # never nest under another node's cgroup
+            found.append((mounts[parts[1]], own))
+    return found
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def node_cgroups(name):
+    return [os.path.join(mnt + own, 'testbed-' + PREFIX, name) for mnt, own in cgroup_hierarchies(
+        _read('/proc/self/mountinfo'), _read('/proc/self/cgroup'))]
+
+
+def join_node_cgroup(name):
+    """Move this process (the node's runner) into the node's own cgroups; nspawn then nests the node under them."""
+    for d in node_cgroups(name):
+        try:
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, 'cgroup.procs'), 'w') as f:
+                f.write(str(os.getpid()))
+        except OSError as exc:
+            log('WARNING: {0} has no cgroup of its own ({1}: {2}); its services share cgroups with other '
+                'nodes'.format(name, d, exc))
+
+
+def remove_node_cgroups(name):
+    for d in node_cgroups(name):
+        for top, dirs, dummy in os.walk(d, topdown=False):
+            try:
+                os.rmdir(top)
+            except OSError:
+                pass
+        try:
+            os.rmdir(os.path.dirname(d))   # testbed-<prefix>, once no node is left in it
+        except OSError:
+            pass
+
+
 def start_node(node):
     name = node['name']
     if read_pid(node_dir(name, 'runner.pid')) or nspawn_pids(name):
@@ -671,6 +744,7 @@ def cmd_run(args):
     node = load_state()['nodes'][name]
     with open(node_dir(name, 'runner.pid'), 'w') as f:
         f.write(str(os.getpid()))
+    join_node_cgroup(name)
     child = {'proc': None}
 
     def on_term(signum, frame):
@@ -955,6 +1029,7 @@ def teardown(names, state):
         if os.path.isdir(prop) and not os.path.ismount(prop):
             shutil.rmtree(prop, ignore_errors=True)
         shutil.rmtree(node_dir(name), ignore_errors=True)
+        remove_node_cgroups(name)
         state.get('nodes', {}).pop(name, None)
 
 
@@ -1268,6 +1343,19 @@ def cmd_selftest(args):
             log('{0} {1}: {2}'.format('PASS' if ok else 'FAIL', node['name'], name))
             if not ok or args.verbose:
                 sys.stdout.write(''.join('    ' + l + '\n' for l in out.strip().splitlines()[-25:]))
+    # Host side: every node under a cgroup of its own (two nodes sharing system.slice/<unit> disturb each other).
+    seen = {}
+    for node in sorted(nodes, key=lambda n: n['index']):
+        pid1 = container_pid1(node['name'])
+        paths = []
+        if pid1 is not None:
+            with open('/proc/{0}/cgroup'.format(pid1)) as f:
+                paths = sorted(l.split(':', 2)[2].strip() for l in f if l.split(':', 2)[1] in ('', 'name=systemd'))
+        mine = '/testbed-{0}/{1}/'.format(PREFIX, node['name'])
+        ok = bool(paths) and all(p.startswith(mine) for p in paths) and not any(p in seen for p in paths)
+        seen.update((p, node['name']) for p in paths)
+        failed += 0 if ok else 1
+        log('{0} {1}: own cgroup ({2})'.format('PASS' if ok else 'FAIL', node['name'], ', '.join(paths) or 'not running'))
     log('selftest: {0} failed'.format(failed) if failed else 'selftest: all passed')
     return 1 if failed else 0
 

@@ -348,3 +348,4 @@ def test_compute_only_set_leaves_the_desktop_out(repos, tmp_path):
         assert not re.search(r'^\s*{0}\s'.format(desktop), compute.stdout, re.M), compute.stdout
         assert re.search(r'^\s*{0}\s'.format(desktop), full.stdout, re.M), full.stdout
     assert re.search(r'^\s*nvidia-persistenced\s', compute.stdout, re.M)
+
