@@ -26,6 +26,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import hashlib
+import json
 import math
 import re
 
@@ -545,3 +547,107 @@ def boot_replay(entries, record_path):
     if not commands and not locks:
         return None
     return {'version': REPLAY_VERSION, 'commands': commands, 'record_path': record_path, 'locks': locks}
+
+
+# -- the whole decision, shared by nvidia_gpu (on the node) and the gpu_settings role (on the controller) -------------
+
+def replay_text(replay):
+    """The replay file's exact text (what nvidia_gpu writes, what the role's plan compares by SHA-1)."""
+    return json.dumps(replay, indent=2, sort_keys=True) + '\n'
+
+
+def known_locks(record, boot, gpu):
+    """{setting: value} that the lock record ``record`` (its parsed JSON) knows for ``gpu`` this boot (``boot`` is
+    the boot id); a GPU or setting missing, a record of another boot or of another GPU at that bus id: unknown."""
+    if not isinstance(record, dict) or record.get('boot_id') != boot or not isinstance(record.get('gpus'), dict):
+        return {}
+    entry = record['gpus'].get(gpu['pci_bus_id'])
+    if not isinstance(entry, dict) or entry.get('uuid') != gpu.get('uuid'):
+        return {}
+    return dict((name, entry[name]) for name, dummy, dummy2 in LOCKS if name in entry)
+
+
+def unsupported_app_clocks(selected):
+    """Labels of the GPUs whose driver reports applications clocks as deprecated or not supported."""
+    return [gpu_label(g) for g in selected
+            if g.get('applications_clocks_deprecated') or g.get('applications_clocks') is None]
+
+
+def plan_settings(state, wanted, gpus, locks_of, daemon, argv, clamp=False, host=None, skip_unsupported_app=False,
+                  record_path=None):
+    """Everything nvidia_gpu decides before acting, from the parsed ``nvidia-smi -q -x`` ``state``.
+
+    ``wanted`` from parse_settings (an unsupported applications clocks request is dropped from a copy when
+    ``skip_unsupported_app``); ``gpus`` the selection; ``locks_of(gpu)`` what is known locked this boot;
+    ``record_path`` the lock record the replay names (None: no replay).  Returns {selected, wanted, plans, replay,
+    planned, warnings}; raises GpuSettingsError like plan_gpu.
+    """
+    wanted = dict(wanted)
+    selected = select_gpus(state, gpus, host)
+    warnings = []
+    if 'applications_clocks' in wanted and skip_unsupported_app:
+        unsupported = unsupported_app_clocks(selected)
+        if unsupported:
+            warnings.append('applications_clocks are left alone{0}: the driver reports them as deprecated or not '
+                            'supported on {1}; use locked_gpu_clocks and locked_memory_clocks '
+                            'instead'.format(_on(host), ', '.join(unsupported)))
+            del wanted['applications_clocks']
+    plans, planned, entries = [], [], []
+    for gpu in selected:
+        plan = plan_gpu(gpu, wanted, argv, locks_of(gpu), daemon, clamp, host)
+        problem = volatile_without_persistence(gpu, wanted, daemon, host)
+        if problem:
+            raise GpuSettingsError(problem)
+        plans.append(plan)
+        planned.extend(plan['commands'])
+        entries.append((gpu, plan, boot_commands(gpu, plan, argv, daemon)))
+    replay = boot_replay(entries, record_path) if record_path else None
+    return {'selected': selected, 'wanted': wanted, 'plans': plans, 'replay': replay, 'planned': planned,
+            'warnings': warnings}
+
+
+def role_plan(nvidia, settings, nvidia_smi, daemon, record_text, boot, replay_sha1, replay_path, record_path,
+              apply=True, host=None):
+    """What the gpu_settings role's nvidia_gpu task would change, judged on the controller from the gathered facts.
+
+    ``nvidia`` is ansible_facts.nvidia; ``settings`` the role variables as nvidia_gpu options (gpus, persistence_mode,
+    power_limit, power_limit_clamp, locked_gpu_clocks, locked_memory_clocks, applications_clocks); ``nvidia_smi`` the
+    path nvidia_gpu finds it at; ``daemon`` whether nvidia-persistenced runs; ``record_text`` the lock record's text
+    (None when absent), ``boot`` the boot id; ``replay_sha1`` the SHA-1 of the replay file as it is (None: absent or
+    unknown), ``replay_path`` where it goes (None: not written).  Returns a list of reasons: empty when nvidia_gpu
+    would change nothing.  Whatever cannot be told (a partial or missing GPU read, a setting that fails) is a reason,
+    so the task runs and decides (or fails with its own message).
+    """
+    if not isinstance(nvidia, dict) or not nvidia.get('present') or nvidia.get('partial') or nvidia.get('error'):
+        return ['the GPUs were not read completely']
+    try:
+        wanted = parse_settings(settings)
+    except GpuSettingsError as exc:
+        return [exc.msg]
+    try:
+        record = json.loads(record_text) if record_text else None
+    except ValueError:
+        record = None
+
+    def argv(gpu, *args):
+        return [nvidia_smi, '-i', gpu['pci_bus_id']] + list(args)
+
+    try:
+        result = plan_settings(nvidia, wanted, settings.get('gpus') or ['all'],
+                               lambda gpu: known_locks(record, boot, gpu), daemon, argv,
+                               bool(settings.get('power_limit_clamp')), host, True,
+                               record_path if replay_path else None)
+    except (GpuSettingsError, KeyError, TypeError, ValueError) as exc:
+        return ['the settings cannot be planned from the facts: {0}'.format(exc)]
+    reasons = []
+    if apply and result['planned']:
+        reasons.append('{0} nvidia-smi command(s) to run: {1}'.format(
+            len(result['planned']), '; '.join(' '.join(c[1:]) for c in result['planned'])))
+    if replay_path:
+        want = None
+        if result['replay'] is not None:
+            # SHA-1 because the gather reports files by their SHA-1; it identifies content only.
+            want = hashlib.sha1(replay_text(result['replay']).encode('utf-8')).hexdigest()  # nosec B324
+        if want != replay_sha1:
+            reasons.append('{0}: the replay file differs'.format(replay_path))
+    return reasons

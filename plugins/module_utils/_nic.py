@@ -37,6 +37,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._ethtool import 
     kernel_pattern_match,
     parse_ethtool_i,
     parse_ethtool_k,
+    persistence_names,
     plan_feature_changes,
 )
 
@@ -329,3 +330,62 @@ def persistence_method(nm_is_managed, link_unsupported):
     if not link_unsupported and os.path.isdir(RUN_SYSTEMD):
         return 'systemd-networkd-link'
     return 'unit'
+
+
+# ---------------------------------------------------------------- the nic_offload role's decisions
+
+ENV_FILE_HEADER = '# Managed by Ansible (gpufleet.nodeprep.nic_offload)\n'
+
+
+def unit_env_args(persistence, features):
+    """``ethtool -K`` arguments the boot unit applies, from nic_offload's ``persistence`` entry of one NIC.
+
+    NetworkManager's names are exactly ethtool -K's (short legacy names, kernel names for the rest); the features
+    NetworkManager has no property for are passed by the name the user gave (``features`` is
+    nodeprep_nic_offload_features), when the user gave that name.
+    """
+    args = []
+    for prop, value in (persistence.get('nm_properties') or {}).items():
+        name = prop[len('ethtool.feature-'):] if prop.startswith('ethtool.feature-') else prop
+        args.extend([name, value])
+    for name in persistence.get('nm_unsupported') or []:
+        if name in features:
+            args.extend([name, 'on' if features[name] else 'off'])
+    return args
+
+
+def unit_env_text(persistence, features):
+    """The text of one interface's environment file for nodeprep-nic-offload@.service."""
+    args = unit_env_args(persistence, features)
+    return '{0}NODEPREP_ETHTOOL_FEATURES={1}\n'.format(ENV_FILE_HEADER, ' '.join(args))
+
+
+def offload_plan(nics, selected, wanted, ignore_fixed=False):
+    """What nic_offload would do on each selected NIC, judged from ``ansible_facts.nics``.
+
+    Returns {ifname: {changes, skipped_fixed, persistence: {nm_managed, nm_properties, nm_unsupported, link_keys,
+    link_unsupported}, error}}: ``changes`` as offload_differences(); ``error`` (None, or the sentence nic_offload
+    would fail with, or 'not gathered') means the role must run the module.
+    """
+    plan = OrderedDict()
+    for ifname in selected:
+        nic = (nics or {}).get(ifname)
+        entry = {'changes': {}, 'skipped_fixed': [], 'persistence': None, 'error': None}
+        plan[ifname] = entry
+        if not isinstance(nic, dict) or not isinstance(nic.get('features'), dict) or not nic['features']:
+            entry['error'] = 'interface {0}: its offload features were not gathered'.format(ifname)
+            continue
+        try:
+            decided = plan_feature_changes(features_as_parsed(nic['features']), wanted, ignore_fixed=ignore_fixed,
+                                           ifname=ifname)
+        except (EthtoolError, NicError) as exc:
+            entry['error'] = str(exc)
+            continue
+        entry['changes'] = decided['changes']
+        entry['skipped_fixed'] = decided['skipped_fixed']
+        requests = dict((name, req) for name, req in decided['requests'].items()
+                        if req['target'] not in decided['skipped_fixed'])
+        persistence = {'nm_managed': nic.get('nm_managed')}
+        persistence.update(persistence_names(requests))
+        entry['persistence'] = persistence
+    return plan

@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import glob
 import hashlib
 import os
 import stat
@@ -237,8 +238,20 @@ def collect_units(module, names):
     return parse_units_show(out, wanted), None
 
 
+GLOB_CHARS = ('*', '?', '[')
+
+
 def collect_files(paths):
-    return dict((path, read_file_state(path)) for path in paths)
+    """{path: state}; a path with glob characters (``*``, ``?``, ``[``) reports each existing path it matches."""
+    result = {}
+    for path in paths:
+        check_file_path(path)
+        if any(char in path for char in GLOB_CHARS):
+            for match in sorted(glob.glob(path)):
+                result[match] = read_file_state(match)
+        else:
+            result[path] = read_file_state(path)
+    return result
 
 
 def package_manager(module):
@@ -276,3 +289,72 @@ def collect_packages(module, names):
     if rc not in (0, 1):
         return parsed, 'dpkg-query -W failed (rc={0}): {1}'.format(rc, err.strip())
     return parsed, None
+
+
+# ---------------------------------------------------------------- decisions on the controller
+
+def path_change(state, want):
+    """Why a copy/template/file task for ``want`` would change the path whose gathered state is ``state``.
+
+    ``want``: {path, state: 'file'|'directory'|'link'|'absent', sha1 (file content), mode ('0644'), uid, gid, src
+    (link target)}; uid and gid default to 0 (root), mode is not compared when missing.  ``state`` is the entry of
+    ``nodeprep_files`` (None when the path was not gathered).  Returns None when nothing would change, else a short
+    reason.  What cannot be told from the facts (not gathered, no SHA-1 because the file is over 1 MiB or unreadable)
+    is a change: the task then runs and decides itself.
+    """
+    path = want.get('path')
+    kind = want.get('state', 'file')
+    if not isinstance(state, dict) or 'exists' not in state:
+        return '{0}: not gathered'.format(path)
+    if kind == 'absent':
+        return '{0}: exists'.format(path) if state['exists'] else None
+    if not state['exists']:
+        return '{0}: missing'.format(path)
+    if state.get('type') != kind:
+        return '{0}: is a {1}, not a {2}'.format(path, state.get('type'), kind)
+    if kind == 'link':
+        if state.get('target') != want.get('src'):
+            return '{0}: points to {1}, not {2}'.format(path, state.get('target'), want.get('src'))
+        return None
+    if kind == 'file':
+        if state.get('sha1') is None:
+            return '{0}: content not known (over {1} bytes or unreadable)'.format(path, SHA1_MAX_BYTES)
+        if state['sha1'] != want.get('sha1'):
+            return '{0}: content differs'.format(path)
+    if want.get('mode') is not None and state.get('mode') != want['mode']:
+        return '{0}: mode {1}, not {2}'.format(path, state.get('mode'), want['mode'])
+    for key in ('uid', 'gid'):
+        if state.get(key) != want.get(key, 0):
+            return '{0}: {1} {2}, not {3}'.format(path, key, state.get(key), want.get(key, 0))
+    return None
+
+
+def path_changes(files, wants):
+    """Reasons (a list, empty when nothing would change) for every ``want`` whose path would change."""
+    files = files if isinstance(files, dict) else {}
+    reasons = []
+    for want in wants:
+        reason = path_change(files.get(want.get('path')), want)
+        if reason:
+            reasons.append(reason)
+    return reasons
+
+
+CONTENT_MAX_BYTES = 64 * 1024
+
+
+def read_content(path, limit=CONTENT_MAX_BYTES):
+    """Text of a small file (UTF-8, undecodable bytes replaced), None when absent, unreadable or over ``limit``."""
+    check_file_path(path)
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read(limit + 1)
+    except (IOError, OSError):
+        return None
+    if len(data) > limit:
+        return None
+    return data.decode('utf-8', 'replace')
+
+
+def collect_contents(paths):
+    return dict((path, read_content(path)) for path in paths)

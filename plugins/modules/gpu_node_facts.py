@@ -97,6 +97,14 @@ options:
     type: list
     elements: str
     default: []
+  contents:
+    description:
+      - Absolute paths of small files (up to 64 KiB) whose text is reported under C(nodeprep_contents), for state
+        files that a role must read to decide (the gpu_settings role reads the clock lock record and the boot id).
+      - Empty (the default) reads nothing. When given, C(contents) is added to C(nodeprep_gathered).
+    type: list
+    elements: str
+    default: []
   keep_gathered:
     description:
       - Subsets gathered earlier in the play that are still valid. They are added to C(nodeprep_gathered), so a role
@@ -282,10 +290,17 @@ ansible_facts:
       returned: when O(packages) is not empty and they could not be read
       type: str
       sample: neither dpkg-query nor rpm found in PATH
+    nodeprep_contents:
+      description:
+        - Text of each path of O(contents) (UTF-8, undecodable bytes replaced); null when it does not exist, cannot be
+          read or is larger than 64 KiB.
+      returned: when O(contents) is not empty
+      type: dict
+      sample: {"/proc/sys/kernel/random/boot_id": "0b6b6c2e-6b55-4f4e-9d1c-4e5f0e7f1a2b\n"}
     nodeprep_gathered:
       description:
-        - The subsets gathered by this call, plus those of O(keep_gathered); V(units), V(files) and V(packages) when
-          those options were given.
+        - The subsets gathered by this call, plus those of O(keep_gathered); V(units), V(files), V(packages) and
+          V(contents) when those options were given.
       returned: always
       type: list
       elements: str
@@ -315,13 +330,14 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import ShmE
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import NicError, collect_nic_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._ethtool import EthtoolError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import (
-    NodeStateError, check_file_path, check_package_name, collect_files, collect_packages, collect_units, unit_name)
+    NodeStateError, check_file_path, check_package_name, collect_contents, collect_files, collect_packages,
+    collect_units, unit_name)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import (
     exit_facts, facts_warnings, fail_kwargs)
 
 SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic')
 # Read only when their option lists something; kept by keep_gathered like the others.
-STATE_SUBSETS = ('units', 'files', 'packages')
+STATE_SUBSETS = ('units', 'files', 'packages', 'contents')
 NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics'}
 # The shared memory mount point that is reported, not a place for temporary files.
 SHM_PATH = '/dev/shm'  # nosec B108
@@ -372,7 +388,8 @@ def gather(module, subsets):
 
 def check_state_options(module):
     """Fail before reading anything when a unit, path or package name is not one."""
-    checks = (('units', unit_name), ('files', check_file_path), ('packages', check_package_name))
+    checks = (('units', unit_name), ('files', check_file_path), ('packages', check_package_name),
+              ('contents', check_file_path))
     for option, check in checks:
         for value in module.params[option]:
             try:
@@ -408,6 +425,11 @@ def gather_state(module, facts, timings):
             facts['nodeprep_packages_error'] = error
         timings['packages'] = round(time.time() - started, 3)
         done.append('packages')
+    if params['contents']:
+        started = time.time()
+        facts['nodeprep_contents'] = collect_contents(params['contents'])
+        timings['contents'] = round(time.time() - started, 3)
+        done.append('contents')
     return done
 
 
@@ -426,6 +448,7 @@ def main():
             units=dict(type='list', elements='str', default=[]),
             files=dict(type='list', elements='str', default=[]),
             packages=dict(type='list', elements='str', default=[]),
+            contents=dict(type='list', elements='str', default=[]),
             keep_gathered=dict(type='list', elements='str', default=[]),
             fail_on_error=dict(type='bool', default=True),
         ),

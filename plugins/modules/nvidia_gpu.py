@@ -345,16 +345,14 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvidia_collect 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._gpu_settings import (
     GpuSettingsError,
     LOCKS,
-    boot_commands,
-    boot_replay,
     find_by_bus_id,
     fresh_driver_changes,
     gpu_label,
+    known_locks,
     parse_settings,
-    plan_gpu,
+    plan_settings,
     power_limit_matches,
-    select_gpus,
-    volatile_without_persistence,
+    replay_text,
 )
 
 STATE_FILE = 'nvidia_gpu_locks.json'
@@ -416,6 +414,7 @@ class LockRecord(object):
         self.state_dir = state_dir
         self.boot_id = boot_id()
         self.gpus = {}
+        self.data = None
         try:
             with open(self.path) as handle:
                 data = json.load(handle)
@@ -426,13 +425,11 @@ class LockRecord(object):
             return
         if isinstance(data, dict) and data.get('boot_id') == self.boot_id and isinstance(data.get('gpus'), dict):
             self.gpus = data['gpus']
+            self.data = data
 
     def known(self, gpu):
         """{setting: value} known for this GPU this boot (a missing setting is unknown)."""
-        entry = self.gpus.get(gpu['pci_bus_id'])
-        if not isinstance(entry, dict) or entry.get('uuid') != gpu.get('uuid'):
-            return {}
-        return dict((name, entry[name]) for name, dummy, dummy2 in LOCKS if name in entry)
+        return known_locks(self.data, self.boot_id, gpu)
 
     def set(self, gpu, setting, value):
         entry = self.gpus.get(gpu['pci_bus_id'])
@@ -449,10 +446,6 @@ class LockRecord(object):
             json.dump({'boot_id': self.boot_id, 'gpus': self.gpus}, handle, indent=2, sort_keys=True)
             handle.write('\n')
         self.module.atomic_move(tmp, self.path)
-
-
-def replay_text(replay):
-    return json.dumps(replay, indent=2, sort_keys=True) + '\n'
 
 
 class NvidiaGpu(object):
@@ -603,47 +596,33 @@ class NvidiaGpu(object):
             self.fail('nvidia-smi not found{0}; install the NVIDIA driver first'.format(
                 ' at {0}'.format(params['nvidia_smi']) if params['nvidia_smi'] else ' in PATH'))
         state = self.read_state()
-        try:
-            selected = select_gpus(state, params['gpus'], host)
-        except GpuSettingsError as exc:
-            self.fail(exc.msg)
-        if 'applications_clocks' in wanted and params['skip_unsupported_applications_clocks']:
-            unsupported = [gpu_label(g) for g in selected
-                           if g.get('applications_clocks_deprecated') or g.get('applications_clocks') is None]
-            if unsupported:
-                self.module.warn('applications_clocks are left alone{0}: the driver reports them as deprecated or '
-                                 'not supported on {1}; use locked_gpu_clocks and locked_memory_clocks '
-                                 'instead'.format(' on {0}'.format(host) if host else '', ', '.join(unsupported)))
-                del wanted['applications_clocks']
         if state['partial']:
             self.module.warn('nvidia-smi -q -x exited non-zero after printing {0} of {1} GPUs ({2}); only the GPUs '
                              'it printed are managed'.format(len(state['gpus']), state['attached_gpus'],
                                                              state['error']))
         daemon = persistenced_running(systemctl=self.module.get_bin_path('systemctl'))
         record = LockRecord(self.module, params['state_dir'])
-
-        results, diff_before, diff_after, readbacks, replay_entries, plans = [], {}, {}, [], [], []
         try:
-            for gpu in selected:
-                plan = plan_gpu(gpu, wanted, self.argv, record.known(gpu), daemon, params['power_limit_clamp'],
-                                host)
-                problem = volatile_without_persistence(gpu, wanted, daemon, host)
-                if problem:
-                    raise GpuSettingsError(problem)
-                plans.append(plan)
-                for warning in plan['warnings']:
-                    self.module.warn(warning)
-                self.planned.extend(plan['commands'])
-                diff_before[gpu['pci_bus_id']] = plan['before']
-                diff_after[gpu['pci_bus_id']] = plan['after']
-                results.append({'index': gpu['index'], 'pci_bus_id': gpu['pci_bus_id'], 'uuid': gpu['uuid'],
-                                'changed': bool(plan['commands']), 'before': plan['before'], 'after': plan['after']})
-                if plan['readback']:
-                    readbacks.append((gpu, plan['readback']))
-                replay_entries.append((gpu, plan, boot_commands(gpu, plan, self.argv, daemon)))
+            decided = plan_settings(state, wanted, params['gpus'], record.known, daemon, self.argv,
+                                    params['power_limit_clamp'], host,
+                                    params['skip_unsupported_applications_clocks'],
+                                    record.path if params['replay_file'] else None)
         except GpuSettingsError as exc:
             self.fail(exc.msg)
-        replay = boot_replay(replay_entries, record.path) if params['replay_file'] else None
+        for warning in decided['warnings']:
+            self.module.warn(warning)
+        selected, plans, replay = decided['selected'], decided['plans'], decided['replay']
+        self.planned.extend(decided['planned'])
+        results, diff_before, diff_after, readbacks = [], {}, {}, []
+        for gpu, plan in zip(selected, plans):
+            for warning in plan['warnings']:
+                self.module.warn(warning)
+            diff_before[gpu['pci_bus_id']] = plan['before']
+            diff_after[gpu['pci_bus_id']] = plan['after']
+            results.append({'index': gpu['index'], 'pci_bus_id': gpu['pci_bus_id'], 'uuid': gpu['uuid'],
+                            'changed': bool(plan['commands']), 'before': plan['before'], 'after': plan['after']})
+            if plan['readback']:
+                readbacks.append((gpu, plan['readback']))
 
         live = params['apply']
         changed = bool(self.planned) and live

@@ -89,7 +89,7 @@ def test_parse_units_show_alias_matched_by_position():
 
 
 def test_parse_units_show_missing_block_is_not_found():
-    text = SHOW_THREE.split('\n\n')[0] + '\n'
+    text = SHOW_THREE.split('\n\n', maxsplit=1)[0] + '\n'
     units = ns.parse_units_show(text, NAMES)
     assert units['nvidia-persistenced.service']['load'] == 'loaded'
     assert units['slurmd.service'] == {'load': 'not-found', 'active': None, 'sub': None, 'enabled': None,

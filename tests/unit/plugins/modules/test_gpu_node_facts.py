@@ -153,3 +153,16 @@ def test_bad_state_option_fails_before_reading(option, value, message, capsys):
     assert result['msg'].startswith(message)
     assert result['option'] == option
     assert result['value'] == value
+
+
+def test_contents_of_small_files(tmp_path, capsys):
+    small = tmp_path / 'record.json'
+    small.write_text(u'{"boot_id": "b"}\n')
+    big = tmp_path / 'big'
+    big.write_bytes(b'x' * (64 * 1024 + 1))
+    code, result = run({'gather_subset': [], 'contents': [str(small), str(big), str(tmp_path / 'none')]}, capsys)
+    assert code == 0, result.get('msg')
+    facts = result['ansible_facts']
+    assert facts['nodeprep_contents'] == {str(small): u'{"boot_id": "b"}\n', str(big): None,
+                                          str(tmp_path / 'none'): None}
+    assert facts['nodeprep_gathered'] == ['contents']
