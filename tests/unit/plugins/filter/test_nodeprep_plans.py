@@ -127,3 +127,13 @@ def test_gpu_settings_plan_needs_the_record_and_the_replay_state():
 def test_nic_offload_env_text_filter():
     assert fp.nodeprep_nic_offload_env_text({'nm_properties': {'ethtool.feature-lro': 'off'}}, {'lro': False}) == (
         '# Managed by Ansible (gpufleet.nodeprep.nic_offload)\nNODEPREP_ETHTOOL_FEATURES=lro off\n')
+
+
+def test_node_sha1_matches_the_hash_filter(tmp_path):
+    """The controller compares `content | hash('sha1')` with the sha1 gpu_node_facts read on the node."""
+    from ansible.plugins.filter.core import get_hash
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _node_state
+    text = u'NCCL_SOCKET_IFNAME=ib0\nNCCL_IB_HCA=mlx5\n'
+    path = tmp_path / 'f'
+    path.write_text(text)
+    assert _node_state.sha1_of(str(path)) == get_hash(text, 'sha1')

@@ -122,14 +122,6 @@ def test_file_states(tmp_path):
     assert state[str(regular) + '/below']['exists'] is False
 
 
-def test_sha1_matches_ansible_hash_filter(tmp_path):
-    from ansible.plugins.filter.core import get_hash
-    text = u'NCCL_SOCKET_IFNAME=ib0\nNCCL_IB_HCA=mlx5\n'
-    path = tmp_path / 'f'
-    path.write_text(text)
-    assert ns.sha1_of(str(path)) == get_hash(text, 'sha1')
-
-
 @pytest.mark.parametrize('bad', ['', 'etc/nccl.conf', './x'])
 def test_relative_path_rejected(bad):
     with pytest.raises(ns.NodeStateError) as err:
