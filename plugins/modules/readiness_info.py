@@ -239,6 +239,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import parse_units_show, units_argv
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness import (
     ReadinessError,
     checked_values,
@@ -308,34 +309,14 @@ def read_services(module, names):
     if reason:
         return dict((name, {'load_state': None, 'active_state': None, 'unit_file_state': None,
                             'error': reason}) for name in names)
-    argv = [systemctl, 'show', '--property=Id,LoadState,ActiveState,UnitFileState', '--'] + list(names)
+    argv = units_argv(systemctl, names)
     rc, out, err = module.run_command(argv, environ_update=_C_LOCALE)
     if rc != 0:
         module.fail_json(msg='systemctl show failed for units {0}'.format(', '.join(names)), rc=rc, stdout=out,
                          stderr=err, cmd=argv)
-    blocks = []
-    current = {}
-    for line in out.splitlines():
-        if not line.strip():
-            if current:
-                blocks.append(current)
-                current = {}
-            continue
-        key, _sep, value = line.partition('=')
-        current[key.strip()] = value.strip()
-    if current:
-        blocks.append(current)
-    if len(blocks) != len(names):
-        module.fail_json(msg='systemctl show printed {0} unit blocks for {1} units ({2})'.format(
-            len(blocks), len(names), ', '.join(names)), rc=rc, stdout=out, stderr=err, cmd=argv)
-    services = {}
-    for name, block in zip(names, blocks):
-        services[name] = {
-            'load_state': block.get('LoadState') or None,
-            'active_state': block.get('ActiveState') or None,
-            'unit_file_state': block.get('UnitFileState') or None,
-        }
-    return services
+    records = parse_units_show(out, list(names))
+    return dict((name, {'load_state': records[name]['load'], 'active_state': records[name]['active'],
+                        'unit_file_state': records[name]['enabled']}) for name in names)
 
 
 def run_checks(module):
