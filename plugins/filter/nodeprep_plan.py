@@ -8,58 +8,41 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.common.collections import is_sequence
-from ansible.module_utils.six import string_types
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import PlanError, driver_plan, driver_work
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import kernel_work
-
-
-def _plain(value):
-    """Facts and role variables arrive as Ansible's own str/list/dict types; the rules take plain ones."""
-    if isinstance(value, string_types):
-        return str(value)
-    if isinstance(value, dict):
-        return dict((_plain(k), _plain(v)) for k, v in value.items())
-    if is_sequence(value):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _dict(name, what, value):
-    if not isinstance(value, dict):
-        raise AnsibleFilterError('{0}: {1} must be a dict, got {2}'.format(name, what, type(value).__name__))
-    return _plain(value)
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain, plain_dict
 
 
 def nvidia_driver_plan(facts, settings, stage='start', run=None, check_mode=False):
     """_driver_plan.driver_plan with the node state the gather read (facts.kernel_state.driver_node)."""
-    facts = _dict('nvidia_driver_plan', 'the input (the role facts)', facts)
+    facts = plain_dict(facts, 'nvidia_driver_plan', 'the input (the role facts)')
     node = (facts.get('kernel_state') or {}).get('driver_node')
     if not isinstance(node, dict):
         raise AnsibleFilterError('nvidia_driver_plan: the facts have no kernel_state.driver_node (gathered by an '
                                  'older gpu_node_facts, or an OS the roles do not support); use the '
                                  'gpufleet.nodeprep.nvidia_driver_plan module, which reads it on the node')
     try:
-        return driver_plan(facts, _dict('nvidia_driver_plan', 'settings', settings), node=node, stage=str(stage),
-                           run=_dict('nvidia_driver_plan', 'run', run or {}), check_mode=bool(check_mode))
+        return driver_plan(facts, plain_dict(settings, 'nvidia_driver_plan', 'settings'), node=node, stage=str(stage),
+                           run=plain_dict(run or {}, 'nvidia_driver_plan', 'run'), check_mode=bool(check_mode))
     except PlanError as exc:
         raise AnsibleFilterError('nvidia_driver_plan: {0}'.format(exc))
 
 
 def nvidia_driver_work(plan, facts, settings, units=None, files=None):
     """_driver_plan.driver_work: why the nvidia_driver role must run its tasks ([]: nothing to do)."""
-    return driver_work(_dict('nvidia_driver_work', 'the input (the plan)', plan),
-                       _dict('nvidia_driver_work', 'facts', facts), _dict('nvidia_driver_work', 'settings', settings),
-                       _plain(units) if isinstance(units, dict) else None,
-                       _plain(files) if isinstance(files, dict) else None)
+    return driver_work(plain_dict(plan, 'nvidia_driver_work', 'the input (the plan)'),
+                       plain_dict(facts, 'nvidia_driver_work', 'facts'),
+                       plain_dict(settings, 'nvidia_driver_work', 'settings'),
+                       plain(units) if isinstance(units, dict) else None,
+                       plain(files) if isinstance(files, dict) else None)
 
 
 def kernel_work_filter(kernel_state, settings, packages=None):
     """_kernel.kernel_work: why the kernel role must run its tasks ([]: nothing to do)."""
-    return kernel_work(_dict('kernel_work', 'the input (ansible_facts.kernel_state)', kernel_state),
-                       _dict('kernel_work', 'settings', settings),
-                       _plain(packages) if isinstance(packages, dict) else None)
+    return kernel_work(plain_dict(kernel_state, 'kernel_work', 'the input (ansible_facts.kernel_state)'),
+                       plain_dict(settings, 'kernel_work', 'settings'),
+                       plain(packages) if isinstance(packages, dict) else None)
 
 
 class FilterModule(object):

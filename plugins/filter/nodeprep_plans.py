@@ -18,25 +18,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state impo
     NodeStateError, path_changes, unit_name)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._gpu_settings import role_plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import offload_plan, unit_env_text
-
-
-def _plain(value):
-    """Facts and role variables arrive as Ansible's own str/list/dict types; the rules take plain ones."""
-    if isinstance(value, string_types):
-        return str(value)
-    if isinstance(value, dict):
-        return dict((_plain(k), _plain(v)) for k, v in value.items())
-    if is_sequence(value):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _dict(value, name, what):
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise AnsibleFilterError('{0}: {1} must be a dict, got {2}'.format(name, what, type(value).__name__))
-    return _plain(value)
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain, plain_dict
 
 
 def nodeprep_path_changes(files, wants):
@@ -44,14 +26,15 @@ def nodeprep_path_changes(files, wants):
     if not is_sequence(wants) or isinstance(wants, string_types):
         raise AnsibleFilterError('nodeprep_path_changes: wants must be a list of dicts with path and state, got '
                                  '{0!r}'.format(wants))
-    wants = _plain(wants)
+    wants = plain(wants)
     for want in wants:
         if not isinstance(want, dict) or not want.get('path'):
             raise AnsibleFilterError('nodeprep_path_changes: each want needs a path, got {0!r}'.format(want))
         if want.get('state', 'file') not in ('file', 'directory', 'link', 'absent'):
             raise AnsibleFilterError('nodeprep_path_changes: {0}: state {1!r} is not file, directory, link or '
                                      'absent'.format(want['path'], want.get('state')))
-    return path_changes(_dict(files, 'nodeprep_path_changes', 'the input (ansible_facts.nodeprep_files)'), wants)
+    return path_changes(plain_dict(files, 'nodeprep_path_changes', 'the input (ansible_facts.nodeprep_files)',
+                                   none_is_empty=True), wants)
 
 
 def nodeprep_unit_names(names):
@@ -68,10 +51,10 @@ def nodeprep_gpu_settings_plan(nvidia, settings, nvidia_smi, daemon, files=None,
                                record_path=None, boot_id_path='/proc/sys/kernel/random/boot_id', apply=True,
                                host=None):
     """Reasons why the gpu_settings role's nvidia_gpu task would change something ([] when it would not)."""
-    nvidia = _dict(nvidia, 'nodeprep_gpu_settings_plan', 'the input (ansible_facts.nvidia)')
-    settings = _dict(settings, 'nodeprep_gpu_settings_plan', 'settings')
-    files = _dict(files, 'nodeprep_gpu_settings_plan', 'files')
-    contents = _dict(contents, 'nodeprep_gpu_settings_plan', 'contents')
+    nvidia = plain_dict(nvidia, 'nodeprep_gpu_settings_plan', 'the input (ansible_facts.nvidia)', none_is_empty=True)
+    settings = plain_dict(settings, 'nodeprep_gpu_settings_plan', 'settings', none_is_empty=True)
+    files = plain_dict(files, 'nodeprep_gpu_settings_plan', 'files', none_is_empty=True)
+    contents = plain_dict(contents, 'nodeprep_gpu_settings_plan', 'contents', none_is_empty=True)
     reasons = []
     replay_sha1 = None
     if replay_path:
@@ -90,18 +73,19 @@ def nodeprep_gpu_settings_plan(nvidia, settings, nvidia_smi, daemon, files=None,
 
 def nodeprep_nic_offload_plan(nics, selected, features, ignore_fixed=False):
     """Per selected NIC: what nic_offload would change and how it persists (see _nic.offload_plan)."""
-    nics = _dict(nics, 'nodeprep_nic_offload_plan', 'the input (ansible_facts.nics)')
+    nics = plain_dict(nics, 'nodeprep_nic_offload_plan', 'the input (ansible_facts.nics)', none_is_empty=True)
     if not is_sequence(selected) or isinstance(selected, string_types):
         raise AnsibleFilterError('nodeprep_nic_offload_plan: selected must be a list of interface names, got '
                                  '{0!r}'.format(selected))
-    features = _dict(features, 'nodeprep_nic_offload_plan', 'features')
-    return offload_plan(nics, _plain(selected), dict((k, bool(v)) for k, v in features.items()), bool(ignore_fixed))
+    features = plain_dict(features, 'nodeprep_nic_offload_plan', 'features', none_is_empty=True)
+    return offload_plan(nics, plain(selected), dict((k, bool(v)) for k, v in features.items()), bool(ignore_fixed))
 
 
 def nodeprep_nic_offload_env_text(persistence, features):
     """Text of the boot unit's environment file for one NIC (its persistence entry from nic_offload or the plan)."""
-    return unit_env_text(_dict(persistence, 'nodeprep_nic_offload_env_text', 'the input (a persistence entry)'),
-                         _dict(features, 'nodeprep_nic_offload_env_text', 'features'))
+    return unit_env_text(plain_dict(persistence, 'nodeprep_nic_offload_env_text', 'the input (a persistence entry)',
+                                    none_is_empty=True),
+                         plain_dict(features, 'nodeprep_nic_offload_env_text', 'features', none_is_empty=True))
 
 
 class FilterModule(object):

@@ -11,17 +11,7 @@ from ansible.module_utils.common.collections import is_sequence
 from ansible.module_utils.six import string_types
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import predict_before_gpu_memory
-
-
-def _plain(value):
-    """Facts and role variables arrive as Ansible's own str/list/dict types; the rule takes plain ones."""
-    if isinstance(value, string_types):
-        return str(value)
-    if isinstance(value, dict):
-        return dict((_plain(k), _plain(v)) for k, v in value.items())
-    if is_sequence(value):
-        return [_plain(v) for v in value]
-    return value
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
 
 
 def shm_predict(shm, min_bytes, mount_options, fstab=True, remount=True, shrink=False):
@@ -35,7 +25,7 @@ def shm_predict(shm, min_bytes, mount_options, fstab=True, remount=True, shrink=
         raise AnsibleFilterError('shm_predict: min_bytes must be a number of bytes, got {0!r}'.format(min_bytes))
     if not is_sequence(mount_options) or isinstance(mount_options, string_types):
         raise AnsibleFilterError('shm_predict: mount_options must be a list, got {0!r}'.format(mount_options))
-    return predict_before_gpu_memory(_plain(shm), min_bytes, _plain(mount_options), bool(fstab), bool(remount),
+    return predict_before_gpu_memory(plain(shm), min_bytes, plain(mount_options), bool(fstab), bool(remount),
                                      bool(shrink))
 
 
