@@ -206,7 +206,7 @@ def cmd_persistenced(args, version):
         for gpu in gd.present_gpus(profile):
             gd.gpu_state(state, profile, gpu['pci_bus_id'])['persistence'] = True
     gd.save_state(state)
-    gd.write_text(os.path.join(gd.RUN_DIR, 'persistenced.running'), '{0}\n'.format(os.getpid()))
+    gd.write_text(gd.PERSISTENCED_MARKER, '{0}\n'.format(os.getpid()))
     print('nvidia-persistenced: started (version {0}); persistence mode {1}'.format(
         version, 'enabled on {0} GPU(s)'.format(len(gd.present_gpus(profile))) if enable else 'left off'))
     sys.stdout.flush()
@@ -218,7 +218,7 @@ def cmd_persistenced(args, version):
                 gpu['persistence'] = False
         gd.reset_volatile(st, profile)
         gd.save_state(st)
-        marker = gd.path(os.path.join(gd.RUN_DIR, 'persistenced.running'))
+        marker = gd.path(gd.PERSISTENCED_MARKER)
         if os.path.exists(marker):
             os.remove(marker)
     _run_forever(cleanup)

@@ -27,6 +27,7 @@ import time
 
 PROFILE = 'etc/testbed/hardware.json'
 RUN_DIR = 'run/gpu-double'
+PERSISTENCED_MARKER = os.path.join(RUN_DIR, 'persistenced.running')   # the daemon's PID while it runs
 FAULT_DIR = 'var/lib/testbed/faults'
 LIB_DIR = 'usr/lib/gpu-double'
 
@@ -571,16 +572,22 @@ def ensure_state(profile, at_boot=False):
     return state
 
 
+def persistenced_pid():
+    """PID the simulated nvidia-persistenced wrote at start, or None."""
+    pid = (read_text(PERSISTENCED_MARKER, '') or '').strip()
+    return int(pid) if pid.isdigit() else None
+
+
 def stop_persistenced(wait=5.0):
     """The nvidia module cannot be unloaded while nvidia-persistenced holds /dev/nvidia* ("Module nvidia is in use"):
     a node whose driver is gone has no persistence daemon either (tests/testbed/gpu_double/REALITY.md). The daemon's
     SIGTERM handler removes its marker; wait for that, so that it never saves a state older than ours."""
-    marker = path(os.path.join(RUN_DIR, 'persistenced.running'))
-    pid = (read_text(os.path.join(RUN_DIR, 'persistenced.running'), '') or '').strip()
-    if root() != '/' or not pid.isdigit():
+    marker = path(PERSISTENCED_MARKER)
+    pid = persistenced_pid()
+    if root() != '/' or pid is None:
         return
     try:
-        os.kill(int(pid), signal.SIGTERM)
+        os.kill(pid, signal.SIGTERM)
     except OSError:
         return
     deadline = time.time() + wait

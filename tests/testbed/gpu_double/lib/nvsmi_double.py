@@ -368,8 +368,8 @@ def _int_pair(text):
 
 
 def persistenced_running():
-    pid = (gd.read_text(os.path.join(gd.RUN_DIR, 'persistenced.running'), '') or '').strip()
-    if not pid.isdigit():
+    pid = gd.persistenced_pid()
+    if pid is None:
         return False
     if gd.root() != '/':
         return True
