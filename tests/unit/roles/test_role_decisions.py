@@ -21,11 +21,14 @@ import pytest
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ROOT, collection_parent
 
 ROLES_WITH_TABLES = ['kernel', 'shm']
+TABLES = [os.path.join(ROOT, 'roles', role, 'tests', 'decisions.yml') for role in ROLES_WITH_TABLES] + [
+    # Why playbooks/site.yml runs each settings role on a node (its first play's decision).
+    os.path.join(ROOT, 'tests', 'unit', 'roles', 'site_reasons.yml'),
+]
 
 
-@pytest.mark.parametrize('role', ROLES_WITH_TABLES)
-def test_decision_table(role):
-    playbook = os.path.join(ROOT, 'roles', role, 'tests', 'decisions.yml')
+@pytest.mark.parametrize('playbook', TABLES, ids=lambda path: os.path.relpath(path, ROOT))
+def test_decision_table(playbook):
     env = dict(os.environ,
                ANSIBLE_COLLECTIONS_PATH=os.pathsep.join([collection_parent(), sysconfig.get_paths()['purelib']]),
                ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
