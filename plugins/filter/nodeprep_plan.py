@@ -10,7 +10,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import PlanError, driver_plan, driver_work
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import kernel_work
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import kernel_work, os_facts
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain, plain_dict
 
 
@@ -45,7 +45,16 @@ def kernel_work_filter(kernel_state, settings, packages=None):
                        plain(packages) if isinstance(packages, dict) else None)
 
 
+def nodeprep_os_facts(facts):
+    """_kernel.os_facts: the OS facts the kernel and nvidia_driver roles read (only the keys they need are read)."""
+    if not isinstance(facts, dict):
+        raise AnsibleFilterError('nodeprep_os_facts: the input must be ansible_facts (a dict), got {0}'.format(
+            type(facts).__name__))
+    return os_facts(facts)
+
+
 class FilterModule(object):
     def filters(self):
         return {'nvidia_driver_plan': nvidia_driver_plan, 'nvidia_driver_work': nvidia_driver_work,
+                'nodeprep_os_facts': nodeprep_os_facts,
                 'kernel_work': kernel_work_filter}

@@ -10,8 +10,8 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.collections import is_sequence
 from ansible.module_utils.six import string_types
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import predict_before_gpu_memory
-from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import ShmError, predict_before_gpu_memory, shm_plan
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain, plain_dict
 
 
 def shm_predict(shm, min_bytes, mount_options, fstab=True, remount=True, shrink=False):
@@ -29,6 +29,20 @@ def shm_predict(shm, min_bytes, mount_options, fstab=True, remount=True, shrink=
                                      bool(shrink))
 
 
+def nodeprep_shm_plan(shm, gpu_memory_mib, settings):
+    """The shm role's decision for /dev/shm from the shm facts and the GPUs' memory (see _shm.shm_plan)."""
+    if shm is not None and not isinstance(shm, dict):
+        raise AnsibleFilterError('nodeprep_shm_plan: input must be ansible_facts.shm (a dict), got {0}'.format(
+            type(shm).__name__))
+    if not is_sequence(gpu_memory_mib) or isinstance(gpu_memory_mib, string_types):
+        raise AnsibleFilterError('nodeprep_shm_plan: gpu_memory_mib must be a list of MiB, got {0!r}'.format(
+            gpu_memory_mib))
+    try:
+        return shm_plan(plain(shm or {}), plain(gpu_memory_mib), plain_dict(settings, 'nodeprep_shm_plan', 'settings'))
+    except (ShmError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError('nodeprep_shm_plan: {0}'.format(exc))
+
+
 class FilterModule(object):
     def filters(self):
-        return {'shm_predict': shm_predict}
+        return {'shm_predict': shm_predict, 'nodeprep_shm_plan': nodeprep_shm_plan}

@@ -779,3 +779,21 @@ def _driver_node(module, root, identity, warnings):
     except DriverNodeError as exc:
         warnings.append('driver packages: {0}'.format(exc))
         return None
+
+
+# The OS facts the kernel and nvidia_driver roles read, named as Ansible's setup module names them.
+OS_FACT_KEYS = ('os_family', 'distribution', 'distribution_version', 'distribution_major_version', 'architecture')
+
+
+def os_facts(facts):
+    """The OS facts the kernel and nvidia_driver roles read, from ``ansible_facts``: Ansible's own when the play has
+    them (os_family and distribution_major_version), else those of the gather (``kernel_state.os``, read from
+    /etc/os-release in the same round trip), else what ``ansible_facts`` has.  Only the keys present are returned, so
+    a role sees ``os_family`` undefined (and runs setup) when neither source has it."""
+    facts = facts or {}
+    source = facts
+    if facts.get('os_family') is None or facts.get('distribution_major_version') is None:
+        state_os = (facts.get('kernel_state') or {}).get('os')
+        if isinstance(state_os, dict):
+            source = state_os
+    return dict((key, str(source[key])) for key in OS_FACT_KEYS if source.get(key) is not None)

@@ -18,6 +18,7 @@ unlimited, never as 0 bytes.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
 import os
 import re
 
@@ -345,3 +346,72 @@ def predict_before_gpu_memory(shm, min_bytes, mount_options, fstab=True, remount
         out['live'] = True
         out['live_reasons'].append('the live /dev/shm is unlimited and nodeprep_shm_shrink is true')
     return out
+
+
+GIB = 1024 ** 3
+MIB = 1024 ** 2
+_SETTING_SIZE = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*([KkMmGgTt]?)[Bb]?\s*$')
+
+
+def setting_bytes(value, name='size'):
+    """Bytes of a size setting of the shm role (``64G``, ``512M``, ``1.5T``, a plain number of bytes), base 1024,
+    rounded like Ansible's human_to_bytes.  ShmError names the setting and the forms allowed."""
+    match = _SETTING_SIZE.match(str(value))
+    if not match:
+        raise ShmError('{0}={1!r} is not a size: give bytes or a number with a K/M/G/T suffix, such as "512G"'.format(
+            name, value))
+    factor = 1024 ** ('KMGT'.index(match.group(2).upper()) + 1) if match.group(2) else 1
+    return int(round(float(match.group(1)) * factor))
+
+
+def size_option(size):
+    """The tmpfs size= option for ``size`` bytes: whole GiB as g, else whole MiB as m, else KiB as k."""
+    if size % GIB == 0:
+        return '{0}g'.format(size // GIB)
+    if size % MIB == 0:
+        return '{0}m'.format(size // MIB)
+    return '{0}k'.format(size // 1024)
+
+
+def shm_plan(shm, gpu_memory_mib, settings, page_size=4096):
+    """What the shm role decides for /dev/shm from the ``shm`` facts and the GPUs' memory (MiB each).
+
+    ``settings``: ``size`` (None: derived), ``min_size``, ``gpu_memory_ratio``, ``mount_options``, ``fstab``,
+    ``remount``, ``shrink``, ``path``, and ``sized`` (False when no size can be decided: no size given and no GPU
+    read; the plan is then empty).  The size is ``size`` rounded up to a page, or the GPU memory times the ratio
+    rounded up to a GiB and at least ``min_size`` (rounded up to a page).  A live size larger than that is kept
+    unless ``shrink`` (R10); an unlimited live tmpfs counts as larger than any size, and fstab is then left alone.
+
+    Returns ``target``, ``min_bytes``, ``gpu_bytes``, ``live_bytes``, ``live_unlimited``, ``keep_live``,
+    ``write_bytes`` (the size written to fstab: the target, or the larger live size kept), ``size_opt``,
+    ``fstab_differs``, ``live_differs`` and ``plan`` (why the role's work must run; [] when nothing differs).
+    """
+    shm = shm or {}
+    shrink = bool(settings.get('shrink'))
+    gpu_bytes = sum(int(mib or 0) for mib in (gpu_memory_mib or [])) * MIB
+    min_bytes = _round_pages(setting_bytes(settings.get('min_size', 0), 'nodeprep_shm_min_size'), page_size)
+    if settings.get('size') is not None:
+        target = _round_pages(setting_bytes(settings['size'], 'nodeprep_shm_size'), page_size)
+    else:
+        wanted = int(math.ceil(gpu_bytes * float(settings.get('gpu_memory_ratio', 1.0))))
+        target = max((wanted + GIB - 1) // GIB * GIB, min_bytes)
+    live = int(shm.get('size_bytes') or 0)
+    unlimited = bool(shm.get('unlimited'))
+    keep_live = not shrink and (unlimited or live > target)
+    write = live if (keep_live and not unlimited) else target
+    line = shm.get('fstab')
+    fstab_differs = bool(settings.get('fstab', True)) and not (unlimited and not shrink) and (
+        line is None or int(line.get('size_bytes') or 0) != write
+        or any(o not in (line.get('options') or []) for o in settings.get('mount_options') or []))
+    live_differs = bool(settings.get('remount', True)) and (
+        (not unlimited and live < target) or (shrink and (unlimited or live > target)))
+    path = settings.get('path', '/dev/shm')
+    plan = []
+    if settings.get('sized', True):
+        if fstab_differs:
+            plan.append('fstab: {0} size={1}'.format(path, size_option(write)))
+        if live_differs:
+            plan.append('live: {0} to {1} bytes'.format(path, target))
+    return {'target': target, 'min_bytes': min_bytes, 'gpu_bytes': gpu_bytes, 'live_bytes': live,
+            'live_unlimited': unlimited, 'keep_live': keep_live, 'write_bytes': write, 'size_opt': size_option(write),
+            'fstab_differs': fstab_differs, 'live_differs': live_differs, 'plan': plan}

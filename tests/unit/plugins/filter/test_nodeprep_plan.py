@@ -11,7 +11,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.nodeprep.plugins.filter.nodeprep_plan import (
-    FilterModule, kernel_work_filter, nvidia_driver_plan, nvidia_driver_work)
+    FilterModule, kernel_work_filter, nodeprep_os_facts, nvidia_driver_plan, nvidia_driver_work)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _driver_plan as P
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.test__driver_plan import (
     UNITS_RIGHT, WORK_SETTINGS, el_node_with, running_on, settings)
@@ -22,6 +22,7 @@ def test_registered():
     assert filters['nvidia_driver_plan'] is nvidia_driver_plan
     assert filters['nvidia_driver_work'] is nvidia_driver_work
     assert filters['kernel_work'] is kernel_work_filter
+    assert filters['nodeprep_os_facts'] is nodeprep_os_facts
 
 
 def _facts():
@@ -69,3 +70,28 @@ def test_kernel_work_through_the_filter():
     assert kernel_work_filter(state, {'source': 'distro', 'family': 'el'}) == []
     assert kernel_work_filter(dict(state, devel={}), {'source': 'distro', 'family': 'el'}) == [
         'devel: /lib/modules/r/build does not resolve']
+
+
+GATHERED_OS = {'os_family': 'RedHat', 'distribution': 'Rocky', 'distribution_version': '9.6',
+               'distribution_major_version': '9', 'architecture': 'x86_64'}
+
+
+def test_os_facts_prefer_ansibles_own():
+    facts = {'os_family': 'Debian', 'distribution': 'Ubuntu', 'distribution_version': '24.04',
+             'distribution_major_version': '24', 'architecture': 'x86_64', 'kernel': '6.8.0-60-generic',
+             'kernel_state': {'os': GATHERED_OS}}
+    assert nodeprep_os_facts(facts) == {'os_family': 'Debian', 'distribution': 'Ubuntu',
+                                        'distribution_version': '24.04', 'distribution_major_version': '24',
+                                        'architecture': 'x86_64'}
+
+
+def test_os_facts_from_the_gather_without_setup():
+    assert nodeprep_os_facts({'kernel_state': {'os': GATHERED_OS}, 'nvidia': {'gpus': [{}] * 8}}) == GATHERED_OS
+
+
+def test_os_facts_leave_out_what_no_source_has():
+    # Neither setup nor the gather read the OS: os_family stays undefined, so the roles run setup.
+    assert nodeprep_os_facts({'kernel_state': {'os': None}, 'architecture': 'aarch64'}) == {'architecture': 'aarch64'}
+    assert nodeprep_os_facts({}) == {}
+    with pytest.raises(AnsibleFilterError):
+        nodeprep_os_facts(['not', 'facts'])
