@@ -20,7 +20,6 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._collection import ROLES_DIR
 
 
-
 def available_roles(roles_dir=ROLES_DIR):
     """The roles of the collection that have an argument specification."""
     if not os.path.isdir(roles_dir):
