@@ -2,7 +2,8 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Run the roles' decision tables (roles/<role>/tests/decisions.yml) as part of the unit tests.
+"""Run the roles' decision tables (roles/<role>/tests/decisions.yml, and tests/unit/roles/site_reasons.yml: on which
+nodes site.yml runs each settings role) as part of the unit tests.
 
 Each table loads synthetic facts for many node states and asserts what the role decides (target kernel, packages,
 reboot needed, refusals with their exact messages). They run on localhost, change nothing and need no GPU.
