@@ -34,6 +34,8 @@ CONTROLLER_ONLY = frozenset((
     'add_host', 'assert', 'debug', 'fail', 'group_by', 'include_role', 'import_role', 'include_tasks',
     'import_tasks', 'include_vars', 'include', 'meta', 'pause', 'set_fact', 'set_stats',
     'validate_argument_spec', 'async_status_local', 'wait_for_connection_local',
+    # This collection's action plugins that never connect to the node.
+    'gpufleet.nodeprep.role_arguments', 'gpufleet.nodeprep.readiness_report',
 ))
 
 

@@ -152,6 +152,7 @@ def test_write_results_writes_json_and_markdown(tmp_path):
     ('ansible.builtin.validate_argument_spec', False, False),
     ('ansible.builtin.service_facts', False, True),
     ('gpufleet.nodeprep.gpu_node_facts', False, True),
+    ('gpufleet.nodeprep.role_arguments', False, False),
     ('ansible.builtin.template', False, True),
     ('ansible.builtin.command', True, False),
 ])
