@@ -405,7 +405,7 @@ def shm_plan(shm, gpu_memory_mib, settings, page_size=4096):
         or any(o not in (line.get('options') or []) for o in settings.get('mount_options') or []))
     live_differs = bool(settings.get('remount', True)) and (
         (not unlimited and live < target) or (shrink and (unlimited or live > target)))
-    path = settings.get('path', '/dev/shm')
+    path = settings.get('path', SHM_PATH)
     plan = []
     if settings.get('sized', True):
         if fstab_differs:
