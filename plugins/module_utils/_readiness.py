@@ -37,6 +37,7 @@ import math
 import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_settings as gpu_settings
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as shm_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nccl import (
     NcclError,
     conf_value as nccl_conf_value,
@@ -130,15 +131,11 @@ OPEN_ONLY_ARCHITECTURES = ('blackwell', 'rubin', 'rubin ultra', 'feynman')
 OPEN_ONLY_DEVICE_ID_RANGES = ((0x2900, 0x29ff), (0x3180, 0x327f), (0x2b80, 0x2c7f), (0x2d00, 0x2dff),
                               (0x2f00, 0x2f7f))
 
-_SIZE_RE = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgtp]?)(i?b?)\s*$', re.IGNORECASE)
-_SIZE_UNITS = {'': 1, 'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4, 'p': 1024 ** 5}
 _XID_RE = re.compile(r'NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): ([0-9]+)(?:, (.*))?$')
 _BUS_RE = re.compile(r'^(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})(?:\.([0-7]))?$')
 _PAGE = 4096
 # Marks a skip of an unmanaged check (popped by evaluate()).
 _UNMANAGED = '_unmanaged'
-_MIB = 1024 * 1024
-_GIB = 1024 * _MIB
 
 
 # ---------------------------------------------------------------------------
@@ -199,18 +196,12 @@ def normalize_bus_id(bus_id):
 
 
 def parse_size(value, name):
-    """Bytes from an int or a tmpfs-style size (``64G``, ``65536M``, ``64GiB``); None for None/empty."""
-    if value is None or value == '':
-        return None
-    if isinstance(value, bool):
-        raise ReadinessError('{0}: {1!r} is not a size; use bytes or a number with K, M, G or T'.format(name, value))
-    if isinstance(value, (int, float)):
-        return int(value)
-    match = _SIZE_RE.match(str(value))
-    if not match:
-        raise ReadinessError('{0}: {1!r} is not a size; use bytes or a number with K, M, G or T'.format(name, value))
-    number, unit, _suffix = match.groups()
-    return int(float(number) * _SIZE_UNITS[unit.lower()])
+    """Bytes from an int or a tmpfs-style size (``64G``, ``65536M``, ``64GiB``); None for None/empty (the shm
+    role's reading, _shm.parse_size)."""
+    try:
+        return shm_rules.parse_size(value, name)
+    except shm_rules.ShmError as exc:
+        raise ReadinessError(str(exc))
 
 
 def format_size(num_bytes):
@@ -859,18 +850,18 @@ def desired_shm_size(facts, settings):
     """
     explicit = parse_size(_setting(settings, 'nodeprep_shm_size'), 'nodeprep_shm_size')
     if explicit is not None:
-        size = _round_page(explicit)
+        size = shm_rules.wanted_size(explicit, floor=None, ratio=None, gpu_bytes=0, page_size=_PAGE)
         return size, '{0} (nodeprep_shm_size)'.format(format_size(size))
     ratio = _ratio(_setting(settings, 'nodeprep_shm_gpu_memory_ratio'), 'nodeprep_shm_gpu_memory_ratio')
-    floor = _round_page(parse_size(_setting(settings, 'nodeprep_shm_min_size'), 'nodeprep_shm_min_size') or 0)
+    min_size = parse_size(_setting(settings, 'nodeprep_shm_min_size'), 'nodeprep_shm_min_size')
+    floor = shm_rules.round_pages(min_size or 0, _PAGE)
     unread = nvidia_unreadable(facts)
     if unread:
         return None, 'the GPU memory is unknown: {0}'.format(unread)
     total = gpu_memory_bytes(facts)
     if not total and not floor:
         return None, 'no GPU memory reported and no nodeprep_shm_min_size'
-    from_gpus = (int(math.ceil(total * ratio)) + _GIB - 1) // _GIB * _GIB
-    size = max(from_gpus, floor)
+    size = shm_rules.wanted_size(None, min_size, ratio, total, _PAGE)
     why = '{0} = max({1:g} x {2} of GPU memory, nodeprep_shm_min_size {3})'.format(
         format_size(size), ratio, format_size(total), format_size(floor))
     return size, why
@@ -878,7 +869,7 @@ def desired_shm_size(facts, settings):
 
 def gpu_memory_bytes(facts):
     """The node's total GPU memory in bytes, as nvidia-smi reports it."""
-    return sum(int(g.get('memory_total_mib') or 0) for g in _gpus(facts)) * _MIB
+    return shm_rules.gpu_memory_bytes(g.get('memory_total_mib') for g in _gpus(facts))
 
 
 def nvidia_unreadable(facts):
@@ -891,10 +882,6 @@ def nvidia_unreadable(facts):
     if _get(facts, 'kernel_state', 'pci', 'gpu_count') == 0:
         return None
     return 'nvidia-smi failed: {0}'.format(nvidia.get('error') or 'not found')
-
-
-def _round_page(num_bytes):
-    return (num_bytes + _PAGE - 1) // _PAGE * _PAGE
 
 
 def _shm(facts, settings, probe):

@@ -39,7 +39,7 @@ def unescape(field):
     return _OCTAL_RE.sub(lambda m: chr(int(m.group(1), 8)), field)
 
 
-def _round_pages(size, page_size):
+def round_pages(size, page_size):
     return (size + page_size - 1) // page_size * page_size
 
 
@@ -69,7 +69,7 @@ def parse_tmpfs_size(value, ram_bytes=None, page_size=4096, where='size'):
         # shmem: size <<= PAGE_SHIFT; size *= totalram_pages; size /= 100
         pages = ram_bytes // page_size
         number = number * page_size * pages // 100
-    return _round_pages(number, page_size)
+    return round_pages(number, page_size)
 
 
 def tmpfs_size_from_options(options, ram_bytes=None, page_size=4096):
@@ -350,18 +350,38 @@ def predict_before_gpu_memory(shm, min_bytes, mount_options, fstab=True, remount
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
-_SETTING_SIZE = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*([KkMmGgTt]?)[Bb]?\s*$')
+_SETTING_SIZE = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgtp]?)(i?b?)\s*$', re.IGNORECASE)
 
 
-def setting_bytes(value, name='size'):
-    """Bytes of a size setting of the shm role (``64G``, ``512M``, ``1.5T``, a plain number of bytes), base 1024,
-    rounded like Ansible's human_to_bytes.  ShmError names the setting and the forms allowed."""
+def parse_size(value, name):
+    """Bytes of a size setting of the shm role (an int, or ``64G``, ``65536M``, ``64GiB``: base 1024); None for
+    None/empty.  ShmError names the setting and the forms allowed.  The shm role and the readiness check both read
+    nodeprep_shm_size and nodeprep_shm_min_size with it."""
+    if value is None or value == '':
+        return None
+    if isinstance(value, bool):
+        raise ShmError('{0}: {1!r} is not a size; use bytes or a number with K, M, G or T'.format(name, value))
+    if isinstance(value, (int, float)):
+        return int(value)
     match = _SETTING_SIZE.match(str(value))
     if not match:
-        raise ShmError('{0}={1!r} is not a size: give bytes or a number with a K/M/G/T suffix, such as "512G"'.format(
-            name, value))
-    factor = 1024 ** ('KMGT'.index(match.group(2).upper()) + 1) if match.group(2) else 1
-    return int(round(float(match.group(1)) * factor))
+        raise ShmError('{0}: {1!r} is not a size; use bytes or a number with K, M, G or T'.format(name, value))
+    number, unit, _suffix = match.groups()
+    return int(float(number) * _SUFFIX[unit.lower()])
+
+
+def gpu_memory_bytes(memory_mib):
+    """Total GPU memory in bytes from each GPU's memory_total_mib (None counts as 0)."""
+    return sum(int(mib or 0) for mib in memory_mib) * MIB
+
+
+def wanted_size(explicit, floor, ratio, gpu_bytes, page_size=4096):
+    """The size the shm role gives /dev/shm: ``explicit`` bytes (nodeprep_shm_size) rounded up to a page when given;
+    otherwise ``ratio`` of ``gpu_bytes`` rounded up to a GiB, never less than ``floor`` (nodeprep_shm_min_size)
+    rounded up to a page.  The readiness check computes the same size with it."""
+    if explicit is not None:
+        return round_pages(explicit, page_size)
+    return max((int(math.ceil(gpu_bytes * float(ratio))) + GIB - 1) // GIB * GIB, round_pages(floor or 0, page_size))
 
 
 def size_option(size):
@@ -388,13 +408,11 @@ def shm_plan(shm, gpu_memory_mib, settings, page_size=4096):
     """
     shm = shm or {}
     shrink = bool(settings.get('shrink'))
-    gpu_bytes = sum(int(mib or 0) for mib in (gpu_memory_mib or [])) * MIB
-    min_bytes = _round_pages(setting_bytes(settings.get('min_size', 0), 'nodeprep_shm_min_size'), page_size)
-    if settings.get('size') is not None:
-        target = _round_pages(setting_bytes(settings['size'], 'nodeprep_shm_size'), page_size)
-    else:
-        wanted = int(math.ceil(gpu_bytes * float(settings.get('gpu_memory_ratio', 1.0))))
-        target = max((wanted + GIB - 1) // GIB * GIB, min_bytes)
+    gpu_bytes = gpu_memory_bytes(gpu_memory_mib or [])
+    floor = parse_size(settings.get('min_size'), 'nodeprep_shm_min_size')
+    min_bytes = round_pages(floor or 0, page_size)
+    target = wanted_size(parse_size(settings.get('size'), 'nodeprep_shm_size'), floor,
+                         settings.get('gpu_memory_ratio', 1.0), gpu_bytes, page_size)
     live = int(shm.get('size_bytes') or 0)
     unlimited = bool(shm.get('unlimited'))
     keep_live = not shrink and (unlimited or live > target)

@@ -87,6 +87,6 @@ def test_plan_is_empty_when_no_size_can_be_decided():
 def test_plan_refuses_a_size_it_cannot_read():
     with pytest.raises(AnsibleFilterError) as err:
         nodeprep_shm_plan({}, [], dict(SETTINGS, size='lots'))
-    assert "nodeprep_shm_size='lots' is not a size" in str(err.value)
+    assert "nodeprep_shm_size: 'lots' is not a size; use bytes or a number with K, M, G or T" in str(err.value)
     with pytest.raises(AnsibleFilterError):
         nodeprep_shm_plan({}, '80G', SETTINGS)
