@@ -1213,14 +1213,61 @@ def _unread(facts, namespace):
     return gather_errors(facts).get(namespace)
 
 
-def evaluate(facts, settings, probe=None):
+# The checks whose verdict is a role's plan (plugins/module_utils/_plan_<role>.py, made on the controller by the
+# gpufleet.nodeprep.node_plan action): the check passes exactly when that plan has no drift for it.  Their settings
+# are the role's own, typed once by the action; none of them is in SETTING_NAMES.
+PLAN_CHECKS = {}
+
+
+def plan_check(check_id, plan):
+    """The result of ``check_id`` from its role's ``plan`` (see _plan.py): fail on settings problems, facts not
+    gathered or fail-level drift; warn on warn-level drift; skip where the plan says the check does not apply."""
+    words = (plan.get('checks') or {}).get(check_id) or {}
+    expected = words.get('expected') or 'as the {0} role leaves it'.format(plan.get('role'))
+    observed = words.get('observed') or ''
+    if plan.get('problems'):
+        return _check(check_id, FAIL, expected, 'the settings of role {0} are invalid: {1}'.format(
+            plan.get('role'), '; '.join(plan['problems'])))
+    if plan.get('missing'):
+        return _check(check_id, FAIL, expected, 'not gathered: {0}'.format('; '.join(plan['missing'])))
+    failing = [item['msg'] for item in plan.get('drift') or []
+               if item.get('check') == check_id and item.get('level', FAIL) == FAIL]
+    warning = [item['msg'] for item in plan.get('drift') or []
+               if item.get('check') == check_id and item.get('level', FAIL) == WARN]
+    text = '; '.join(part for part in [observed] + failing + warning if part)
+    if failing:
+        return _check(check_id, FAIL, expected, text)
+    if warning:
+        return _check(check_id, WARN, expected, text)
+    if words.get('skip'):
+        return _check(check_id, SKIP, expected, words['skip'])
+    return _check(check_id, PASS, expected, observed or 'as wanted')
+
+
+def _plans_for(plans):
+    """The plans of every role PLAN_CHECKS names; ReadinessError naming what is missing."""
+    plans = plans if isinstance(plans, dict) else {}
+    missing = sorted(set(PLAN_CHECKS.values()) - set(plans))
+    if missing:
+        raise ReadinessError('plans: no plan for role {0}; the checks {1} read the roles\' plans (the readiness role '
+                             'makes them with gpufleet.nodeprep.node_plan)'.format(
+                                 ', '.join(missing),
+                                 ', '.join(sorted(c for c, r in PLAN_CHECKS.items() if r in missing))))
+    for role in set(PLAN_CHECKS.values()):
+        if not isinstance(plans[role], dict):
+            raise ReadinessError('plans.{0}: expected a plan (a dict), got {1!r}'.format(role, plans[role]))
+    return plans
+
+
+def evaluate(facts, settings, probe=None, plans=None):
     """Run every readiness check.
 
     ``facts``: the namespaces gpu_node_facts gathers (nvidia, kernel_state, limits, shm, nics) and its
     ``nodeprep_errors``. A namespace that could not be read fails the checks that need it (never skip, never
     pass); one that was not asked for at all makes them ``skip``. ``settings``: every role variable of
     SETTING_NAMES by its name. ``probe``: what readiness_info read on the node (``nccl_conf``, ``kernel_log``,
-    ``services``); None when it was not read.
+    ``services``); None when it was not read. ``plans``: the roles' plans (role -> plan) for the checks of
+    PLAN_CHECKS.
     Returns the checks in CHECK_IDS order. Raises ReadinessError for a missing or malformed setting.
     """
     if not isinstance(facts, dict):
@@ -1232,12 +1279,16 @@ def evaluate(facts, settings, probe=None):
         raise ReadinessError('nodeprep_readiness_skip_checks: unknown check ids {0}; known: {1}'.format(
             ', '.join(unknown), ', '.join(CHECK_IDS)))
     errors = gather_errors(facts)
+    plans = _plans_for(plans)
     results = []
     for check_id, _remedy, func, needs in CHECKS:
         if check_id in skipped:
             results.append(_check(check_id, SKIP, 'skipped by nodeprep_readiness_skip_checks', 'not checked'))
             continue
-        result = func(facts, settings, probe)
+        if check_id in PLAN_CHECKS:
+            result = plan_check(check_id, plans[PLAN_CHECKS[check_id]])
+        else:
+            result = func(facts, settings, probe)
         unmanaged = result.pop(_UNMANAGED, False) or str(result['expected']).startswith('not managed')
         unread = [errors[namespace] for namespace in needs if namespace in errors]
         if unread and not unmanaged and result['status'] != FAIL:

@@ -48,6 +48,12 @@ options:
         documented defaults; docs/readiness.md lists every name.
     type: dict
     required: true
+  plans:
+    description:
+      - The roles' plans for this node (C(ansible_facts.nodeprep_plans), made by M(gpufleet.nodeprep.node_plan)).
+        A check owned by a role that plans in Python passes exactly when that role's plan has no drift for it.
+    type: dict
+    default: {}
   nccl_conf_path:
     description:
       - The NCCL configuration file to read for the C(nccl.config) check.
@@ -329,7 +335,7 @@ def run_checks(module):
         'services': read_services(module, params['services']),
     }
     try:
-        checks = evaluate(params['facts'], settings, probe)
+        checks = evaluate(params['facts'], settings, probe, params['plans'])
         lost = find_lost_gpus(params['facts'])
         values = checked_values(params['facts'], settings, probe)
     except ReadinessError as exc:
@@ -351,6 +357,7 @@ def main():
         argument_spec=dict(
             facts=dict(type='dict', required=True),
             settings=dict(type='dict', required=True),
+            plans=dict(type='dict', default={}),
             nccl_conf_path=dict(type='path', default='/etc/nccl.conf'),
             services=dict(type='list', elements='str',
                           default=['nvidia-persistenced.service', 'nvidia-fabricmanager.service',

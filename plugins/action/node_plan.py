@@ -1,0 +1,159 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Controller side of gpufleet.nodeprep.node_plan: type the role variables once, gather what the roles need (one
+gpu_node_facts execution, only when the facts lack it) and return one plan per role.
+Documentation: plugins/modules/node_plan.py; the plan's shape: plugins/module_utils/_plan.py."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_native
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
+
+GATHER_MODULE = 'gpufleet.nodeprep.gpu_node_facts'
+GATHER_MODES = ('auto', 'always', 'never')
+# The fact namespaces a plan may read (only these are copied out of ansible_facts).
+FACT_NAMES = ('nvidia', 'kernel_state', 'limits', 'shm', 'nics', 'nodeprep_gathered', 'nodeprep_errors',
+              'nodeprep_units', 'nodeprep_files', 'nodeprep_packages', 'nodeprep_contents', 'nodeprep_file_patterns')
+# Gathered namespaces that a partial gather adds to instead of replacing.
+_MERGED = ('nodeprep_units', 'nodeprep_files', 'nodeprep_packages', 'nodeprep_contents', 'nodeprep_errors')
+
+
+def short_name(role):
+    return str(role).rsplit('.', 1)[-1]
+
+
+def gather_args(request, keep_gathered=(), fail_on_error=True, nvidia_timeout=None):
+    """The module arguments of gpu_node_facts for a gather request (_plan.new_gather)."""
+    args = {'gather_subset': list(request['subsets']), 'keep_gathered': list(keep_gathered),
+            'fail_on_error': bool(fail_on_error)}
+    for key in ('units', 'files', 'packages', 'contents', 'limits_users', 'limits_services', 'nic_networks'):
+        if request.get(key):
+            args[key] = list(request[key])
+    if request.get('shm_path'):
+        args['shm_path'] = request['shm_path']
+    if nvidia_timeout is not None:
+        args['nvidia_timeout'] = int(nvidia_timeout)
+    return args
+
+
+def merge_facts(old, new, partial):
+    """The facts after a gather: ``new`` over ``old``; a partial gather adds to the per-path and per-unit maps."""
+    out = dict(old)
+    for key, value in new.items():
+        if partial and key in _MERGED and isinstance(old.get(key), dict) and isinstance(value, dict):
+            merged = dict(old[key])
+            merged.update(value)
+            out[key] = merged
+        else:
+            out[key] = value
+    return out
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'nvidia_timeout'))
+
+    def _facts(self, task_vars):
+        facts = task_vars.get('ansible_facts') or {}
+        return plain(dict((name, facts[name]) for name in FACT_NAMES if name in facts))
+
+    def _plan_all(self, roles, facts, typed, context):
+        return dict((role, _plans.plan_role(role, facts, typed[role][0], typed[role][1], context)) for role in roles)
+
+    def _gather(self, request, keep, args, task_vars):
+        module_args = gather_args(request, keep_gathered=keep, fail_on_error=args['fail_on_error'],
+                                  nvidia_timeout=args['nvidia_timeout'])
+        result = self._execute_module(module_name=GATHER_MODULE, module_args=module_args, task_vars=task_vars)
+        return result
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+
+        _validation, args = self.validate_argument_spec(argument_spec=dict(
+            roles=dict(type='list', elements='str'),
+            gather=dict(type='str', choices=list(GATHER_MODES), default='auto'),
+            gather_extra=dict(type='dict', default={}),
+            fail_on_error=dict(type='bool', default=True),
+            nvidia_timeout=dict(type='int'),
+        ))
+        roles = [short_name(role) for role in (_plans.PLANNED_ROLES if args['roles'] is None else args['roles'])]
+        unknown = [role for role in roles if role not in _plans.RULES]
+        if unknown:
+            raise AnsibleActionFail('roles: {0} {1} not a role of gpufleet.nodeprep that plans in Python; those that '
+                                    'do: {2}'.format(', '.join(unknown), 'is' if len(unknown) == 1 else 'are',
+                                                     ', '.join(_plans.PLANNED_ROLES)))
+        extra = _plan.merge_gathers([plain(args['gather_extra'])])
+        unknown = sorted(set(args['gather_extra']) - set(extra))
+        if unknown:
+            raise AnsibleActionFail('gather_extra: {0} not known; allowed keys: {1}'.format(
+                ', '.join(unknown), ', '.join(sorted(extra))))
+
+        # The settings, typed once from the rule modules' SETTINGS (the variables as the play sees them).
+        typed = {}
+        for role in roles:
+            names = _plans.rules(role).SETTINGS
+            provided = dict((name, task_vars[name]) for name in names if name in task_vars)
+            try:
+                provided = plain(self._templar.template(provided))
+            except Exception as exc:  # an undefined variable inside a setting: name it, change nothing
+                raise AnsibleActionFail('the variables of role {0} cannot be read: {1}'.format(role, to_native(exc)))
+            typed[role] = _plans.typed_settings(role, provided)
+
+        pending = task_vars.get('nodeprep_nvidia_driver_pending')
+        context = _plan.new_context(host=task_vars.get('inventory_hostname', ''),
+                                    check_mode=bool(self._play_context.check_mode),
+                                    driver_pending=plain(self._templar.template(pending)) if pending else None)
+        facts = self._facts(task_vars)
+        request = _plan.merge_gathers([_plans.gather_request(roles, dict((r, typed[r][0]) for r in roles)), extra])
+        gathered = {}
+        partial = False
+        if args['gather'] == 'always':
+            todo = request
+        elif args['gather'] == 'auto':
+            todo = _plan.missing_facts(request, facts)
+            partial = True
+        else:
+            todo = _plan.new_gather()
+        if not _plan.is_empty(todo):
+            keep = facts.get('nodeprep_gathered') or [] if partial else []
+            module_result = self._gather(todo, keep, args, task_vars)
+            if module_result.get('failed') or module_result.get('unreachable'):
+                result.update(module_result)
+                return result
+            gathered = plain(module_result.get('ansible_facts') or {})
+            patterns = [path for path in todo['files'] if any(c in path for c in '*?[')]
+            old_patterns = (facts.get('nodeprep_file_patterns') or []) if partial else []
+            gathered['nodeprep_file_patterns'] = old_patterns + [p for p in patterns if p not in old_patterns]
+            facts = merge_facts(facts, gathered, partial)
+            for key in _MERGED + ('nodeprep_file_patterns',):
+                if key in facts and key in gathered:
+                    gathered[key] = facts[key]
+            if module_result.get('warnings'):
+                result['warnings'] = module_result['warnings']
+
+        plans = self._plan_all(roles, facts, typed, context)
+        known = task_vars.get('ansible_facts', {}).get('nodeprep_plans') or {}
+        all_plans = dict((key, value) for key, value in plain(known).items() if key not in plans) \
+            if isinstance(known, dict) else {}
+        all_plans.update(plans)
+        facts_out = dict(gathered)
+        facts_out['nodeprep_plans'] = all_plans
+        result.update({
+            'changed': False,
+            'gathered': bool(gathered),
+            'plans': plans,
+            'run': dict((role, plan['run']) for role, plan in plans.items()),
+            'ansible_facts': facts_out,
+        })
+        return result

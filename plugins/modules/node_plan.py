@@ -1,0 +1,112 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# The work is done on the controller by the action plugin plugins/action/node_plan.py;
+# this file only documents it.
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: node_plan
+short_description: One plan per role for a node, from one gather and the role variables typed once
+version_added: 0.1.0
+author: gpufleet maintainers (@gpufleet)
+description:
+  - For each role in O(roles), types the role's variables as the play sees them for the host with the role's
+    settings specification (the one its C(meta/argument_specs.yml) is checked against) and Ansible's own argument
+    validator, so that V(false) given as C(-e nodeprep_shm_fstab=false) is false and a comma-separated string given
+    for a list is a list; then decides, on the controller, what the role would change on the node.
+  - Gathers what the roles need with M(gpufleet.nodeprep.gpu_node_facts) in the same task (one module execution),
+    only what the facts of the play do not hold yet unless O(gather=always).
+  - Returns the plans in C(ansible_facts.nodeprep_plans) (one per role; plans of other roles made earlier are kept):
+    the settings problems (each naming the variable, the value and what is allowed), the node conditions the role
+    fails on, the facts still missing, why the role must run, the drift the readiness checks report, the files with
+    their full content, the module arguments, the reports and whether a reboot is needed. The roles' tasks read
+    these plans; C(gpufleet.nodeprep.site) runs a role's play only on the nodes whose plan has something to do or
+    to say (C(run)).
+  - Never changes the node; it does not fail on a bad setting either (the role does, before it changes anything).
+extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+  - gpufleet.nodeprep.attributes.INFO_MODULE
+options:
+  roles:
+    description:
+      - Roles of this collection that plan in Python, by short name (V(shm)) or fully qualified name
+        (V(gpufleet.nodeprep.shm)). By default every such role.
+    type: list
+    elements: str
+  gather:
+    description:
+      - V(auto) gathers only what the facts of the play lack (nothing on a node gathered earlier in the run);
+        V(always) reads everything the roles need again; V(never) plans from the facts as they are (what is missing
+        is reported in each plan's C(missing)).
+    type: str
+    choices: [auto, always, never]
+    default: auto
+  gather_extra:
+    description:
+      - More to read in the same gather, with the keys of a gather request (C(subsets), C(units), C(files),
+        C(packages), C(contents), C(limits_users), C(limits_services), C(nic_networks), C(shm_path)), for roles
+        that still gather for themselves.
+    type: dict
+    default: {}
+  fail_on_error:
+    description: Passed to M(gpufleet.nodeprep.gpu_node_facts) (the readiness role reports a broken reader instead).
+    type: bool
+    default: true
+  nvidia_timeout:
+    description: Seconds C(nvidia-smi) may take in the gather (the module's default when not given).
+    type: int
+attributes:
+  action:
+    support: full
+    description: Runs on the controller through an action plugin; the gather runs on the host.
+  check_mode:
+    support: full
+    description: Changes nothing in either mode; the gather also runs in check mode.
+seealso:
+  - module: gpufleet.nodeprep.gpu_node_facts
+"""
+
+EXAMPLES = r"""
+- name: Plan /dev/shm and memlock for this node (gathers what is missing)
+  gpufleet.nodeprep.node_plan:
+    roles: [shm, memlock]
+
+- name: Show why the shm role would run
+  ansible.builtin.debug:
+    var: ansible_facts.nodeprep_plans.shm.run
+"""
+
+RETURN = r"""
+plans:
+  description: The plans made by this task, by role (the same as C(ansible_facts.nodeprep_plans) for those roles).
+  returned: always
+  type: dict
+  sample: {shm: {problems: [], errors: [], missing: [], reasons: [], drift: [], reports: [], run: []}}
+run:
+  description: For each role, why its play runs on the node (empty when it has nothing to do or to say).
+  returned: always
+  type: dict
+  sample: {shm: [], memlock: ["/etc/security/limits.d/90-nodeprep-memlock.conf: missing"]}
+gathered:
+  description: Whether this task ran M(gpufleet.nodeprep.gpu_node_facts).
+  returned: always
+  type: bool
+ansible_facts:
+  description: The facts the gather read (when it ran) and the plans.
+  returned: always
+  type: dict
+  contains:
+    nodeprep_plans:
+      description:
+        - One plan per role. Keys C(problems), C(errors), C(missing), C(reasons), C(drift) (items C(check), C(msg)),
+          C(reports), C(files) (items C(path), C(state), C(content), C(mode), C(owner), C(group), C(src), C(change)),
+          C(units), C(args), C(reboot) (C(needed), C(why)), C(run) and C(settings) (the typed variables).
+      returned: always
+      type: dict
+"""

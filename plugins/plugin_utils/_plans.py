@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE to the gpufleet.nodeprep collection; may change in any release.
+#
+# The controller side of the one plan per role and node (plugins/module_utils/_plan.py): which roles plan in
+# Python, in which order site.yml runs them, and the typing of the role variables from the rule modules' SETTINGS
+# with Ansible's own argument spec validator (the same one a role's meta/argument_specs.yml validation uses).
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import copy
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+
+# Every role of the collection that configures a node, in the order playbooks/site.yml runs them: the one list of
+# the roles (site.yml, the readiness role and the node_plan action read it from here).
+SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload')
+
+# The roles whose decisions are a rule module's plan(); the others still decide in their own tasks.
+RULES = dict((module.ROLE, module) for module in ())
+
+PLANNED_ROLES = tuple(role for role in SITE_ROLES if role in RULES)
+
+# Keys of an argument spec entry that the validator does not take.
+_DOC_KEYS = ('description', 'version_added')
+
+
+class PlanError(Exception):
+    """A role name or a call that the planner cannot take (the message names the value and what is allowed)."""
+
+
+def rules(role):
+    try:
+        return RULES[role]
+    except KeyError:
+        raise PlanError('roles: {0!r} is not a role of gpufleet.nodeprep that plans in Python; those that do: '
+                        '{1}'.format(role, ', '.join(PLANNED_ROLES) or 'none'))
+
+
+def validator_spec(settings):
+    """The argument spec of ``settings`` (a rule module's SETTINGS) without its documentation keys."""
+    spec = {}
+    for name, entry in settings.items():
+        clean = dict((key, value) for key, value in entry.items() if key not in _DOC_KEYS)
+        if 'options' in clean:
+            clean['options'] = validator_spec(clean['options'])
+        spec[name] = clean
+    return spec
+
+
+def typed_settings(role, provided):
+    """(settings, problems) of ``role``: the variables the play gave (``provided``, already templated; only the
+    role's own names are read) typed and completed with the defaults of the rule module's SETTINGS.
+
+    Types follow Ansible's validator: ``'false'``/``'no'`` become False, a comma-separated string given for a
+    list becomes a list.  A value that cannot be typed is a problem naming the variable; its default is used so
+    that the plan can still say what else is wrong, and the role fails on the problem before it changes anything.
+    """
+    module = rules(role)
+    spec = validator_spec(module.SETTINGS)
+    given = dict((name, provided[name]) for name in spec if name in provided)
+    checked = ArgumentSpecValidator(spec).validate(copy.deepcopy(given))
+    settings = dict(checked.validated_parameters)
+    problems = []
+    if checked.error_messages:
+        # One at a time, to know which values did not type: those fall back to their default, so that the plan
+        # can still say what else is wrong (the role fails on the problems before it changes anything).
+        for name in sorted(given):
+            one = ArgumentSpecValidator({name: spec[name]}).validate(copy.deepcopy({name: given[name]}))
+            if one.error_messages:
+                settings[name] = copy.deepcopy(spec[name].get('default'))
+                problems.extend('{0}={1}: {2} (role {3}: docs/roles/{3}.md)'.format(
+                    name, _plan.show(given[name]), message, role) for message in one.error_messages)
+    for name in spec:
+        settings.setdefault(name, copy.deepcopy(spec[name].get('default')))
+    return settings, problems
+
+
+def gather_request(roles, settings_by_role):
+    """One gather request (see _plan.new_gather) for ``roles``."""
+    return _plan.merge_gathers(rules(role).gather(settings_by_role[role]) for role in roles)
+
+
+def plan_role(role, facts, settings, problems, context):
+    """The plan of ``role`` (finished: ``run`` filled), with the typing problems first and the facts still missing."""
+    module = rules(role)
+    missing = _plan.missing_facts(module.gather(settings), facts)
+    if problems:
+        plan = _plan.new_plan(role)
+    else:
+        plan = module.plan(facts, settings, context)
+    plan['problems'] = list(problems) + [p for p in plan['problems'] if p not in problems]
+    plan['missing'] = _plan.describe_missing(missing)
+    if plan['missing']:
+        # What was planned from facts that are not there is not the node's state: say only what is missing.
+        plan['reasons'] = []
+        plan['files'] = []
+        plan['args'] = {}
+        plan['drift'] = [{'check': check, 'msg': 'not gathered: ' + '; '.join(plan['missing']), 'level': 'fail',
+                          'fixable': False} for check in getattr(module, 'CHECKS', ())]
+    plan['settings'] = settings
+    return _plan.finish(plan)

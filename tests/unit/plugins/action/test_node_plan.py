@@ -1,0 +1,128 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of plugins/action/node_plan.py: settings typed once, one gather only when the facts lack it, the plans."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import types
+from unittest.mock import MagicMock
+
+import pytest
+
+from ansible.errors import AnsibleActionFail
+from ansible.parsing.dataloader import DataLoader
+from ansible.playbook.play_context import PlayContext
+from ansible.template import Templar
+
+from ansible_collections.gpufleet.nodeprep.plugins.action import node_plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+
+
+def fake_rules():
+    module = types.ModuleType('_plan_fake')
+    module.ROLE = 'fake'
+    module.CHECKS = ('fake.check',)
+    module.SETTINGS = {'nodeprep_fake_flag': {'type': 'bool', 'default': True, 'description': 'A flag.'}}
+    module.gather = lambda settings: dict(_plan.new_gather(), subsets=['shm'], files=['/etc/fake.conf'])
+
+    def plan(facts, settings, context):
+        out = _plan.new_plan('fake')
+        out['args']['seen'] = {'flag': settings['nodeprep_fake_flag'], 'check_mode': context['check_mode'],
+                               'host': context['host'], 'shm': facts.get('shm')}
+        _plan.want_path(out, facts, '/etc/fake.conf', content='x\n', mode='0644', check='fake.check')
+        return out
+    module.plan = plan
+    return module
+
+
+@pytest.fixture(autouse=True)
+def fake(monkeypatch):
+    monkeypatch.setitem(_plans.RULES, 'fake', fake_rules())
+
+
+GATHERED = {'nodeprep_gathered': ['shm', 'files'], 'shm': {'path': '/dev/shm', 'size_bytes': 1},
+            'nodeprep_files': {'/etc/fake.conf': {'exists': False, 'type': None, 'mode': None, 'uid': None,
+                                                  'gid': None, 'size': None, 'sha1': None, 'target': None}}}
+
+
+def run(args, variables, module_result=None, check_mode=False):
+    task = MagicMock()
+    task.args = args
+    task.async_val = 0
+    task.check_mode = check_mode
+    task.diff = False
+    context = PlayContext()
+    context.check_mode = check_mode
+    action = node_plan.ActionModule(task, MagicMock(), context, loader=DataLoader(),
+                                    templar=Templar(loader=DataLoader()), shared_loader_obj=None)
+    calls = []
+
+    def execute(module_name, module_args, task_vars):
+        calls.append((module_name, module_args))
+        return module_result if module_result is not None else {'ansible_facts': dict(GATHERED)}
+    action._execute_module = execute
+    result = action.run(task_vars=dict(variables, inventory_hostname='gpu-a01'))
+    return result, calls
+
+
+def test_gathers_what_is_missing_once_and_plans_with_typed_settings():
+    result, calls = run({'roles': ['gpufleet.nodeprep.fake']}, {'nodeprep_fake_flag': 'false'})
+    assert calls == [('gpufleet.nodeprep.gpu_node_facts',
+                      {'gather_subset': ['shm'], 'keep_gathered': [], 'fail_on_error': True,
+                       'files': ['/etc/fake.conf']})]
+    plan = result['ansible_facts']['nodeprep_plans']['fake']
+    assert plan['args']['seen'] == {'flag': False, 'check_mode': False, 'host': 'gpu-a01',
+                                    'shm': {'path': '/dev/shm', 'size_bytes': 1}}
+    assert plan['run'] == ['/etc/fake.conf: missing']
+    assert result['run'] == {'fake': ['/etc/fake.conf: missing']}
+    assert result['gathered'] is True and result['changed'] is False
+    assert result['ansible_facts']['shm'] == {'path': '/dev/shm', 'size_bytes': 1}
+
+
+def test_no_gather_when_the_facts_hold_everything():
+    result, calls = run({'roles': ['fake']}, {'ansible_facts': GATHERED})
+    assert calls == []
+    assert result['gathered'] is False
+    assert 'shm' not in result['ansible_facts']
+
+
+def test_gather_always_reads_everything_again():
+    _result, calls = run({'roles': ['fake'], 'gather': 'always', 'gather_extra': {'units': ['x']},
+                          'fail_on_error': False, 'nvidia_timeout': 5}, {'ansible_facts': GATHERED})
+    assert calls[0][1] == {'gather_subset': ['shm'], 'keep_gathered': [], 'fail_on_error': False,
+                           'files': ['/etc/fake.conf'], 'units': ['x'], 'nvidia_timeout': 5}
+
+
+def test_gather_never_reports_what_is_missing():
+    result, calls = run({'roles': ['fake'], 'gather': 'never'}, {})
+    assert calls == []
+    assert result['plans']['fake']['missing'] == ['subsets: shm', 'files: /etc/fake.conf']
+
+
+def test_a_failed_gather_is_the_result():
+    result, _calls = run({'roles': ['fake']}, {}, module_result={'failed': True, 'msg': 'nvidia-smi hung'})
+    assert result['failed'] is True and result['msg'] == 'nvidia-smi hung'
+
+
+def test_plans_of_other_roles_are_kept():
+    facts = dict(GATHERED, nodeprep_plans={'other': {'run': []}})
+    result, _calls = run({'roles': ['fake']}, {'ansible_facts': facts})
+    assert sorted(result['ansible_facts']['nodeprep_plans']) == ['fake', 'other']
+
+
+def test_check_mode_reaches_the_plan():
+    result, _calls = run({'roles': ['fake']}, {'ansible_facts': GATHERED}, check_mode=True)
+    assert result['plans']['fake']['args']['seen']['check_mode'] is True
+
+
+def test_an_unknown_role_is_refused():
+    with pytest.raises(AnsibleActionFail, match='nope is not a role of gpufleet.nodeprep that plans in Python'):
+        run({'roles': ['nope']}, {})
+
+
+def test_an_unknown_gather_extra_key_is_refused():
+    with pytest.raises(AnsibleActionFail, match='gather_extra: bogus not known'):
+        run({'roles': ['fake'], 'gather_extra': {'bogus': 1}}, {})

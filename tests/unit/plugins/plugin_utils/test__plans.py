@@ -1,0 +1,105 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of plugins/plugin_utils/_plans.py: settings typed once, with Ansible's validator, before any plan."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import types
+
+import pytest
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+
+
+def fake_rules():
+    module = types.ModuleType('_plan_fake')
+    module.ROLE = 'fake'
+    module.CHECKS = ('fake.check',)
+    module.SETTINGS = {
+        'nodeprep_fake_flag': {'type': 'bool', 'default': True, 'description': 'A flag.'},
+        'nodeprep_fake_users': {'type': 'list', 'elements': 'str', 'default': ['root'], 'description': 'Users.'},
+        'nodeprep_fake_count': {'type': 'int', 'default': 3, 'description': 'A count.'},
+        'nodeprep_fake_raw': {'type': 'raw', 'description': 'Anything.'},
+    }
+    module.gather = lambda settings: dict(_plan.new_gather(), subsets=['shm'])
+
+    def plan(facts, settings, context):
+        out = _plan.new_plan('fake')
+        if not settings['nodeprep_fake_flag']:
+            out['reasons'].append('flag is off')
+        return out
+    module.plan = plan
+    return module
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    module = fake_rules()
+    monkeypatch.setitem(_plans.RULES, 'fake', module)
+    return module
+
+
+def test_text_false_is_false_and_a_string_list_is_a_list(fake):
+    settings, problems = _plans.typed_settings('fake', {'nodeprep_fake_flag': 'false',
+                                                        'nodeprep_fake_users': 'root,alice'})
+    assert problems == []
+    assert settings == {'nodeprep_fake_flag': False, 'nodeprep_fake_users': ['root', 'alice'],
+                        'nodeprep_fake_count': 3, 'nodeprep_fake_raw': None}
+
+
+@pytest.mark.parametrize('value', ['no', 'off', '0', 0, False])
+def test_every_spelling_of_false(fake, value):
+    assert _plans.typed_settings('fake', {'nodeprep_fake_flag': value})[0]['nodeprep_fake_flag'] is False
+
+
+def test_a_value_that_does_not_type_is_a_problem_naming_it_and_falls_back(fake):
+    settings, problems = _plans.typed_settings('fake', {'nodeprep_fake_flag': 'maybe', 'nodeprep_fake_count': 'x',
+                                                        'nodeprep_fake_users': ['bob']})
+    assert settings['nodeprep_fake_flag'] is True
+    assert settings['nodeprep_fake_count'] == 3
+    assert settings['nodeprep_fake_users'] == ['bob']
+    assert len(problems) == 2
+    assert problems[0].startswith('nodeprep_fake_count="x": ')
+    assert 'int' in problems[0] and '(role fake: docs/roles/fake.md)' in problems[0]
+    assert problems[1].startswith('nodeprep_fake_flag="maybe": ')
+    assert 'Valid booleans include' in problems[1]
+
+
+def test_other_variables_are_not_read(fake):
+    settings, problems = _plans.typed_settings('fake', {'nodeprep_other': 'x', 'nodeprep_fake_count': 5})
+    assert problems == [] and 'nodeprep_other' not in settings and settings['nodeprep_fake_count'] == 5
+
+
+def test_plan_role_with_problems_plans_nothing(fake):
+    settings, problems = _plans.typed_settings('fake', {'nodeprep_fake_flag': 'maybe'})
+    plan = _plans.plan_role('fake', {'nodeprep_gathered': ['shm'], 'shm': {}}, settings, problems,
+                            _plan.new_context())
+    assert plan['reasons'] == []
+    assert plan['run'][0].startswith('invalid settings: nodeprep_fake_flag="maybe"')
+
+
+def test_plan_role_says_what_is_missing_and_drops_the_rest(fake):
+    settings, problems = _plans.typed_settings('fake', {'nodeprep_fake_flag': False})
+    plan = _plans.plan_role('fake', {}, settings, problems, _plan.new_context())
+    assert plan['missing'] == ['subsets: shm']
+    assert plan['reasons'] == []
+    assert plan['drift'] == [{'check': 'fake.check', 'msg': 'not gathered: subsets: shm', 'level': 'fail',
+                              'fixable': False}]
+    assert plan['run'] == ['facts to gather: subsets: shm']
+    full = _plans.plan_role('fake', {'nodeprep_gathered': ['shm'], 'shm': {}}, settings, problems,
+                            _plan.new_context())
+    assert full['run'] == ['flag is off'] and full['settings']['nodeprep_fake_flag'] is False
+
+
+def test_an_unknown_role_names_the_roles_that_plan(fake):
+    with pytest.raises(_plans.PlanError, match=r"'nope' is not a role of gpufleet.nodeprep that plans in Python"):
+        _plans.rules('nope')
+
+
+def test_site_roles_lists_every_role_once():
+    assert len(set(_plans.SITE_ROLES)) == len(_plans.SITE_ROLES)
+    assert set(_plans.PLANNED_ROLES) <= set(_plans.SITE_ROLES)
+    assert set(_plans.RULES) == set(_plans.PLANNED_ROLES)
