@@ -67,7 +67,8 @@ FRESH = [
     ('gpu.health', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('memlock.users', 'fail', 'root: soft 8192, hard 8192; train: soft 8192, hard 8192'),
     ('memlock.services', 'fail', 'systemd default memlock soft 8192, hard 8192; slurmd: memlock soft 8192, hard 8192'),
-    ('shm.size', 'fail', 'live 1007.0 GiB, fstab no entry; the fstab entry does not keep 716.0 GiB across reboots'),
+    ('shm.size', 'fail', 'live 1007.0 GiB, no fstab line (the next boot gives the tmpfs default, half of RAM: '
+                         '1007.0 GiB); no /dev/shm line in fstab'),
     ('nccl.config', 'fail', '/etc/nccl.conf does not exist'),
     ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
     ('fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
@@ -76,7 +77,7 @@ FRESH = [
 
 def test_converged_node_passes_every_check():
     facts, settings, probe = F.converged()
-    checks = r.evaluate(facts, settings, probe)
+    checks = F.evaluate(facts, settings, probe)
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
@@ -85,7 +86,7 @@ def test_converged_node_passes_every_check():
 
 def test_freshly_provisioned_node():
     facts, settings, probe = F.fresh()
-    checks = r.evaluate(facts, settings, probe)
+    checks = F.evaluate(facts, settings, probe)
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI 0000:8f:00.0 has device ID 0x2901 (Blackwell or newer))'
@@ -94,7 +95,7 @@ def test_freshly_provisioned_node():
 
 def test_expected_texts_of_the_converged_node():
     facts, settings, probe = F.converged()
-    expected = dict((c['id'], c['expected']) for c in r.evaluate(facts, settings, probe))
+    expected = dict((c['id'], c['expected']) for c in F.evaluate(facts, settings, probe))
     assert expected == {
         'kernel.devel_matched': 'devel/headers installed for the running kernel ' + RUNNING,
         'driver.nouveau_blacklisted': 'nouveau blacklisted and not loaded',
@@ -279,23 +280,25 @@ FAULTS = [
      'memlock.services', 'warn', 'default unlimited/unlimited; slurmd: not reported (service not installed?)'),
     ('/dev/shm at the tmpfs default of half the RAM',
      _set((0, 'shm', 'size_bytes'), 503 * F.GIB),
-     'shm.size', 'fail', 'live 503.0 GiB, fstab 716.0 GiB; too small'),
+     'shm.size', 'fail', 'live 503.0 GiB, fstab 716.0 GiB; live: /dev/shm is 503.0 GiB, wanted 716.0 GiB'),
     ('/dev/shm too small, live size not managed',
      _both(_set((0, 'shm', 'size_bytes'), 503 * F.GIB), _set((1, 'nodeprep_shm_remount'), False)),
      'shm.size', 'warn',
-     'live 503.0 GiB, fstab 716.0 GiB; too small (live size not managed: nodeprep_shm_remount is false)'),
+     'live 503.0 GiB, fstab 716.0 GiB; live: /dev/shm is 503.0 GiB, wanted 716.0 GiB (live size not managed: '
+     'nodeprep_shm_remount is false)'),
     ('/dev/shm larger and shrinking wanted',
      _both(_set((0, 'shm', 'size_bytes'), 1007 * F.GIB), _set((1, 'nodeprep_shm_shrink'), True)),
-     'shm.size', 'fail', 'live 1007.0 GiB, fstab 716.0 GiB; larger than wanted and nodeprep_shm_shrink is true'),
+     'shm.size', 'fail', 'live 1007.0 GiB, fstab 716.0 GiB; live: /dev/shm is 1007.0 GiB, wanted 716.0 GiB'),
     ('/dev/shm resized live only',
      _set((0, 'shm', 'fstab'), None),
-     'shm.size', 'fail', 'live 716.0 GiB, fstab no entry; the fstab entry does not keep 716.0 GiB across reboots'),
+     'shm.size', 'fail', 'live 716.0 GiB, no fstab line (the next boot gives the tmpfs default, half of RAM: '
+                         '1007.0 GiB); no /dev/shm line in fstab'),
     ('/dev/shm and its fstab entry larger than wanted (a GPU fell off the bus): not a shm failure',
      _both(_set((0, 'shm', 'size_bytes'), 800 * F.GIB), _set((0, 'shm', 'fstab', 'size_bytes'), 800 * F.GIB)),
      'shm.size', 'pass', 'live 800.0 GiB, fstab 800.0 GiB'),
     ('fstab entry larger than wanted and shrinking wanted',
      _both(_set((0, 'shm', 'fstab', 'size_bytes'), 800 * F.GIB), _set((1, 'nodeprep_shm_shrink'), True)),
-     'shm.size', 'fail', 'live 716.0 GiB, fstab 800.0 GiB; the fstab entry does not keep 716.0 GiB across reboots'),
+     'shm.size', 'fail', 'live 716.0 GiB, fstab 800.0 GiB; fstab: /dev/shm is 800.0 GiB in fstab, wanted 716.0 GiB'),
     ('/dev/shm full (testbed fault shm-full)',
      _both(_set((0, 'shm', 'free_bytes'), 0), _set((0, 'shm', 'used_bytes'), 716 * F.GIB)),
      'shm.size', 'fail',
@@ -363,7 +366,7 @@ def test_single_fault(fault):
     also = fault[5] if len(fault) > 5 else {}
     state = [copy.deepcopy(x) for x in F.converged()]
     mutate(state)
-    checks = r.evaluate(*state)
+    checks = F.evaluate(*state)
     found = by_id(checks, check_id)
     assert (found['status'], found['observed']) == (status, observed), name
     others = dict((c['id'], c['status']) for c in checks if c['id'] != check_id and c['status'] != 'pass')
@@ -380,7 +383,7 @@ def test_unmanaged_settings_skip():
     settings.update({'nodeprep_memlock_limits': False, 'nodeprep_memlock_systemd_default': False,
                      'nodeprep_nvidia_driver_persistenced': False, 'nodeprep_nvidia_driver_blacklist_nouveau': False,
                      'nodeprep_nvidia_driver_fabricmanager': 'never'})
-    got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     assert got['gpu.power_limit'] == ('skip', 'left as the driver set it')
     assert got['gpu.clocks'] == ('skip', 'left as the driver set them')
     assert got['memlock.users'] == ('skip', 'not managed (nodeprep_memlock_limits false)')
@@ -392,14 +395,14 @@ def test_unmanaged_settings_skip():
     assert got['nic.offload'] == ('skip', 'no NIC offload setting managed')
     assert got['gpu.count'] == ('pass', 'nvidia-smi: 8, PCI bus: 8')
     # shm from the role defaults: half of 8 x 183359 MiB rounded up to a GiB
-    assert got['shm.size'] == ('fail', 'live 716.0 GiB, fstab 716.0 GiB; too small; the fstab entry does not keep '
-                                       '717.0 GiB across reboots')
+    assert got['shm.size'] == ('fail', 'live 716.0 GiB, fstab 716.0 GiB; live: /dev/shm is 716.0 GiB, wanted 717.0 GiB; '
+                                       'fstab: /dev/shm is 716.0 GiB in fstab, wanted 717.0 GiB')
 
 
 def test_skip_checks_and_missing_namespaces():
     facts, settings, probe = F.converged()
     settings['nodeprep_readiness_skip_checks'] = ['gpu.health']
-    checks = r.evaluate({'shm': facts['shm']}, settings, None)
+    checks = F.evaluate({'shm': facts['shm'], 'nodeprep_gathered': ['shm']}, settings, None)
     assert statuses(checks) == [
         ('kernel.devel_matched', 'skip', 'kernel facts were not gathered'),
         ('driver.nouveau_blacklisted', 'skip', 'kernel facts were not gathered'),
@@ -422,7 +425,7 @@ def test_skip_checks_and_missing_namespaces():
 def test_nccl_socket_ifname_from_the_training_network():
     facts, settings, probe = F.converged()
     settings['nodeprep_nccl_socket_networks'] = ['10.20.0.0/16']
-    check = by_id(r.evaluate(facts, settings, probe), 'nccl.config')
+    check = by_id(F.evaluate(facts, settings, probe), 'nccl.config')
     assert (check['status'], check['observed']) == ('fail', "NCCL_SOCKET_IFNAME='ens3f0np0', wanted '=ens3f0np0'")
 
 
@@ -433,7 +436,7 @@ def test_applications_clocks_deprecated_driver_warns():
     settings['nodeprep_gpu_settings_gpus'] = [0, 'GPU-00000000-0000-0000-0000-000000000001', '0000:96:00.0']
     for gpu in facts['nvidia']['gpus']:
         gpu['applications_clocks'] = None
-    check = by_id(r.evaluate(facts, settings, probe), 'gpu.clocks')
+    check = by_id(F.evaluate(facts, settings, probe), 'gpu.clocks')
     assert check['status'] == 'warn'
     assert check['observed'] == '; '.join(
         'GPU {0} ({1}): applications clocks deprecated or not supported by this driver (use locked clocks)'.format(
@@ -446,8 +449,6 @@ def test_applications_clocks_deprecated_driver_warns():
     ({'nodeprep_gpu_settings_power_limit': 'seventy'},
      "nodeprep_gpu_settings_power_limit must be watts (e.g. 700) or a percentage of the default limit (e.g. "
      "\"70%\"), got 'seventy'"),
-    ({'nodeprep_shm_size': '64 gigs'},
-     "nodeprep_shm_size: '64 gigs' is not a size; use bytes or a number with K, M, G or T"),
     ({'nodeprep_gpu_settings_locked_gpu_clocks': [1500, 1965]},
      'nodeprep_gpu_settings_locked_gpu_clocks must be "reset" or a dict with the keys min and max (MHz), got '
      '[1500, 1965]'),
@@ -464,7 +465,7 @@ def test_bad_settings_are_refused(settings, message):
     facts, base, probe = F.converged()
     base.update(settings)
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, base, probe)
+        F.evaluate(facts, base, probe)
     assert str(exc.value) == message
 
 
@@ -474,7 +475,7 @@ def test_bad_settings_are_refused(settings, message):
 ])
 def test_bad_arguments(facts, settings, message):
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, settings)
+        F.evaluate(facts, settings)
     assert str(exc.value) == message
 
 
@@ -502,24 +503,6 @@ def test_desired_power_limit(setting, gpu_over, clamp, result):
     gpu = F.gpu(0)
     gpu.update(gpu_over)
     assert r.desired_power_limit(setting, gpu, clamp) == result
-
-
-@pytest.mark.parametrize('value, result', [
-    (None, None), ('', None), (1024, 1024), ('64G', 64 * F.GIB), ('64g', 64 * F.GIB), ('64GiB', 64 * F.GIB),
-    ('65536M', 64 * F.GIB), ('1.5T', 1536 * F.GIB), ('4096k', 4 * 1024 * 1024),
-])
-def test_parse_size(value, result):
-    assert r.parse_size(value, 'nodeprep_shm_size') == result
-
-
-@pytest.mark.parametrize('value, message', [
-    (True, "nodeprep_shm_min_size: True is not a size; use bytes or a number with K, M, G or T"),
-    ('50%', "nodeprep_shm_min_size: '50%' is not a size; use bytes or a number with K, M, G or T"),
-])
-def test_parse_size_errors(value, message):
-    with pytest.raises(r.ReadinessError) as exc:
-        r.parse_size(value, 'nodeprep_shm_min_size')
-    assert str(exc.value) == message
 
 
 @pytest.mark.parametrize('text, result', [
@@ -583,7 +566,7 @@ def test_builder_matches_the_real_b200_capture():
     # as captured: persistence off and the default 1000 W limit - what a fresh node shows
     facts, settings, probe = F.converged()
     facts['nvidia'] = dict(real, present=True, error=None)
-    checks = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    checks = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     assert checks['gpu.power_limit'] == ('fail', '; '.join(
         'GPU {0} ({1}) is at 1000 W, wanted 700 W'.format(i, b) for i, b in enumerate(F.BUS_IDS)))
     assert checks['gpu.count'] == ('pass', 'nvidia-smi: 8, PCI bus: 8')
@@ -601,11 +584,11 @@ def test_role_passes_exactly_the_settings_the_checks_use():
 
 def test_missing_setting_is_refused_by_name():
     facts, settings, probe = F.converged()
-    del settings['nodeprep_shm_gpu_memory_ratio']
+    del settings['nodeprep_memlock_value']
     del settings['nodeprep_nccl_conf']
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, settings, probe)
-    assert str(exc.value) == ('settings: missing nodeprep_shm_gpu_memory_ratio, nodeprep_nccl_conf; give every '
+        F.evaluate(facts, settings, probe)
+    assert str(exc.value) == ('settings: missing nodeprep_memlock_value, nodeprep_nccl_conf; give every '
                               'variable the checks read (the readiness role passes them all; docs/readiness.md '
                               'lists them)')
 
@@ -615,7 +598,7 @@ def test_hung_nvidia_smi_fails_driver_and_count_only():
     facts, settings, probe = F.converged()
     facts['nvidia'] = {'present': False, 'timed_out': True, 'driver_version': None, 'attached_gpus': 0, 'gpus': [],
                        'error': 'nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed'}
-    checks = dict((c['id'], c) for c in r.evaluate(facts, settings, probe))
+    checks = dict((c['id'], c) for c in F.evaluate(facts, settings, probe))
     assert checks['driver.loaded']['status'] == 'fail'
     assert checks['driver.loaded']['observed'] == (
         'nvidia-smi failed: nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed')
@@ -649,7 +632,7 @@ def test_fabric_manager_by_switch_fabric(fabric, fm_state, status, observed):
     facts, settings, probe = F.converged()
     _nvlink5(facts, fabric)
     probe['services']['nvidia-fabricmanager.service']['active_state'] = fm_state
-    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    check = by_id(F.evaluate(facts, settings, probe), 'fabric.manager')
     assert (check['status'], check['observed']) == (status, observed)
 
 
@@ -667,7 +650,7 @@ def test_no_nvlsm_unit_is_asked_for():
     facts, settings, probe = F.converged()
     _nvlink5(facts)
     del probe['services']['nvlsm.service']
-    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    check = by_id(F.evaluate(facts, settings, probe), 'fabric.manager')
     assert check['status'] == 'pass'
     assert 'nvlsm' not in check['expected'] + check['observed']
 
@@ -676,7 +659,7 @@ def test_kernel_facts_error_fails_fabric_and_kernel_checks():
     facts, settings, probe = F.converged()
     del facts['kernel_state']
     facts['nodeprep_errors'] = {'kernel': 'kernel facts: cannot read /proc/modules'}
-    got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     for check_id in ('kernel.devel_matched', 'driver.nouveau_blacklisted', 'fabric.manager'):
         assert got[check_id] == ('fail', 'could not be read: kernel facts: cannot read /proc/modules')
     assert got['memlock.users'][0] == 'pass'
@@ -689,13 +672,13 @@ def test_unmanaged_check_stays_skipped_when_its_facts_failed():
     settings['nodeprep_memlock_services'] = []
     del facts['limits']
     facts['nodeprep_errors'] = {'limits': 'limits facts: broken'}
-    got = dict((c['id'], c['status']) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], c['status']) for c in F.evaluate(facts, settings, probe))
     assert (got['memlock.users'], got['memlock.services']) == ('skip', 'skip')
 
 
 def test_checked_values_of_the_converged_node():
     facts, settings, probe = F.converged()
-    assert r.checked_values(facts, settings, probe) == [
+    assert F.checked_values(facts, settings, probe) == [
         ['GPUs', '8 x NVIDIA B200; driver 580.105.08, CUDA 13.0'],
         ['power limit', '700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs'],
         ['max GPU / memory clock', '1965 / 3996 MHz'],
@@ -715,6 +698,6 @@ def test_checked_values_say_what_could_not_be_read():
     facts, settings, probe = F.fresh()
     del facts['shm']
     facts['nodeprep_errors'] = {'shm': 'shm facts: /etc/fstab line 3: bad'}
-    values = dict(r.checked_values(facts, settings, probe))
+    values = dict(F.checked_values(facts, settings, probe))
     assert values['GPUs'] == 'could not be read: nvidia-smi failed: nvidia-smi not found'
     assert values['/dev/shm'] == 'could not be read: shm facts: /etc/fstab line 3: bad'
