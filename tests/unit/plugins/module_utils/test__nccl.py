@@ -66,15 +66,6 @@ def test_socket_ifname_both_ways():
                               'set (choose one)')
 
 
-def test_parse_conf_reads_like_nccl():
-    content = ('# written by hand\n#NCCL_DEBUG=INFO\nNCCL_DEBUG=WARN \n  NCCL_IB_HCA==mlx5_0\nnot a setting\n'
-               'NCCL_SOCKET_IFNAME="eth0"\nNCCL_P2P_LEVEL=NVL=1')
-    pairs, comments = n.parse_conf(content)
-    assert pairs == [('NCCL_DEBUG', 'WARN '), ('  NCCL_IB_HCA', '=mlx5_0'), ('NCCL_SOCKET_IFNAME', '"eth0"'),
-                     ('NCCL_P2P_LEVEL', 'NVL=1')]
-    assert comments == [('#NCCL_DEBUG', 'INFO')]
-
-
 def test_name_problems():
     assert n.name_problems({'NCCL_TIMEOUT': 1, 'TORCH_NCCL_BLOCKING_WAIT': 1, 'NCCL_NEW_THING': 1, 'NCCL_DEBUG': 1},
                            {'PYTORCH_NO_CUDA_MEMORY_CACHING': 0}, ['NCCL_NEW_THING']) == [
