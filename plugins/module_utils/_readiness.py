@@ -1378,7 +1378,6 @@ def checked_values(facts, settings, probe=None, plans=None):
         # The plan's words (it compares SHA-1s; nothing decodes the file's bytes).
         words = (nccl.get('checks') or {}).get('nccl.config') or {}
         drift = [item['msg'] for item in nccl.get('drift') or [] if item.get('check') == 'nccl.config']
-        text = '; '.join(part for part in [words.get('observed')] + drift if part) or words.get('skip') or ''
-        add('NCCL files', '{0}{1}'.format(words.get('expected') or 'as the nccl role leaves them',
-                                          ': ' + text if text else ''))
+        add('NCCL files', '; '.join(part for part in [words.get('observed')] + drift if part) or words.get('skip')
+            or words.get('expected') or 'not planned')
     return values

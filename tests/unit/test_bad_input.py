@@ -385,7 +385,7 @@ def test_nic_offload_changed_after_one_feature_applied(tmp_path, monkeypatch, ca
 SPEC = "Validating arguments against arg spec 'main' - "
 GPU_ASSERT = 'Check GPU selection, power limit and clocks'
 NCCL_ASSERT = 'Check names and values'
-NCCL_STRICT = 'Fail on names nothing reads (nodeprep_nccl_strict)'
+NCCL_STRICT = NCCL_ASSERT  # one task fails on every problem of the plan
 SHM_ASSERT = 'Check the size settings before changing anything'
 SHM_OVERSIZE = 'Refuse a size larger than RAM + swap'
 MEMLOCK_ASSERT = 'Check the memlock settings before changing anything'
@@ -790,6 +790,12 @@ def _settings(**values):
     return mutate
 
 
+def _set_fact(name, value):
+    def mutate(facts, settings):
+        facts[name] = value
+    return mutate
+
+
 def _no_setting(name):
     def mutate(facts, settings):
         del settings[name]
@@ -830,9 +836,13 @@ READINESS_CASES = [
      {'msg': "readiness check: nodeprep_nic_offload_features: gro must be true or false, got 'maybe'"}),
     ('readiness xid code not a number', _settings(nodeprep_readiness_xid_fail=[79, 'GSP']),
      {'msg': "readiness check: nodeprep_readiness_xid_fail: 'GSP' is not an Xid code (a whole number)"}),
+    # nccl.config is the nccl role's plan: a bad value fails the check (and the role), never readiness_info itself.
     ('readiness nccl value null', _settings(nodeprep_nccl_conf={'NCCL_DEBUG': None}),
-     {'msg': 'readiness check: nodeprep_nccl_conf.NCCL_DEBUG is null; NCCL would read an empty value as unset: '
-             'remove the name or give a value'}),
+     {'nccl.config': ('fail', 'the settings of role nccl are invalid: nodeprep_nccl_conf.NCCL_DEBUG is null; NCCL '
+                              'would read an empty value as unset: remove the name or give a value')}),
+    ('readiness nccl.conf with a byte that is not UTF-8',
+     _set_fact('nodeprep_files', {'/etc/nccl.conf': RF.file_state(b'NCCL_DEBUG=WARN\xe9\n')}),
+     {'nccl.config': ('fail', '/etc/nccl.conf: content differs')}),
     ('readiness missing setting', _no_setting('nodeprep_shm_min_size'),
      {'msg': 'readiness check: settings: missing nodeprep_shm_min_size; give every variable the checks read (the '
              'readiness role passes them all; docs/readiness.md lists them)'}),
@@ -858,7 +868,7 @@ def test_readiness_info_bad_input(tmp_path, monkeypatch, capsys, name, mutate, e
     ran = []
     monkeypatch.setattr(AnsibleModule, 'run_command', lambda self, argv, **kw: ran.append(argv) or (1, '', ''))
     args = {'facts': facts, 'settings': settings, 'services': [], 'kernel_log_lines': 0,
-            'nccl_conf_path': str(tmp_path / 'nccl.conf')}
+            'plans': RF.plans(facts, settings)}
     result = run_main(readiness_info.main, args, capsys)
     assert ran == []
     assert result.get('changed', False) is False

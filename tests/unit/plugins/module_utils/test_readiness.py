@@ -49,7 +49,7 @@ CONVERGED = [
     ('memlock.users', 'pass', 'root unlimited/unlimited, train unlimited/unlimited'),
     ('memlock.services', 'pass', 'default unlimited/unlimited, slurmd unlimited/unlimited'),
     ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
-    ('nccl.config', 'pass', '/etc/nccl.conf: 3 settings, all known to NCCL'),
+    ('nccl.config', 'pass', '/etc/nccl.conf: as wanted'),
     ('nic.offload', 'pass', 'as wanted on ens3f0np0'),
     ('fabric.manager', 'pass', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled'),
 ]
@@ -68,7 +68,7 @@ FRESH = [
     ('memlock.users', 'fail', 'root: soft 8192, hard 8192; train: soft 8192, hard 8192'),
     ('memlock.services', 'fail', 'systemd default memlock soft 8192, hard 8192; slurmd: memlock soft 8192, hard 8192'),
     ('shm.size', 'fail', 'live 1007.0 GiB, fstab no entry; the fstab entry does not keep 716.0 GiB across reboots'),
-    ('nccl.config', 'fail', '/etc/nccl.conf does not exist'),
+    ('nccl.config', 'fail', '/etc/nccl.conf: missing'),
     ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
     ('fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
 ]
@@ -76,7 +76,7 @@ FRESH = [
 
 def test_converged_node_passes_every_check():
     facts, settings, probe = F.converged()
-    checks = r.evaluate(facts, settings, probe)
+    checks = F.evaluate(facts, settings, probe)
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
@@ -85,7 +85,7 @@ def test_converged_node_passes_every_check():
 
 def test_freshly_provisioned_node():
     facts, settings, probe = F.fresh()
-    checks = r.evaluate(facts, settings, probe)
+    checks = F.evaluate(facts, settings, probe)
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI 0000:8f:00.0 has device ID 0x2901 (Blackwell or newer))'
@@ -94,7 +94,7 @@ def test_freshly_provisioned_node():
 
 def test_expected_texts_of_the_converged_node():
     facts, settings, probe = F.converged()
-    expected = dict((c['id'], c['expected']) for c in r.evaluate(facts, settings, probe))
+    expected = dict((c['id'], c['expected']) for c in F.evaluate(facts, settings, probe))
     assert expected == {
         'kernel.devel_matched': 'devel/headers installed for the running kernel ' + RUNNING,
         'driver.nouveau_blacklisted': 'nouveau blacklisted and not loaded',
@@ -303,34 +303,30 @@ FAULTS = [
     ('/dev/shm nearly full, still above the threshold',
      _set((0, 'shm', 'free_bytes'), 40 * F.GIB),
      'shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
-    ('invented name in nccl.conf',
-     _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'
-                                       'NCCL_TIMEOUT=1800\n'),
-     'nccl.config', 'warn', "names NCCL does not read from this file: 'NCCL_TIMEOUT'"),
-    ('invented name in nccl.conf, strict',
-     _both(_set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'
-                                             'PYTORCH_ENABLE_FP8=1\n'),
-           _set((1, 'nodeprep_nccl_strict'), True)),
-     'nccl.config', 'fail', "names NCCL does not read from this file: 'PYTORCH_ENABLE_FP8'"),
+    # nccl.config is the nccl role's plan (tests/unit/plugins/module_utils/test__plan_nccl.py has its table):
+    # the file is compared by SHA-1 with what the role writes, never decoded.
     ('nccl.conf edited by hand',
-     _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=INFO\nNCCL_SOCKET_IFNAME=ens3f0np0\n'),
-     'nccl.config', 'fail', "NCCL_DEBUG='INFO', wanted 'WARN'; NCCL_IB_TIMEOUT missing"),
-    # NCCL skips a line without '=' (src/misc/param.cc), so the settings are missing.
-    ('nccl.conf line that is not NAME=value',
-     _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG WARN\n'),
-     'nccl.config', 'fail', 'NCCL_DEBUG missing; NCCL_IB_TIMEOUT missing; NCCL_SOCKET_IFNAME missing'),
-    ('nccl.conf value with a trailing space, which NCCL keeps',
-     _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=WARN \nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'),
-     'nccl.config', 'fail', "NCCL_DEBUG='WARN ', wanted 'WARN'"),
+     _set((0, 'nodeprep_files', '/etc/nccl.conf'), F.file_state('NCCL_DEBUG=INFO\nNCCL_SOCKET_IFNAME=ens3f0np0\n')),
+     'nccl.config', 'fail', '/etc/nccl.conf: content differs'),
     ('nccl.conf comment holding "=": older NCCL reads it as a setting',
-     _set((2, 'nccl_conf', 'content'), '# NCCL_DEBUG=INFO\nNCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\n'
-                                       'NCCL_SOCKET_IFNAME=ens3f0np0\n'),
-     'nccl.config', 'warn', 'comment lines holding "=", which NCCL versions that do not skip comments read as '
-                            "settings: '# NCCL_DEBUG=INFO'"),
-    ('NCCL_CONF_FILE in nccl.conf: NCCL reads it from the environment only',
-     _set((2, 'nccl_conf', 'content'), 'NCCL_CONF_FILE=/x\nNCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\n'
-                                       'NCCL_SOCKET_IFNAME=ens3f0np0\n'),
-     'nccl.config', 'warn', "names NCCL does not read from this file: 'NCCL_CONF_FILE'"),
+     _set((0, 'nodeprep_files', '/etc/nccl.conf'), F.file_state('# NCCL_DEBUG=INFO\n' + F.NCCL_CONF)),
+     'nccl.config', 'fail', '/etc/nccl.conf: content differs'),
+    ('nccl.conf with a byte that is not UTF-8',
+     _set((0, 'nodeprep_files', '/etc/nccl.conf'), F.file_state(F.NCCL_CONF.encode('utf-8') + b'\xe9\n')),
+     'nccl.config', 'fail', '/etc/nccl.conf: content differs'),
+    ('nccl.conf mode changed',
+     _set((0, 'nodeprep_files', '/etc/nccl.conf'), F.file_state(F.NCCL_CONF, mode='0600')),
+     'nccl.config', 'fail', '/etc/nccl.conf: mode 0600, not 0644'),
+    ('a name nothing reads in the settings: the role writes it and warns',
+     _both(_set((0, 'nodeprep_files', '/etc/nccl.conf'), F.file_state(F.NCCL_CONF + 'NCCL_TIMEOUT=1800\n')),
+           _set((1, 'nodeprep_nccl_conf', 'NCCL_TIMEOUT'), 1800)),
+     'nccl.config', 'warn', "/etc/nccl.conf: as wanted; names nothing reads: nodeprep_nccl_conf.NCCL_TIMEOUT: NCCL "
+                            "never reads it; PyTorch's collective timeout is set in code (init_process_group("
+                            "timeout=...))"),
+    ('a name nothing reads with nodeprep_nccl_strict: the role refuses it',
+     _both(_set((1, 'nodeprep_nccl_conf', 'PYTORCH_ENABLE_FP8'), 1), _set((1, 'nodeprep_nccl_strict'), True)),
+     'nccl.config', 'fail', 'the settings of role nccl are invalid: nodeprep_nccl_conf.PYTORCH_ENABLE_FP8: no '
+                            'framework reads it (refused: nodeprep_nccl_strict is true)'),
     ('GRO back on after a NIC firmware update',
      _set((0, 'nics', 'ens3f0np0', 'features', 'generic-receive-offload', 'enabled'), True),
      'nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
@@ -363,7 +359,7 @@ def test_single_fault(fault):
     also = fault[5] if len(fault) > 5 else {}
     state = [copy.deepcopy(x) for x in F.converged()]
     mutate(state)
-    checks = r.evaluate(*state)
+    checks = F.evaluate(*state)
     found = by_id(checks, check_id)
     assert (found['status'], found['observed']) == (status, observed), name
     others = dict((c['id'], c['status']) for c in checks if c['id'] != check_id and c['status'] != 'pass')
@@ -380,7 +376,7 @@ def test_unmanaged_settings_skip():
     settings.update({'nodeprep_memlock_limits': False, 'nodeprep_memlock_systemd_default': False,
                      'nodeprep_nvidia_driver_persistenced': False, 'nodeprep_nvidia_driver_blacklist_nouveau': False,
                      'nodeprep_nvidia_driver_fabricmanager': 'never'})
-    got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     assert got['gpu.power_limit'] == ('skip', 'left as the driver set it')
     assert got['gpu.clocks'] == ('skip', 'left as the driver set them')
     assert got['memlock.users'] == ('skip', 'not managed (nodeprep_memlock_limits false)')
@@ -399,7 +395,7 @@ def test_unmanaged_settings_skip():
 def test_skip_checks_and_missing_namespaces():
     facts, settings, probe = F.converged()
     settings['nodeprep_readiness_skip_checks'] = ['gpu.health']
-    checks = r.evaluate({'shm': facts['shm']}, settings, None)
+    checks = F.evaluate({'shm': facts['shm']}, settings, None)
     assert statuses(checks) == [
         ('kernel.devel_matched', 'skip', 'kernel facts were not gathered'),
         ('driver.nouveau_blacklisted', 'skip', 'kernel facts were not gathered'),
@@ -413,7 +409,8 @@ def test_skip_checks_and_missing_namespaces():
         ('memlock.users', 'skip', 'limits facts were not gathered'),
         ('memlock.services', 'skip', 'limits facts were not gathered'),
         ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
-        ('nccl.config', 'skip', '/etc/nccl.conf was not read'),
+        # The nccl role's plan needs the file's state: not gathered fails (never skip, never pass).
+        ('nccl.config', 'fail', 'not gathered: files: /etc/nccl.conf'),
         ('nic.offload', 'skip', 'nic facts were not gathered'),
         ('fabric.manager', 'skip', 'kernel facts were not gathered'),
     ]
@@ -422,8 +419,39 @@ def test_skip_checks_and_missing_namespaces():
 def test_nccl_socket_ifname_from_the_training_network():
     facts, settings, probe = F.converged()
     settings['nodeprep_nccl_socket_networks'] = ['10.20.0.0/16']
-    check = by_id(r.evaluate(facts, settings, probe), 'nccl.config')
-    assert (check['status'], check['observed']) == ('fail', "NCCL_SOCKET_IFNAME='ens3f0np0', wanted '=ens3f0np0'")
+    del settings['nodeprep_nccl_conf']['NCCL_SOCKET_IFNAME']
+    check = by_id(F.evaluate(facts, settings, probe), 'nccl.config')
+    # The file holds NCCL_SOCKET_IFNAME=ens3f0np0 (a prefix match); the role writes the exact-match list.
+    assert (check['status'], check['observed']) == ('fail', '/etc/nccl.conf: content differs')
+    assert check['expected'] == ('/etc/nccl.conf with NCCL_DEBUG=WARN, NCCL_IB_TIMEOUT=22, '
+                                 'NCCL_SOCKET_IFNAME==ens3f0np0; only names NCCL reads')
+    facts['nodeprep_files']['/etc/nccl.conf'] = F.file_state(
+        'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME==ens3f0np0\n')
+    check = by_id(F.evaluate(facts, settings, probe), 'nccl.config')
+    assert (check['status'], check['observed']) == ('pass', '/etc/nccl.conf: as wanted')
+
+
+def test_nccl_config_fails_when_the_nic_facts_could_not_be_read():
+    facts, settings, probe = F.converged()
+    settings['nodeprep_nccl_socket_networks'] = ['10.20.0.0/16']
+    del settings['nodeprep_nccl_conf']['NCCL_SOCKET_IFNAME']
+    facts['nodeprep_errors'] = {'nic': 'nic facts: ip -j addr show failed'}
+    check = by_id(F.evaluate(facts, settings, probe), 'nccl.config')
+    assert (check['status'], check['observed']) == (
+        'fail', 'the NIC facts of gpu-a01 could not be read, so NCCL_SOCKET_IFNAME for '
+                'nodeprep_nccl_socket_networks=["10.20.0.0/16"] is not known: nic facts: ip -j addr show failed')
+    # gpu_node_facts (fail_on_error=false) leaves the namespace out when its reader failed: not gathered, fail.
+    del facts['nics']
+    check = by_id(F.evaluate(facts, settings, probe), 'nccl.config')
+    assert (check['status'], check['observed']) == ('fail', 'not gathered: subsets: nic')
+
+
+def test_plans_are_required():
+    facts, settings, probe = F.converged()
+    with pytest.raises(r.ReadinessError) as exc:
+        r.evaluate(facts, settings, probe, {})
+    assert str(exc.value) == ("plans: no plan for role nccl; the checks nccl.config read the roles' plans (the "
+                              "readiness role makes them with gpufleet.nodeprep.node_plan)")
 
 
 def test_applications_clocks_deprecated_driver_warns():
@@ -433,7 +461,7 @@ def test_applications_clocks_deprecated_driver_warns():
     settings['nodeprep_gpu_settings_gpus'] = [0, 'GPU-00000000-0000-0000-0000-000000000001', '0000:96:00.0']
     for gpu in facts['nvidia']['gpus']:
         gpu['applications_clocks'] = None
-    check = by_id(r.evaluate(facts, settings, probe), 'gpu.clocks')
+    check = by_id(F.evaluate(facts, settings, probe), 'gpu.clocks')
     assert check['status'] == 'warn'
     assert check['observed'] == '; '.join(
         'GPU {0} ({1}): applications clocks deprecated or not supported by this driver (use locked clocks)'.format(
@@ -456,15 +484,13 @@ def test_applications_clocks_deprecated_driver_warns():
     ({'nodeprep_nic_offload_networks': ['10.20.0.0/33']},
      "nodeprep_nic_offload_networks[0] '10.20.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
      "'10.20.0.0/33' does not appear to be an IPv4 or IPv6 network"),
-    ({'nodeprep_nccl_conf': ['NCCL_DEBUG=WARN']},
-     "nodeprep_nccl_conf: expected a dict of NAME: value, got ['NCCL_DEBUG=WARN']"),
     ({'nodeprep_expected_gpus': 'eight'}, "nodeprep_expected_gpus: 'eight' is not a whole number"),
 ])
 def test_bad_settings_are_refused(settings, message):
     facts, base, probe = F.converged()
     base.update(settings)
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, base, probe)
+        F.evaluate(facts, base, probe)
     assert str(exc.value) == message
 
 
@@ -474,7 +500,7 @@ def test_bad_settings_are_refused(settings, message):
 ])
 def test_bad_arguments(facts, settings, message):
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, settings)
+        F.evaluate(facts, settings)
     assert str(exc.value) == message
 
 
@@ -583,7 +609,7 @@ def test_builder_matches_the_real_b200_capture():
     # as captured: persistence off and the default 1000 W limit - what a fresh node shows
     facts, settings, probe = F.converged()
     facts['nvidia'] = dict(real, present=True, error=None)
-    checks = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    checks = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     assert checks['gpu.power_limit'] == ('fail', '; '.join(
         'GPU {0} ({1}) is at 1000 W, wanted 700 W'.format(i, b) for i, b in enumerate(F.BUS_IDS)))
     assert checks['gpu.count'] == ('pass', 'nvidia-smi: 8, PCI bus: 8')
@@ -602,10 +628,10 @@ def test_role_passes_exactly_the_settings_the_checks_use():
 def test_missing_setting_is_refused_by_name():
     facts, settings, probe = F.converged()
     del settings['nodeprep_shm_gpu_memory_ratio']
-    del settings['nodeprep_nccl_conf']
+    del settings['nodeprep_shm_min_size']
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, settings, probe)
-    assert str(exc.value) == ('settings: missing nodeprep_shm_gpu_memory_ratio, nodeprep_nccl_conf; give every '
+        F.evaluate(facts, settings, probe)
+    assert str(exc.value) == ('settings: missing nodeprep_shm_gpu_memory_ratio, nodeprep_shm_min_size; give every '
                               'variable the checks read (the readiness role passes them all; docs/readiness.md '
                               'lists them)')
 
@@ -615,7 +641,7 @@ def test_hung_nvidia_smi_fails_driver_and_count_only():
     facts, settings, probe = F.converged()
     facts['nvidia'] = {'present': False, 'timed_out': True, 'driver_version': None, 'attached_gpus': 0, 'gpus': [],
                        'error': 'nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed'}
-    checks = dict((c['id'], c) for c in r.evaluate(facts, settings, probe))
+    checks = dict((c['id'], c) for c in F.evaluate(facts, settings, probe))
     assert checks['driver.loaded']['status'] == 'fail'
     assert checks['driver.loaded']['observed'] == (
         'nvidia-smi failed: nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed')
@@ -649,7 +675,7 @@ def test_fabric_manager_by_switch_fabric(fabric, fm_state, status, observed):
     facts, settings, probe = F.converged()
     _nvlink5(facts, fabric)
     probe['services']['nvidia-fabricmanager.service']['active_state'] = fm_state
-    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    check = by_id(F.evaluate(facts, settings, probe), 'fabric.manager')
     assert (check['status'], check['observed']) == (status, observed)
 
 
@@ -667,7 +693,7 @@ def test_no_nvlsm_unit_is_asked_for():
     facts, settings, probe = F.converged()
     _nvlink5(facts)
     del probe['services']['nvlsm.service']
-    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    check = by_id(F.evaluate(facts, settings, probe), 'fabric.manager')
     assert check['status'] == 'pass'
     assert 'nvlsm' not in check['expected'] + check['observed']
 
@@ -676,7 +702,7 @@ def test_kernel_facts_error_fails_fabric_and_kernel_checks():
     facts, settings, probe = F.converged()
     del facts['kernel_state']
     facts['nodeprep_errors'] = {'kernel': 'kernel facts: cannot read /proc/modules'}
-    got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     for check_id in ('kernel.devel_matched', 'driver.nouveau_blacklisted', 'fabric.manager'):
         assert got[check_id] == ('fail', 'could not be read: kernel facts: cannot read /proc/modules')
     assert got['memlock.users'][0] == 'pass'
@@ -689,13 +715,13 @@ def test_unmanaged_check_stays_skipped_when_its_facts_failed():
     settings['nodeprep_memlock_services'] = []
     del facts['limits']
     facts['nodeprep_errors'] = {'limits': 'limits facts: broken'}
-    got = dict((c['id'], c['status']) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], c['status']) for c in F.evaluate(facts, settings, probe))
     assert (got['memlock.users'], got['memlock.services']) == ('skip', 'skip')
 
 
 def test_checked_values_of_the_converged_node():
     facts, settings, probe = F.converged()
-    assert r.checked_values(facts, settings, probe) == [
+    assert F.checked_values(facts, settings, probe) == [
         ['GPUs', '8 x NVIDIA B200; driver 580.105.08, CUDA 13.0'],
         ['power limit', '700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs'],
         ['max GPU / memory clock', '1965 / 3996 MHz'],
@@ -707,7 +733,7 @@ def test_checked_values_of_the_converged_node():
         ['systemd memlock', 'DefaultLimitMEMLOCK unlimited/unlimited, slurmd unlimited/unlimited'],
         ['NICs checked', 'ens3f0np0 (400000 Mb/s, MTU 9000): generic-receive-offload off, large-receive-offload off, '
                          'tcp-segmentation-offload on'],
-        ['NCCL file', '/etc/nccl.conf: NCCL_DEBUG=WARN, NCCL_IB_TIMEOUT=22, NCCL_SOCKET_IFNAME=ens3f0np0'],
+        ['NCCL files', '/etc/nccl.conf: as wanted'],
     ]
 
 
@@ -715,6 +741,6 @@ def test_checked_values_say_what_could_not_be_read():
     facts, settings, probe = F.fresh()
     del facts['shm']
     facts['nodeprep_errors'] = {'shm': 'shm facts: /etc/fstab line 3: bad'}
-    values = dict(r.checked_values(facts, settings, probe))
+    values = dict(F.checked_values(facts, settings, probe))
     assert values['GPUs'] == 'could not be read: nvidia-smi failed: nvidia-smi not found'
     assert values['/dev/shm'] == 'could not be read: shm facts: /etc/fstab line 3: bad'
