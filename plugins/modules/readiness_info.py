@@ -17,7 +17,7 @@ description:
   - Takes the facts that M(gpufleet.nodeprep.gpu_node_facts) gathered (passed in O(facts), so the node is asked only
     once) and reads on the node what those facts do not hold, in the same call - the
     NVIDIA Xid lines of the kernel log of the current boot and the state of a few systemd units. The files the
-    roles write (such as C(/etc/nccl.conf)) are judged by the roles' plans (O(plans)), by SHA-1: no file's
+    roles write (such as C(/etc/nccl.conf)) are judged by the roles' plans (O(plans)), by SHA-1; no file's
     content is read or sent back.
   - Each check has a stable id, a status (V(pass), V(warn), V(fail), V(skip)), what was expected, what was observed
     and the role or playbook that fixes it. The check ids are C(kernel.devel_matched), C(driver.nouveau_blacklisted),
