@@ -8,10 +8,9 @@
 # from other collections or from playbooks.
 #
 # The one home of the NCCL rules: the names NCCL reads, how a value is written
-# to /etc/nccl.conf and how NCCL reads that file back. The nccl role (through
-# the gpufleet.nodeprep.nodeprep_nccl_conf filter) and the readiness check
-# nccl.config both call these functions. Pure functions, no Ansible import,
-# Python 3.6 compatible.
+# to /etc/nccl.conf, and what is refused. The nccl role's plan
+# (_plan_nccl.py), whose drift is the readiness check nccl.config, calls these
+# functions. Pure functions, no Ansible import, Python 3.6 compatible.
 #
 # How NCCL reads the file (NVIDIA/nccl src/misc/param.cc, setEnvFile()): one
 # line at a time; recent versions skip a line whose first character is '#',
@@ -274,27 +273,6 @@ def name_problems(conf, torch_env=None, extra_names=()):
             problems.append('{0}: not a variable PyTorch or NCCL reads (add it to nodeprep_nccl_extra_names if it '
                             'is real)'.format(label))
     return problems
-
-
-def parse_conf(content):
-    """Read an NCCL configuration file the way NCCL does.
-
-    Returns ``(pairs, comment_pairs)``: ``pairs`` the ``(name, value)`` settings every NCCL version reads, in
-    file order; ``comment_pairs`` those of ``#`` lines holding ``=``, which NCCL versions that do not skip
-    comments read as a setting named ``#...``. A line without ``=`` is skipped, as NCCL skips it.
-    """
-    pairs = []
-    comment_pairs = []
-    for line in (content or '').split('\n'):
-        name, sep, value = line.partition('=')
-        if not sep:
-            continue
-        value = value[:MAX_VALUE_CHARS]
-        if line.startswith('#'):
-            comment_pairs.append((name, value))
-        else:
-            pairs.append((name, value))
-    return pairs, comment_pairs
 
 
 def plan(conf, torch_env=None, extra_names=(), socket_ifnames=None):

@@ -14,8 +14,9 @@
 # * evaluate(facts, settings, probe=None) turns the facts gathered by
 #   gpu_node_facts (namespaces nvidia, kernel_state, limits, shm, nics, and
 #   nodeprep_errors; see docs/contracts.md) plus what readiness_info reads on the
-#   node (the NCCL config file, NVIDIA Xid lines of the kernel log, systemd unit
-#   states) into a list of checks {id, status, expected, observed, remedy}. The
+#   node (NVIDIA Xid lines of the kernel log, systemd unit states) and the
+#   plans of the roles that plan in Python (PLAN_CHECKS) into a list of
+#   checks {id, status, expected, observed, remedy}. The
 #   settings are the roles' own variables (every name of SETTING_NAMES), so
 #   "ready" means "what site.yml would leave". A fact that could not be read
 #   fails the checks that need it; it never turns them into skip or pass.
@@ -23,8 +24,7 @@
 #   looked at (power limits, /dev/shm against GPU memory, memlock, ...).
 # * find_lost_gpus(facts) lists GPUs the PCI bus shows but nvidia-smi does not.
 #
-# The rules shared with the roles live in their own files: NCCL names and the
-# nccl.conf format in _nccl.py, NIC selection and the ethtool name mapping in
+# The rules shared with the roles live in their own files: NIC selection and the ethtool name mapping in
 # _nic.py/_ethtool.py. The report renderers (JSON, JUnit, HTML, text) run on the
 # controller only: plugins/plugin_utils/_readiness_report.py.
 #
@@ -37,12 +37,6 @@ import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_settings as gpu_settings
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as shm_rules
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nccl import (
-    NcclError,
-    conf_value as nccl_conf_value,
-    known_names as nccl_known_names,
-    parse_conf as nccl_parse_conf,
-)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import (
     NicError,
     offload_differences,
@@ -91,11 +85,6 @@ SETTING_NAMES = (
     'nodeprep_memlock_value',
     'nodeprep_memlock_systemd_default',
     'nodeprep_memlock_services',
-    'nodeprep_nccl_conf',
-    'nodeprep_nccl_strict',
-    'nodeprep_nccl_conf_path',
-    'nodeprep_nccl_socket_networks',
-    'nodeprep_nccl_extra_names',
     'nodeprep_nic_offload_interfaces',
     'nodeprep_nic_offload_drivers',
     'nodeprep_nic_offload_networks',
@@ -103,7 +92,6 @@ SETTING_NAMES = (
     'nodeprep_nic_offload_ignore_fixed',
     'nodeprep_nic_offload_require_match',
     'nodeprep_readiness_xid_fail',
-    'nodeprep_readiness_nccl_known_names',
     'nodeprep_readiness_skip_checks',
 )
 
@@ -816,66 +804,6 @@ def nvidia_unreadable(facts):
     return 'nvidia-smi failed: {0}'.format(nvidia.get('error') or 'not found')
 
 
-def _nccl(facts, settings, probe):
-    wanted_conf = _setting(settings, 'nodeprep_nccl_conf') or {}
-    if not isinstance(wanted_conf, dict):
-        raise ReadinessError('nodeprep_nccl_conf: expected a dict of NAME: value, got {0!r}'.format(wanted_conf))
-    try:
-        wanted = dict((str(k), nccl_conf_value(str(k), v)) for k, v in wanted_conf.items())
-    except NcclError as exc:
-        raise ReadinessError(str(exc))
-    networks = _as_list(_setting(settings, 'nodeprep_nccl_socket_networks'), 'nodeprep_nccl_socket_networks')
-    strict = bool(_setting(settings, 'nodeprep_nccl_strict'))
-    path = _setting(settings, 'nodeprep_nccl_conf_path')
-    extra = (_as_list(_setting(settings, 'nodeprep_readiness_nccl_known_names'), 'nodeprep_readiness_nccl_known_names')
-             + _as_list(_setting(settings, 'nodeprep_nccl_extra_names'), 'nodeprep_nccl_extra_names'))
-    known = nccl_known_names(extra)
-    if networks:
-        wanted['NCCL_SOCKET_IFNAME'] = '=<the interfaces on {0}>'.format(', '.join(str(n) for n in networks))
-    names = ', '.join('{0}={1}'.format(k, v) for k, v in sorted(wanted.items()))
-    expected = '{0} with {1}; only names NCCL reads'.format(path, names or 'no setting')
-    if networks:
-        if not isinstance(facts.get('nics'), dict):
-            unread = _unread(facts, 'nics')
-            if unread:
-                return _check('nccl.config', FAIL, expected, 'could not be read: {0}'.format(unread))
-            return _check('nccl.config', SKIP, expected, 'nic facts were not gathered')
-        try:
-            chosen = select_nics(facts['nics'], networks=networks, what='nodeprep_nccl_socket_networks')
-        except NicError as exc:
-            raise ReadinessError(str(exc))
-        wanted['NCCL_SOCKET_IFNAME'] = '=' + ','.join(chosen)
-        names = ', '.join('{0}={1}'.format(k, v) for k, v in sorted(wanted.items()))
-        expected = '{0} with {1}; only names NCCL reads'.format(path, names)
-    conf = _get(probe, 'nccl_conf')
-    if not isinstance(conf, dict):
-        return _check('nccl.config', SKIP, expected, '{0} was not read'.format(path))
-    if conf.get('error'):
-        return _check('nccl.config', FAIL, expected, conf['error'])
-    if not conf.get('exists'):
-        if wanted:
-            return _check('nccl.config', FAIL, expected, '{0} does not exist'.format(path))
-        return _unmanaged('nccl.config', expected, '{0} does not exist and nothing is configured'.format(path))
-    pairs, comment_pairs = nccl_parse_conf(conf.get('content'))
-    found = dict(pairs)
-    problems = []
-    for name, value in sorted(wanted.items()):
-        if name not in found:
-            problems.append('{0} missing'.format(name))
-        elif found[name] != value:
-            problems.append('{0}={1!r}, wanted {2!r}'.format(name, found[name], value))
-    unknown = [name for name, _value in pairs if name not in known]
-    notes = []
-    if unknown:
-        notes.append('names NCCL does not read from this file: {0}'.format(', '.join(repr(n) for n in unknown)))
-    if comment_pairs:
-        notes.append('comment lines holding "=", which NCCL versions that do not skip comments read as settings: '
-                     '{0}'.format(', '.join(repr(n + '=' + v) for n, v in comment_pairs)))
-    if problems or (notes and strict):
-        return _check('nccl.config', FAIL, expected, '; '.join(problems + notes))
-    if notes:
-        return _check('nccl.config', WARN, expected, '; '.join(notes))
-    return _check('nccl.config', PASS, expected, '{0}: {1} settings, all known to NCCL'.format(path, len(pairs)))
 
 
 def _nic_offload(facts, settings, probe):
@@ -1015,7 +943,7 @@ CHECKS = (
     ('memlock.users', _ROLE.format('memlock'), _memlock_users, ('limits',)),
     ('memlock.services', _ROLE.format('memlock'), _memlock_services, ('limits',)),
     ('shm.size', _ROLE.format('shm'), None, ('shm',)),
-    ('nccl.config', _ROLE.format('nccl'), _nccl, ()),
+    ('nccl.config', _ROLE.format('nccl'), None, ()),
     ('nic.offload', _ROLE.format('nic_offload'), _nic_offload, ('nics',)),
     ('fabric.manager', _ROLE.format('nvidia_driver'), _fabric, ('kernel_state',)),
 )
@@ -1029,7 +957,7 @@ _SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'l
 _BOOL_SETTINGS = (
     'nodeprep_nvidia_driver_blacklist_nouveau', 'nodeprep_nvidia_driver_persistenced', 'nodeprep_memlock_limits',
     'nodeprep_memlock_systemd_default',
-    'nodeprep_nccl_strict', 'nodeprep_nic_offload_ignore_fixed', 'nodeprep_nic_offload_require_match',
+    'nodeprep_nic_offload_ignore_fixed', 'nodeprep_nic_offload_require_match',
 )
 _TRUE = ('true', 'yes', 'on', '1')
 _FALSE = ('false', 'no', 'off', '0')
@@ -1099,7 +1027,7 @@ def _unread(facts, namespace):
 # The checks whose verdict is a role's plan (plugins/module_utils/_plan_<role>.py, made on the controller by the
 # gpufleet.nodeprep.node_plan action): the check passes exactly when that plan has no drift for it.  Their settings
 # are the role's own, typed once by the action; none of them is in SETTING_NAMES.
-PLAN_CHECKS = {'shm.size': 'shm'}
+PLAN_CHECKS = {'shm.size': 'shm', 'nccl.config': 'nccl'}
 
 
 def plan_check(check_id, plan):
@@ -1148,7 +1076,7 @@ def evaluate(facts, settings, probe=None, plans=None):
     ``facts``: the namespaces gpu_node_facts gathers (nvidia, kernel_state, limits, shm, nics) and its
     ``nodeprep_errors``. A namespace that could not be read fails the checks that need it (never skip, never
     pass); one that was not asked for at all makes them ``skip``. ``settings``: every role variable of
-    SETTING_NAMES by its name. ``probe``: what readiness_info read on the node (``nccl_conf``, ``kernel_log``,
+    SETTING_NAMES by its name. ``probe``: what readiness_info read on the node (``kernel_log``,
     ``services``); None when it was not read. ``plans``: the roles' plans (role -> plan) for the checks of
     PLAN_CHECKS.
     Returns the checks in CHECK_IDS order. Raises ReadinessError for a missing or malformed setting.
@@ -1333,14 +1261,11 @@ def checked_values(facts, settings, probe=None, plans=None):
         add('NICs checked', '; '.join(parts) or 'none chosen')
     elif 'nics' in errors:
         add('NICs', 'could not be read: {0}'.format(errors['nics']))
-    conf = _get(probe, 'nccl_conf')
-    if isinstance(conf, dict):
-        if conf.get('error'):
-            add('NCCL file', conf['error'])
-        elif not conf.get('exists'):
-            add('NCCL file', '{0}: does not exist'.format(conf.get('path')))
-        else:
-            pairs, _comments = nccl_parse_conf(conf.get('content'))
-            add('NCCL file', '{0}: {1}'.format(conf.get('path'), ', '.join(
-                '{0}={1}'.format(name, value) for name, value in pairs) or 'no setting'))
+    nccl = (plans or {}).get('nccl') if isinstance(plans, dict) else None
+    if isinstance(nccl, dict):
+        # The plan's words (it compares SHA-1s; nothing decodes the file's bytes).
+        words = (nccl.get('checks') or {}).get('nccl.config') or {}
+        drift = [item['msg'] for item in nccl.get('drift') or [] if item.get('check') == 'nccl.config']
+        add('NCCL files', '; '.join(part for part in [words.get('observed')] + drift if part) or words.get('skip')
+            or words.get('expected') or 'not planned')
     return values

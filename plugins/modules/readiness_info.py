@@ -15,8 +15,10 @@ author: gpufleet maintainers (@gpufleet)
 description:
   - Evaluates the readiness checks of the P(gpufleet.nodeprep.readiness#role) role on one node and returns them.
   - Takes the facts that M(gpufleet.nodeprep.gpu_node_facts) gathered (passed in O(facts), so the node is asked only
-    once) and reads on the node what those facts do not hold, in the same call - the NCCL configuration file, the
-    NVIDIA Xid lines of the kernel log of the current boot, and the state of a few systemd units.
+    once) and reads on the node what those facts do not hold, in the same call - the
+    NVIDIA Xid lines of the kernel log of the current boot and the state of a few systemd units. The files the
+    roles write (such as C(/etc/nccl.conf)) are judged by the roles' plans (O(plans)), by SHA-1; no file's
+    content is read or sent back.
   - Each check has a stable id, a status (V(pass), V(warn), V(fail), V(skip)), what was expected, what was observed
     and the role or playbook that fixes it. The check ids are C(kernel.devel_matched), C(driver.nouveau_blacklisted),
     C(driver.loaded), C(driver.open_modules), C(driver.persistenced), C(gpu.count), C(gpu.power_limit),
@@ -54,11 +56,6 @@ options:
         A check owned by a role that plans in Python passes exactly when that role's plan has no drift for it.
     type: dict
     default: {}
-  nccl_conf_path:
-    description:
-      - The NCCL configuration file to read for the C(nccl.config) check.
-    type: path
-    default: /etc/nccl.conf
   services:
     description:
       - systemd units whose state the checks read (persistence daemon, fabric manager, NVLSM, the unit that
@@ -81,7 +78,7 @@ attributes:
     details:
       - Nothing on the node changes.
 notes:
-  - Reading the kernel log and C(/etc/nccl.conf) may need root; run it with become.
+  - Reading the kernel log may need root; run it with become.
 seealso:
   - module: gpufleet.nodeprep.gpu_node_facts
   - module: gpufleet.nodeprep.readiness_report
@@ -191,22 +188,6 @@ probe:
   returned: success
   type: dict
   contains:
-    nccl_conf:
-      description: The NCCL configuration file.
-      type: dict
-      contains:
-        path:
-          description: Its path.
-          type: str
-        exists:
-          description: Whether it exists.
-          type: bool
-        content:
-          description: Its text, or null when it does not exist.
-          type: str
-        error:
-          description: Why it could not be read, or null.
-          type: str
     kernel_log:
       description: The kernel log lines read for Xid events.
       type: dict
@@ -243,7 +224,6 @@ probe:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import parse_units_show, units_argv
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness import (
@@ -256,22 +236,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness impor
 )
 
 _C_LOCALE = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
-_MAX_CONF_BYTES = 1024 * 1024
 _SYSTEMD_RUN_DIR = '/run/systemd/system'
-
-
-def read_nccl_conf(path):
-    """``{path, exists, content, error}`` of the NCCL configuration file."""
-    result = {'path': path, 'exists': False, 'content': None, 'error': None}
-    if not os.path.exists(path):
-        return result
-    result['exists'] = True
-    try:
-        with open(path, 'rb') as handle:
-            result['content'] = to_text(handle.read(_MAX_CONF_BYTES), errors='surrogate_or_replace')
-    except (IOError, OSError) as exc:
-        result['error'] = 'cannot read {0}: {1}'.format(path, exc)
-    return result
 
 
 def read_kernel_log(module, lines):
@@ -328,9 +293,7 @@ def read_services(module, names):
 def run_checks(module):
     params = module.params
     settings = dict(params['settings'] or {})
-    settings['nodeprep_nccl_conf_path'] = params['nccl_conf_path']
     probe = {
-        'nccl_conf': read_nccl_conf(params['nccl_conf_path']),
         'kernel_log': read_kernel_log(module, params['kernel_log_lines']),
         'services': read_services(module, params['services']),
     }
@@ -358,7 +321,6 @@ def main():
             facts=dict(type='dict', required=True),
             settings=dict(type='dict', required=True),
             plans=dict(type='dict', default={}),
-            nccl_conf_path=dict(type='path', default='/etc/nccl.conf'),
             services=dict(type='list', elements='str',
                           default=['nvidia-persistenced.service', 'nvidia-fabricmanager.service',
                                    'nodeprep-gpu-settings.service']),

@@ -385,7 +385,7 @@ def test_nic_offload_changed_after_one_feature_applied(tmp_path, monkeypatch, ca
 SPEC = "Validating arguments against arg spec 'main' - "
 GPU_ASSERT = 'Check GPU selection, power limit and clocks'
 NCCL_ASSERT = 'Check names and values'
-NCCL_STRICT = 'Fail on names nothing reads (nodeprep_nccl_strict)'
+NCCL_STRICT = NCCL_ASSERT  # one task fails on every problem of the plan
 SHM_ASSERT = 'Refuse invalid settings, and a node the role cannot size'
 MEMLOCK_ASSERT = 'Check the memlock settings before changing anything'
 NIC_ASSERT = 'Check the selectors and features'
@@ -797,6 +797,12 @@ def _settings(**values):
     return mutate
 
 
+def _set_fact(name, value):
+    def mutate(facts, settings):
+        facts[name] = value
+    return mutate
+
+
 def _no_setting(name):
     def mutate(facts, settings):
         del settings[name]
@@ -847,9 +853,9 @@ READINESS_CASES = [
      {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio="half": argument '
                            '\'nodeprep_shm_gpu_memory_ratio\' is of type str and we were unable to convert to float: '
                            '...')}),
-    ('readiness no plan for shm', _no_plans,
-     {'msg': "readiness check: plans: no plan for role shm; the checks shm.size read the roles' plans (the "
-             "readiness role makes them with gpufleet.nodeprep.node_plan)"}),
+    ('readiness no plans', _no_plans,
+     {'msg': "readiness check: plans: no plan for role nccl, shm; the checks nccl.config, shm.size read the roles' "
+             "plans (the readiness role makes them with gpufleet.nodeprep.node_plan)"}),
     ('readiness ratio inf', _settings(nodeprep_shm_gpu_memory_ratio='inf'),
      {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio=Infinity: must be a number '
                            'greater than 0 (0.5: half of the GPU memory)')}),
@@ -860,9 +866,13 @@ READINESS_CASES = [
      {'msg': "readiness check: nodeprep_nic_offload_features: gro must be true or false, got 'maybe'"}),
     ('readiness xid code not a number', _settings(nodeprep_readiness_xid_fail=[79, 'GSP']),
      {'msg': "readiness check: nodeprep_readiness_xid_fail: 'GSP' is not an Xid code (a whole number)"}),
+    # nccl.config is the nccl role's plan: a bad value fails the check (and the role), never readiness_info itself.
     ('readiness nccl value null', _settings(nodeprep_nccl_conf={'NCCL_DEBUG': None}),
-     {'msg': 'readiness check: nodeprep_nccl_conf.NCCL_DEBUG is null; NCCL would read an empty value as unset: '
-             'remove the name or give a value'}),
+     {'nccl.config': ('fail', 'the settings of role nccl are invalid: nodeprep_nccl_conf.NCCL_DEBUG is null; NCCL '
+                              'would read an empty value as unset: remove the name or give a value')}),
+    ('readiness nccl.conf with a byte that is not UTF-8',
+     _set_fact('nodeprep_files', {'/etc/nccl.conf': RF.file_state(b'NCCL_DEBUG=WARN\xe9\n')}),
+     {'nccl.config': ('fail', '/etc/nccl.conf: content differs')}),
     ('readiness missing setting', _no_setting('nodeprep_expected_gpus'),
      {'msg': 'readiness check: settings: missing nodeprep_expected_gpus; give every variable the checks read (the '
              'readiness role passes them all; docs/readiness.md lists them)'}),
@@ -888,7 +898,7 @@ def test_readiness_info_bad_input(tmp_path, monkeypatch, capsys, name, mutate, e
     ran = []
     monkeypatch.setattr(AnsibleModule, 'run_command', lambda self, argv, **kw: ran.append(argv) or (1, '', ''))
     args = {'facts': facts, 'settings': settings, 'services': [], 'kernel_log_lines': 0,
-            'plans': _typed_plans(facts, settings), 'nccl_conf_path': str(tmp_path / 'nccl.conf')}
+            'plans': _typed_plans(facts, settings)}
     result = run_main(readiness_info.main, args, capsys)
     assert ran == []
     assert result.get('changed', False) is False

@@ -16,10 +16,10 @@ from ansible_collections.gpufleet.nodeprep.plugins.lookup import role_file
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _collection
 
 
-def test_a_template_of_a_role_is_found():
-    path = role_file.LookupModule().run(['nccl/templates/torch-nccl.sh.j2'])[0]
+def test_a_file_of_a_role_is_found():
+    path = role_file.LookupModule().run(['nccl/defaults/main.yml'])[0]
     assert os.path.isabs(path)
-    assert path == os.path.realpath(os.path.join(_collection.ROLES_DIR, 'nccl', 'templates', 'torch-nccl.sh.j2'))
+    assert path == os.path.realpath(os.path.join(_collection.ROLES_DIR, 'nccl', 'defaults', 'main.yml'))
     assert os.path.isfile(path)
 
 

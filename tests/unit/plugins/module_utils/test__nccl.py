@@ -47,10 +47,6 @@ def test_render_conf_has_no_comment_and_sorted_lines():
     text = n.render_conf({'NCCL_IB_DISABLE': True, 'NCCL_DEBUG': 'WARN'}, socket_ifnames=['ens1f0np0', 'ens1f1np1'])
     assert text == 'NCCL_DEBUG=WARN\nNCCL_IB_DISABLE=1\nNCCL_SOCKET_IFNAME==ens1f0np0,ens1f1np1\n'
     assert '#' not in text
-    pairs, comments = n.parse_conf(text)
-    assert dict(pairs) == n.effective_conf({'NCCL_IB_DISABLE': True, 'NCCL_DEBUG': 'WARN'},
-                                           ['ens1f0np0', 'ens1f1np1'])
-    assert comments == []
 
 
 def test_conf_file_is_refused():
@@ -64,15 +60,6 @@ def test_socket_ifname_both_ways():
         n.render_conf({'NCCL_SOCKET_IFNAME': 'eth0'}, socket_ifnames=['eth1'])
     assert str(exc.value) == ('nodeprep_nccl_conf.NCCL_SOCKET_IFNAME and nodeprep_nccl_socket_networks are both '
                               'set (choose one)')
-
-
-def test_parse_conf_reads_like_nccl():
-    content = ('# written by hand\n#NCCL_DEBUG=INFO\nNCCL_DEBUG=WARN \n  NCCL_IB_HCA==mlx5_0\nnot a setting\n'
-               'NCCL_SOCKET_IFNAME="eth0"\nNCCL_P2P_LEVEL=NVL=1')
-    pairs, comments = n.parse_conf(content)
-    assert pairs == [('NCCL_DEBUG', 'WARN '), ('  NCCL_IB_HCA', '=mlx5_0'), ('NCCL_SOCKET_IFNAME', '"eth0"'),
-                     ('NCCL_P2P_LEVEL', 'NVL=1')]
-    assert comments == [('#NCCL_DEBUG', 'INFO')]
 
 
 def test_name_problems():

@@ -49,7 +49,7 @@ CONVERGED = [
     ('memlock.users', 'pass', 'root unlimited/unlimited, train unlimited/unlimited'),
     ('memlock.services', 'pass', 'default unlimited/unlimited, slurmd unlimited/unlimited'),
     ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
-    ('nccl.config', 'pass', '/etc/nccl.conf: 3 settings, all known to NCCL'),
+    ('nccl.config', 'pass', '/etc/nccl.conf: as wanted'),
     ('nic.offload', 'pass', 'as wanted on ens3f0np0'),
     ('fabric.manager', 'pass', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled'),
 ]
@@ -69,7 +69,7 @@ FRESH = [
     ('memlock.services', 'fail', 'systemd default memlock soft 8192, hard 8192; slurmd: memlock soft 8192, hard 8192'),
     ('shm.size', 'fail', 'live 1007.0 GiB, no fstab line (the next boot gives the tmpfs default, half of RAM: '
                          '1007.0 GiB); no /dev/shm line in fstab'),
-    ('nccl.config', 'fail', '/etc/nccl.conf does not exist'),
+    ('nccl.config', 'fail', '/etc/nccl.conf: missing'),
     ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
     ('fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
 ]
@@ -306,34 +306,30 @@ FAULTS = [
     ('/dev/shm nearly full, still above the threshold',
      _set((0, 'shm', 'free_bytes'), 40 * F.GIB),
      'shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
-    ('invented name in nccl.conf',
-     _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'
-                                       'NCCL_TIMEOUT=1800\n'),
-     'nccl.config', 'warn', "names NCCL does not read from this file: 'NCCL_TIMEOUT'"),
-    ('invented name in nccl.conf, strict',
-     _both(_set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'
-                                             'PYTORCH_ENABLE_FP8=1\n'),
-           _set((1, 'nodeprep_nccl_strict'), True)),
-     'nccl.config', 'fail', "names NCCL does not read from this file: 'PYTORCH_ENABLE_FP8'"),
+    # nccl.config is the nccl role's plan (tests/unit/plugins/module_utils/test__plan_nccl.py has its table):
+    # the file is compared by SHA-1 with what the role writes, never decoded.
     ('nccl.conf edited by hand',
-     _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=INFO\nNCCL_SOCKET_IFNAME=ens3f0np0\n'),
-     'nccl.config', 'fail', "NCCL_DEBUG='INFO', wanted 'WARN'; NCCL_IB_TIMEOUT missing"),
-    # NCCL skips a line without '=' (src/misc/param.cc), so the settings are missing.
-    ('nccl.conf line that is not NAME=value',
-     _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG WARN\n'),
-     'nccl.config', 'fail', 'NCCL_DEBUG missing; NCCL_IB_TIMEOUT missing; NCCL_SOCKET_IFNAME missing'),
-    ('nccl.conf value with a trailing space, which NCCL keeps',
-     _set((2, 'nccl_conf', 'content'), 'NCCL_DEBUG=WARN \nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'),
-     'nccl.config', 'fail', "NCCL_DEBUG='WARN ', wanted 'WARN'"),
+     _set((0, 'nodeprep_files', '/etc/nccl.conf'), F.file_state('NCCL_DEBUG=INFO\nNCCL_SOCKET_IFNAME=ens3f0np0\n')),
+     'nccl.config', 'fail', '/etc/nccl.conf: content differs'),
     ('nccl.conf comment holding "=": older NCCL reads it as a setting',
-     _set((2, 'nccl_conf', 'content'), '# NCCL_DEBUG=INFO\nNCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\n'
-                                       'NCCL_SOCKET_IFNAME=ens3f0np0\n'),
-     'nccl.config', 'warn', 'comment lines holding "=", which NCCL versions that do not skip comments read as '
-                            "settings: '# NCCL_DEBUG=INFO'"),
-    ('NCCL_CONF_FILE in nccl.conf: NCCL reads it from the environment only',
-     _set((2, 'nccl_conf', 'content'), 'NCCL_CONF_FILE=/x\nNCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\n'
-                                       'NCCL_SOCKET_IFNAME=ens3f0np0\n'),
-     'nccl.config', 'warn', "names NCCL does not read from this file: 'NCCL_CONF_FILE'"),
+     _set((0, 'nodeprep_files', '/etc/nccl.conf'), F.file_state('# NCCL_DEBUG=INFO\n' + F.NCCL_CONF)),
+     'nccl.config', 'fail', '/etc/nccl.conf: content differs'),
+    ('nccl.conf with a byte that is not UTF-8',
+     _set((0, 'nodeprep_files', '/etc/nccl.conf'), F.file_state(F.NCCL_CONF.encode('utf-8') + b'\xe9\n')),
+     'nccl.config', 'fail', '/etc/nccl.conf: content differs'),
+    ('nccl.conf mode changed',
+     _set((0, 'nodeprep_files', '/etc/nccl.conf'), F.file_state(F.NCCL_CONF, mode='0600')),
+     'nccl.config', 'fail', '/etc/nccl.conf: mode 0600, not 0644'),
+    ('a name nothing reads in the settings: the role writes it and warns',
+     _both(_set((0, 'nodeprep_files', '/etc/nccl.conf'), F.file_state(F.NCCL_CONF + 'NCCL_TIMEOUT=1800\n')),
+           _set((1, 'nodeprep_nccl_conf', 'NCCL_TIMEOUT'), 1800)),
+     'nccl.config', 'warn', "/etc/nccl.conf: as wanted; names nothing reads: nodeprep_nccl_conf.NCCL_TIMEOUT: NCCL "
+                            "never reads it; PyTorch's collective timeout is set in code (init_process_group("
+                            "timeout=...))"),
+    ('a name nothing reads with nodeprep_nccl_strict: the role refuses it',
+     _both(_set((1, 'nodeprep_nccl_conf', 'PYTORCH_ENABLE_FP8'), 1), _set((1, 'nodeprep_nccl_strict'), True)),
+     'nccl.config', 'fail', 'the settings of role nccl are invalid: nodeprep_nccl_conf.PYTORCH_ENABLE_FP8: no '
+                            'framework reads it (refused: nodeprep_nccl_strict is true)'),
     ('GRO back on after a NIC firmware update',
      _set((0, 'nics', 'ens3f0np0', 'features', 'generic-receive-offload', 'enabled'), True),
      'nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
@@ -416,7 +412,8 @@ def test_skip_checks_and_missing_namespaces():
         ('memlock.users', 'skip', 'limits facts were not gathered'),
         ('memlock.services', 'skip', 'limits facts were not gathered'),
         ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
-        ('nccl.config', 'skip', '/etc/nccl.conf was not read'),
+        # The nccl role's plan needs the file's state: not gathered fails (never skip, never pass).
+        ('nccl.config', 'fail', 'not gathered: files: /etc/nccl.conf'),
         ('nic.offload', 'skip', 'nic facts were not gathered'),
         ('fabric.manager', 'skip', 'kernel facts were not gathered'),
     ]
@@ -425,8 +422,39 @@ def test_skip_checks_and_missing_namespaces():
 def test_nccl_socket_ifname_from_the_training_network():
     facts, settings, probe = F.converged()
     settings['nodeprep_nccl_socket_networks'] = ['10.20.0.0/16']
+    del settings['nodeprep_nccl_conf']['NCCL_SOCKET_IFNAME']
     check = by_id(F.evaluate(facts, settings, probe), 'nccl.config')
-    assert (check['status'], check['observed']) == ('fail', "NCCL_SOCKET_IFNAME='ens3f0np0', wanted '=ens3f0np0'")
+    # The file holds NCCL_SOCKET_IFNAME=ens3f0np0 (a prefix match); the role writes the exact-match list.
+    assert (check['status'], check['observed']) == ('fail', '/etc/nccl.conf: content differs')
+    assert check['expected'] == ('/etc/nccl.conf with NCCL_DEBUG=WARN, NCCL_IB_TIMEOUT=22, '
+                                 'NCCL_SOCKET_IFNAME==ens3f0np0; only names NCCL reads')
+    facts['nodeprep_files']['/etc/nccl.conf'] = F.file_state(
+        'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME==ens3f0np0\n')
+    check = by_id(F.evaluate(facts, settings, probe), 'nccl.config')
+    assert (check['status'], check['observed']) == ('pass', '/etc/nccl.conf: as wanted')
+
+
+def test_nccl_config_fails_when_the_nic_facts_could_not_be_read():
+    facts, settings, probe = F.converged()
+    settings['nodeprep_nccl_socket_networks'] = ['10.20.0.0/16']
+    del settings['nodeprep_nccl_conf']['NCCL_SOCKET_IFNAME']
+    facts['nodeprep_errors'] = {'nic': 'nic facts: ip -j addr show failed'}
+    check = by_id(F.evaluate(facts, settings, probe), 'nccl.config')
+    assert (check['status'], check['observed']) == (
+        'fail', 'the NIC facts of gpu-a01 could not be read, so NCCL_SOCKET_IFNAME for '
+                'nodeprep_nccl_socket_networks=["10.20.0.0/16"] is not known: nic facts: ip -j addr show failed')
+    # gpu_node_facts (fail_on_error=false) leaves the namespace out when its reader failed: not gathered, fail.
+    del facts['nics']
+    check = by_id(F.evaluate(facts, settings, probe), 'nccl.config')
+    assert (check['status'], check['observed']) == ('fail', 'not gathered: subsets: nic')
+
+
+def test_plans_are_required():
+    facts, settings, probe = F.converged()
+    with pytest.raises(r.ReadinessError) as exc:
+        r.evaluate(facts, settings, probe, {})
+    assert str(exc.value) == ("plans: no plan for role nccl, shm; the checks nccl.config, shm.size read the roles' "
+                              "plans (the readiness role makes them with gpufleet.nodeprep.node_plan)")
 
 
 def test_applications_clocks_deprecated_driver_warns():
@@ -457,8 +485,6 @@ def test_applications_clocks_deprecated_driver_warns():
     ({'nodeprep_nic_offload_networks': ['10.20.0.0/33']},
      "nodeprep_nic_offload_networks[0] '10.20.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
      "'10.20.0.0/33' does not appear to be an IPv4 or IPv6 network"),
-    ({'nodeprep_nccl_conf': ['NCCL_DEBUG=WARN']},
-     "nodeprep_nccl_conf: expected a dict of NAME: value, got ['NCCL_DEBUG=WARN']"),
     ({'nodeprep_expected_gpus': 'eight'}, "nodeprep_expected_gpus: 'eight' is not a whole number"),
 ])
 def test_bad_settings_are_refused(settings, message):
@@ -585,10 +611,10 @@ def test_role_passes_exactly_the_settings_the_checks_use():
 def test_missing_setting_is_refused_by_name():
     facts, settings, probe = F.converged()
     del settings['nodeprep_memlock_value']
-    del settings['nodeprep_nccl_conf']
+    del settings['nodeprep_expected_gpus']
     with pytest.raises(r.ReadinessError) as exc:
         F.evaluate(facts, settings, probe)
-    assert str(exc.value) == ('settings: missing nodeprep_memlock_value, nodeprep_nccl_conf; give every '
+    assert str(exc.value) == ('settings: missing nodeprep_expected_gpus, nodeprep_memlock_value; give every '
                               'variable the checks read (the readiness role passes them all; docs/readiness.md '
                               'lists them)')
 
@@ -690,7 +716,7 @@ def test_checked_values_of_the_converged_node():
         ['systemd memlock', 'DefaultLimitMEMLOCK unlimited/unlimited, slurmd unlimited/unlimited'],
         ['NICs checked', 'ens3f0np0 (400000 Mb/s, MTU 9000): generic-receive-offload off, large-receive-offload off, '
                          'tcp-segmentation-offload on'],
-        ['NCCL file', '/etc/nccl.conf: NCCL_DEBUG=WARN, NCCL_IB_TIMEOUT=22, NCCL_SOCKET_IFNAME=ens3f0np0'],
+        ['NCCL files', '/etc/nccl.conf: as wanted'],
     ]
 
 

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import hashlib
 import os
 import re
 
@@ -19,6 +20,7 @@ import jinja2
 import yaml
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nccl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
 
@@ -96,7 +98,7 @@ def unlimited():
 
 
 # The rule module of each role whose readiness checks read its plan (_readiness.PLAN_CHECKS).
-RULE_MODULES = {'shm': _plan_shm}
+RULE_MODULES = {'shm': _plan_shm, 'nccl': _plan_nccl}
 
 
 def plans(facts, settings, host='gpu-a01'):
@@ -148,6 +150,7 @@ def converged():
                           'line': 3}},
         'nics': {'ens3f0np0': nic('mlx5_core', '10.20.0.11/16', False),
                  'eno1': nic('igb', '192.168.1.11/24', True)},
+        'nodeprep_files': {'/etc/nccl.conf': file_state(NCCL_CONF)},
     }
     settings = role_settings()
     settings.update({
@@ -164,14 +167,26 @@ def converged():
     })
     active = {'load_state': 'loaded', 'active_state': 'active', 'unit_file_state': 'enabled'}
     probe = {
-        'nccl_conf': {'path': '/etc/nccl.conf', 'exists': True, 'error': None,
-                      'content': '# managed by gpufleet.nodeprep\nNCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\n'
-                                 'NCCL_SOCKET_IFNAME=ens3f0np0\n'},
         'kernel_log': {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [], 'error': None},
         'services': {'nvidia-persistenced.service': dict(active), 'nvidia-fabricmanager.service': dict(active),
                      'nvlsm.service': dict(active), 'nodeprep-gpu-settings.service': dict(active)},
     }
     return facts, settings, probe
+
+
+# What the nccl role writes for converged()'s settings (the plan compares its SHA-1 with the gathered one).
+NCCL_CONF = 'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'
+
+
+def file_state(text, mode='0644'):
+    """A gathered file record (gpu_node_facts' nodeprep_files entry) of a file holding ``text`` (str or bytes)."""
+    raw = text if isinstance(text, bytes) else text.encode('utf-8')
+    return {'exists': True, 'type': 'file', 'mode': mode, 'uid': 0, 'gid': 0, 'size': len(raw),
+            'sha1': hashlib.sha1(raw).hexdigest(), 'target': None}  # nosec B324 - what gpu_node_facts reports
+
+
+MISSING_FILE = {'exists': False, 'type': None, 'mode': None, 'uid': None, 'gid': None, 'size': None, 'sha1': None,
+                'target': None}
 
 
 def fresh():
@@ -190,8 +205,8 @@ def fresh():
     facts['shm'].update(size_bytes=1007 * GIB, free_bytes=1007 * GIB, fstab=None)
     facts['nics']['ens3f0np0']['features']['generic-receive-offload']['enabled'] = True
     missing = {'load_state': 'not-found', 'active_state': 'inactive', 'unit_file_state': None}
+    facts['nodeprep_files'] = {'/etc/nccl.conf': dict(MISSING_FILE)}
     probe = {
-        'nccl_conf': {'path': '/etc/nccl.conf', 'exists': False, 'content': None, 'error': None},
         'kernel_log': {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [], 'error': None},
         'services': dict((name, dict(missing)) for name in probe['services']),
     }

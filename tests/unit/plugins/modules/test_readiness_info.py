@@ -13,6 +13,7 @@ import pytest
 from ansible.module_utils import basic
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import patch_module_args
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import collect_files
 from ansible_collections.gpufleet.nodeprep.plugins.modules import readiness_info
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
@@ -65,20 +66,13 @@ def run(monkeypatch, capsys, args, table, bins=('journalctl', 'dmesg', 'systemct
     return json.loads(capsys.readouterr().out), runner.calls
 
 
-@pytest.fixture
-def nccl_conf(tmp_path):
-    path = tmp_path / 'nccl.conf'
-    path.write_text(F.converged()[2]['nccl_conf']['content'])
-    return str(path)
-
-
-def base_args(nccl_path):
+def base_args():
     facts, settings, _probe = F.converged()
-    return {'facts': facts, 'settings': settings, 'plans': F.plans(facts, settings), 'nccl_conf_path': nccl_path}
+    return {'facts': facts, 'settings': settings, 'plans': F.plans(facts, settings)}
 
 
-def test_converged_node(monkeypatch, capsys, nccl_conf):
-    result, calls = run(monkeypatch, capsys, base_args(nccl_conf), [
+def test_converged_node(monkeypatch, capsys):
+    result, calls = run(monkeypatch, capsys, base_args(), [
         (JOURNAL, (0, '2025-06-02T10:00:00+0000 node07 kernel: Linux version 5.14.0\n', '')),
         (SHOW, (0, ALL_UP, '')),
     ])
@@ -90,13 +84,13 @@ def test_converged_node(monkeypatch, capsys, nccl_conf):
     assert result['lost_gpus'] == []
     assert result['probe']['kernel_log'] == {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [],
                                              'error': None}
-    assert result['probe']['nccl_conf']['exists'] is True
+    assert sorted(result['probe']) == ['kernel_log', 'services']
     assert result['probe']['services']['nvidia-fabricmanager.service'] == {
         'load_state': 'loaded', 'active_state': 'active', 'unit_file_state': 'enabled'}
 
 
-def test_xid_from_dmesg_when_journald_has_no_log(monkeypatch, capsys, nccl_conf):
-    result, calls = run(monkeypatch, capsys, base_args(nccl_conf), [
+def test_xid_from_dmesg_when_journald_has_no_log(monkeypatch, capsys):
+    result, calls = run(monkeypatch, capsys, base_args(), [
         (JOURNAL, (1, '', 'No journal files were found.\n')),
         (['/usr/bin/dmesg'], (0, '[   12.3] nvidia: loading\n[ 99.1] ' + XID + '\n', '')),
         (SHOW, (0, ALL_UP, '')),
@@ -111,9 +105,9 @@ def test_xid_from_dmesg_when_journald_has_no_log(monkeypatch, capsys, nccl_conf)
     assert result['summary']['status'] == 'fail'
 
 
-def test_services_missing(monkeypatch, capsys, nccl_conf):
+def test_services_missing(monkeypatch, capsys):
     states = [('not-found', 'inactive', ''), ('loaded', 'failed', 'enabled'), ('loaded', 'active', 'enabled')]
-    result, _calls = run(monkeypatch, capsys, base_args(nccl_conf), [
+    result, _calls = run(monkeypatch, capsys, base_args(), [
         (JOURNAL, (0, '', '')), (SHOW, (0, show_output(states), '')),
     ])
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
@@ -124,34 +118,32 @@ def test_services_missing(monkeypatch, capsys, nccl_conf):
         'load_state': 'not-found', 'active_state': 'inactive', 'unit_file_state': None}
 
 
-def test_nothing_to_read_runs_no_command(monkeypatch, capsys, tmp_path):
+def test_nothing_to_read_runs_no_command(monkeypatch, capsys):
     """Already-known answers: no kernel log, no units - no command at all, nothing changed."""
-    args = base_args(str(tmp_path / 'absent.conf'))
+    args = base_args()
     args.update(kernel_log_lines=0, services=[])
     result, calls = run(monkeypatch, capsys, args, [])
     assert calls == []
     assert result['changed'] is False
     assert result['probe']['kernel_log'] == {'source': None, 'lines': None,
                                              'error': 'not read (kernel_log_lines is 0)'}
-    assert result['probe']['nccl_conf'] == {'path': str(tmp_path / 'absent.conf'), 'exists': False, 'content': None,
-                                            'error': None}
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
-    assert got['nccl.config'] == ('fail', '{0} does not exist'.format(tmp_path / 'absent.conf'))
+    assert got['nccl.config'] == ('pass', '/etc/nccl.conf: as wanted')
     assert got['gpu.health'] == ('warn', 'kernel log not read: not read (kernel_log_lines is 0)')
     assert got['driver.persistenced'] == ('warn', 'nvidia-persistenced: not installed; persistence mode set by the '
                                                   'legacy nvidia-smi -pm 1 on all GPUs')
 
 
-def test_lost_gpu_reported(monkeypatch, capsys, nccl_conf):
-    args = base_args(nccl_conf)
+def test_lost_gpu_reported(monkeypatch, capsys):
+    args = base_args()
     del args['facts']['nvidia']['gpus'][4]
     result, _calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
     assert result['lost_gpus'] == [{'bus_id': '0000:c4:00.0', 'reason': 'on the PCI bus, not listed by nvidia-smi'}]
     assert result['ready'] is False
 
 
-def test_systemctl_failure_carries_everything(monkeypatch, capsys, nccl_conf):
-    result, _calls = run(monkeypatch, capsys, base_args(nccl_conf), [
+def test_systemctl_failure_carries_everything(monkeypatch, capsys):
+    result, _calls = run(monkeypatch, capsys, base_args(), [
         (JOURNAL, (0, '', '')), (SHOW, (1, '', 'Failed to connect to bus: No such file or directory\n')),
     ])
     assert result['failed'] is True
@@ -160,8 +152,8 @@ def test_systemctl_failure_carries_everything(monkeypatch, capsys, nccl_conf):
         1, '', 'Failed to connect to bus: No such file or directory\n', SHOW)
 
 
-def test_systemctl_block_count_mismatch(monkeypatch, capsys, nccl_conf):
-    result, _calls = run(monkeypatch, capsys, base_args(nccl_conf), [
+def test_systemctl_block_count_mismatch(monkeypatch, capsys):
+    result, _calls = run(monkeypatch, capsys, base_args(), [
         (JOURNAL, (0, '', '')), (SHOW, (0, 'Id=nvidia-persistenced.service\nLoadState=loaded\n', '')),
     ])
     # the same reading as gpu_node_facts' units subset (_node_state.parse_units_show): blocks matched by Id, a unit
@@ -174,16 +166,16 @@ def test_systemctl_block_count_mismatch(monkeypatch, capsys, nccl_conf):
     assert services['nodeprep-gpu-settings.service']['load_state'] == 'not-found'
 
 
-def test_no_log_tool_and_no_systemctl(monkeypatch, capsys, nccl_conf):
-    result, calls = run(monkeypatch, capsys, base_args(nccl_conf), [], bins=())
+def test_no_log_tool_and_no_systemctl(monkeypatch, capsys):
+    result, calls = run(monkeypatch, capsys, base_args(), [], bins=())
     assert calls == []
     assert result['probe']['kernel_log']['error'] == 'neither journalctl nor dmesg found'
     assert result['probe']['services']['nvidia-fabricmanager.service'] == {
         'load_state': None, 'active_state': None, 'unit_file_state': None, 'error': 'systemctl not found'}
 
 
-def test_not_booted_with_systemd(monkeypatch, capsys, nccl_conf):
-    result, calls = run(monkeypatch, capsys, base_args(nccl_conf), [(JOURNAL, (0, '', ''))], systemd=False)
+def test_not_booted_with_systemd(monkeypatch, capsys):
+    result, calls = run(monkeypatch, capsys, base_args(), [(JOURNAL, (0, '', ''))], systemd=False)
     assert [argv for argv, _env in calls] == [JOURNAL]
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
     assert got['driver.persistenced'] == (
@@ -191,8 +183,8 @@ def test_not_booted_with_systemd(monkeypatch, capsys, nccl_conf):
                 'persistence mode set by the legacy nvidia-smi -pm 1 on all GPUs')
 
 
-def test_bad_setting_fails_with_the_reason(monkeypatch, capsys, nccl_conf):
-    args = base_args(nccl_conf)
+def test_bad_setting_fails_with_the_reason(monkeypatch, capsys):
+    args = base_args()
     args['settings']['nodeprep_gpu_settings_power_limit'] = '70 percent'
     result, _calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
     assert result['failed'] is True
@@ -200,8 +192,8 @@ def test_bad_setting_fails_with_the_reason(monkeypatch, capsys, nccl_conf):
                              'percentage of the default limit (e.g. "70%"), got \'70 percent\'')
 
 
-def test_check_mode_is_the_same(monkeypatch, capsys, nccl_conf):
-    args = base_args(nccl_conf)
+def test_check_mode_is_the_same(monkeypatch, capsys):
+    args = base_args()
     args['_ansible_check_mode'] = True
     result, calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
     assert [argv for argv, _env in calls] == [JOURNAL, SHOW]
@@ -209,8 +201,8 @@ def test_check_mode_is_the_same(monkeypatch, capsys, nccl_conf):
     assert result['summary']['status'] == 'pass'
 
 
-def test_values_checked_are_returned(monkeypatch, capsys, nccl_conf):
-    result, _calls = run(monkeypatch, capsys, base_args(nccl_conf), [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
+def test_values_checked_are_returned(monkeypatch, capsys):
+    result, _calls = run(monkeypatch, capsys, base_args(), [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
     values = dict(result['values'])
     assert values['power limit'] == '700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs'
     assert values['/dev/shm'] == ('716.0 GiB live, 716.0 GiB in fstab; GPU memory 1.4 TiB, so /dev/shm = 50% of it; '
@@ -218,8 +210,8 @@ def test_values_checked_are_returned(monkeypatch, capsys, nccl_conf):
     assert values['memlock (soft/hard KiB)'] == 'root unlimited/unlimited, train unlimited/unlimited'
 
 
-def test_settings_are_required(monkeypatch, capsys, nccl_conf):
-    args = base_args(nccl_conf)
+def test_settings_are_required(monkeypatch, capsys):
+    args = base_args()
     del args['settings']
     result, calls = run(monkeypatch, capsys, args, [])
     assert result['failed'] is True
@@ -227,10 +219,27 @@ def test_settings_are_required(monkeypatch, capsys, nccl_conf):
     assert calls == []
 
 
-def test_negative_kernel_log_lines_is_refused(monkeypatch, capsys, nccl_conf):
-    args = base_args(nccl_conf)
+def test_negative_kernel_log_lines_is_refused(monkeypatch, capsys):
+    args = base_args()
     args['kernel_log_lines'] = -5
     result, calls = run(monkeypatch, capsys, args, [])
     assert result['msg'] == ('kernel_log_lines=-5 is negative; allowed: 0 (do not read the kernel log) or a positive '
                              'number of lines')
     assert calls == []
+
+
+def test_nccl_conf_with_a_byte_that_is_not_utf8(monkeypatch, capsys, tmp_path):
+    """One non-UTF-8 byte in the NCCL file: its SHA-1 (what gpu_node_facts gathers) differs, nccl.config fails, and
+    every other check still comes back (nothing decodes the file; no probe of it is returned)."""
+    path = tmp_path / 'nccl.conf'
+    path.write_bytes(F.NCCL_CONF.encode('utf-8') + b'NCCL_DEBUG_FILE=/tmp/caf\xe9\n')
+    args = base_args()
+    args['settings']['nodeprep_nccl_conf_path'] = str(path)
+    args['facts']['nodeprep_files'] = collect_files([str(path)])
+    args['plans'] = F.plans(args['facts'], args['settings'])
+    result, _calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
+    got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
+    assert got['nccl.config'] == ('fail', '{0}: content differs'.format(path))
+    assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 14
+    assert sorted(result['probe']) == ['kernel_log', 'services']
+    assert dict(result['values'])['NCCL files'] == '{0}: content differs'.format(path)
