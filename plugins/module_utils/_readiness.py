@@ -46,7 +46,6 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nccl import (
 )
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import (
     NicError,
-    offload_differences,
     select_nics,
 )
 
@@ -103,12 +102,6 @@ SETTING_NAMES = (
     'nodeprep_nccl_conf_path',
     'nodeprep_nccl_socket_networks',
     'nodeprep_nccl_extra_names',
-    'nodeprep_nic_offload_interfaces',
-    'nodeprep_nic_offload_drivers',
-    'nodeprep_nic_offload_networks',
-    'nodeprep_nic_offload_features',
-    'nodeprep_nic_offload_ignore_fixed',
-    'nodeprep_nic_offload_require_match',
     'nodeprep_readiness_xid_fail',
     'nodeprep_readiness_nccl_known_names',
     'nodeprep_readiness_skip_checks',
@@ -253,20 +246,6 @@ def _ratio(value, name):
     if math.isnan(number) or math.isinf(number) or number <= 0:
         raise ReadinessError('{0}: {1!r} is not a finite number above 0 (for example 0.5)'.format(name, value))
     return number
-
-
-def _features(value, name):
-    """A dict feature name -> true/false."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ReadinessError('{0}: expected a dict of feature name -> true/false (for example {{gro: false}}), '
-                             'got {1!r}'.format(name, value))
-    bad = sorted(str(k) for k, v in value.items() if not isinstance(v, bool))
-    if bad:
-        raise ReadinessError('{0}: {1} must be true or false, got {2}'.format(
-            name, ', '.join(bad), ', '.join(repr(value[k]) for k in sorted(value, key=str) if str(k) in bad)))
-    return dict((str(k), v) for k, v in value.items())
 
 
 def _device_id(value):
@@ -992,51 +971,6 @@ def _nccl(facts, settings, probe):
     return _check('nccl.config', PASS, expected, '{0}: {1} settings, all known to NCCL'.format(path, len(pairs)))
 
 
-def _nic_offload(facts, settings, probe):
-    features = _features(_setting(settings, 'nodeprep_nic_offload_features'), 'nodeprep_nic_offload_features')
-    interfaces = _as_list(_setting(settings, 'nodeprep_nic_offload_interfaces'), 'nodeprep_nic_offload_interfaces')
-    drivers = _as_list(_setting(settings, 'nodeprep_nic_offload_drivers'), 'nodeprep_nic_offload_drivers')
-    networks = _as_list(_setting(settings, 'nodeprep_nic_offload_networks'), 'nodeprep_nic_offload_networks')
-    wanted = ', '.join('{0} {1}'.format(k, 'on' if v else 'off') for k, v in sorted(features.items()))
-    expected = '{0} on the NICs chosen by name, driver or network'.format(wanted or 'no feature')
-    if not features or not (interfaces or drivers or networks):
-        return _unmanaged('nic.offload', expected, 'no NIC offload setting managed')
-    nics = facts.get('nics')
-    if not isinstance(nics, dict):
-        return _check('nic.offload', SKIP, expected, 'nic facts were not gathered')
-    try:
-        chosen = select_nics(nics, interfaces, drivers, networks, what='nodeprep_nic_offload_networks')
-    except NicError as exc:
-        raise ReadinessError(str(exc))
-    missing = [name for name in interfaces if name not in nics]
-    if not chosen:
-        text = 'no NIC matches (interfaces {0}, drivers {1}, networks {2})'.format(
-            ', '.join(interfaces) or '-', ', '.join(drivers) or '-', ', '.join(networks) or '-')
-        if _setting(settings, 'nodeprep_nic_offload_require_match'):
-            return _check('nic.offload', FAIL, expected, text)
-        return _unmanaged('nic.offload', expected, text)
-    ignore_fixed = bool(_setting(settings, 'nodeprep_nic_offload_ignore_fixed'))
-    problems = ['{0}: no such interface'.format(name) for name in missing]
-    warnings = []
-    for name in chosen:
-        try:
-            plan = offload_differences(_get(nics, name, 'features') or {}, features, ignore_fixed, ifname=name)
-        except NicError as exc:
-            problems.append(str(exc))
-            continue
-        for leaf, change in plan['changes'].items():
-            problems.append('{0}: {1} is {2}'.format(name, leaf, 'on' if change['before'] else 'off'))
-        have = _get(nics, name, 'features') or {}
-        for leaf in plan['skipped_fixed']:
-            warnings.append('{0}: {1} is {2} [fixed]: the driver does not allow a change'.format(
-                name, leaf, 'on' if (have.get(leaf) or {}).get('enabled') else 'off'))
-    if problems:
-        return _check('nic.offload', FAIL, expected, '; '.join(problems + warnings))
-    if warnings:
-        return _check('nic.offload', WARN, expected, '; '.join(warnings))
-    return _check('nic.offload', PASS, expected, 'as wanted on {0}'.format(', '.join(chosen)))
-
-
 def _want(setting, auto):
     """The nvidia_driver role's always/auto/never switches (booleans accepted)."""
     if setting is True or str(setting).lower() in ('always', 'true', 'yes'):
@@ -1130,7 +1064,8 @@ CHECKS = (
     ('memlock.services', _ROLE.format('memlock'), _memlock_services, ('limits',)),
     ('shm.size', _ROLE.format('shm'), _shm, ('shm',)),
     ('nccl.config', _ROLE.format('nccl'), _nccl, ()),
-    ('nic.offload', _ROLE.format('nic_offload'), _nic_offload, ('nics',)),
+    # Its verdict is the nic_offload role's plan (PLAN_CHECKS below): no function of its own.
+    ('nic.offload', _ROLE.format('nic_offload'), None, ('nics',)),
     ('fabric.manager', _ROLE.format('nvidia_driver'), _fabric, ('kernel_state',)),
 )
 CHECK_IDS = tuple(entry[0] for entry in CHECKS)
@@ -1143,7 +1078,7 @@ _SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'l
 _BOOL_SETTINGS = (
     'nodeprep_nvidia_driver_blacklist_nouveau', 'nodeprep_nvidia_driver_persistenced', 'nodeprep_memlock_limits',
     'nodeprep_memlock_systemd_default', 'nodeprep_shm_shrink', 'nodeprep_shm_fstab', 'nodeprep_shm_remount',
-    'nodeprep_nccl_strict', 'nodeprep_nic_offload_ignore_fixed', 'nodeprep_nic_offload_require_match',
+    'nodeprep_nccl_strict',
 )
 _TRUE = ('true', 'yes', 'on', '1')
 _FALSE = ('false', 'no', 'off', '0')
@@ -1172,8 +1107,6 @@ def normalize_settings(settings):
     for name in _BOOL_SETTINGS:
         out[name] = _as_bool(out[name], name)
     _ratio(out['nodeprep_shm_gpu_memory_ratio'], 'nodeprep_shm_gpu_memory_ratio')
-    out['nodeprep_nic_offload_features'] = _features(out['nodeprep_nic_offload_features'],
-                                                     'nodeprep_nic_offload_features')
     codes = []
     for code in _as_list(out['nodeprep_readiness_xid_fail'], 'nodeprep_readiness_xid_fail'):
         if isinstance(code, bool):
@@ -1216,7 +1149,7 @@ def _unread(facts, namespace):
 # The checks whose verdict is a role's plan (plugins/module_utils/_plan_<role>.py, made on the controller by the
 # gpufleet.nodeprep.node_plan action): the check passes exactly when that plan has no drift for it.  Their settings
 # are the role's own, typed once by the action; none of them is in SETTING_NAMES.
-PLAN_CHECKS = {}
+PLAN_CHECKS = {'nic.offload': 'nic_offload'}
 
 
 def plan_check(check_id, plan):
@@ -1358,10 +1291,11 @@ def _limit_pair(items):
     return '{0}/{1}'.format(soft, hard)
 
 
-def checked_values(facts, settings, probe=None):
+def checked_values(facts, settings, probe=None, plans=None):
     """What the checks looked at on this host, as ``[label, text]`` pairs for the report.
 
-    Only reads facts and the probe; ``settings`` must be complete (see SETTING_NAMES).
+    Only reads facts, the probe and the roles' plans (``plans``: which NICs the nic_offload plan chose); ``settings``
+    must be complete (see SETTING_NAMES).
     """
     settings = normalize_settings(settings)
     errors = gather_errors(facts)
@@ -1425,14 +1359,9 @@ def checked_values(facts, settings, probe=None):
     elif 'limits' in errors:
         add('memlock', 'could not be read: {0}'.format(errors['limits']))
     nics = facts.get('nics')
-    features = settings['nodeprep_nic_offload_features']
-    if isinstance(nics, dict) and features:
-        try:
-            chosen = select_nics(nics, _as_list(settings['nodeprep_nic_offload_interfaces'], 'interfaces'),
-                                 _as_list(settings['nodeprep_nic_offload_drivers'], 'drivers'),
-                                 _as_list(settings['nodeprep_nic_offload_networks'], 'networks'))
-        except NicError:
-            chosen = []
+    # The NICs the nic_offload role's plan chose (None where it manages none).
+    chosen = _get(plans, 'nic_offload', 'checks', 'nic.offload', 'nics')
+    if isinstance(nics, dict) and isinstance(chosen, list):
         parts = []
         for name in chosen:
             have = _get(nics, name, 'features') or {}
