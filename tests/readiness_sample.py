@@ -23,7 +23,6 @@ _SPEC.loader.exec_module(importlib.util.module_from_spec(_SPEC))
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r  # noqa: E402
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_report as rr  # noqa: E402
 
 
@@ -40,8 +39,8 @@ def sample_report():
     probe['kernel_log']['lines'] = ['2026-01-05T07:58:01+0000 gpu-a03 kernel: NVRM: Xid (PCI:0000:c4:00): 79, '
                                     'pid=0, GPU has fallen off the bus.']
     for host, (facts, settings, probe) in (('gpu-a01', converged), ('gpu-a02', fresh), ('gpu-a03', degraded)):
-        results[host] = {'checks': r.evaluate(facts, settings, probe),
-                         'values': r.checked_values(facts, settings, probe)}
+        results[host] = {'checks': F.evaluate(facts, settings, probe),
+                         'values': F.checked_values(facts, settings, probe)}
     results['gpu-a04'] = {'unreachable': True, 'msg': 'Failed to connect to the host via ssh: No route to host'}
     results['gpu-a06'] = {'failed': True, 'msg': 'Gather the node facts: limits facts: /etc/security/limits.d/x.conf '
                                                  'line 3: cannot parse'}

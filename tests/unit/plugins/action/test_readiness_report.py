@@ -18,7 +18,6 @@ from ansible.errors import AnsibleActionFail
 from ansible.playbook.play_context import PlayContext
 
 from ansible_collections.gpufleet.nodeprep.plugins.action import readiness_report
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
 
@@ -35,8 +34,8 @@ def make_action(args):
 
 
 def task_vars():
-    converged = {'checks': r.evaluate(*F.converged()), 'values': r.checked_values(*F.converged())}
-    fresh = {'checks': r.evaluate(*F.fresh())}
+    converged = {'checks': F.evaluate(*F.converged()), 'values': F.checked_values(*F.converged())}
+    fresh = {'checks': F.evaluate(*F.fresh())}
     return {
         'ansible_play_hosts_all': ['gpu-a01', 'gpu-a02', 'gpu-a03'],
         'hostvars': {
@@ -76,7 +75,7 @@ def test_writes_the_three_files(tmp_path):
 
 def test_hosts_option_and_result_var(tmp_path):
     tv = task_vars()
-    tv['hostvars']['gpu-a02'] = {'other_result': {'checks': r.evaluate(*F.converged())}}
+    tv['hostvars']['gpu-a02'] = {'other_result': {'checks': F.evaluate(*F.converged())}}
     result = make_action({'dest': str(tmp_path), 'hosts': ['gpu-a02', 'gpu-a03'],
                           'result_var': 'other_result'}).run(task_vars=tv)
     assert result['summary']['hosts'] == 2

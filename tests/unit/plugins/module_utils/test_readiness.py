@@ -76,7 +76,7 @@ FRESH = [
 
 def test_converged_node_passes_every_check():
     facts, settings, probe = F.converged()
-    checks = r.evaluate(facts, settings, probe)
+    checks = F.evaluate(facts, settings, probe)
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
@@ -85,7 +85,7 @@ def test_converged_node_passes_every_check():
 
 def test_freshly_provisioned_node():
     facts, settings, probe = F.fresh()
-    checks = r.evaluate(facts, settings, probe)
+    checks = F.evaluate(facts, settings, probe)
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI 0000:8f:00.0 has device ID 0x2901 (Blackwell or newer))'
@@ -94,7 +94,7 @@ def test_freshly_provisioned_node():
 
 def test_expected_texts_of_the_converged_node():
     facts, settings, probe = F.converged()
-    expected = dict((c['id'], c['expected']) for c in r.evaluate(facts, settings, probe))
+    expected = dict((c['id'], c['expected']) for c in F.evaluate(facts, settings, probe))
     assert expected == {
         'kernel.devel_matched': 'devel/headers installed for the running kernel ' + RUNNING,
         'driver.nouveau_blacklisted': 'nouveau blacklisted and not loaded',
@@ -363,7 +363,7 @@ def test_single_fault(fault):
     also = fault[5] if len(fault) > 5 else {}
     state = [copy.deepcopy(x) for x in F.converged()]
     mutate(state)
-    checks = r.evaluate(*state)
+    checks = F.evaluate(*state)
     found = by_id(checks, check_id)
     assert (found['status'], found['observed']) == (status, observed), name
     others = dict((c['id'], c['status']) for c in checks if c['id'] != check_id and c['status'] != 'pass')
@@ -380,7 +380,7 @@ def test_unmanaged_settings_skip():
     settings.update({'nodeprep_memlock_limits': False, 'nodeprep_memlock_systemd_default': False,
                      'nodeprep_nvidia_driver_persistenced': False, 'nodeprep_nvidia_driver_blacklist_nouveau': False,
                      'nodeprep_nvidia_driver_fabricmanager': 'never'})
-    got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     assert got['gpu.power_limit'] == ('skip', 'left as the driver set it')
     assert got['gpu.clocks'] == ('skip', 'left as the driver set them')
     assert got['memlock.users'] == ('skip', 'not managed (nodeprep_memlock_limits false)')
@@ -399,7 +399,7 @@ def test_unmanaged_settings_skip():
 def test_skip_checks_and_missing_namespaces():
     facts, settings, probe = F.converged()
     settings['nodeprep_readiness_skip_checks'] = ['gpu.health']
-    checks = r.evaluate({'shm': facts['shm']}, settings, None)
+    checks = F.evaluate({'shm': facts['shm']}, settings, None)
     assert statuses(checks) == [
         ('kernel.devel_matched', 'skip', 'kernel facts were not gathered'),
         ('driver.nouveau_blacklisted', 'skip', 'kernel facts were not gathered'),
@@ -414,7 +414,12 @@ def test_skip_checks_and_missing_namespaces():
         ('memlock.services', 'skip', 'limits facts were not gathered'),
         ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
         ('nccl.config', 'skip', '/etc/nccl.conf was not read'),
-        ('nic.offload', 'skip', 'nic facts were not gathered'),
+        # Its verdict is the nic_offload plan, which says what it could not see: never a pass or a skip.
+        ('nic.offload', 'fail', 'not gathered: subsets: nic; files: /etc/systemd/system/nodeprep-nic-offload@.service, '
+                                '/etc/nodeprep/nic-offload, /etc/nodeprep/nic-offload/*.env, '
+                                '/etc/systemd/system/sys-subsystem-net-devices-*.device.wants, '
+                                '/etc/systemd/system/sys-subsystem-net-devices-*.device.wants/nodeprep-nic-offload@*'
+                                '.service'),
         ('fabric.manager', 'skip', 'kernel facts were not gathered'),
     ]
 
@@ -422,7 +427,7 @@ def test_skip_checks_and_missing_namespaces():
 def test_nccl_socket_ifname_from_the_training_network():
     facts, settings, probe = F.converged()
     settings['nodeprep_nccl_socket_networks'] = ['10.20.0.0/16']
-    check = by_id(r.evaluate(facts, settings, probe), 'nccl.config')
+    check = by_id(F.evaluate(facts, settings, probe), 'nccl.config')
     assert (check['status'], check['observed']) == ('fail', "NCCL_SOCKET_IFNAME='ens3f0np0', wanted '=ens3f0np0'")
 
 
@@ -433,7 +438,7 @@ def test_applications_clocks_deprecated_driver_warns():
     settings['nodeprep_gpu_settings_gpus'] = [0, 'GPU-00000000-0000-0000-0000-000000000001', '0000:96:00.0']
     for gpu in facts['nvidia']['gpus']:
         gpu['applications_clocks'] = None
-    check = by_id(r.evaluate(facts, settings, probe), 'gpu.clocks')
+    check = by_id(F.evaluate(facts, settings, probe), 'gpu.clocks')
     assert check['status'] == 'warn'
     assert check['observed'] == '; '.join(
         'GPU {0} ({1}): applications clocks deprecated or not supported by this driver (use locked clocks)'.format(
@@ -453,9 +458,6 @@ def test_applications_clocks_deprecated_driver_warns():
      '[1500, 1965]'),
     ({'nodeprep_gpu_settings_locked_memory_clocks': {'min': 'low', 'max': 3996}},
      "nodeprep_gpu_settings_locked_memory_clocks.min must be an integer number of MHz, got 'low'"),
-    ({'nodeprep_nic_offload_networks': ['10.20.0.0/33']},
-     "nodeprep_nic_offload_networks[0] '10.20.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
-     "'10.20.0.0/33' does not appear to be an IPv4 or IPv6 network"),
     ({'nodeprep_nccl_conf': ['NCCL_DEBUG=WARN']},
      "nodeprep_nccl_conf: expected a dict of NAME: value, got ['NCCL_DEBUG=WARN']"),
     ({'nodeprep_expected_gpus': 'eight'}, "nodeprep_expected_gpus: 'eight' is not a whole number"),
@@ -464,8 +466,20 @@ def test_bad_settings_are_refused(settings, message):
     facts, base, probe = F.converged()
     base.update(settings)
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, base, probe)
+        F.evaluate(facts, base, probe)
     assert str(exc.value) == message
+
+
+def test_a_bad_nic_offload_setting_fails_its_check_only():
+    """The nic_offload role's settings are typed and checked by its plan: nic.offload fails with the plan's words."""
+    facts, settings, probe = F.converged()
+    settings['nodeprep_nic_offload_networks'] = ['10.20.0.0/33']
+    checks = F.evaluate(facts, settings, probe)
+    assert by_id(checks, 'nic.offload')['observed'] == (
+        'the settings of role nic_offload are invalid: nodeprep_nic_offload_networks=["10.20.0.0/33"]: '
+        "nodeprep_nic_offload_networks[0] '10.20.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
+        "'10.20.0.0/33' does not appear to be an IPv4 or IPv6 network")
+    assert [(c['id'], c['status']) for c in checks if c['status'] != 'pass'] == [('nic.offload', 'fail')]
 
 
 @pytest.mark.parametrize('facts, settings, message', [
@@ -583,7 +597,7 @@ def test_builder_matches_the_real_b200_capture():
     # as captured: persistence off and the default 1000 W limit - what a fresh node shows
     facts, settings, probe = F.converged()
     facts['nvidia'] = dict(real, present=True, error=None)
-    checks = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    checks = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     assert checks['gpu.power_limit'] == ('fail', '; '.join(
         'GPU {0} ({1}) is at 1000 W, wanted 700 W'.format(i, b) for i, b in enumerate(F.BUS_IDS)))
     assert checks['gpu.count'] == ('pass', 'nvidia-smi: 8, PCI bus: 8')
@@ -604,7 +618,7 @@ def test_missing_setting_is_refused_by_name():
     del settings['nodeprep_shm_gpu_memory_ratio']
     del settings['nodeprep_nccl_conf']
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, settings, probe)
+        F.evaluate(facts, settings, probe)
     assert str(exc.value) == ('settings: missing nodeprep_shm_gpu_memory_ratio, nodeprep_nccl_conf; give every '
                               'variable the checks read (the readiness role passes them all; docs/readiness.md '
                               'lists them)')
@@ -615,7 +629,7 @@ def test_hung_nvidia_smi_fails_driver_and_count_only():
     facts, settings, probe = F.converged()
     facts['nvidia'] = {'present': False, 'timed_out': True, 'driver_version': None, 'attached_gpus': 0, 'gpus': [],
                        'error': 'nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed'}
-    checks = dict((c['id'], c) for c in r.evaluate(facts, settings, probe))
+    checks = dict((c['id'], c) for c in F.evaluate(facts, settings, probe))
     assert checks['driver.loaded']['status'] == 'fail'
     assert checks['driver.loaded']['observed'] == (
         'nvidia-smi failed: nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed')
@@ -649,7 +663,7 @@ def test_fabric_manager_by_switch_fabric(fabric, fm_state, status, observed):
     facts, settings, probe = F.converged()
     _nvlink5(facts, fabric)
     probe['services']['nvidia-fabricmanager.service']['active_state'] = fm_state
-    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    check = by_id(F.evaluate(facts, settings, probe), 'fabric.manager')
     assert (check['status'], check['observed']) == (status, observed)
 
 
@@ -667,7 +681,7 @@ def test_no_nvlsm_unit_is_asked_for():
     facts, settings, probe = F.converged()
     _nvlink5(facts)
     del probe['services']['nvlsm.service']
-    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    check = by_id(F.evaluate(facts, settings, probe), 'fabric.manager')
     assert check['status'] == 'pass'
     assert 'nvlsm' not in check['expected'] + check['observed']
 
@@ -676,7 +690,7 @@ def test_kernel_facts_error_fails_fabric_and_kernel_checks():
     facts, settings, probe = F.converged()
     del facts['kernel_state']
     facts['nodeprep_errors'] = {'kernel': 'kernel facts: cannot read /proc/modules'}
-    got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     for check_id in ('kernel.devel_matched', 'driver.nouveau_blacklisted', 'fabric.manager'):
         assert got[check_id] == ('fail', 'could not be read: kernel facts: cannot read /proc/modules')
     assert got['memlock.users'][0] == 'pass'
@@ -689,13 +703,13 @@ def test_unmanaged_check_stays_skipped_when_its_facts_failed():
     settings['nodeprep_memlock_services'] = []
     del facts['limits']
     facts['nodeprep_errors'] = {'limits': 'limits facts: broken'}
-    got = dict((c['id'], c['status']) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], c['status']) for c in F.evaluate(facts, settings, probe))
     assert (got['memlock.users'], got['memlock.services']) == ('skip', 'skip')
 
 
 def test_checked_values_of_the_converged_node():
     facts, settings, probe = F.converged()
-    assert r.checked_values(facts, settings, probe) == [
+    assert F.checked_values(facts, settings, probe) == [
         ['GPUs', '8 x NVIDIA B200; driver 580.105.08, CUDA 13.0'],
         ['power limit', '700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs'],
         ['max GPU / memory clock', '1965 / 3996 MHz'],
@@ -715,6 +729,6 @@ def test_checked_values_say_what_could_not_be_read():
     facts, settings, probe = F.fresh()
     del facts['shm']
     facts['nodeprep_errors'] = {'shm': 'shm facts: /etc/fstab line 3: bad'}
-    values = dict(r.checked_values(facts, settings, probe))
+    values = dict(F.checked_values(facts, settings, probe))
     assert values['GPUs'] == 'could not be read: nvidia-smi failed: nvidia-smi not found'
     assert values['/dev/shm'] == 'could not be read: shm facts: /etc/fstab line 3: bad'

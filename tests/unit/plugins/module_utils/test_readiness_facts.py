@@ -2,7 +2,8 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Data only (no tests): fact sets for the readiness tests: an 8x B200 HGX node, freshly provisioned or converged.
+"""Data only (no tests): fact sets for the readiness tests: an 8x B200 HGX node, freshly provisioned or converged,
+and the roles' plans made from them as gpufleet.nodeprep.node_plan makes them (``plans``, ``evaluate``).
 
 The GPU values (bus ids, 183359 MiB, power limits 200-1000 W with a 1000 W default, max clocks 1965/3996 MHz,
 device ID 0x2901, driver 580.105.08, fabric Completed/Success) are those of the real capture
@@ -17,6 +18,11 @@ import re
 
 import jinja2
 import yaml
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nic_offload
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 _FALLBACK_RE = re.compile(r'^\{\{ (nodeprep_[a-z0-9_]+)(?: \| default\((.*)\))? \}\}$')
@@ -112,6 +118,10 @@ def converged():
                 'fstab': {'options': ['size=716G'], 'size_bytes': 716 * GIB}},
         'nics': {'ens3f0np0': nic('mlx5_core', '10.20.0.11/16', False),
                  'eno1': nic('igb', '192.168.1.11/24', True)},
+        # What the one gather recorded besides the namespaces (the roles' plans read them).
+        'nodeprep_gathered': ['nvidia', 'kernel', 'limits', 'shm', 'nic', 'files'],
+        'nodeprep_files': {_plan_nic_offload.UNIT_FILE: {'exists': False}, _plan_nic_offload.ENV_DIR: {'exists': False}},
+        'nodeprep_file_patterns': list(_plan_nic_offload.FILE_PATTERNS),
     }
     settings = role_settings()
     settings.update({
@@ -160,3 +170,23 @@ def fresh():
         'services': dict((name, dict(missing)) for name in probe['services']),
     }
     return facts, settings, probe
+
+
+def plans(facts, settings):
+    """The plans of the roles whose checks are a plan (readiness PLAN_CHECKS), made as node_plan makes them: the
+    role variables of ``settings`` typed once, the plan from ``facts``."""
+    out = {}
+    for role in sorted(set(_readiness.PLAN_CHECKS.values())):
+        typed, problems = _plans.typed_settings(role, settings if isinstance(settings, dict) else {})
+        out[role] = _plans.plan_role(role, facts if isinstance(facts, dict) else {}, typed, problems,
+                                     _plan.new_context(host='gpu-a01'))
+    return out
+
+
+def evaluate(facts, settings, probe=None):
+    """_readiness.evaluate with the roles' plans made from the same facts and settings."""
+    return _readiness.evaluate(facts, settings, probe, plans(facts, settings))
+
+
+def checked_values(facts, settings, probe=None):
+    return _readiness.checked_values(facts, settings, probe, plans(facts, settings))
