@@ -422,3 +422,12 @@ def test_argument_specs_are_the_settings():
 
 def test_vars_hold_constants_only():
     assert _load('vars', 'main.yml') == {'__nodeprep_nic_offload_nmcli': '/usr/bin/nmcli'}
+
+
+def test_readme_lists_every_setting_with_its_type_and_default():
+    with open(os.path.join(ROOT, 'roles', 'nic_offload', 'README.md')) as handle:
+        rows = re.findall(r'^\| `(nodeprep_nic_offload_[a-z_]+)` \| ([a-z/]+) \| `([^`]*)` \|', handle.read(), re.M)
+    types = {'list': 'list/str'}
+    assert sorted(rows) == sorted((name, types.get(spec['type'], spec['type']),
+                                   yaml.safe_dump(spec['default'], default_flow_style=True).strip().replace(
+                                       '\n...', '')) for name, spec in M.SETTINGS.items())
