@@ -158,6 +158,9 @@ def _boolean(value):
 def wanted_features(plan, settings):
     """The features as name -> bool; a problem (and None) when a name or a value cannot be used."""
     features = settings['nodeprep_nic_offload_features']
+    if not isinstance(features, dict):
+        _plan.add_problem(plan, 'nodeprep_nic_offload_features', features, FEATURES_ALLOWED)
+        return None
     bad_names = sorted(str(name) for name in features
                        if not isinstance(name, str) or not _FEATURE_NAME_RE.match(name))
     bad_values = sorted(str(name) for name, value in features.items() if _boolean(value) is None)
@@ -240,6 +243,10 @@ def plan(facts, settings, context):
     wanted = wanted_features(out, settings)
     check_selectors(out, settings)
     features = settings['nodeprep_nic_offload_features']
+    if not isinstance(features, dict):
+        _plan.set_check(out, CHECK, 'the features of nodeprep_nic_offload_features on the NICs chosen by name, '
+                        'driver or network')
+        return out
     interfaces = settings['nodeprep_nic_offload_interfaces']
     drivers = settings['nodeprep_nic_offload_drivers']
     networks = settings['nodeprep_nic_offload_networks']

@@ -13,13 +13,11 @@ __metaclass__ = type
 
 import copy
 import hashlib
-import os
 import re
 
 import pytest
-import yaml
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ROOT, ethtool_fixture
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ethtool_fixture
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nic_offload as M
@@ -398,36 +396,8 @@ def test_a_glob_not_recorded_leaves_the_per_interface_paths_not_gathered():
     assert changes(plan) == ['{0}: not gathered'.format(p) for p in (ENV_DIR + '/eth0.env',) + wants('eth0')]
 
 
-# ---------------------------------------------------------------- the one source of the role's variables
-
-def _load(*parts):
-    with open(os.path.join(ROOT, 'roles', 'nic_offload', *parts)) as handle:
-        return yaml.safe_load(handle)
-
-
-def test_defaults_are_the_settings_defaults():
-    assert _load('defaults', 'main.yml') == dict((name, spec['default']) for name, spec in M.SETTINGS.items())
-
-
-def test_argument_specs_are_the_settings():
-    options = _load('meta', 'argument_specs.yml')['argument_specs']['main']['options']
-    assert sorted(options) == sorted(M.SETTINGS)
-    for name, spec in M.SETTINGS.items():
-        description = spec['description'] if isinstance(spec['description'], list) else [spec['description']]
-        option = dict(options[name])
-        option['description'] = option['description'] if isinstance(option['description'], list) else \
-            [option['description']]
-        assert option == dict((k, v) for k, v in dict(spec, description=description).items()), name
-
-
-def test_vars_hold_constants_only():
-    assert _load('vars', 'main.yml') == {'__nodeprep_nic_offload_nmcli': '/usr/bin/nmcli'}
-
-
-def test_readme_lists_every_setting_with_its_type_and_default():
-    with open(os.path.join(ROOT, 'roles', 'nic_offload', 'README.md')) as handle:
-        rows = re.findall(r'^\| `(nodeprep_nic_offload_[a-z_]+)` \| ([a-z/]+) \| `([^`]*)` \|', handle.read(), re.M)
-    types = {'list': 'list/str'}
-    assert sorted(rows) == sorted((name, types.get(spec['type'], spec['type']),
-                                   yaml.safe_dump(spec['default'], default_flow_style=True).strip().replace(
-                                       '\n...', '')) for name, spec in M.SETTINGS.items())
+def test_features_that_are_not_a_dict_are_a_problem_even_untyped():
+    settings = dict(_plan.defaults(M), nodeprep_nic_offload_features=['gro'], nodeprep_nic_offload_networks=[NET])
+    plan = M.plan(node(), settings, _plan.new_context(host=HOST))
+    assert plan['problems'] == ['nodeprep_nic_offload_features=["gro"]: ' + M.FEATURES_ALLOWED]
+    assert plan['reasons'] == [] and plan['files'] == []

@@ -2,8 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Data only (no tests): fact sets for the readiness tests: an 8x B200 HGX node, freshly provisioned or converged,
-and the roles' plans made from them as gpufleet.nodeprep.node_plan makes them (``plans``, ``evaluate``).
+"""Data only (no tests): fact sets for the readiness tests: an 8x B200 HGX node, freshly provisioned or converged.
 
 The GPU values (bus ids, 183359 MiB, power limits 200-1000 W with a 1000 W default, max clocks 1965/3996 MHz,
 device ID 0x2901, driver 580.105.08, fabric Completed/Success) are those of the real capture
@@ -21,8 +20,8 @@ import yaml
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nic_offload
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness
-from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 _FALLBACK_RE = re.compile(r'^\{\{ (nodeprep_[a-z0-9_]+)(?: \| default\((.*)\))? \}\}$')
@@ -97,9 +96,40 @@ def unlimited():
     return {'memlock': {'soft': 'unlimited', 'hard': 'unlimited'}, 'nofile': {'soft': 1024, 'hard': 524288}}
 
 
+# The rule module of each role whose readiness checks read its plan (_readiness.PLAN_CHECKS).
+RULE_MODULES = {'shm': _plan_shm, 'nic_offload': _plan_nic_offload}
+
+
+def plans(facts, settings, host='gpu-a01'):
+    """The plans the readiness role hands to readiness_info: each planning role's plan from these facts, with the
+    settings given (already typed) over the role's defaults."""
+    out = {}
+    if not isinstance(facts, dict):
+        return out
+    for role in sorted(set(r.PLAN_CHECKS.values())):
+        module = RULE_MODULES[role]
+        typed = _plan.defaults(module)
+        typed.update((name, copy.deepcopy(settings[name])) for name in module.SETTINGS if name in settings)
+        out[role] = _plan.plan_with(module, facts, typed, (), _plan.new_context(host=host))
+    return out
+
+
+def evaluate(facts, settings, probe=None):
+    """_readiness.evaluate with the roles' plans made from the same facts and settings."""
+    return r.evaluate(facts, settings, probe, plans(facts, settings))
+
+
+def checked_values(facts, settings, probe=None):
+    return r.checked_values(facts, settings, probe, plans(facts, settings))
+
+
 def converged():
     """facts, settings, probe of a node site.yml has converged."""
     facts = {
+        'nodeprep_gathered': ['nvidia', 'kernel', 'limits', 'shm', 'nic', 'files'],
+        # The nic_offload plan's files: the NICs are persisted through NetworkManager (nm_managed), no boot unit.
+        'nodeprep_files': {_plan_nic_offload.UNIT_FILE: {'exists': False}, _plan_nic_offload.ENV_DIR: {'exists': False}},
+        'nodeprep_file_patterns': list(_plan_nic_offload.FILE_PATTERNS),
         'nvidia': {'present': True, 'error': None, 'driver_version': '580.105.08', 'cuda_version': '13.0',
                    'attached_gpus': 8, 'gpus': [gpu(i) for i in range(8)]},
         'kernel_state': {
@@ -113,15 +143,15 @@ def converged():
             'entries': [], 'effective': {'root': unlimited(), 'train': unlimited()},
             'systemd': {'default': unlimited(), 'services': {'slurmd': unlimited()}},
         },
-        'shm': {'mounted': True, 'fstype': 'tmpfs', 'size_bytes': 716 * GIB, 'used_bytes': 0,
+        'shm': {'path': '/dev/shm', 'mounted': True, 'fstype': 'tmpfs', 'size_bytes': 716 * GIB, 'used_bytes': 0,
                 'free_bytes': 716 * GIB, 'mount_options': ['rw', 'nosuid', 'nodev', 'size=751619276800'],
-                'fstab': {'options': ['size=716G'], 'size_bytes': 716 * GIB}},
+                'unlimited': False, 'ram_bytes': 2014 * GIB, 'swap_bytes': 0, 'default_size_bytes': 1007 * GIB,
+                'errors': [],
+                'fstab': {'options': ['nosuid', 'nodev', 'size=716G'], 'size_bytes': 716 * GIB,
+                          'size_explicit': True, 'unlimited': False, 'vfstype': 'tmpfs', 'spec': 'tmpfs',
+                          'line': 3}},
         'nics': {'ens3f0np0': nic('mlx5_core', '10.20.0.11/16', False),
                  'eno1': nic('igb', '192.168.1.11/24', True)},
-        # What the one gather recorded besides the namespaces (the roles' plans read them).
-        'nodeprep_gathered': ['nvidia', 'kernel', 'limits', 'shm', 'nic', 'files'],
-        'nodeprep_files': {_plan_nic_offload.UNIT_FILE: {'exists': False}, _plan_nic_offload.ENV_DIR: {'exists': False}},
-        'nodeprep_file_patterns': list(_plan_nic_offload.FILE_PATTERNS),
     }
     settings = role_settings()
     settings.update({
@@ -170,23 +200,3 @@ def fresh():
         'services': dict((name, dict(missing)) for name in probe['services']),
     }
     return facts, settings, probe
-
-
-def plans(facts, settings):
-    """The plans of the roles whose checks are a plan (readiness PLAN_CHECKS), made as node_plan makes them: the
-    role variables of ``settings`` typed once, the plan from ``facts``."""
-    out = {}
-    for role in sorted(set(_readiness.PLAN_CHECKS.values())):
-        typed, problems = _plans.typed_settings(role, settings if isinstance(settings, dict) else {})
-        out[role] = _plans.plan_role(role, facts if isinstance(facts, dict) else {}, typed, problems,
-                                     _plan.new_context(host='gpu-a01'))
-    return out
-
-
-def evaluate(facts, settings, probe=None):
-    """_readiness.evaluate with the roles' plans made from the same facts and settings."""
-    return _readiness.evaluate(facts, settings, probe, plans(facts, settings))
-
-
-def checked_values(facts, settings, probe=None):
-    return _readiness.checked_values(facts, settings, probe, plans(facts, settings))
