@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Controller-side plans: what the settings roles would change, decided from the facts gathered once.
 
-Thin wrappers: every rule lives in plugins/module_utils (_node_state, _gpu_settings, _nic), which the modules use too.
+Thin wrappers: every rule lives in plugins/module_utils (_node_state, _gpu_settings), which the modules use too.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,7 +17,6 @@ from ansible.module_utils.six import string_types
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import (
     NodeStateError, path_changes, unit_name)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._gpu_settings import role_plan
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import offload_plan, unit_env_text
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain, plain_dict
 
 
@@ -71,29 +70,10 @@ def nodeprep_gpu_settings_plan(nvidia, settings, nvidia_smi, daemon, files=None,
     return reasons
 
 
-def nodeprep_nic_offload_plan(nics, selected, features, ignore_fixed=False):
-    """Per selected NIC: what nic_offload would change and how it persists (see _nic.offload_plan)."""
-    nics = plain_dict(nics, 'nodeprep_nic_offload_plan', 'the input (ansible_facts.nics)', none_is_empty=True)
-    if not is_sequence(selected) or isinstance(selected, string_types):
-        raise AnsibleFilterError('nodeprep_nic_offload_plan: selected must be a list of interface names, got '
-                                 '{0!r}'.format(selected))
-    features = plain_dict(features, 'nodeprep_nic_offload_plan', 'features', none_is_empty=True)
-    return offload_plan(nics, plain(selected), dict((k, bool(v)) for k, v in features.items()), bool(ignore_fixed))
-
-
-def nodeprep_nic_offload_env_text(persistence, features):
-    """Text of the boot unit's environment file for one NIC (its persistence entry from nic_offload or the plan)."""
-    return unit_env_text(plain_dict(persistence, 'nodeprep_nic_offload_env_text', 'the input (a persistence entry)',
-                                    none_is_empty=True),
-                         plain_dict(features, 'nodeprep_nic_offload_env_text', 'features', none_is_empty=True))
-
-
 class FilterModule(object):
     def filters(self):
         return {
             'nodeprep_path_changes': nodeprep_path_changes,
             'nodeprep_unit_names': nodeprep_unit_names,
             'nodeprep_gpu_settings_plan': nodeprep_gpu_settings_plan,
-            'nodeprep_nic_offload_plan': nodeprep_nic_offload_plan,
-            'nodeprep_nic_offload_env_text': nodeprep_nic_offload_env_text,
         }

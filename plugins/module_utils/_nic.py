@@ -16,8 +16,8 @@
 # command failed, so each module can hand them to fail_json.
 #
 # select_nics() is the collection's one NIC selection (by name, driver or
-# network): nic_facts, the nodeprep_select_nics filter (nic_offload and nccl
-# roles) and the readiness checks all call it. Network matching uses the
+# network): nic_facts, the nic_offload role's plan, the nodeprep_select_nics
+# filter (nccl role) and the readiness checks all call it. Network matching uses the
 # standard library's ipaddress module (Python 3.3+, so also EL8's
 # platform-python 3.6); netaddr is not needed.
 
@@ -147,8 +147,8 @@ def select_nics(nics, names=None, drivers=None, networks=None, what='networks'):
     ``nics`` is ``ansible_facts.nics`` (or any dict name -> ``{addresses: {ipv4, ipv6}, driver: {driver}}``).
     An interface is chosen when its name is in ``names``, its driver (``driver.driver``) is in ``drivers``, or
     one of its IPv4/IPv6 addresses lies inside one of ``networks`` (CIDR strings). No selector chooses nothing.
-    Used by nic_facts/gpu_node_facts (which interfaces to read), the nodeprep_select_nics filter (nic_offload and
-    nccl roles) and the readiness checks nic.offload and nccl.config. Raises NicError naming the bad input;
+    Used by nic_facts/gpu_node_facts (which interfaces to read), the nic_offload role's plan (and so the readiness
+    check nic.offload), the nodeprep_select_nics filter (nccl role) and the readiness check nccl.config. Raises NicError naming the bad input;
     ``what`` names the networks setting in that message.
     """
     if not isinstance(nics, dict):
@@ -198,21 +198,6 @@ def features_as_parsed(features):
         if members:
             groups[long_name] = members
     return {'interface': None, 'features': parsed, 'groups': groups}
-
-
-def offload_differences(features, wanted, ignore_fixed=False, ifname=None):
-    """What nic_offload would still change on one NIC, judged from its facts with the role's own name mapping.
-
-    ``wanted`` is nodeprep_nic_offload_features (``gro``, ``generic-receive-offload``, ``rx-gro-hw``, ...
-    -> bool). Returns ``{changes, skipped_fixed}`` from plan_feature_changes(): ``changes`` maps the printed
-    leaf name to ``{before, after}`` (empty when nic_offload has nothing to do). Raises NicError for unknown
-    names and for fixed features asked to change (unless ``ignore_fixed``), as the module does.
-    """
-    try:
-        plan = plan_feature_changes(features_as_parsed(features), wanted, ignore_fixed=ignore_fixed, ifname=ifname)
-    except EthtoolError as exc:
-        raise NicError(str(exc))
-    return {'changes': plan['changes'], 'skipped_fixed': plan['skipped_fixed']}
 
 
 def _read_sysfs_int(ifname, attr):
@@ -334,9 +319,6 @@ def persistence_method(nm_is_managed, link_unsupported):
 
 # ---------------------------------------------------------------- the nic_offload role's decisions
 
-ENV_FILE_HEADER = '# Managed by Ansible (gpufleet.nodeprep.nic_offload)\n'
-
-
 def unit_env_args(persistence, features):
     """``ethtool -K`` arguments the boot unit applies, from nic_offload's ``persistence`` entry of one NIC.
 
@@ -354,18 +336,16 @@ def unit_env_args(persistence, features):
     return args
 
 
-def unit_env_text(persistence, features):
-    """The text of one interface's environment file for nodeprep-nic-offload@.service."""
-    args = unit_env_args(persistence, features)
-    return '{0}NODEPREP_ETHTOOL_FEATURES={1}\n'.format(ENV_FILE_HEADER, ' '.join(args))
-
-
 def offload_plan(nics, selected, wanted, ignore_fixed=False):
-    """What nic_offload would do on each selected NIC, judged from ``ansible_facts.nics``.
+    """What nic_offload would do on each selected NIC, judged from ``ansible_facts.nics`` with the module's own
+    rules (plan_feature_changes and persistence_names); the nic_offload role's plan (_plan_nic_offload.py) and so
+    the readiness check nic.offload read it.
 
+    ``wanted`` is nodeprep_nic_offload_features (``gro``, ``generic-receive-offload``, ``rx-gro-hw``, ... -> bool).
     Returns {ifname: {changes, skipped_fixed, persistence: {nm_managed, nm_properties, nm_unsupported, link_keys,
-    link_unsupported}, error}}: ``changes`` as offload_differences(); ``error`` (None, or the sentence nic_offload
-    would fail with, or 'not gathered') means the role must run the module.
+    link_unsupported}, error}}: ``changes`` maps the printed leaf name to ``{before, after}`` (empty when
+    nic_offload has nothing to do); ``error`` is None, or the sentence nic_offload would fail with (an unknown
+    name, a fixed feature asked to change unless ``ignore_fixed``), or that the features were not gathered.
     """
     plan = OrderedDict()
     for ifname in selected:

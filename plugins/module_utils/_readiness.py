@@ -37,11 +37,6 @@ import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_settings as gpu_settings
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as shm_rules
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import (
-    NicError,
-    offload_differences,
-    select_nics,
-)
 
 
 class ReadinessError(Exception):
@@ -85,12 +80,6 @@ SETTING_NAMES = (
     'nodeprep_memlock_value',
     'nodeprep_memlock_systemd_default',
     'nodeprep_memlock_services',
-    'nodeprep_nic_offload_interfaces',
-    'nodeprep_nic_offload_drivers',
-    'nodeprep_nic_offload_networks',
-    'nodeprep_nic_offload_features',
-    'nodeprep_nic_offload_ignore_fixed',
-    'nodeprep_nic_offload_require_match',
     'nodeprep_readiness_xid_fail',
     'nodeprep_readiness_skip_checks',
 )
@@ -200,18 +189,6 @@ def _setting(settings, name):
     return settings[name]
 
 
-def _features(value, name):
-    """A dict feature name -> true/false."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ReadinessError('{0}: expected a dict of feature name -> true/false (for example {{gro: false}}), '
-                             'got {1!r}'.format(name, value))
-    bad = sorted(str(k) for k, v in value.items() if not isinstance(v, bool))
-    if bad:
-        raise ReadinessError('{0}: {1} must be true or false, got {2}'.format(
-            name, ', '.join(bad), ', '.join(repr(value[k]) for k in sorted(value, key=str) if str(k) in bad)))
-    return dict((str(k), v) for k, v in value.items())
 
 
 def _device_id(value):
@@ -806,51 +783,6 @@ def nvidia_unreadable(facts):
 
 
 
-def _nic_offload(facts, settings, probe):
-    features = _features(_setting(settings, 'nodeprep_nic_offload_features'), 'nodeprep_nic_offload_features')
-    interfaces = _as_list(_setting(settings, 'nodeprep_nic_offload_interfaces'), 'nodeprep_nic_offload_interfaces')
-    drivers = _as_list(_setting(settings, 'nodeprep_nic_offload_drivers'), 'nodeprep_nic_offload_drivers')
-    networks = _as_list(_setting(settings, 'nodeprep_nic_offload_networks'), 'nodeprep_nic_offload_networks')
-    wanted = ', '.join('{0} {1}'.format(k, 'on' if v else 'off') for k, v in sorted(features.items()))
-    expected = '{0} on the NICs chosen by name, driver or network'.format(wanted or 'no feature')
-    if not features or not (interfaces or drivers or networks):
-        return _unmanaged('nic.offload', expected, 'no NIC offload setting managed')
-    nics = facts.get('nics')
-    if not isinstance(nics, dict):
-        return _check('nic.offload', SKIP, expected, 'nic facts were not gathered')
-    try:
-        chosen = select_nics(nics, interfaces, drivers, networks, what='nodeprep_nic_offload_networks')
-    except NicError as exc:
-        raise ReadinessError(str(exc))
-    missing = [name for name in interfaces if name not in nics]
-    if not chosen:
-        text = 'no NIC matches (interfaces {0}, drivers {1}, networks {2})'.format(
-            ', '.join(interfaces) or '-', ', '.join(drivers) or '-', ', '.join(networks) or '-')
-        if _setting(settings, 'nodeprep_nic_offload_require_match'):
-            return _check('nic.offload', FAIL, expected, text)
-        return _unmanaged('nic.offload', expected, text)
-    ignore_fixed = bool(_setting(settings, 'nodeprep_nic_offload_ignore_fixed'))
-    problems = ['{0}: no such interface'.format(name) for name in missing]
-    warnings = []
-    for name in chosen:
-        try:
-            plan = offload_differences(_get(nics, name, 'features') or {}, features, ignore_fixed, ifname=name)
-        except NicError as exc:
-            problems.append(str(exc))
-            continue
-        for leaf, change in plan['changes'].items():
-            problems.append('{0}: {1} is {2}'.format(name, leaf, 'on' if change['before'] else 'off'))
-        have = _get(nics, name, 'features') or {}
-        for leaf in plan['skipped_fixed']:
-            warnings.append('{0}: {1} is {2} [fixed]: the driver does not allow a change'.format(
-                name, leaf, 'on' if (have.get(leaf) or {}).get('enabled') else 'off'))
-    if problems:
-        return _check('nic.offload', FAIL, expected, '; '.join(problems + warnings))
-    if warnings:
-        return _check('nic.offload', WARN, expected, '; '.join(warnings))
-    return _check('nic.offload', PASS, expected, 'as wanted on {0}'.format(', '.join(chosen)))
-
-
 def _want(setting, auto):
     """The nvidia_driver role's always/auto/never switches (booleans accepted)."""
     if setting is True or str(setting).lower() in ('always', 'true', 'yes'):
@@ -944,7 +876,7 @@ CHECKS = (
     ('memlock.services', _ROLE.format('memlock'), _memlock_services, ('limits',)),
     ('shm.size', _ROLE.format('shm'), None, ('shm',)),
     ('nccl.config', _ROLE.format('nccl'), None, ()),
-    ('nic.offload', _ROLE.format('nic_offload'), _nic_offload, ('nics',)),
+    ('nic.offload', _ROLE.format('nic_offload'), None, ('nics',)),
     ('fabric.manager', _ROLE.format('nvidia_driver'), _fabric, ('kernel_state',)),
 )
 CHECK_IDS = tuple(entry[0] for entry in CHECKS)
@@ -957,7 +889,6 @@ _SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'l
 _BOOL_SETTINGS = (
     'nodeprep_nvidia_driver_blacklist_nouveau', 'nodeprep_nvidia_driver_persistenced', 'nodeprep_memlock_limits',
     'nodeprep_memlock_systemd_default',
-    'nodeprep_nic_offload_ignore_fixed', 'nodeprep_nic_offload_require_match',
 )
 _TRUE = ('true', 'yes', 'on', '1')
 _FALSE = ('false', 'no', 'off', '0')
@@ -985,8 +916,6 @@ def normalize_settings(settings):
     out = dict(settings)
     for name in _BOOL_SETTINGS:
         out[name] = _as_bool(out[name], name)
-    out['nodeprep_nic_offload_features'] = _features(out['nodeprep_nic_offload_features'],
-                                                     'nodeprep_nic_offload_features')
     codes = []
     for code in _as_list(out['nodeprep_readiness_xid_fail'], 'nodeprep_readiness_xid_fail'):
         if isinstance(code, bool):
@@ -1027,7 +956,7 @@ def _unread(facts, namespace):
 # The checks whose verdict is a role's plan (plugins/module_utils/_plan_<role>.py, made on the controller by the
 # gpufleet.nodeprep.node_plan action): the check passes exactly when that plan has no drift for it.  Their settings
 # are the role's own, typed once by the action; none of them is in SETTING_NAMES.
-PLAN_CHECKS = {'shm.size': 'shm', 'nccl.config': 'nccl'}
+PLAN_CHECKS = {'shm.size': 'shm', 'nccl.config': 'nccl', 'nic.offload': 'nic_offload'}
 
 
 def plan_check(check_id, plan):
@@ -1175,7 +1104,8 @@ def _limit_pair(items):
 def checked_values(facts, settings, probe=None, plans=None):
     """What the checks looked at on this host, as ``[label, text]`` pairs for the report.
 
-    Only reads facts, the probe and the roles' plans; ``settings`` must be complete (see SETTING_NAMES).
+    Only reads facts, the probe and the roles' plans (``plans``: which NICs the nic_offload plan chose); ``settings``
+    must be complete (see SETTING_NAMES).
     """
     settings = normalize_settings(settings)
     errors = gather_errors(facts)
@@ -1240,14 +1170,9 @@ def checked_values(facts, settings, probe=None, plans=None):
     elif 'limits' in errors:
         add('memlock', 'could not be read: {0}'.format(errors['limits']))
     nics = facts.get('nics')
-    features = settings['nodeprep_nic_offload_features']
-    if isinstance(nics, dict) and features:
-        try:
-            chosen = select_nics(nics, _as_list(settings['nodeprep_nic_offload_interfaces'], 'interfaces'),
-                                 _as_list(settings['nodeprep_nic_offload_drivers'], 'drivers'),
-                                 _as_list(settings['nodeprep_nic_offload_networks'], 'networks'))
-        except NicError:
-            chosen = []
+    # The NICs the nic_offload role's plan chose (None where it manages none).
+    chosen = _get(plans, 'nic_offload', 'checks', 'nic.offload', 'nics')
+    if isinstance(nics, dict) and isinstance(chosen, list):
         parts = []
         for name in chosen:
             have = _get(nics, name, 'features') or {}

@@ -388,8 +388,7 @@ NCCL_ASSERT = 'Check names and values'
 NCCL_STRICT = NCCL_ASSERT  # one task fails on every problem of the plan
 SHM_ASSERT = 'Refuse invalid settings, and a node the role cannot size'
 MEMLOCK_ASSERT = 'Check the memlock settings before changing anything'
-NIC_ASSERT = 'Check the selectors and features'
-NIC_MODULE = 'Apply the offload features live'
+NIC_ASSERT = 'Refuse settings and NIC states the role cannot use, before changing anything'
 KERNEL_SOURCE = 'Check that the kernel source exists on this distribution'
 KERNEL_ELREPO = 'Check that ELRepo publishes the requested kernel for this EL release'
 DRIVER_BRANCH = 'Check that the branch is a driver branch number'
@@ -497,18 +496,39 @@ ROLE_CASES = [
                       MEMLOCK_FILE_ALLOWED]),
     ('nic_offload role value not a boolean', 'localhost', 'nic_offload',
      {'nodeprep_nic_offload_features': {'gro': 'maybe'}, 'nodeprep_nic_offload_interfaces': ['lo']},
-     NIC_ASSERT, ['nodeprep_nic_offload_features={"gro": "maybe"}', 'feature name -> true/false',
-                  'non-boolean: ["gro"]']),
+     NIC_ASSERT, ['invalid settings: nodeprep_nic_offload_features={"gro": "maybe"}: feature name -> true/false',
+                  'not true or false: gro']),
+    ('nic_offload role value 0.5', 'localhost', 'nic_offload',
+     {'nodeprep_nic_offload_features': {'gro': 0.5}, 'nodeprep_nic_offload_interfaces': ['lo']},
+     NIC_ASSERT, ['invalid settings: nodeprep_nic_offload_features={"gro": 0.5}: feature name -> true/false',
+                  'not true or false: gro']),
+    ('nic_offload role features as a list', 'localhost', 'nic_offload',
+     {'nodeprep_nic_offload_features': ['gro'], 'nodeprep_nic_offload_interfaces': ['lo']},
+     SPEC, ['nodeprep_nic_offload_features', 'dict']),
     ('nic_offload role no selector', 'localhost', 'nic_offload', {'nodeprep_nic_offload_features': {'gro': False}},
      NIC_ASSERT, ['at least one of nodeprep_nic_offload_interfaces, _drivers or _networks']),
+    ('nic_offload role network not a network', 'localhost', 'nic_offload',
+     {'nodeprep_nic_offload_features': {'gro': False}, 'nodeprep_nic_offload_networks': 'fabric'},
+     NIC_ASSERT, ['invalid settings: nodeprep_nic_offload_networks=["fabric"]: ',
+                  "nodeprep_nic_offload_networks[0] 'fabric' is not a valid network (CIDR such as 10.20.0.0/16)"]),
     ('nic_offload role unknown feature', 'localhost', 'nic_offload',
      {'nodeprep_nic_offload_features': {'rdma-offload': False}, 'nodeprep_nic_offload_interfaces': ['lo']},
-     NIC_MODULE, ["interface lo: unknown feature 'rdma-offload'; the features this device has are: ",
+     NIC_ASSERT, ["interface lo: unknown feature 'rdma-offload'; the features this device has are: ",
                   'generic-receive-offload']),
     ('nic_offload role fixed feature', 'localhost', 'nic_offload',
      {'nodeprep_nic_offload_features': {'rx-checksumming': False}, 'nodeprep_nic_offload_interfaces': ['lo']},
-     NIC_MODULE, ['interface lo: fixed by the driver, cannot change: rx-checksumming (is on, asked off)',
+     NIC_ASSERT, ['interface lo: fixed by the driver, cannot change: rx-checksumming (is on, asked off)',
                   'set ignore_fixed']),
+    # Issue 22: `-e nodeprep_nic_offload_ignore_fixed=false` (text) was true to the role and skipped the feature.
+    ('nic_offload role fixed feature, ignore_fixed false given as text', 'localhost', 'nic_offload',
+     {'nodeprep_nic_offload_features': {'rx-checksumming': False}, 'nodeprep_nic_offload_interfaces': 'lo',
+      'nodeprep_nic_offload_ignore_fixed': 'false'},
+     NIC_ASSERT, ['interface lo: fixed by the driver, cannot change: rx-checksumming (is on, asked off)']),
+    ('nic_offload role require_match and no NIC', 'localhost', 'nic_offload',
+     {'nodeprep_nic_offload_features': {'gro': False}, 'nodeprep_nic_offload_interfaces': ['nosuch0'],
+      'nodeprep_nic_offload_require_match': 'yes'},
+     NIC_ASSERT, ['nodeprep_nic_offload_require_match is true and no interface on localhost matches '
+                  'nodeprep_nic_offload_interfaces=["nosuch0"], _drivers=[], _networks=[]; present: [']),
     ('kernel unknown source', 'localhost', 'kernel', {'nodeprep_kernel_source': 'mainline'},
      SPEC, ['nodeprep_kernel_source', 'mainline', 'distro, hwe, elrepo-lt, elrepo-ml']),
     ('kernel hwe on Debian', 'localhost', 'kernel', {'nodeprep_kernel_source': 'hwe'},
@@ -841,6 +861,9 @@ def _kernel_names(facts, settings):
     settings['nodeprep_nic_offload_features'] = {'rx-gro': False, 'rx-lro': False}
 
 
+NIC_FEATURES_ALLOWED = ('feature name -> true/false (yes/no, on/off also read); names as ethtool -k prints them '
+                        '(generic-receive-offload), the short ethtool -K names (rx, tx, sg, tso, ufo, gso, gro, lro, '
+                        'rxvlan, txvlan, ntuple, rxhash) or kernel names (rx-gro-hw)')
 FSTAB_ERROR = 'shm facts: /etc/fstab line 7: cannot parse \'tmpfs /dev/shm\' (fewer than 4 fields)'
 LIMITS_ERROR = ("limits facts: cannot read /etc/systemd/system.conf.d/90-memlock.conf: [Errno 2] No such file or "
                 "directory (a dangling symlink)")
@@ -859,11 +882,17 @@ READINESS_CASES = [
     ('readiness ratio inf', _settings(nodeprep_shm_gpu_memory_ratio='inf'),
      {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio=Infinity: must be a number '
                            'greater than 0 (0.5: half of the GPU memory)')}),
+    # The nic_offload role's variables are typed and checked by its plan (node_plan): nic.offload fails on them.
     ('readiness features as a list', _settings(nodeprep_nic_offload_features=['gro']),
-     {'msg': "readiness check: nodeprep_nic_offload_features: expected a dict of feature name -> true/false (for "
-             "example {gro: false}), got ['gro']"}),
+     # The validator's own words follow (they differ between ansible-core releases).
+     {'nic.offload': ('fail', 'the settings of role nic_offload are invalid: nodeprep_nic_offload_features=["gro"]: '
+                              "argument 'nodeprep_nic_offload_features' is of type list and we were unable to convert "
+                              'to dict: ...')}),
     ('readiness feature value not a boolean', _settings(nodeprep_nic_offload_features={'gro': 'maybe'}),
-     {'msg': "readiness check: nodeprep_nic_offload_features: gro must be true or false, got 'maybe'"}),
+     {'nic.offload': ('fail', 'the settings of role nic_offload are invalid: nodeprep_nic_offload_features='
+                              '{"gro": "maybe"}: ' + NIC_FEATURES_ALLOWED + '; not true or false: gro')}),
+    ('readiness nic facts not read fails nic.offload', _drop('nics', 'nic', 'nic facts: ethtool -k eno1 failed'),
+     {'nic.offload': ('fail', 'not gathered: subsets: nic')}),
     ('readiness xid code not a number', _settings(nodeprep_readiness_xid_fail=[79, 'GSP']),
      {'msg': "readiness check: nodeprep_readiness_xid_fail: 'GSP' is not an Xid code (a whole number)"}),
     # nccl.config is the nccl role's plan: a bad value fails the check (and the role), never readiness_info itself.

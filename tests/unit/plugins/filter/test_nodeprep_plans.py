@@ -22,8 +22,7 @@ CONF = u'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\n'
 
 def test_filters_are_registered():
     assert sorted(fp.FilterModule().filters()) == [
-        'nodeprep_gpu_settings_plan', 'nodeprep_nic_offload_env_text', 'nodeprep_nic_offload_plan',
-        'nodeprep_path_changes', 'nodeprep_unit_names']
+        'nodeprep_gpu_settings_plan', 'nodeprep_path_changes', 'nodeprep_unit_names']
 
 
 @pytest.fixture
@@ -122,11 +121,6 @@ def test_gpu_settings_plan_needs_the_record_and_the_replay_state():
                                             files={}, contents={}, replay_path='/etc/r', record_path='/run/l')
     assert reasons == ['/etc/r: not gathered', 'the clock lock record and the boot id were not gathered',
                        'the GPUs were not read completely']
-
-
-def test_nic_offload_env_text_filter():
-    assert fp.nodeprep_nic_offload_env_text({'nm_properties': {'ethtool.feature-lro': 'off'}}, {'lro': False}) == (
-        '# Managed by Ansible (gpufleet.nodeprep.nic_offload)\nNODEPREP_ETHTOOL_FEATURES=lro off\n')
 
 
 def test_node_sha1_matches_the_hash_filter(tmp_path):

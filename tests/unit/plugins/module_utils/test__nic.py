@@ -17,7 +17,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import (
     NicError,
     collect_nic_facts,
     features_as_parsed,
-    offload_differences,
+    offload_plan,
     select_nics,
     nm_device_states,
     nm_managed,
@@ -303,20 +303,25 @@ def test_features_as_parsed_rebuilds_the_groups(name):
     ({'rx-gro': False}, {}),
     ({'gro': True}, {'generic-receive-offload': {'before': False, 'after': True}}),
 ])
-def test_offload_differences_use_the_role_names(wanted, changes):
+def test_offload_plan_uses_the_role_names(wanted, changes):
     features = {'generic-receive-offload': {'enabled': False, 'fixed': False},
                 'large-receive-offload': {'enabled': False, 'fixed': True},
                 'tcp-segmentation-offload': {'enabled': True, 'fixed': False},
                 'tx-tcp-segmentation': {'enabled': True, 'fixed': False},
                 'tx-tcp6-segmentation': {'enabled': True, 'fixed': False}}
-    assert dict(offload_differences(features, wanted, ifname='ens1')['changes']) == changes
+    entry = offload_plan({'ens1': {'features': features}}, ['ens1'], wanted)['ens1']
+    assert entry['error'] is None
+    assert dict(entry['changes']) == changes
 
 
-def test_offload_differences_refuse_like_the_module():
-    features = {'large-receive-offload': {'enabled': False, 'fixed': True}}
-    with pytest.raises(NicError) as exc:
-        offload_differences(features, {'lro': True}, ifname='ens1')
-    assert str(exc.value) == ('interface ens1: fixed by the driver, cannot change: large-receive-offload [lro] (is '
-                              'off, asked on); set ignore_fixed to skip them')
-    assert offload_differences(features, {'lro': True}, ignore_fixed=True)['skipped_fixed'] == [
-        'large-receive-offload']
+def test_offload_plan_refuses_like_the_module():
+    nics = {'ens1': {'features': {'large-receive-offload': {'enabled': False, 'fixed': True}}, 'nm_managed': None}}
+    assert offload_plan(nics, ['ens1'], {'lro': True})['ens1']['error'] == (
+        'interface ens1: fixed by the driver, cannot change: large-receive-offload [lro] (is off, asked on); set '
+        'ignore_fixed to skip them')
+    skipped = offload_plan(nics, ['ens1'], {'lro': True}, ignore_fixed=True)['ens1']
+    assert skipped['error'] is None
+    assert skipped['skipped_fixed'] == ['large-receive-offload']
+    # A feature skipped is not persisted either.
+    assert skipped['persistence'] == {'nm_managed': None, 'nm_properties': {}, 'nm_unsupported': [], 'link_keys': {},
+                                      'link_unsupported': []}

@@ -184,9 +184,8 @@ def test_offload_plan_errors_like_the_module():
     assert plan_['eth9']['error'] == 'interface eth9: its offload features were not gathered'
 
 
-def test_unit_env_text_uses_the_ethtool_names():
+def test_unit_env_args_use_the_ethtool_names():
     persistence = {'nm_properties': {'ethtool.feature-gro': 'off', 'ethtool.feature-lro': 'off'},
                    'nm_unsupported': ['rx-gro-hw', 'rx-udp-gro-forwarding']}
-    assert _nic.unit_env_text(persistence, {'gro': False, 'lro': False, 'rx-gro-hw': True}) == (
-        '# Managed by Ansible (gpufleet.nodeprep.nic_offload)\n'
-        'NODEPREP_ETHTOOL_FEATURES=gro off lro off rx-gro-hw on\n')
+    assert _nic.unit_env_args(persistence, {'gro': False, 'lro': False, 'rx-gro-hw': True}) == [
+        'gro', 'off', 'lro', 'off', 'rx-gro-hw', 'on']

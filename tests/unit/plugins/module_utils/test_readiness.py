@@ -414,7 +414,12 @@ def test_skip_checks_and_missing_namespaces():
         ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
         # The nccl role's plan needs the file's state: not gathered fails (never skip, never pass).
         ('nccl.config', 'fail', 'not gathered: files: /etc/nccl.conf'),
-        ('nic.offload', 'skip', 'nic facts were not gathered'),
+        # Its verdict is the nic_offload plan, which says what it could not see: never a pass or a skip.
+        ('nic.offload', 'fail', 'not gathered: subsets: nic; files: /etc/systemd/system/nodeprep-nic-offload@.service, '
+                                '/etc/nodeprep/nic-offload, /etc/nodeprep/nic-offload/*.env, '
+                                '/etc/systemd/system/sys-subsystem-net-devices-*.device.wants, '
+                                '/etc/systemd/system/sys-subsystem-net-devices-*.device.wants/nodeprep-nic-offload@*'
+                                '.service'),
         ('fabric.manager', 'skip', 'kernel facts were not gathered'),
     ]
 
@@ -482,9 +487,6 @@ def test_applications_clocks_deprecated_driver_warns():
      '[1500, 1965]'),
     ({'nodeprep_gpu_settings_locked_memory_clocks': {'min': 'low', 'max': 3996}},
      "nodeprep_gpu_settings_locked_memory_clocks.min must be an integer number of MHz, got 'low'"),
-    ({'nodeprep_nic_offload_networks': ['10.20.0.0/33']},
-     "nodeprep_nic_offload_networks[0] '10.20.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
-     "'10.20.0.0/33' does not appear to be an IPv4 or IPv6 network"),
     ({'nodeprep_expected_gpus': 'eight'}, "nodeprep_expected_gpus: 'eight' is not a whole number"),
 ])
 def test_bad_settings_are_refused(settings, message):
@@ -493,6 +495,18 @@ def test_bad_settings_are_refused(settings, message):
     with pytest.raises(r.ReadinessError) as exc:
         F.evaluate(facts, base, probe)
     assert str(exc.value) == message
+
+
+def test_a_bad_nic_offload_setting_fails_its_check_only():
+    """The nic_offload role's settings are typed and checked by its plan: nic.offload fails with the plan's words."""
+    facts, settings, probe = F.converged()
+    settings['nodeprep_nic_offload_networks'] = ['10.20.0.0/33']
+    checks = F.evaluate(facts, settings, probe)
+    assert by_id(checks, 'nic.offload')['observed'] == (
+        'the settings of role nic_offload are invalid: nodeprep_nic_offload_networks=["10.20.0.0/33"]: '
+        "nodeprep_nic_offload_networks[0] '10.20.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
+        "'10.20.0.0/33' does not appear to be an IPv4 or IPv6 network")
+    assert [(c['id'], c['status']) for c in checks if c['status'] != 'pass'] == [('nic.offload', 'fail')]
 
 
 @pytest.mark.parametrize('facts, settings, message', [

@@ -21,6 +21,7 @@ import yaml
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nccl
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nic_offload
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
 
@@ -98,7 +99,7 @@ def unlimited():
 
 
 # The rule module of each role whose readiness checks read its plan (_readiness.PLAN_CHECKS).
-RULE_MODULES = {'shm': _plan_shm, 'nccl': _plan_nccl}
+RULE_MODULES = {'shm': _plan_shm, 'nccl': _plan_nccl, 'nic_offload': _plan_nic_offload}
 
 
 def plans(facts, settings, host='gpu-a01'):
@@ -127,7 +128,11 @@ def checked_values(facts, settings, probe=None):
 def converged():
     """facts, settings, probe of a node site.yml has converged."""
     facts = {
-        'nodeprep_gathered': ['nvidia', 'kernel', 'limits', 'shm', 'nic'],
+        'nodeprep_gathered': ['nvidia', 'kernel', 'limits', 'shm', 'nic', 'files'],
+        # The nic_offload plan's files: the NICs are persisted through NetworkManager (nm_managed), no boot unit.
+        'nodeprep_files': {_plan_nic_offload.UNIT_FILE: {'exists': False}, _plan_nic_offload.ENV_DIR: {'exists': False},
+                           '/etc/nccl.conf': file_state(NCCL_CONF)},
+        'nodeprep_file_patterns': list(_plan_nic_offload.FILE_PATTERNS),
         'nvidia': {'present': True, 'error': None, 'driver_version': '580.105.08', 'cuda_version': '13.0',
                    'attached_gpus': 8, 'gpus': [gpu(i) for i in range(8)]},
         'kernel_state': {
@@ -150,7 +155,6 @@ def converged():
                           'line': 3}},
         'nics': {'ens3f0np0': nic('mlx5_core', '10.20.0.11/16', False),
                  'eno1': nic('igb', '192.168.1.11/24', True)},
-        'nodeprep_files': {'/etc/nccl.conf': file_state(NCCL_CONF)},
     }
     settings = role_settings()
     settings.update({
