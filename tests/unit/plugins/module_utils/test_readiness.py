@@ -12,7 +12,6 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import select_nics
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
@@ -458,8 +457,11 @@ def test_plans_are_required():
     facts, settings, probe = F.converged()
     with pytest.raises(r.ReadinessError) as exc:
         r.evaluate(facts, settings, probe, {})
-    assert str(exc.value) == ("plans: no plan for role nccl, shm; the checks nccl.config, shm.size read the roles' "
-                              "plans (the readiness role makes them with gpufleet.nodeprep.node_plan)")
+    roles = sorted(set(r.PLAN_CHECKS.values()))
+    assert str(exc.value) == ("plans: no plan for role {0}; the checks {1} read the roles' plans (the readiness role "
+                              "makes them with gpufleet.nodeprep.node_plan)".format(
+                                  ', '.join(roles), ', '.join(sorted(r.PLAN_CHECKS))))
+    assert roles == ['nccl', 'nic_offload', 'shm']
 
 
 def test_applications_clocks_deprecated_driver_warns():
@@ -581,14 +583,6 @@ def test_find_lost_gpus(mutate, lost):
     state = [copy.deepcopy(x) for x in F.converged()]
     mutate(state)
     assert r.find_lost_gpus(state[0]) == lost
-
-
-def test_select_nics_is_the_one_of_nic():
-    facts = F.converged()[0]
-    assert r.select_nics is select_nics
-    assert r.select_nics(facts['nics'], networks=['10.20.0.0/16']) == ['ens3f0np0']
-    assert r.select_nics(facts['nics'], drivers=['igb']) == ['eno1']
-    assert r.select_nics(facts['nics'], names=['eno1', 'ens3f0np0']) == ['eno1', 'ens3f0np0']
 
 
 def test_builder_matches_the_real_b200_capture():

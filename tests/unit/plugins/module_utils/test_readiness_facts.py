@@ -209,7 +209,7 @@ def fresh():
     facts['shm'].update(size_bytes=1007 * GIB, free_bytes=1007 * GIB, fstab=None)
     facts['nics']['ens3f0np0']['features']['generic-receive-offload']['enabled'] = True
     missing = {'load_state': 'not-found', 'active_state': 'inactive', 'unit_file_state': None}
-    facts['nodeprep_files'] = {'/etc/nccl.conf': dict(MISSING_FILE)}
+    facts['nodeprep_files']['/etc/nccl.conf'] = dict(MISSING_FILE)
     probe = {
         'kernel_log': {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [], 'error': None},
         'services': dict((name, dict(missing)) for name in probe['services']),

@@ -235,7 +235,7 @@ def test_nccl_conf_with_a_byte_that_is_not_utf8(monkeypatch, capsys, tmp_path):
     path.write_bytes(F.NCCL_CONF.encode('utf-8') + b'NCCL_DEBUG_FILE=/tmp/caf\xe9\n')
     args = base_args()
     args['settings']['nodeprep_nccl_conf_path'] = str(path)
-    args['facts']['nodeprep_files'] = collect_files([str(path)])
+    args['facts']['nodeprep_files'].update(collect_files([str(path)]))
     args['plans'] = F.plans(args['facts'], args['settings'])
     result, _calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
