@@ -319,10 +319,11 @@ def _services(plan, systemd, checked, settings, verified):
     for service in checked['services']:
         items = services.get(service)
         if not isinstance(items, dict):
-            why = service_errors.get(service) or reason or 'not reported'
+            why = service_errors.get(service) or reason
             seen.append('{0} not reported'.format(service))
-            _plan.add_drift(plan, SERVICES, '{0}: not reported ({1}); its drop-in is {2}'.format(
-                service, why, 'in place' if verified.get(service) else 'still to write'), fixable=False, level='warn')
+            _plan.add_drift(plan, SERVICES, '{0}: not reported{1}; its drop-in is {2}'.format(
+                service, ' ({0})'.format(why) if why else '', 'in place' if verified.get(service) else 'still to write'),
+                fixable=False, level='warn')
             continue
         soft, hard = _pair(items)
         seen.append('{0} {1}/{2}'.format(service, _show_limit(soft), _show_limit(hard)))

@@ -388,7 +388,7 @@ NCCL_ASSERT = 'Check names and values'
 NCCL_STRICT = 'Fail on names nothing reads (nodeprep_nccl_strict)'
 SHM_ASSERT = 'Check the size settings before changing anything'
 SHM_OVERSIZE = 'Refuse a size larger than RAM + swap'
-MEMLOCK_ASSERT = 'Check the memlock settings before changing anything'
+MEMLOCK_ASSERT = 'Refuse settings the plan cannot use, before changing anything'
 NIC_ASSERT = 'Check the selectors and features'
 NIC_MODULE = 'Apply the offload features live'
 KERNEL_SOURCE = 'Check that the kernel source exists on this distribution'
@@ -400,7 +400,10 @@ DRIVER_BLACKWELL = 'Check that proprietary modules are not requested for Blackwe
 GPU_ALLOWED = '(allowed: null, watts > 0 such as 700, or a percentage of the default limit such as "70%")'
 CLOCKS_ALLOWED = '(allowed: null, "reset", or {min: MHz, max: MHz} with 0 < min <= max)'
 SHM_ALLOWED = 'must be bytes or a number with a K/M/G/T suffix (e.g. "512G")'
-MEMLOCK_FILE_ALLOWED = '(allowed: a file pam_limits reads, /etc/security/limits.conf or /etc/security/limits.d/<name>.conf)'
+MEMLOCK_FILE_ALLOWED = ('allowed: a file pam_limits reads, /etc/security/limits.conf or /etc/security/limits.d/<name>.conf '
+                        '(an absolute path, a name ending in .conf, not hidden)')
+MEMLOCK_VALUE_ALLOWED = ('allowed: "unlimited" or a positive number of KiB, as an integer or a string of digits '
+                         '(such as 65536)')
 
 # The platform the el10 host pretends to run (the kernel role reads only these facts to decide).
 EL10_FACTS = {'distribution': 'Rocky', 'os_family': 'RedHat', 'distribution_major_version': '10',
@@ -468,13 +471,24 @@ ROLE_CASES = [
     ('shm size zero', 'localhost', 'shm', {'nodeprep_shm_size': 0},
      SHM_ASSERT, ['nodeprep_shm_size=0', 'greater than 0']),
     ('memlock value a word', 'localhost', 'memlock', {'nodeprep_memlock_value': 'lots'},
-     MEMLOCK_ASSERT, ['nodeprep_memlock_value="lots"', '(allowed: "unlimited" or a positive number of KiB)']),
+     MEMLOCK_ASSERT, ['memlock on localhost: nodeprep_memlock_value="lots": ' + MEMLOCK_VALUE_ALLOWED]),
     ('memlock value zero', 'localhost', 'memlock', {'nodeprep_memlock_value': 0},
-     MEMLOCK_ASSERT, ['nodeprep_memlock_value=0', '(allowed: "unlimited" or a positive number of KiB)']),
+     MEMLOCK_ASSERT, ['memlock on localhost: nodeprep_memlock_value=0: ' + MEMLOCK_VALUE_ALLOWED]),
+    ('memlock value -1', 'localhost', 'memlock', {'nodeprep_memlock_value': '-1'},
+     MEMLOCK_ASSERT, ['memlock on localhost: nodeprep_memlock_value="-1": ' + MEMLOCK_VALUE_ALLOWED]),
+    ('memlock value a fraction', 'localhost', 'memlock', {'nodeprep_memlock_value': 0.5},
+     MEMLOCK_ASSERT, ['memlock on localhost: nodeprep_memlock_value=0.5: ' + MEMLOCK_VALUE_ALLOWED]),
     ('memlock domain with a space', 'localhost', 'memlock', {'nodeprep_memlock_domains': ['bad user']},
-     MEMLOCK_ASSERT, ['nodeprep_memlock_domains=["bad user"]', 'a user, @group, %group, * or %']),
+     MEMLOCK_ASSERT, ['nodeprep_memlock_domains=["bad user"]: "bad user" is not a domain',
+                      'a user, @group, %group, * or %']),
     ('memlock service with a space', 'localhost', 'memlock', {'nodeprep_memlock_services': ['slurm d']},
-     MEMLOCK_ASSERT, ['nodeprep_memlock_services=["slurm d"]', 'systemd unit names']),
+     MEMLOCK_ASSERT, ['nodeprep_memlock_services=["slurm d"]: "slurm d" is not a service name',
+                      'systemd service names']),
+    ('memlock service with a slash', 'localhost', 'memlock', {'nodeprep_memlock_services': ['../sshd']},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_services=["../sshd"]: "../sshd" is not a service name',
+                      'no spaces or slashes']),
+    ('memlock verify flag not a boolean', 'localhost', 'memlock', {'nodeprep_memlock_verify': 'maybe'},
+     SPEC, ['nodeprep_memlock_verify', "'maybe'", 'bool']),
     ('memlock limits_file pam_limits never reads', 'localhost', 'memlock',
      {'nodeprep_memlock_limits_file': '/etc/passwd'},
      MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="/etc/passwd"', MEMLOCK_FILE_ALLOWED]),
@@ -858,7 +872,7 @@ def test_readiness_info_bad_input(tmp_path, monkeypatch, capsys, name, mutate, e
     ran = []
     monkeypatch.setattr(AnsibleModule, 'run_command', lambda self, argv, **kw: ran.append(argv) or (1, '', ''))
     args = {'facts': facts, 'settings': settings, 'services': [], 'kernel_log_lines': 0,
-            'nccl_conf_path': str(tmp_path / 'nccl.conf')}
+            'plans': RF.plans(facts, settings), 'nccl_conf_path': str(tmp_path / 'nccl.conf')}
     result = run_main(readiness_info.main, args, capsys)
     assert ran == []
     assert result.get('changed', False) is False

@@ -65,8 +65,13 @@ FRESH = [
     ('gpu.power_limit', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('gpu.clocks', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('gpu.health', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
-    ('memlock.users', 'fail', 'root: soft 8192, hard 8192; train: soft 8192, hard 8192'),
-    ('memlock.services', 'fail', 'systemd default memlock soft 8192, hard 8192; slurmd: memlock soft 8192, hard 8192'),
+    # The memlock role's plan (nothing written yet): its files are missing.
+    ('memlock.users', 'fail', 'root 8192/8192, train 8192/8192; /etc/security/limits.d/90-nodeprep-memlock.conf: '
+                              'missing'),
+    ('memlock.services', 'fail', 'default 8192/8192, slurmd 8192/8192; /etc/systemd/system.conf.d: missing; '
+                                 '/etc/systemd/system.conf.d/90-nodeprep-memlock.conf: missing; '
+                                 '/etc/systemd/system/slurmd.service.d: missing; '
+                                 '/etc/systemd/system/slurmd.service.d/90-nodeprep-memlock.conf: missing'),
     ('shm.size', 'fail', 'live 1007.0 GiB, fstab no entry; the fstab entry does not keep 716.0 GiB across reboots'),
     ('nccl.config', 'fail', '/etc/nccl.conf does not exist'),
     ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
@@ -76,7 +81,7 @@ FRESH = [
 
 def test_converged_node_passes_every_check():
     facts, settings, probe = F.converged()
-    checks = r.evaluate(facts, settings, probe)
+    checks = F.evaluate(facts, settings, probe)
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
@@ -85,7 +90,7 @@ def test_converged_node_passes_every_check():
 
 def test_freshly_provisioned_node():
     facts, settings, probe = F.fresh()
-    checks = r.evaluate(facts, settings, probe)
+    checks = F.evaluate(facts, settings, probe)
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI 0000:8f:00.0 has device ID 0x2901 (Blackwell or newer))'
@@ -94,7 +99,7 @@ def test_freshly_provisioned_node():
 
 def test_expected_texts_of_the_converged_node():
     facts, settings, probe = F.converged()
-    expected = dict((c['id'], c['expected']) for c in r.evaluate(facts, settings, probe))
+    expected = dict((c['id'], c['expected']) for c in F.evaluate(facts, settings, probe))
     assert expected == {
         'kernel.devel_matched': 'devel/headers installed for the running kernel ' + RUNNING,
         'driver.nouveau_blacklisted': 'nouveau blacklisted and not loaded',
@@ -262,21 +267,45 @@ FAULTS = [
      'gpu.health', 'warn', 'kernel log not read: journalctl rc=1: No journal files were found.'),
     ('user back at the distro memlock',
      _set((0, 'limits', 'effective', 'train', 'memlock'), {'soft': 8192, 'hard': 'unlimited'}),
-     'memlock.users', 'fail', 'train: soft 8192, hard unlimited'),
+     'memlock.users', 'fail', 'root unlimited/unlimited, train 8192/unlimited; user train: memlock soft 8192, hard '
+                              'unlimited, below unlimited (from no source): no line of '
+                              '/etc/security/limits.d/90-nodeprep-memlock.conf applies to this user '
+                              '(nodeprep_memlock_domains: *, root)'),
+    ('a later limits.d file lowers a user\'s limit',
+     _both(_set((0, 'limits', 'effective', 'train', 'memlock'), {'soft': 64, 'hard': 64}),
+           _set((0, 'limits', 'sources'), {'train': {'memlock': {'soft': '/etc/security/limits.d/99-site.conf:4',
+                                                                 'hard': '/etc/security/limits.d/99-site.conf:4'}}})),
+     'memlock.users', 'fail', 'root unlimited/unlimited, train 64/64; user train: memlock soft 64, hard 64, below '
+                              'unlimited: /etc/security/limits.d/99-site.conf:4 wins over '
+                              '/etc/security/limits.d/90-nodeprep-memlock.conf (pam_limits applies a later file or a '
+                              'more specific domain last); the role does not edit files it does not own: change or '
+                              'remove that line'),
+    ('a larger limit than wanted',
+     _both(_set((1, 'nodeprep_memlock_value'), 65536),
+           _set((0, 'nodeprep_files'), F.memlock_files(want=65536))),
+     'memlock.users', 'pass', 'root unlimited/unlimited, train unlimited/unlimited'),
     ('user unknown on the node',
      _set((1, 'nodeprep_memlock_verify_users'), ['root', 'train', 'nobody2']),
-     'memlock.users', 'fail', 'nobody2: not reported (no such user?)'),
+     'memlock.users', 'fail', 'not gathered: subsets: limits; limits_users: nobody2'),
     ('service without the drop-in',
      _set((0, 'limits', 'systemd', 'services', 'slurmd', 'memlock'), {'soft': 8192, 'hard': 8192}),
-     'memlock.services', 'fail', 'slurmd: memlock soft 8192, hard 8192'),
+     'memlock.services', 'fail', 'default unlimited/unlimited, slurmd 8192/8192; slurmd: LimitMEMLOCK soft 8192, hard '
+                                 '8192, below unlimited although '
+                                 '/etc/systemd/system/slurmd.service.d/90-nodeprep-memlock.conf is in place: a later '
+                                 'drop-in of the unit wins, or the unit was not reloaded (systemctl cat '
+                                 'slurmd.service; systemctl daemon-reload); the role does not edit files it does not '
+                                 'own'),
     ('systemd not running',
      _set((0, 'limits', 'systemd'), {'default': {'memlock': None}, 'services': {'slurmd': None},
                                      'reason': 'this host was not booted with systemd (/run/systemd/system is missing)'}),
      'memlock.services', 'warn',
-     'systemd was not asked: this host was not booted with systemd (/run/systemd/system is missing)'),
+     'default unset/unset, slurmd not reported; systemd was not asked: this host was not booted with systemd '
+     '(/run/systemd/system is missing); slurmd: not reported (this host was not booted with systemd '
+     '(/run/systemd/system is missing)); its drop-in is in place'),
     ('service not installed',
      _set((0, 'limits', 'systemd', 'services', 'slurmd'), None),
-     'memlock.services', 'warn', 'default unlimited/unlimited; slurmd: not reported (service not installed?)'),
+     'memlock.services', 'warn', 'default unlimited/unlimited, slurmd not reported; slurmd: not reported; its drop-in '
+                                 'is in place'),
     ('/dev/shm at the tmpfs default of half the RAM',
      _set((0, 'shm', 'size_bytes'), 503 * F.GIB),
      'shm.size', 'fail', 'live 503.0 GiB, fstab 716.0 GiB; too small'),
@@ -363,7 +392,7 @@ def test_single_fault(fault):
     also = fault[5] if len(fault) > 5 else {}
     state = [copy.deepcopy(x) for x in F.converged()]
     mutate(state)
-    checks = r.evaluate(*state)
+    checks = F.evaluate(*state)
     found = by_id(checks, check_id)
     assert (found['status'], found['observed']) == (status, observed), name
     others = dict((c['id'], c['status']) for c in checks if c['id'] != check_id and c['status'] != 'pass')
@@ -380,11 +409,11 @@ def test_unmanaged_settings_skip():
     settings.update({'nodeprep_memlock_limits': False, 'nodeprep_memlock_systemd_default': False,
                      'nodeprep_nvidia_driver_persistenced': False, 'nodeprep_nvidia_driver_blacklist_nouveau': False,
                      'nodeprep_nvidia_driver_fabricmanager': 'never'})
-    got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     assert got['gpu.power_limit'] == ('skip', 'left as the driver set it')
     assert got['gpu.clocks'] == ('skip', 'left as the driver set them')
     assert got['memlock.users'] == ('skip', 'not managed (nodeprep_memlock_limits false)')
-    assert got['memlock.services'] == ('skip', 'no systemd memlock setting managed')
+    assert got['memlock.services'] == ('skip', 'not managed (nodeprep_memlock_systemd_default false, no service)')
     assert got['driver.persistenced'] == ('skip', 'not checked')
     assert got['driver.nouveau_blacklisted'] == ('skip', 'not checked')
     assert got['fabric.manager'] == ('skip', '2 NVSwitches on the PCI bus; not managed '
@@ -396,10 +425,17 @@ def test_unmanaged_settings_skip():
                                        '717.0 GiB across reboots')
 
 
+MEMLOCK_NOT_GATHERED = ('subsets: limits; files: /etc/security/limits.d/90-nodeprep-memlock.conf, '
+                        '/etc/systemd/system.conf.d, /etc/systemd/system.conf.d/90-nodeprep-memlock.conf, '
+                        '/etc/systemd/system/slurmd.service.d, '
+                        '/etc/systemd/system/slurmd.service.d/90-nodeprep-memlock.conf; limits_users: root, train; '
+                        'limits_services: slurmd')
+
+
 def test_skip_checks_and_missing_namespaces():
     facts, settings, probe = F.converged()
     settings['nodeprep_readiness_skip_checks'] = ['gpu.health']
-    checks = r.evaluate({'shm': facts['shm']}, settings, None)
+    checks = F.evaluate({'shm': facts['shm']}, settings, None)
     assert statuses(checks) == [
         ('kernel.devel_matched', 'skip', 'kernel facts were not gathered'),
         ('driver.nouveau_blacklisted', 'skip', 'kernel facts were not gathered'),
@@ -410,8 +446,9 @@ def test_skip_checks_and_missing_namespaces():
         ('gpu.power_limit', 'skip', 'nvidia-smi lists no GPU'),
         ('gpu.clocks', 'skip', 'nvidia-smi lists no GPU'),
         ('gpu.health', 'skip', 'not checked'),
-        ('memlock.users', 'skip', 'limits facts were not gathered'),
-        ('memlock.services', 'skip', 'limits facts were not gathered'),
+        # The memlock role's plan cannot be made without its facts: its checks fail (the readiness role gathers them).
+        ('memlock.users', 'fail', 'not gathered: ' + MEMLOCK_NOT_GATHERED),
+        ('memlock.services', 'fail', 'not gathered: ' + MEMLOCK_NOT_GATHERED),
         ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
         ('nccl.config', 'skip', '/etc/nccl.conf was not read'),
         ('nic.offload', 'skip', 'nic facts were not gathered'),
@@ -422,7 +459,7 @@ def test_skip_checks_and_missing_namespaces():
 def test_nccl_socket_ifname_from_the_training_network():
     facts, settings, probe = F.converged()
     settings['nodeprep_nccl_socket_networks'] = ['10.20.0.0/16']
-    check = by_id(r.evaluate(facts, settings, probe), 'nccl.config')
+    check = by_id(F.evaluate(facts, settings, probe), 'nccl.config')
     assert (check['status'], check['observed']) == ('fail', "NCCL_SOCKET_IFNAME='ens3f0np0', wanted '=ens3f0np0'")
 
 
@@ -433,7 +470,7 @@ def test_applications_clocks_deprecated_driver_warns():
     settings['nodeprep_gpu_settings_gpus'] = [0, 'GPU-00000000-0000-0000-0000-000000000001', '0000:96:00.0']
     for gpu in facts['nvidia']['gpus']:
         gpu['applications_clocks'] = None
-    check = by_id(r.evaluate(facts, settings, probe), 'gpu.clocks')
+    check = by_id(F.evaluate(facts, settings, probe), 'gpu.clocks')
     assert check['status'] == 'warn'
     assert check['observed'] == '; '.join(
         'GPU {0} ({1}): applications clocks deprecated or not supported by this driver (use locked clocks)'.format(
@@ -464,7 +501,7 @@ def test_bad_settings_are_refused(settings, message):
     facts, base, probe = F.converged()
     base.update(settings)
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, base, probe)
+        F.evaluate(facts, base, probe)
     assert str(exc.value) == message
 
 
@@ -474,7 +511,7 @@ def test_bad_settings_are_refused(settings, message):
 ])
 def test_bad_arguments(facts, settings, message):
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, settings)
+        F.evaluate(facts, settings)
     assert str(exc.value) == message
 
 
@@ -583,7 +620,7 @@ def test_builder_matches_the_real_b200_capture():
     # as captured: persistence off and the default 1000 W limit - what a fresh node shows
     facts, settings, probe = F.converged()
     facts['nvidia'] = dict(real, present=True, error=None)
-    checks = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    checks = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     assert checks['gpu.power_limit'] == ('fail', '; '.join(
         'GPU {0} ({1}) is at 1000 W, wanted 700 W'.format(i, b) for i, b in enumerate(F.BUS_IDS)))
     assert checks['gpu.count'] == ('pass', 'nvidia-smi: 8, PCI bus: 8')
@@ -604,7 +641,7 @@ def test_missing_setting_is_refused_by_name():
     del settings['nodeprep_shm_gpu_memory_ratio']
     del settings['nodeprep_nccl_conf']
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, settings, probe)
+        F.evaluate(facts, settings, probe)
     assert str(exc.value) == ('settings: missing nodeprep_shm_gpu_memory_ratio, nodeprep_nccl_conf; give every '
                               'variable the checks read (the readiness role passes them all; docs/readiness.md '
                               'lists them)')
@@ -615,7 +652,7 @@ def test_hung_nvidia_smi_fails_driver_and_count_only():
     facts, settings, probe = F.converged()
     facts['nvidia'] = {'present': False, 'timed_out': True, 'driver_version': None, 'attached_gpus': 0, 'gpus': [],
                        'error': 'nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed'}
-    checks = dict((c['id'], c) for c in r.evaluate(facts, settings, probe))
+    checks = dict((c['id'], c) for c in F.evaluate(facts, settings, probe))
     assert checks['driver.loaded']['status'] == 'fail'
     assert checks['driver.loaded']['observed'] == (
         'nvidia-smi failed: nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed')
@@ -649,7 +686,7 @@ def test_fabric_manager_by_switch_fabric(fabric, fm_state, status, observed):
     facts, settings, probe = F.converged()
     _nvlink5(facts, fabric)
     probe['services']['nvidia-fabricmanager.service']['active_state'] = fm_state
-    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    check = by_id(F.evaluate(facts, settings, probe), 'fabric.manager')
     assert (check['status'], check['observed']) == (status, observed)
 
 
@@ -667,7 +704,7 @@ def test_no_nvlsm_unit_is_asked_for():
     facts, settings, probe = F.converged()
     _nvlink5(facts)
     del probe['services']['nvlsm.service']
-    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    check = by_id(F.evaluate(facts, settings, probe), 'fabric.manager')
     assert check['status'] == 'pass'
     assert 'nvlsm' not in check['expected'] + check['observed']
 
@@ -676,7 +713,7 @@ def test_kernel_facts_error_fails_fabric_and_kernel_checks():
     facts, settings, probe = F.converged()
     del facts['kernel_state']
     facts['nodeprep_errors'] = {'kernel': 'kernel facts: cannot read /proc/modules'}
-    got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     for check_id in ('kernel.devel_matched', 'driver.nouveau_blacklisted', 'fabric.manager'):
         assert got[check_id] == ('fail', 'could not be read: kernel facts: cannot read /proc/modules')
     assert got['memlock.users'][0] == 'pass'
@@ -689,7 +726,7 @@ def test_unmanaged_check_stays_skipped_when_its_facts_failed():
     settings['nodeprep_memlock_services'] = []
     del facts['limits']
     facts['nodeprep_errors'] = {'limits': 'limits facts: broken'}
-    got = dict((c['id'], c['status']) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], c['status']) for c in F.evaluate(facts, settings, probe))
     assert (got['memlock.users'], got['memlock.services']) == ('skip', 'skip')
 
 

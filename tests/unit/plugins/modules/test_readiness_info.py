@@ -74,7 +74,7 @@ def nccl_conf(tmp_path):
 
 def base_args(nccl_path):
     facts, settings, _probe = F.converged()
-    return {'facts': facts, 'settings': settings, 'nccl_conf_path': nccl_path}
+    return {'facts': facts, 'settings': settings, 'plans': F.plans(facts, settings), 'nccl_conf_path': nccl_path}
 
 
 def test_converged_node(monkeypatch, capsys, nccl_conf):

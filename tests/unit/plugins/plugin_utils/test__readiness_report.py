@@ -21,8 +21,8 @@ def _report():
     converged = F.converged()
     fresh = F.fresh()
     results = {
-        'gpu-a01': {'checks': r.evaluate(*converged), 'values': r.checked_values(*converged)},
-        'gpu-a02': {'checks': r.evaluate(*fresh), 'values': r.checked_values(*fresh)},
+        'gpu-a01': {'checks': F.evaluate(*converged), 'values': r.checked_values(*converged)},
+        'gpu-a02': {'checks': F.evaluate(*fresh), 'values': r.checked_values(*fresh)},
         'gpu-a03': {'unreachable': True, 'msg': 'Failed to connect to the host via ssh: No route to host'},
         'gpu-a05': {'failed': True, 'msg': 'Gather the node facts: nvidia-smi timed out <after 60 s> & gave up'},
     }
