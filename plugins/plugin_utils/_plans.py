@@ -18,13 +18,14 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_memlock
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
 
 # Every role of the collection that configures a node, in the order playbooks/site.yml runs them: the one list of
 # the roles (site.yml, the readiness role and the node_plan action read it from here).
 SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload')
 
 # The roles whose decisions are a rule module's plan(); the others still decide in their own tasks.
-RULES = dict((module.ROLE, module) for module in (_plan_memlock,))
+RULES = dict((module.ROLE, module) for module in (_plan_memlock, _plan_shm))
 
 PLANNED_ROLES = tuple(role for role in SITE_ROLES if role in RULES)
 
@@ -90,20 +91,4 @@ def gather_request(roles, settings_by_role):
 
 def plan_role(role, facts, settings, problems, context):
     """The plan of ``role`` (finished: ``run`` filled), with the typing problems first and the facts still missing."""
-    module = rules(role)
-    missing = _plan.missing_facts(module.gather(settings), facts)
-    if problems:
-        plan = _plan.new_plan(role)
-    else:
-        plan = module.plan(facts, settings, context)
-    plan['problems'] = list(problems) + [p for p in plan['problems'] if p not in problems]
-    plan['missing'] = _plan.describe_missing(missing)
-    if plan['missing']:
-        # What was planned from facts that are not there is not the node's state: say only what is missing.
-        plan['reasons'] = []
-        plan['files'] = []
-        plan['args'] = {}
-        plan['drift'] = [{'check': check, 'msg': 'not gathered: ' + '; '.join(plan['missing']), 'level': 'fail',
-                          'fixable': False} for check in getattr(module, 'CHECKS', ())]
-    plan['settings'] = settings
-    return _plan.finish(plan)
+    return _plan.plan_with(rules(role), facts, settings, problems, context)

@@ -72,7 +72,8 @@ FRESH = [
                                  '/etc/systemd/system.conf.d/90-nodeprep-memlock.conf: missing; '
                                  '/etc/systemd/system/slurmd.service.d: missing; '
                                  '/etc/systemd/system/slurmd.service.d/90-nodeprep-memlock.conf: missing'),
-    ('shm.size', 'fail', 'live 1007.0 GiB, fstab no entry; the fstab entry does not keep 716.0 GiB across reboots'),
+    ('shm.size', 'fail', 'live 1007.0 GiB, no fstab line (the next boot gives the tmpfs default, half of RAM: '
+                         '1007.0 GiB); no /dev/shm line in fstab'),
     ('nccl.config', 'fail', '/etc/nccl.conf does not exist'),
     ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
     ('fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
@@ -308,23 +309,25 @@ FAULTS = [
                                  'is in place'),
     ('/dev/shm at the tmpfs default of half the RAM',
      _set((0, 'shm', 'size_bytes'), 503 * F.GIB),
-     'shm.size', 'fail', 'live 503.0 GiB, fstab 716.0 GiB; too small'),
+     'shm.size', 'fail', 'live 503.0 GiB, fstab 716.0 GiB; live: /dev/shm is 503.0 GiB, wanted 716.0 GiB'),
     ('/dev/shm too small, live size not managed',
      _both(_set((0, 'shm', 'size_bytes'), 503 * F.GIB), _set((1, 'nodeprep_shm_remount'), False)),
      'shm.size', 'warn',
-     'live 503.0 GiB, fstab 716.0 GiB; too small (live size not managed: nodeprep_shm_remount is false)'),
+     'live 503.0 GiB, fstab 716.0 GiB; live: /dev/shm is 503.0 GiB, wanted 716.0 GiB (live size not managed: '
+     'nodeprep_shm_remount is false)'),
     ('/dev/shm larger and shrinking wanted',
      _both(_set((0, 'shm', 'size_bytes'), 1007 * F.GIB), _set((1, 'nodeprep_shm_shrink'), True)),
-     'shm.size', 'fail', 'live 1007.0 GiB, fstab 716.0 GiB; larger than wanted and nodeprep_shm_shrink is true'),
+     'shm.size', 'fail', 'live 1007.0 GiB, fstab 716.0 GiB; live: /dev/shm is 1007.0 GiB, wanted 716.0 GiB'),
     ('/dev/shm resized live only',
      _set((0, 'shm', 'fstab'), None),
-     'shm.size', 'fail', 'live 716.0 GiB, fstab no entry; the fstab entry does not keep 716.0 GiB across reboots'),
+     'shm.size', 'fail', 'live 716.0 GiB, no fstab line (the next boot gives the tmpfs default, half of RAM: '
+                         '1007.0 GiB); no /dev/shm line in fstab'),
     ('/dev/shm and its fstab entry larger than wanted (a GPU fell off the bus): not a shm failure',
      _both(_set((0, 'shm', 'size_bytes'), 800 * F.GIB), _set((0, 'shm', 'fstab', 'size_bytes'), 800 * F.GIB)),
      'shm.size', 'pass', 'live 800.0 GiB, fstab 800.0 GiB'),
     ('fstab entry larger than wanted and shrinking wanted',
      _both(_set((0, 'shm', 'fstab', 'size_bytes'), 800 * F.GIB), _set((1, 'nodeprep_shm_shrink'), True)),
-     'shm.size', 'fail', 'live 716.0 GiB, fstab 800.0 GiB; the fstab entry does not keep 716.0 GiB across reboots'),
+     'shm.size', 'fail', 'live 716.0 GiB, fstab 800.0 GiB; fstab: /dev/shm is 800.0 GiB in fstab, wanted 716.0 GiB'),
     ('/dev/shm full (testbed fault shm-full)',
      _both(_set((0, 'shm', 'free_bytes'), 0), _set((0, 'shm', 'used_bytes'), 716 * F.GIB)),
      'shm.size', 'fail',
@@ -421,8 +424,8 @@ def test_unmanaged_settings_skip():
     assert got['nic.offload'] == ('skip', 'no NIC offload setting managed')
     assert got['gpu.count'] == ('pass', 'nvidia-smi: 8, PCI bus: 8')
     # shm from the role defaults: half of 8 x 183359 MiB rounded up to a GiB
-    assert got['shm.size'] == ('fail', 'live 716.0 GiB, fstab 716.0 GiB; too small; the fstab entry does not keep '
-                                       '717.0 GiB across reboots')
+    assert got['shm.size'] == ('fail', 'live 716.0 GiB, fstab 716.0 GiB; live: /dev/shm is 716.0 GiB, wanted 717.0 GiB; '
+                                       'fstab: /dev/shm is 716.0 GiB in fstab, wanted 717.0 GiB')
 
 
 MEMLOCK_NOT_GATHERED = ('subsets: limits; files: /etc/security/limits.d/90-nodeprep-memlock.conf, '
@@ -435,7 +438,7 @@ MEMLOCK_NOT_GATHERED = ('subsets: limits; files: /etc/security/limits.d/90-nodep
 def test_skip_checks_and_missing_namespaces():
     facts, settings, probe = F.converged()
     settings['nodeprep_readiness_skip_checks'] = ['gpu.health']
-    checks = F.evaluate({'shm': facts['shm']}, settings, None)
+    checks = F.evaluate({'shm': facts['shm'], 'nodeprep_gathered': ['shm']}, settings, None)
     assert statuses(checks) == [
         ('kernel.devel_matched', 'skip', 'kernel facts were not gathered'),
         ('driver.nouveau_blacklisted', 'skip', 'kernel facts were not gathered'),
@@ -483,8 +486,6 @@ def test_applications_clocks_deprecated_driver_warns():
     ({'nodeprep_gpu_settings_power_limit': 'seventy'},
      "nodeprep_gpu_settings_power_limit must be watts (e.g. 700) or a percentage of the default limit (e.g. "
      "\"70%\"), got 'seventy'"),
-    ({'nodeprep_shm_size': '64 gigs'},
-     "nodeprep_shm_size: '64 gigs' is not a size; use bytes or a number with K, M, G or T"),
     ({'nodeprep_gpu_settings_locked_gpu_clocks': [1500, 1965]},
      'nodeprep_gpu_settings_locked_gpu_clocks must be "reset" or a dict with the keys min and max (MHz), got '
      '[1500, 1965]'),
@@ -539,24 +540,6 @@ def test_desired_power_limit(setting, gpu_over, clamp, result):
     gpu = F.gpu(0)
     gpu.update(gpu_over)
     assert r.desired_power_limit(setting, gpu, clamp) == result
-
-
-@pytest.mark.parametrize('value, result', [
-    (None, None), ('', None), (1024, 1024), ('64G', 64 * F.GIB), ('64g', 64 * F.GIB), ('64GiB', 64 * F.GIB),
-    ('65536M', 64 * F.GIB), ('1.5T', 1536 * F.GIB), ('4096k', 4 * 1024 * 1024),
-])
-def test_parse_size(value, result):
-    assert r.parse_size(value, 'nodeprep_shm_size') == result
-
-
-@pytest.mark.parametrize('value, message', [
-    (True, "nodeprep_shm_min_size: True is not a size; use bytes or a number with K, M, G or T"),
-    ('50%', "nodeprep_shm_min_size: '50%' is not a size; use bytes or a number with K, M, G or T"),
-])
-def test_parse_size_errors(value, message):
-    with pytest.raises(r.ReadinessError) as exc:
-        r.parse_size(value, 'nodeprep_shm_min_size')
-    assert str(exc.value) == message
 
 
 @pytest.mark.parametrize('text, result', [
@@ -638,11 +621,11 @@ def test_role_passes_exactly_the_settings_the_checks_use():
 
 def test_missing_setting_is_refused_by_name():
     facts, settings, probe = F.converged()
-    del settings['nodeprep_shm_gpu_memory_ratio']
+    del settings['nodeprep_kernel_source']
     del settings['nodeprep_nccl_conf']
     with pytest.raises(r.ReadinessError) as exc:
         F.evaluate(facts, settings, probe)
-    assert str(exc.value) == ('settings: missing nodeprep_shm_gpu_memory_ratio, nodeprep_nccl_conf; give every '
+    assert str(exc.value) == ('settings: missing nodeprep_kernel_source, nodeprep_nccl_conf; give every '
                               'variable the checks read (the readiness role passes them all; docs/readiness.md '
                               'lists them)')
 
@@ -732,7 +715,7 @@ def test_unmanaged_check_stays_skipped_when_its_facts_failed():
 
 def test_checked_values_of_the_converged_node():
     facts, settings, probe = F.converged()
-    assert r.checked_values(facts, settings, probe) == [
+    assert F.checked_values(facts, settings, probe) == [
         ['GPUs', '8 x NVIDIA B200; driver 580.105.08, CUDA 13.0'],
         ['power limit', '700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs'],
         ['max GPU / memory clock', '1965 / 3996 MHz'],
@@ -752,6 +735,6 @@ def test_checked_values_say_what_could_not_be_read():
     facts, settings, probe = F.fresh()
     del facts['shm']
     facts['nodeprep_errors'] = {'shm': 'shm facts: /etc/fstab line 3: bad'}
-    values = dict(r.checked_values(facts, settings, probe))
+    values = dict(F.checked_values(facts, settings, probe))
     assert values['GPUs'] == 'could not be read: nvidia-smi failed: nvidia-smi not found'
     assert values['/dev/shm'] == 'could not be read: shm facts: /etc/fstab line 3: bad'

@@ -20,7 +20,8 @@ import yaml
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_memlock
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 _FALLBACK_RE = re.compile(r'^\{\{ (nodeprep_[a-z0-9_]+)(?: \| default\((.*)\))? \}\}$')
@@ -124,25 +125,37 @@ def memlock_files(written=True, want='unlimited'):
     return dict((path, _dir() if content is None else _file(content)) for path, content in files.items())
 
 
-def plans(facts, settings):
-    """The plans of the roles that plan in Python (_readiness.PLAN_CHECKS), as the node_plan action makes them from
-    these facts and the role variables of ``settings`` (typed once, defaults for the rest)."""
-    from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+# The rule module of each role whose readiness checks read its plan (_readiness.PLAN_CHECKS).
+RULE_MODULES = {'memlock': _plan_memlock, 'shm': _plan_shm}
+
+
+def plans(facts, settings, host='gpu-a01'):
+    """The plans the readiness role hands to readiness_info: each planning role's plan from these facts, with the
+    settings given (already typed) over the role's defaults."""
     out = {}
-    for role in sorted(set(_readiness.PLAN_CHECKS.values())):
-        typed, problems = _plans.typed_settings(role, settings)
-        out[role] = _plans.plan_role(role, facts, typed, problems, _plan.new_context())
+    if not isinstance(facts, dict):
+        return out
+    for role in sorted(set(r.PLAN_CHECKS.values())):
+        module = RULE_MODULES[role]
+        typed = _plan.defaults(module)
+        typed.update((name, copy.deepcopy(settings[name])) for name in module.SETTINGS if name in settings)
+        out[role] = _plan.plan_with(module, facts, typed, (), _plan.new_context(host=host))
     return out
 
 
 def evaluate(facts, settings, probe=None):
-    """_readiness.evaluate with the plans of these facts and settings."""
-    return _readiness.evaluate(facts, settings, probe, plans(facts, settings))
+    """_readiness.evaluate with the roles' plans made from the same facts and settings."""
+    return r.evaluate(facts, settings, probe, plans(facts, settings))
+
+
+def checked_values(facts, settings, probe=None):
+    return r.checked_values(facts, settings, probe, plans(facts, settings))
 
 
 def converged():
     """facts, settings, probe of a node site.yml has converged."""
     facts = {
+        'nodeprep_gathered': ['nvidia', 'kernel', 'limits', 'shm', 'nic', 'files'],
         'nvidia': {'present': True, 'error': None, 'driver_version': '580.105.08', 'cuda_version': '13.0',
                    'attached_gpus': 8, 'gpus': [gpu(i) for i in range(8)]},
         'kernel_state': {
@@ -156,11 +169,14 @@ def converged():
             'entries': [], 'effective': {'root': unlimited(), 'train': unlimited()}, 'errors': [],
             'systemd': {'default': unlimited(), 'services': {'slurmd': unlimited()}, 'errors': []},
         },
-        'nodeprep_gathered': ['nvidia', 'kernel', 'limits', 'shm', 'nic', 'files'],
         'nodeprep_files': memlock_files(),
-        'shm': {'mounted': True, 'fstype': 'tmpfs', 'size_bytes': 716 * GIB, 'used_bytes': 0,
+        'shm': {'path': '/dev/shm', 'mounted': True, 'fstype': 'tmpfs', 'size_bytes': 716 * GIB, 'used_bytes': 0,
                 'free_bytes': 716 * GIB, 'mount_options': ['rw', 'nosuid', 'nodev', 'size=751619276800'],
-                'fstab': {'options': ['size=716G'], 'size_bytes': 716 * GIB}},
+                'unlimited': False, 'ram_bytes': 2014 * GIB, 'swap_bytes': 0, 'default_size_bytes': 1007 * GIB,
+                'errors': [],
+                'fstab': {'options': ['nosuid', 'nodev', 'size=716G'], 'size_bytes': 716 * GIB,
+                          'size_explicit': True, 'unlimited': False, 'vfstype': 'tmpfs', 'spec': 'tmpfs',
+                          'line': 3}},
         'nics': {'ens3f0np0': nic('mlx5_core', '10.20.0.11/16', False),
                  'eno1': nic('igb', '192.168.1.11/24', True)},
     }
