@@ -99,6 +99,17 @@ def _is_less(a, b):
     return a < b
 
 
+def covers(observed, wanted):
+    """The one rule for a limit that is wanted: ``observed`` (an effective soft or hard value in limits.conf units,
+    ``unlimited``, or None when unset) is at least ``wanted``; ``unlimited`` beats every number and only
+    ``unlimited`` covers ``unlimited``.  A number given as a string of digits is read as that number."""
+    if isinstance(observed, str) and observed.isdigit():
+        observed = int(observed)
+    if observed is None or isinstance(observed, bool) or not (observed == UNLIMITED or isinstance(observed, int)):
+        return False
+    return not _is_less(observed, wanted)
+
+
 ULLONG_MAX = 2 ** 64 - 1
 INT_MIN, INT_MAX = -2 ** 31, 2 ** 31 - 1
 

@@ -75,11 +75,6 @@ SETTING_NAMES = (
     'nodeprep_gpu_settings_apply',
     'nodeprep_gpu_settings_boot_persist',
     'nodeprep_gpu_settings_gpus',
-    'nodeprep_memlock_limits',
-    'nodeprep_memlock_verify_users',
-    'nodeprep_memlock_value',
-    'nodeprep_memlock_systemd_default',
-    'nodeprep_memlock_services',
     'nodeprep_readiness_xid_fail',
     'nodeprep_readiness_skip_checks',
 )
@@ -202,20 +197,6 @@ def _device_id(value):
         return int(text, 16)
     except ValueError:
         return None
-
-
-def _limit_ok(observed, desired):
-    """limits.conf semantics: ``unlimited`` beats every number."""
-    if observed is None:
-        return False
-    if str(desired) == 'unlimited':
-        return str(observed) == 'unlimited'
-    if str(observed) == 'unlimited':
-        return True
-    try:
-        return int(observed) >= int(desired)
-    except (TypeError, ValueError):
-        return False
 
 
 def _memlock_item(items):
@@ -697,71 +678,6 @@ def _health(facts, settings, probe):
     return _check('gpu.health', PASS, expected, observed)
 
 
-def _memlock_users(facts, settings, probe):
-    desired = _setting(settings, 'nodeprep_memlock_value')
-    users = _as_list(_setting(settings, 'nodeprep_memlock_verify_users'), 'nodeprep_memlock_verify_users')
-    expected = 'memlock soft and hard {0} for {1}'.format(desired, ', '.join(users) or 'no user')
-    effective = _get(facts, 'limits', 'effective')
-    if not _setting(settings, 'nodeprep_memlock_limits'):
-        return _unmanaged('memlock.users', expected, 'not managed (nodeprep_memlock_limits false)')
-    if not users:
-        return _unmanaged('memlock.users', expected, 'nodeprep_memlock_verify_users is empty')
-    if not isinstance(effective, dict):
-        return _check('memlock.users', SKIP, expected, 'limits facts were not gathered')
-    problems = []
-    seen = []
-    for user in users:
-        if user not in effective:
-            problems.append('{0}: not reported (no such user?)'.format(user))
-            continue
-        soft, hard = _soft_hard(_memlock_item(effective[user]))
-        seen.append('{0} {1}/{2}'.format(user, soft, hard))
-        if not (_limit_ok(soft, desired) and _limit_ok(hard, desired)):
-            problems.append('{0}: soft {1}, hard {2}'.format(user, soft, hard))
-    if problems:
-        return _check('memlock.users', FAIL, expected, '; '.join(problems))
-    return _check('memlock.users', PASS, expected, ', '.join(seen))
-
-
-def _memlock_services(facts, settings, probe):
-    desired = _setting(settings, 'nodeprep_memlock_value')
-    want_default = bool(_setting(settings, 'nodeprep_memlock_systemd_default'))
-    services = [re.sub(r'\.service$', '', str(s)) for s in
-                _as_list(_setting(settings, 'nodeprep_memlock_services'), 'nodeprep_memlock_services')]
-    parts = []
-    if want_default:
-        parts.append('systemd DefaultLimitMEMLOCK')
-    parts.extend('{0} LimitMEMLOCK'.format(s) for s in services)
-    expected = '{0} for {1}'.format(desired, ', '.join(parts) or 'no service')
-    if not want_default and not services:
-        return _unmanaged('memlock.services', expected, 'no systemd memlock setting managed')
-    systemd = _get(facts, 'limits', 'systemd')
-    if not isinstance(systemd, dict):
-        return _check('memlock.services', SKIP, expected, 'limits facts were not gathered')
-    problems = []
-    seen = []
-    warnings = []
-    if systemd.get('reason') and _memlock_item(systemd.get('default')) is None:
-        return _check('memlock.services', WARN, expected, 'systemd was not asked: {0}'.format(systemd['reason']))
-    if want_default:
-        soft, hard = _soft_hard(_memlock_item(systemd.get('default')))
-        seen.append('default {0}/{1}'.format(soft, hard))
-        if not (_limit_ok(soft, desired) and _limit_ok(hard, desired)):
-            problems.append('systemd default memlock soft {0}, hard {1}'.format(soft, hard))
-    for service in services:
-        items = _get(systemd, 'services', service)
-        if items is None:
-            warnings.append('{0}: not reported (service not installed?)'.format(service))
-            continue
-        soft, hard = _soft_hard(_memlock_item(items))
-        seen.append('{0} {1}/{2}'.format(service, soft, hard))
-        if not (_limit_ok(soft, desired) and _limit_ok(hard, desired)):
-            problems.append('{0}: memlock soft {1}, hard {2}'.format(service, soft, hard))
-    if problems:
-        return _check('memlock.services', FAIL, expected, '; '.join(problems + warnings))
-    if warnings:
-        return _check('memlock.services', WARN, expected, '; '.join(seen + warnings))
-    return _check('memlock.services', PASS, expected, ', '.join(seen))
 
 
 def gpu_memory_bytes(facts):
@@ -859,7 +775,8 @@ _ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
 
 # The one list of checks: (id, remedy, check function, fact namespaces it needs). A namespace that could not be
 # read (ansible_facts.nodeprep_errors, or nvidia-smi failing on a node with GPUs) fails the checks that need it
-# unless their settings leave that part of the node alone.
+# unless their settings leave that part of the node alone. A check of PLAN_CHECKS has no function here: its role's
+# plan decides it (plan_check).
 CHECKS = (
     ('kernel.devel_matched', _ROLE.format('kernel'), _kernel_devel, ('kernel_state',)),
     ('driver.nouveau_blacklisted', _ROLE.format('nvidia_driver'), _nouveau, ('kernel_state',)),
@@ -872,8 +789,8 @@ CHECKS = (
     ('gpu.clocks', _ROLE.format('gpu_settings'), _clocks, ('nvidia',)),
     ('gpu.health', 'drain the node, then playbooks/recover_gpu.yml (reboot resets the GPU and applies pending '
                    'page retirement or row remapping); repeated faults: hardware service', _health, ('nvidia',)),
-    ('memlock.users', _ROLE.format('memlock'), _memlock_users, ('limits',)),
-    ('memlock.services', _ROLE.format('memlock'), _memlock_services, ('limits',)),
+    ('memlock.users', _ROLE.format('memlock'), None, ('limits',)),
+    ('memlock.services', _ROLE.format('memlock'), None, ('limits',)),
     ('shm.size', _ROLE.format('shm'), None, ('shm',)),
     ('nccl.config', _ROLE.format('nccl'), None, ()),
     ('nic.offload', _ROLE.format('nic_offload'), None, ('nics',)),
@@ -887,8 +804,7 @@ _SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'l
                       'nic': 'nics'}
 
 _BOOL_SETTINGS = (
-    'nodeprep_nvidia_driver_blacklist_nouveau', 'nodeprep_nvidia_driver_persistenced', 'nodeprep_memlock_limits',
-    'nodeprep_memlock_systemd_default',
+    'nodeprep_nvidia_driver_blacklist_nouveau', 'nodeprep_nvidia_driver_persistenced',
 )
 _TRUE = ('true', 'yes', 'on', '1')
 _FALSE = ('false', 'no', 'off', '0')
@@ -956,7 +872,8 @@ def _unread(facts, namespace):
 # The checks whose verdict is a role's plan (plugins/module_utils/_plan_<role>.py, made on the controller by the
 # gpufleet.nodeprep.node_plan action): the check passes exactly when that plan has no drift for it.  Their settings
 # are the role's own, typed once by the action; none of them is in SETTING_NAMES.
-PLAN_CHECKS = {'shm.size': 'shm', 'nccl.config': 'nccl', 'nic.offload': 'nic_offload'}
+PLAN_CHECKS = {'memlock.users': 'memlock', 'memlock.services': 'memlock', 'shm.size': 'shm', 'nccl.config': 'nccl',
+               'nic.offload': 'nic_offload'}
 
 
 def plan_check(check_id, plan):
@@ -1158,14 +1075,13 @@ def checked_values(facts, settings, probe=None, plans=None):
         add(SHM_PATH, 'could not be read: {0}'.format(errors['shm']))
     effective = _get(facts, 'limits', 'effective')
     if isinstance(effective, dict):
-        users = _as_list(_setting(settings, 'nodeprep_memlock_verify_users'), 'nodeprep_memlock_verify_users')
-        add('memlock (soft/hard KiB)', ', '.join('{0} {1}'.format(user, _limit_pair(effective.get(user)))
-                                                 for user in users) or 'no user asked for')
+        # The users and services the facts hold (the memlock role's plan chose them for the gather).
+        add('memlock (soft/hard KiB)', ', '.join('{0} {1}'.format(user, _limit_pair(effective[user]))
+                                                 for user in sorted(effective)) or 'no user asked for')
         systemd = _get(facts, 'limits', 'systemd') or {}
-        services = [re.sub(r'\.service$', '', str(s)) for s in
-                    _as_list(_setting(settings, 'nodeprep_memlock_services'), 'nodeprep_memlock_services')]
+        services = systemd.get('services') if isinstance(systemd.get('services'), dict) else {}
         parts = ['DefaultLimitMEMLOCK {0}'.format(_limit_pair(systemd.get('default')))]
-        parts.extend('{0} {1}'.format(name, _limit_pair(_get(systemd, 'services', name))) for name in services)
+        parts.extend('{0} {1}'.format(name, _limit_pair(services[name])) for name in sorted(services))
         add('systemd memlock', ', '.join(parts))
     elif 'limits' in errors:
         add('memlock', 'could not be read: {0}'.format(errors['limits']))

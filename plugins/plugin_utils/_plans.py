@@ -17,6 +17,7 @@ import copy
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_memlock
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nccl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nic_offload
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
@@ -26,7 +27,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
 SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload')
 
 # The roles whose decisions are a rule module's plan(); the others still decide in their own tasks.
-RULES = dict((module.ROLE, module) for module in (_plan_shm, _plan_nccl, _plan_nic_offload))
+RULES = dict((module.ROLE, module) for module in (_plan_memlock, _plan_shm, _plan_nccl, _plan_nic_offload))
 
 PLANNED_ROLES = tuple(role for role in SITE_ROLES if role in RULES)
 

@@ -387,7 +387,7 @@ GPU_ASSERT = 'Check GPU selection, power limit and clocks'
 NCCL_ASSERT = 'Check names and values'
 NCCL_STRICT = NCCL_ASSERT  # one task fails on every problem of the plan
 SHM_ASSERT = 'Refuse invalid settings, and a node the role cannot size'
-MEMLOCK_ASSERT = 'Check the memlock settings before changing anything'
+MEMLOCK_ASSERT = 'Refuse settings the plan cannot use, before changing anything'
 NIC_ASSERT = 'Refuse settings and NIC states the role cannot use, before changing anything'
 KERNEL_SOURCE = 'Check that the kernel source exists on this distribution'
 KERNEL_ELREPO = 'Check that ELRepo publishes the requested kernel for this EL release'
@@ -398,7 +398,10 @@ DRIVER_BLACKWELL = 'Check that proprietary modules are not requested for Blackwe
 GPU_ALLOWED = '(allowed: null, watts > 0 such as 700, or a percentage of the default limit such as "70%")'
 CLOCKS_ALLOWED = '(allowed: null, "reset", or {min: MHz, max: MHz} with 0 < min <= max)'
 SHM_ALLOWED = 'not a size; allowed: bytes, or a number with K, M, G, T or P (base 1024; KiB/KB forms too)'
-MEMLOCK_FILE_ALLOWED = '(allowed: a file pam_limits reads, /etc/security/limits.conf or /etc/security/limits.d/<name>.conf)'
+MEMLOCK_FILE_ALLOWED = ('allowed: a file pam_limits reads, /etc/security/limits.conf or /etc/security/limits.d/<name>.conf '
+                        '(an absolute path, a name ending in .conf, not hidden)')
+MEMLOCK_VALUE_ALLOWED = ('allowed: "unlimited" or a positive number of KiB, as an integer or a string of digits '
+                         '(such as 65536)')
 
 # The platform the el10 host pretends to run (the kernel role reads only these facts to decide).
 EL10_FACTS = {'distribution': 'Rocky', 'os_family': 'RedHat', 'distribution_major_version': '10',
@@ -473,13 +476,24 @@ ROLE_CASES = [
     ('shm fstab neither true nor false', 'localhost', 'shm', {'nodeprep_shm_fstab': 'perhaps'},
      SPEC, ['nodeprep_shm_fstab', "'perhaps'", 'bool']),
     ('memlock value a word', 'localhost', 'memlock', {'nodeprep_memlock_value': 'lots'},
-     MEMLOCK_ASSERT, ['nodeprep_memlock_value="lots"', '(allowed: "unlimited" or a positive number of KiB)']),
+     MEMLOCK_ASSERT, ['memlock on localhost: nodeprep_memlock_value="lots": ' + MEMLOCK_VALUE_ALLOWED]),
     ('memlock value zero', 'localhost', 'memlock', {'nodeprep_memlock_value': 0},
-     MEMLOCK_ASSERT, ['nodeprep_memlock_value=0', '(allowed: "unlimited" or a positive number of KiB)']),
+     MEMLOCK_ASSERT, ['memlock on localhost: nodeprep_memlock_value=0: ' + MEMLOCK_VALUE_ALLOWED]),
+    ('memlock value -1', 'localhost', 'memlock', {'nodeprep_memlock_value': '-1'},
+     MEMLOCK_ASSERT, ['memlock on localhost: nodeprep_memlock_value="-1": ' + MEMLOCK_VALUE_ALLOWED]),
+    ('memlock value a fraction', 'localhost', 'memlock', {'nodeprep_memlock_value': 0.5},
+     MEMLOCK_ASSERT, ['memlock on localhost: nodeprep_memlock_value=0.5: ' + MEMLOCK_VALUE_ALLOWED]),
     ('memlock domain with a space', 'localhost', 'memlock', {'nodeprep_memlock_domains': ['bad user']},
-     MEMLOCK_ASSERT, ['nodeprep_memlock_domains=["bad user"]', 'a user, @group, %group, * or %']),
+     MEMLOCK_ASSERT, ['nodeprep_memlock_domains=["bad user"]: "bad user" is not a domain',
+                      'a user, @group, %group, * or %']),
     ('memlock service with a space', 'localhost', 'memlock', {'nodeprep_memlock_services': ['slurm d']},
-     MEMLOCK_ASSERT, ['nodeprep_memlock_services=["slurm d"]', 'systemd unit names']),
+     MEMLOCK_ASSERT, ['nodeprep_memlock_services=["slurm d"]: "slurm d" is not a service name',
+                      'systemd service names']),
+    ('memlock service with a slash', 'localhost', 'memlock', {'nodeprep_memlock_services': ['../sshd']},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_services=["../sshd"]: "../sshd" is not a service name',
+                      'no spaces or slashes']),
+    ('memlock verify flag not a boolean', 'localhost', 'memlock', {'nodeprep_memlock_verify': 'maybe'},
+     SPEC, ['nodeprep_memlock_verify', "'maybe'", 'bool']),
     ('memlock limits_file pam_limits never reads', 'localhost', 'memlock',
      {'nodeprep_memlock_limits_file': '/etc/passwd'},
      MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="/etc/passwd"', MEMLOCK_FILE_ALLOWED]),
@@ -877,8 +891,9 @@ READINESS_CASES = [
                            '\'nodeprep_shm_gpu_memory_ratio\' is of type str and we were unable to convert to float: '
                            '...')}),
     ('readiness no plans', _no_plans,
-     {'msg': "readiness check: plans: no plan for role nccl, shm; the checks nccl.config, shm.size read the roles' "
-             "plans (the readiness role makes them with gpufleet.nodeprep.node_plan)"}),
+     {'msg': "readiness check: plans: no plan for role memlock, nccl, nic_offload, shm; the checks memlock.services, "
+             "memlock.users, nccl.config, nic.offload, shm.size read the roles' plans (the readiness role makes them "
+             "with gpufleet.nodeprep.node_plan)"}),
     ('readiness ratio inf', _settings(nodeprep_shm_gpu_memory_ratio='inf'),
      {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio=Infinity: must be a number '
                            'greater than 0 (0.5: half of the GPU memory)')}),

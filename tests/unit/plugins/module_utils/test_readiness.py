@@ -64,8 +64,13 @@ FRESH = [
     ('gpu.power_limit', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('gpu.clocks', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('gpu.health', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
-    ('memlock.users', 'fail', 'root: soft 8192, hard 8192; train: soft 8192, hard 8192'),
-    ('memlock.services', 'fail', 'systemd default memlock soft 8192, hard 8192; slurmd: memlock soft 8192, hard 8192'),
+    # The memlock role's plan (nothing written yet): its files are missing.
+    ('memlock.users', 'fail', 'root 8192/8192, train 8192/8192; /etc/security/limits.d/90-nodeprep-memlock.conf: '
+                              'missing'),
+    ('memlock.services', 'fail', 'default 8192/8192, slurmd 8192/8192; /etc/systemd/system.conf.d: missing; '
+                                 '/etc/systemd/system.conf.d/90-nodeprep-memlock.conf: missing; '
+                                 '/etc/systemd/system/slurmd.service.d: missing; '
+                                 '/etc/systemd/system/slurmd.service.d/90-nodeprep-memlock.conf: missing'),
     ('shm.size', 'fail', 'live 1007.0 GiB, no fstab line (the next boot gives the tmpfs default, half of RAM: '
                          '1007.0 GiB); no /dev/shm line in fstab'),
     ('nccl.config', 'fail', '/etc/nccl.conf: missing'),
@@ -262,21 +267,48 @@ FAULTS = [
      'gpu.health', 'warn', 'kernel log not read: journalctl rc=1: No journal files were found.'),
     ('user back at the distro memlock',
      _set((0, 'limits', 'effective', 'train', 'memlock'), {'soft': 8192, 'hard': 'unlimited'}),
-     'memlock.users', 'fail', 'train: soft 8192, hard unlimited'),
+     'memlock.users', 'fail', 'root unlimited/unlimited, train 8192/unlimited; user train: memlock soft 8192, hard '
+                              'unlimited, below unlimited (from no source): no line of '
+                              '/etc/security/limits.d/90-nodeprep-memlock.conf applies to this user '
+                              '(nodeprep_memlock_domains: *, root)'),
+    ('a later limits.d file lowers a user\'s limit',
+     _both(_set((0, 'limits', 'effective', 'train', 'memlock'), {'soft': 64, 'hard': 64}),
+           _set((0, 'limits', 'sources'), {'train': {'memlock': {'soft': '/etc/security/limits.d/99-site.conf:4',
+                                                                 'hard': '/etc/security/limits.d/99-site.conf:4'}}})),
+     'memlock.users', 'fail', 'root unlimited/unlimited, train 64/64; user train: memlock soft 64, hard 64, below '
+                              'unlimited: /etc/security/limits.d/99-site.conf:4 wins over '
+                              '/etc/security/limits.d/90-nodeprep-memlock.conf (pam_limits applies a later file or a '
+                              'more specific domain last); the role does not edit files it does not own: change or '
+                              'remove that line'),
+    ('a larger limit than wanted',
+     _both(_set((1, 'nodeprep_memlock_value'), 65536),
+           _set((0, 'nodeprep_files'), F.memlock_files(want=65536))),
+     'memlock.users', 'pass', 'root unlimited/unlimited, train unlimited/unlimited'),
     ('user unknown on the node',
      _set((1, 'nodeprep_memlock_verify_users'), ['root', 'train', 'nobody2']),
-     'memlock.users', 'fail', 'nobody2: not reported (no such user?)'),
+     'memlock.users', 'fail', 'not gathered: subsets: limits; limits_users: nobody2',
+     # The plan is not made without the facts it asks for: both memlock checks fail (a real gather of an unknown
+     # user fails, naming it).
+     {'memlock.services': 'fail'}),
     ('service without the drop-in',
      _set((0, 'limits', 'systemd', 'services', 'slurmd', 'memlock'), {'soft': 8192, 'hard': 8192}),
-     'memlock.services', 'fail', 'slurmd: memlock soft 8192, hard 8192'),
+     'memlock.services', 'fail', 'default unlimited/unlimited, slurmd 8192/8192; slurmd: LimitMEMLOCK soft 8192, hard '
+                                 '8192, below unlimited although '
+                                 '/etc/systemd/system/slurmd.service.d/90-nodeprep-memlock.conf is in place: a later '
+                                 'drop-in of the unit wins, or the unit was not reloaded (systemctl cat '
+                                 'slurmd.service; systemctl daemon-reload); the role does not edit files it does not '
+                                 'own'),
     ('systemd not running',
      _set((0, 'limits', 'systemd'), {'default': {'memlock': None}, 'services': {'slurmd': None},
                                      'reason': 'this host was not booted with systemd (/run/systemd/system is missing)'}),
      'memlock.services', 'warn',
-     'systemd was not asked: this host was not booted with systemd (/run/systemd/system is missing)'),
+     'default unset/unset, slurmd not reported; systemd was not asked: this host was not booted with systemd '
+     '(/run/systemd/system is missing); slurmd: not reported (this host was not booted with systemd '
+     '(/run/systemd/system is missing)); its drop-in is in place'),
     ('service not installed',
      _set((0, 'limits', 'systemd', 'services', 'slurmd'), None),
-     'memlock.services', 'warn', 'default unlimited/unlimited; slurmd: not reported (service not installed?)'),
+     'memlock.services', 'warn', 'default unlimited/unlimited, slurmd not reported; slurmd: not reported; its drop-in '
+                                 'is in place'),
     ('/dev/shm at the tmpfs default of half the RAM',
      _set((0, 'shm', 'size_bytes'), 503 * F.GIB),
      'shm.size', 'fail', 'live 503.0 GiB, fstab 716.0 GiB; live: /dev/shm is 503.0 GiB, wanted 716.0 GiB'),
@@ -382,7 +414,7 @@ def test_unmanaged_settings_skip():
     assert got['gpu.power_limit'] == ('skip', 'left as the driver set it')
     assert got['gpu.clocks'] == ('skip', 'left as the driver set them')
     assert got['memlock.users'] == ('skip', 'not managed (nodeprep_memlock_limits false)')
-    assert got['memlock.services'] == ('skip', 'no systemd memlock setting managed')
+    assert got['memlock.services'] == ('skip', 'not managed (nodeprep_memlock_systemd_default false, no service)')
     assert got['driver.persistenced'] == ('skip', 'not checked')
     assert got['driver.nouveau_blacklisted'] == ('skip', 'not checked')
     assert got['fabric.manager'] == ('skip', '2 NVSwitches on the PCI bus; not managed '
@@ -392,6 +424,13 @@ def test_unmanaged_settings_skip():
     # shm from the role defaults: half of 8 x 183359 MiB rounded up to a GiB
     assert got['shm.size'] == ('fail', 'live 716.0 GiB, fstab 716.0 GiB; live: /dev/shm is 716.0 GiB, wanted 717.0 GiB; '
                                        'fstab: /dev/shm is 716.0 GiB in fstab, wanted 717.0 GiB')
+
+
+MEMLOCK_NOT_GATHERED = ('subsets: limits; files: /etc/security/limits.d/90-nodeprep-memlock.conf, '
+                        '/etc/systemd/system.conf.d, /etc/systemd/system.conf.d/90-nodeprep-memlock.conf, '
+                        '/etc/systemd/system/slurmd.service.d, '
+                        '/etc/systemd/system/slurmd.service.d/90-nodeprep-memlock.conf; limits_users: root, train; '
+                        'limits_services: slurmd')
 
 
 def test_skip_checks_and_missing_namespaces():
@@ -408,8 +447,9 @@ def test_skip_checks_and_missing_namespaces():
         ('gpu.power_limit', 'skip', 'nvidia-smi lists no GPU'),
         ('gpu.clocks', 'skip', 'nvidia-smi lists no GPU'),
         ('gpu.health', 'skip', 'not checked'),
-        ('memlock.users', 'skip', 'limits facts were not gathered'),
-        ('memlock.services', 'skip', 'limits facts were not gathered'),
+        # The memlock role's plan cannot be made without its facts: its checks fail (the readiness role gathers them).
+        ('memlock.users', 'fail', 'not gathered: ' + MEMLOCK_NOT_GATHERED),
+        ('memlock.services', 'fail', 'not gathered: ' + MEMLOCK_NOT_GATHERED),
         ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
         # The nccl role's plan needs the file's state: not gathered fails (never skip, never pass).
         ('nccl.config', 'fail', 'not gathered: files: /etc/nccl.conf'),
@@ -618,11 +658,11 @@ def test_role_passes_exactly_the_settings_the_checks_use():
 
 def test_missing_setting_is_refused_by_name():
     facts, settings, probe = F.converged()
-    del settings['nodeprep_memlock_value']
+    del settings['nodeprep_kernel_source']
     del settings['nodeprep_expected_gpus']
     with pytest.raises(r.ReadinessError) as exc:
         F.evaluate(facts, settings, probe)
-    assert str(exc.value) == ('settings: missing nodeprep_expected_gpus, nodeprep_memlock_value; give every '
+    assert str(exc.value) == ('settings: missing nodeprep_expected_gpus, nodeprep_kernel_source; give every '
                               'variable the checks read (the readiness role passes them all; docs/readiness.md '
                               'lists them)')
 

@@ -20,6 +20,7 @@ import jinja2
 import yaml
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_memlock
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nccl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nic_offload
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
@@ -98,8 +99,37 @@ def unlimited():
     return {'memlock': {'soft': 'unlimited', 'hard': 'unlimited'}, 'nofile': {'soft': 1024, 'hard': 524288}}
 
 
+def _file(content):
+    return {'exists': True, 'type': 'file', 'mode': '0644', 'uid': 0, 'gid': 0, 'size': len(content),
+            'sha1': _plan.sha1_text(content), 'target': None}
+
+
+def _dir():
+    return {'exists': True, 'type': 'directory', 'mode': '0755', 'uid': 0, 'gid': 0, 'size': 4096, 'sha1': None,
+            'target': None}
+
+
+def _absent():
+    return {'exists': False, 'type': None, 'mode': None, 'uid': None, 'gid': None, 'size': None, 'sha1': None,
+            'target': None}
+
+
+MEMLOCK_FILE = '/etc/security/limits.d/90-nodeprep-memlock.conf'
+SLURMD_DIR = '/etc/systemd/system/slurmd.service.d'
+
+
+def memlock_files(written=True, want='unlimited'):
+    """The files the memlock role writes with the settings of converged(): as it wrote them, or absent."""
+    files = {MEMLOCK_FILE: _plan_memlock.limits_content(['*', 'root'], want), _plan_memlock.SYSTEM_CONF_DIR: None,
+             _plan_memlock.MANAGER_DROPIN: _plan_memlock.manager_content(want), SLURMD_DIR: None,
+             SLURMD_DIR + '/' + _plan_memlock.DROPIN_NAME: _plan_memlock.service_content(want)}
+    if not written:
+        return dict((path, _absent()) for path in files)
+    return dict((path, _dir() if content is None else _file(content)) for path, content in files.items())
+
+
 # The rule module of each role whose readiness checks read its plan (_readiness.PLAN_CHECKS).
-RULE_MODULES = {'shm': _plan_shm, 'nccl': _plan_nccl, 'nic_offload': _plan_nic_offload}
+RULE_MODULES = {'memlock': _plan_memlock, 'shm': _plan_shm, 'nccl': _plan_nccl, 'nic_offload': _plan_nic_offload}
 
 
 def plans(facts, settings, host='gpu-a01'):
@@ -143,8 +173,8 @@ def converged():
             'dkms': [], 'pci': pci(),
         },
         'limits': {
-            'entries': [], 'effective': {'root': unlimited(), 'train': unlimited()},
-            'systemd': {'default': unlimited(), 'services': {'slurmd': unlimited()}},
+            'entries': [], 'effective': {'root': unlimited(), 'train': unlimited()}, 'errors': [],
+            'systemd': {'default': unlimited(), 'services': {'slurmd': unlimited()}, 'errors': []},
         },
         'shm': {'path': '/dev/shm', 'mounted': True, 'fstype': 'tmpfs', 'size_bytes': 716 * GIB, 'used_bytes': 0,
                 'free_bytes': 716 * GIB, 'mount_options': ['rw', 'nosuid', 'nodev', 'size=751619276800'],
@@ -175,6 +205,7 @@ def converged():
         'services': {'nvidia-persistenced.service': dict(active), 'nvidia-fabricmanager.service': dict(active),
                      'nvlsm.service': dict(active), 'nodeprep-gpu-settings.service': dict(active)},
     }
+    facts['nodeprep_files'].update(memlock_files())
     return facts, settings, probe
 
 
@@ -205,7 +236,10 @@ def fresh():
     ks['nvidia_module'] = {'loaded': False, 'version': None, 'flavour': None}
     eight_mib = {'soft': 8192, 'hard': 8192}
     facts['limits'] = {'entries': [], 'effective': {'root': {'memlock': eight_mib}, 'train': {'memlock': eight_mib}},
-                       'systemd': {'default': {'memlock': eight_mib}, 'services': {'slurmd': {'memlock': eight_mib}}}}
+                       'errors': [],
+                       'systemd': {'default': {'memlock': eight_mib}, 'services': {'slurmd': {'memlock': eight_mib}},
+                                   'errors': []}}
+    facts['nodeprep_files'].update(memlock_files(written=False))
     facts['shm'].update(size_bytes=1007 * GIB, free_bytes=1007 * GIB, fstab=None)
     facts['nics']['ens3f0np0']['features']['generic-receive-offload']['enabled'] = True
     missing = {'load_state': 'not-found', 'active_state': 'inactive', 'unit_file_state': None}
