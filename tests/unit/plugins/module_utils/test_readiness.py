@@ -282,7 +282,7 @@ FAULTS = [
                               'remove that line'),
     ('a larger limit than wanted',
      _both(_set((1, 'nodeprep_memlock_value'), 65536),
-           _set((0, 'nodeprep_files'), F.memlock_files(want=65536))),
+           (lambda state: state[0]['nodeprep_files'].update(F.memlock_files(want=65536)))),
      'memlock.users', 'pass', 'root unlimited/unlimited, train unlimited/unlimited'),
     ('user unknown on the node',
      _set((1, 'nodeprep_memlock_verify_users'), ['root', 'train', 'nobody2']),
@@ -501,7 +501,7 @@ def test_plans_are_required():
     assert str(exc.value) == ("plans: no plan for role {0}; the checks {1} read the roles' plans (the readiness role "
                               "makes them with gpufleet.nodeprep.node_plan)".format(
                                   ', '.join(roles), ', '.join(sorted(r.PLAN_CHECKS))))
-    assert roles == ['nccl', 'nic_offload', 'shm']
+    assert roles == ['memlock', 'nccl', 'nic_offload', 'shm']
 
 
 def test_applications_clocks_deprecated_driver_warns():
