@@ -871,8 +871,8 @@ READINESS_CASES = [
                            '\'nodeprep_shm_gpu_memory_ratio\' is of type str and we were unable to convert to float: '
                            '...')}),
     ('readiness no plan for shm', _no_plans,
-     {'msg': "readiness check: plans: no plan for role shm; the checks shm.size read the roles' plans (the "
-             "readiness role makes them with gpufleet.nodeprep.node_plan)"}),
+     {'msg': "readiness check: plans: no plan for role nic_offload, shm; the checks nic.offload, shm.size read the "
+             "roles' plans (the readiness role makes them with gpufleet.nodeprep.node_plan)"}),
     ('readiness ratio inf', _settings(nodeprep_shm_gpu_memory_ratio='inf'),
      {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio=Infinity: must be a number '
                            'greater than 0 (0.5: half of the GPU memory)')}),
@@ -886,7 +886,7 @@ READINESS_CASES = [
      {'nic.offload': ('fail', 'the settings of role nic_offload are invalid: nodeprep_nic_offload_features='
                               '{"gro": "maybe"}: ' + NIC_FEATURES_ALLOWED + '; not true or false: gro')}),
     ('readiness nic facts not read fails nic.offload', _drop('nics', 'nic', 'nic facts: ethtool -k eno1 failed'),
-     {'nic.offload': ('fail', 'not gathered: subsets: nic')}),
+     {'nic.offload': ('fail', 'could not be read: nic facts: ethtool -k eno1 failed')}),
     ('readiness xid code not a number', _settings(nodeprep_readiness_xid_fail=[79, 'GSP']),
      {'msg': "readiness check: nodeprep_readiness_xid_fail: 'GSP' is not an Xid code (a whole number)"}),
     ('readiness nccl value null', _settings(nodeprep_nccl_conf={'NCCL_DEBUG': None}),
