@@ -268,7 +268,7 @@ def plan(facts, settings, context):
         return out
     nics = facts.get('nics')
     if not isinstance(nics, dict):
-        # Not gathered: plan_role (plugin_utils/_plans.py) says what is missing.
+        # Not gathered: _plan.plan_with says what is missing.
         return out
     host = context.get('host') or 'this host'
     try:

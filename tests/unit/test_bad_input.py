@@ -907,7 +907,7 @@ READINESS_CASES = [
      {'nic.offload': ('fail', 'the settings of role nic_offload are invalid: nodeprep_nic_offload_features='
                               '{"gro": "maybe"}: ' + NIC_FEATURES_ALLOWED + '; not true or false: gro')}),
     ('readiness nic facts not read fails nic.offload', _drop('nics', 'nic', 'nic facts: ethtool -k eno1 failed'),
-     {'nic.offload': ('fail', 'not gathered: subsets: nic')}),
+     {'nic.offload': ('fail', 'could not be read: nic facts: ethtool -k eno1 failed')}),
     ('readiness xid code not a number', _settings(nodeprep_readiness_xid_fail=[79, 'GSP']),
      {'msg': "readiness check: nodeprep_readiness_xid_fail: 'GSP' is not an Xid code (a whole number)"}),
     # nccl.config is the nccl role's plan: a bad value fails the check (and the role), never readiness_info itself.
