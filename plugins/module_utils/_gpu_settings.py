@@ -385,6 +385,8 @@ def lock_holding(gpu, setting, value):
         return True, None
     reasons = gpu.get('clocks_event_reasons') or {}
     return False, sorted(name for name, active in reasons.items() if active and name not in NOT_A_CAP)
+
+
 VOLATILE = ('power_limit', 'locked_gpu_clocks', 'locked_memory_clocks', 'applications_clocks')
 
 

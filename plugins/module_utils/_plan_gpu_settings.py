@@ -150,7 +150,8 @@ def check_settings(plan, settings):
             gs.parse_settings({key: settings[PREFIX + key]})
         except gs.GpuSettingsError as exc:
             _plan.add_problem(plan, PREFIX + key, settings[PREFIX + key],
-                              '{0} ({1})'.format(allowed, exc.msg.replace(key + ' ', '', 1)))
+                              '{0} ({1})'.format(allowed, exc.msg[len(key):].lstrip(': ')
+                                                 if exc.msg.startswith(key) else exc.msg))
     if settings[PREFIX + 'timeout'] < 1:
         _plan.add_problem(plan, PREFIX + 'timeout', settings[PREFIX + 'timeout'], 'at least 1 second')
     config = settings[PREFIX + 'config_path']
@@ -188,8 +189,8 @@ def expected_words(settings, wanted):
     apply = _s(settings, 'apply')
     every = 'every GPU' if _s(settings, 'gpus') in ('all', ['all']) else 'the chosen GPUs'
     if 'power_limit' in wanted and apply:
-        power = 'power limit {0} on {1} ({2}power_limit)'.format(gs.describe_power_limit(wanted['power_limit']),
-                                                                every, PREFIX)
+        power = 'power limit {0} on {1} ({2}power_limit)'.format(
+            gs.describe_power_limit(wanted['power_limit']), every, PREFIX)
     else:
         power = 'not managed ({0}power_limit unset or {0}apply false)'.format(PREFIX)
     parts = []
@@ -259,6 +260,8 @@ def boot_files(plan, facts, settings, context, checks):
     for entry in entries:
         if entry['change']:
             changes.append(entry['change'])
+            # said below, as drift of the readiness checks (with why it matters)
+            plan['reasons'].remove(entry['change'])
     for change in changes:
         for check in checks:
             level = 'fail' if check == CLOCKS and _locks_wanted(settings) else 'warn'
