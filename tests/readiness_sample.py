@@ -40,7 +40,7 @@ def sample_report():
     probe['kernel_log']['lines'] = ['2026-01-05T07:58:01+0000 gpu-a03 kernel: NVRM: Xid (PCI:0000:c4:00): 79, '
                                     'pid=0, GPU has fallen off the bus.']
     for host, (facts, settings, probe) in (('gpu-a01', converged), ('gpu-a02', fresh), ('gpu-a03', degraded)):
-        results[host] = {'checks': r.evaluate(facts, settings, probe),
+        results[host] = {'checks': F.evaluate(facts, settings, probe),
                          'values': r.checked_values(facts, settings, probe)}
     results['gpu-a04'] = {'unreachable': True, 'msg': 'Failed to connect to the host via ssh: No route to host'}
     results['gpu-a06'] = {'failed': True, 'msg': 'Gather the node facts: limits facts: /etc/security/limits.d/x.conf '

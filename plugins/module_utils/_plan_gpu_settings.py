@@ -440,7 +440,9 @@ def plan_gpus(plan, facts, settings, context, wanted, managed):
                                    RECORD if _s(settings, 'boot_persist') else None)
     except gs.GpuSettingsError as exc:
         plan['errors'].append(exc.msg)
-        for check in managed or [POWER]:
+        # The check of the setting the message is about (the role fails on the node, changing nothing).
+        about = [check for check, word in ((POWER, 'power'), (CLOCKS, 'clocks')) if word in exc.msg and check in managed]
+        for check in about or managed or [POWER]:
             _drift(plan, check, exc.msg, fixable=False)
         return None
     # What the role says even with nothing to do: applications clocks left alone, a limit clamped (the module's
@@ -449,6 +451,9 @@ def plan_gpus(plan, facts, settings, context, wanted, managed):
                                           if 'nvidia-persistenced is running' not in w]:
         if warning not in plan['reports']:
             plan['reports'].append(warning)
+    for warning in decided['warnings']:
+        # applications clocks the driver no longer supports: left alone, which no run of the role changes
+        _drift(plan, CLOCKS, warning, fixable=False, level='warn')
     selected, plans = decided['selected'], decided['plans']
     if _s(settings, 'apply'):
         _command_drift(plan, selected, plans, managed)

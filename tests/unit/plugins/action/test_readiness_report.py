@@ -35,8 +35,8 @@ def make_action(args):
 
 
 def task_vars():
-    converged = {'checks': r.evaluate(*F.converged()), 'values': r.checked_values(*F.converged())}
-    fresh = {'checks': r.evaluate(*F.fresh())}
+    converged = {'checks': F.evaluate(*F.converged()), 'values': r.checked_values(*F.converged())}
+    fresh = {'checks': F.evaluate(*F.fresh())}
     return {
         'ansible_play_hosts_all': ['gpu-a01', 'gpu-a02', 'gpu-a03'],
         'hostvars': {
@@ -76,7 +76,7 @@ def test_writes_the_three_files(tmp_path):
 
 def test_hosts_option_and_result_var(tmp_path):
     tv = task_vars()
-    tv['hostvars']['gpu-a02'] = {'other_result': {'checks': r.evaluate(*F.converged())}}
+    tv['hostvars']['gpu-a02'] = {'other_result': {'checks': F.evaluate(*F.converged())}}
     result = make_action({'dest': str(tmp_path), 'hosts': ['gpu-a02', 'gpu-a03'],
                           'result_var': 'other_result'}).run(task_vars=tv)
     assert result['summary']['hosts'] == 2

@@ -87,9 +87,9 @@ def gpu_module(facts, args):
     return decided
 
 
-def settle(facts, plan_, cap_w=None, cap_mhz=None):
-    """Apply the plan's files and nvidia_gpu arguments to the fake node (the GPUs take the values; an out-of-band
-    cap keeps the enforced limit or the clock lower); returns the new facts."""
+def settle(facts, plan_, cap_w=None, cap_mhz=None, touch_gpus=True):
+    """Apply the plan's files and nvidia_gpu arguments to the fake node (the GPUs take the values unless
+    ``touch_gpus`` is false; an out-of-band cap keeps the enforced limit or the clock lower); returns the new facts."""
     facts = copy.deepcopy(facts)
     for entry in plan_['files']:
         new = {'exists': True, 'type': entry['state'], 'uid': 0, 'gid': 0}
@@ -110,6 +110,8 @@ def settle(facts, plan_, cap_w=None, cap_mhz=None):
                 break
             live = gs.find_by_bus_id(facts['nvidia']['gpus'], gpu['pci_bus_id'])
             after = result['after']
+            if not touch_gpus:
+                live = copy.deepcopy(live)
             if 'power_limit_w' in after:
                 live['power_limit_w'] = after['power_limit_w']
                 live['enforced_power_limit_w'] = after['power_limit_w'] if cap_w is None else min(

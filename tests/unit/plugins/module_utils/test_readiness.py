@@ -43,8 +43,8 @@ CONVERGED = [
     ('driver.persistenced', 'pass', 'nvidia-persistenced: active, enabled'),
     ('gpu.count', 'pass', 'nvidia-smi: 8, PCI bus: 8'),
     ('gpu.power_limit', 'pass', 'all 8 GPUs at 700 W'),
-    ('gpu.clocks', 'pass', 'within the supported range on all 8 GPUs; nodeprep-gpu-settings.service: active, enabled '
-                           '(nvidia-smi does not report the locked range itself)'),
+    ('gpu.clocks', 'pass', 'within the supported range on all 8 GPUs; the locks recorded this boot show in the '
+                           'current clocks'),
     ('gpu.health', 'pass', 'all 8 GPUs healthy; no Xid in journalctl -k -b 0 (last 20000 lines)'),
     ('memlock.users', 'pass', 'root unlimited/unlimited, train unlimited/unlimited'),
     ('memlock.services', 'pass', 'default unlimited/unlimited, slurmd unlimited/unlimited'),
@@ -62,8 +62,12 @@ FRESH = [
     ('driver.persistenced', 'fail', 'nvidia-persistenced: not installed'),
     ('gpu.count', 'fail', 'nvidia-smi: failed, PCI bus: 8; missing from nvidia-smi: ' + ALL_GPUS),
     # A state that could not be read fails: nvidia-smi is missing on a node whose PCI bus shows 8 GPUs.
-    ('gpu.power_limit', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
-    ('gpu.clocks', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    # (the boot unit's link is missing too: the unit is not installed)
+    ('gpu.power_limit', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found; from what was read: '
+                                '/etc/systemd/system/multi-user.target.wants/nodeprep-gpu-settings.service: missing '
+                                '(the settings are lost at the next reboot)'),
+    ('gpu.clocks', 'fail', '/etc/systemd/system/multi-user.target.wants/nodeprep-gpu-settings.service: missing '
+                           '(the settings are lost at the next reboot)'),
     ('gpu.health', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('memlock.users', 'fail', 'root: soft 8192, hard 8192; train: soft 8192, hard 8192'),
     ('memlock.services', 'fail', 'systemd default memlock soft 8192, hard 8192; slurmd: memlock soft 8192, hard 8192'),
@@ -76,7 +80,7 @@ FRESH = [
 
 def test_converged_node_passes_every_check():
     facts, settings, probe = F.converged()
-    checks = r.evaluate(facts, settings, probe)
+    checks = F.evaluate(facts, settings, probe)
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
@@ -85,7 +89,7 @@ def test_converged_node_passes_every_check():
 
 def test_freshly_provisioned_node():
     facts, settings, probe = F.fresh()
-    checks = r.evaluate(facts, settings, probe)
+    checks = F.evaluate(facts, settings, probe)
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI 0000:8f:00.0 has device ID 0x2901 (Blackwell or newer))'
@@ -94,7 +98,7 @@ def test_freshly_provisioned_node():
 
 def test_expected_texts_of_the_converged_node():
     facts, settings, probe = F.converged()
-    expected = dict((c['id'], c['expected']) for c in r.evaluate(facts, settings, probe))
+    expected = dict((c['id'], c['expected']) for c in F.evaluate(facts, settings, probe))
     assert expected == {
         'kernel.devel_matched': 'devel/headers installed for the running kernel ' + RUNNING,
         'driver.nouveau_blacklisted': 'nouveau blacklisted and not loaded',
@@ -225,20 +229,25 @@ FAULTS = [
      {'driver.loaded': 'fail', 'gpu.power_limit': 'fail', 'gpu.clocks': 'fail', 'gpu.health': 'fail'}),
     ('power limit left at the default',
      _gpu_set(2, 'power_limit_w', 1000.0),
-     'gpu.power_limit', 'fail', 'GPU 2 (00000000:96:00.0) is at 1000 W, wanted 700 W'),
+     'gpu.power_limit', 'fail', 'all 8 GPUs at 1000 / 700 W; GPU 2: power limit 1000 W, wanted 700 W'),
     ('re-apply unit disabled: power limit lost at reboot',
      _both(_unit('nodeprep-gpu-settings.service', unit_file_state='disabled'),
            _set((1, 'nodeprep_gpu_settings_locked_gpu_clocks'), None)),
      'gpu.power_limit', 'warn',
-     'all 8 GPUs at 700 W; nodeprep-gpu-settings.service: active, disabled (lost at the next reboot)',
+     'all 8 GPUs at 700 W; /etc/systemd/system/multi-user.target.wants/nodeprep-gpu-settings.service: missing (the '
+     'settings are lost at the next reboot)',
      {'gpu.clocks': 'skip'}),
     ('re-apply unit failed',
      _unit('nodeprep-gpu-settings.service', active_state='failed'),
-     'gpu.clocks', 'fail', 'nodeprep-gpu-settings.service: failed, enabled: the last apply failed'),
+     'gpu.clocks', 'fail', 'within the supported range on all 8 GPUs; the locks recorded this boot show in the current '
+                           'clocks; nodeprep-gpu-settings.service failed at its last run (journalctl -u '
+                           'nodeprep-gpu-settings.service); a run of the role applies the settings now',
+     {'gpu.power_limit': 'warn'}),
     ('locked clock above the maximum',
      _set((1, 'nodeprep_gpu_settings_locked_gpu_clocks'), {'min': 1500, 'max': 2100}),
-     'gpu.clocks', 'fail', '; '.join('GPU {0} ({1}): locked_gpu_clocks 1500-2100 MHz is outside the supported range '
-                                     'up to 1965 MHz'.format(i, b) for i, b in enumerate(F.BUS_IDS))),
+     # the role fails on the first GPU it cannot lock (the plan's error, from _gpu_settings.check_clock_range)
+     'gpu.clocks', 'fail', 'GPU 0 (00000000:8F:00.0) on node1: locked_gpu_clocks 1500-2100 MHz is outside the '
+                           'supported range up to 1965 MHz'),
     ('pending row remapping',
      _gpu_set(5, 'remapped_rows', {'pending': True, 'failure': False, 'correctable': 0, 'uncorrectable': 1}),
      'gpu.health', 'fail', 'GPU 5 (00000000:C5:00.0): row remapping pending (reset needed)'),
@@ -363,7 +372,7 @@ def test_single_fault(fault):
     also = fault[5] if len(fault) > 5 else {}
     state = [copy.deepcopy(x) for x in F.converged()]
     mutate(state)
-    checks = r.evaluate(*state)
+    checks = F.evaluate(*state)
     found = by_id(checks, check_id)
     assert (found['status'], found['observed']) == (status, observed), name
     others = dict((c['id'], c['status']) for c in checks if c['id'] != check_id and c['status'] != 'pass')
@@ -380,9 +389,10 @@ def test_unmanaged_settings_skip():
     settings.update({'nodeprep_memlock_limits': False, 'nodeprep_memlock_systemd_default': False,
                      'nodeprep_nvidia_driver_persistenced': False, 'nodeprep_nvidia_driver_blacklist_nouveau': False,
                      'nodeprep_nvidia_driver_fabricmanager': 'never'})
-    got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
-    assert got['gpu.power_limit'] == ('skip', 'left as the driver set it')
-    assert got['gpu.clocks'] == ('skip', 'left as the driver set them')
+    got = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
+    assert got['gpu.power_limit'] == ('skip', 'not managed (nodeprep_gpu_settings_power_limit unset or '
+                                              'nodeprep_gpu_settings_apply false)')
+    assert got['gpu.clocks'] == ('skip', 'not managed (no clock settings or nodeprep_gpu_settings_apply false)')
     assert got['memlock.users'] == ('skip', 'not managed (nodeprep_memlock_limits false)')
     assert got['memlock.services'] == ('skip', 'no systemd memlock setting managed')
     assert got['driver.persistenced'] == ('skip', 'not checked')
@@ -399,7 +409,7 @@ def test_unmanaged_settings_skip():
 def test_skip_checks_and_missing_namespaces():
     facts, settings, probe = F.converged()
     settings['nodeprep_readiness_skip_checks'] = ['gpu.health']
-    checks = r.evaluate({'shm': facts['shm']}, settings, None)
+    checks = F.evaluate({'shm': facts['shm']}, settings, None)
     assert statuses(checks) == [
         ('kernel.devel_matched', 'skip', 'kernel facts were not gathered'),
         ('driver.nouveau_blacklisted', 'skip', 'kernel facts were not gathered'),
@@ -422,7 +432,7 @@ def test_skip_checks_and_missing_namespaces():
 def test_nccl_socket_ifname_from_the_training_network():
     facts, settings, probe = F.converged()
     settings['nodeprep_nccl_socket_networks'] = ['10.20.0.0/16']
-    check = by_id(r.evaluate(facts, settings, probe), 'nccl.config')
+    check = by_id(F.evaluate(facts, settings, probe), 'nccl.config')
     assert (check['status'], check['observed']) == ('fail', "NCCL_SOCKET_IFNAME='ens3f0np0', wanted '=ens3f0np0'")
 
 
@@ -433,26 +443,19 @@ def test_applications_clocks_deprecated_driver_warns():
     settings['nodeprep_gpu_settings_gpus'] = [0, 'GPU-00000000-0000-0000-0000-000000000001', '0000:96:00.0']
     for gpu in facts['nvidia']['gpus']:
         gpu['applications_clocks'] = None
-    check = by_id(r.evaluate(facts, settings, probe), 'gpu.clocks')
+    check = by_id(F.evaluate(facts, settings, probe), 'gpu.clocks')
     assert check['status'] == 'warn'
-    assert check['observed'] == '; '.join(
-        'GPU {0} ({1}): applications clocks deprecated or not supported by this driver (use locked clocks)'.format(
-            i, F.BUS_IDS[i]) for i in range(3))
+    assert check['observed'] == (
+        'within the supported range on all 3 GPUs; applications_clocks are left alone on node1: the driver reports '
+        'them as deprecated or not supported on ' + ', '.join('GPU {0} ({1})'.format(i, F.BUS_IDS[i]) for i in range(3))
+        + '; use locked_gpu_clocks and locked_memory_clocks instead')
 
 
 @pytest.mark.parametrize('settings, message', [
     ({'nodeprep_readiness_skip_checks': ['gpu.power', 'nic.offload']},
      'nodeprep_readiness_skip_checks: unknown check ids gpu.power; known: ' + ', '.join(r.CHECK_IDS)),
-    ({'nodeprep_gpu_settings_power_limit': 'seventy'},
-     "nodeprep_gpu_settings_power_limit must be watts (e.g. 700) or a percentage of the default limit (e.g. "
-     "\"70%\"), got 'seventy'"),
     ({'nodeprep_shm_size': '64 gigs'},
      "nodeprep_shm_size: '64 gigs' is not a size; use bytes or a number with K, M, G or T"),
-    ({'nodeprep_gpu_settings_locked_gpu_clocks': [1500, 1965]},
-     'nodeprep_gpu_settings_locked_gpu_clocks must be "reset" or a dict with the keys min and max (MHz), got '
-     '[1500, 1965]'),
-    ({'nodeprep_gpu_settings_locked_memory_clocks': {'min': 'low', 'max': 3996}},
-     "nodeprep_gpu_settings_locked_memory_clocks.min must be an integer number of MHz, got 'low'"),
     ({'nodeprep_nic_offload_networks': ['10.20.0.0/33']},
      "nodeprep_nic_offload_networks[0] '10.20.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
      "'10.20.0.0/33' does not appear to be an IPv4 or IPv6 network"),
@@ -464,7 +467,7 @@ def test_bad_settings_are_refused(settings, message):
     facts, base, probe = F.converged()
     base.update(settings)
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, base, probe)
+        F.evaluate(facts, base, probe)
     assert str(exc.value) == message
 
 
@@ -474,34 +477,12 @@ def test_bad_settings_are_refused(settings, message):
 ])
 def test_bad_arguments(facts, settings, message):
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, settings)
+        F.evaluate(facts, settings)
     assert str(exc.value) == message
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # helpers
-
-
-@pytest.mark.parametrize('setting, gpu_over, clamp, result', [
-    ('70%', {}, False, (700.0, None)),
-    ('33.3%', {}, False, (333.0, None)),
-    (650, {}, False, (650.0, None)),
-    ('650W', {}, False, (650.0, None)),
-    ('1100', {}, False, (None, 'GPU 0 (00000000:8F:00.0): nodeprep_gpu_settings_power_limit 1100 W is outside the '
-                               'allowed range 200.00-1000.00 W')),
-    # The rounding rule of nvidia_gpu and the boot replay: whole watts, half up.
-    ('50%', {'default_power_limit_w': 1001.0}, False, (501.0, None)),
-    ('67%', {}, False, (670.0, None)),
-    ('1100', {}, True, (1000.0, None)),
-    ('10%', {}, True, (200.0, None)),
-    ('70%', {'default_power_limit_w': None}, False,
-     (None, 'GPU 0 (00000000:8F:00.0): nodeprep_gpu_settings_power_limit 70% needs the default power limit, which '
-            'nvidia-smi reports as N/A')),
-])
-def test_desired_power_limit(setting, gpu_over, clamp, result):
-    gpu = F.gpu(0)
-    gpu.update(gpu_over)
-    assert r.desired_power_limit(setting, gpu, clamp) == result
 
 
 @pytest.mark.parametrize('value, result', [
@@ -583,9 +564,9 @@ def test_builder_matches_the_real_b200_capture():
     # as captured: persistence off and the default 1000 W limit - what a fresh node shows
     facts, settings, probe = F.converged()
     facts['nvidia'] = dict(real, present=True, error=None)
-    checks = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
-    assert checks['gpu.power_limit'] == ('fail', '; '.join(
-        'GPU {0} ({1}) is at 1000 W, wanted 700 W'.format(i, b) for i, b in enumerate(F.BUS_IDS)))
+    checks = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
+    assert checks['gpu.power_limit'] == ('fail', 'all 8 GPUs at 1000 W; GPUs 0, 1, 2, 3, 4, 5, 6, 7: power limit '
+                                                 '1000 W, wanted 700 W')
     assert checks['gpu.count'] == ('pass', 'nvidia-smi: 8, PCI bus: 8')
     assert checks['gpu.health'][0] == 'pass'
     assert checks['shm.size'] == ('pass', 'live 716.0 GiB, fstab 716.0 GiB')
@@ -604,7 +585,7 @@ def test_missing_setting_is_refused_by_name():
     del settings['nodeprep_shm_gpu_memory_ratio']
     del settings['nodeprep_nccl_conf']
     with pytest.raises(r.ReadinessError) as exc:
-        r.evaluate(facts, settings, probe)
+        F.evaluate(facts, settings, probe)
     assert str(exc.value) == ('settings: missing nodeprep_shm_gpu_memory_ratio, nodeprep_nccl_conf; give every '
                               'variable the checks read (the readiness role passes them all; docs/readiness.md '
                               'lists them)')
@@ -615,7 +596,7 @@ def test_hung_nvidia_smi_fails_driver_and_count_only():
     facts, settings, probe = F.converged()
     facts['nvidia'] = {'present': False, 'timed_out': True, 'driver_version': None, 'attached_gpus': 0, 'gpus': [],
                        'error': 'nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed'}
-    checks = dict((c['id'], c) for c in r.evaluate(facts, settings, probe))
+    checks = dict((c['id'], c) for c in F.evaluate(facts, settings, probe))
     assert checks['driver.loaded']['status'] == 'fail'
     assert checks['driver.loaded']['observed'] == (
         'nvidia-smi failed: nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed')
@@ -649,7 +630,7 @@ def test_fabric_manager_by_switch_fabric(fabric, fm_state, status, observed):
     facts, settings, probe = F.converged()
     _nvlink5(facts, fabric)
     probe['services']['nvidia-fabricmanager.service']['active_state'] = fm_state
-    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    check = by_id(F.evaluate(facts, settings, probe), 'fabric.manager')
     assert (check['status'], check['observed']) == (status, observed)
 
 
@@ -667,7 +648,7 @@ def test_no_nvlsm_unit_is_asked_for():
     facts, settings, probe = F.converged()
     _nvlink5(facts)
     del probe['services']['nvlsm.service']
-    check = by_id(r.evaluate(facts, settings, probe), 'fabric.manager')
+    check = by_id(F.evaluate(facts, settings, probe), 'fabric.manager')
     assert check['status'] == 'pass'
     assert 'nvlsm' not in check['expected'] + check['observed']
 
@@ -676,7 +657,7 @@ def test_kernel_facts_error_fails_fabric_and_kernel_checks():
     facts, settings, probe = F.converged()
     del facts['kernel_state']
     facts['nodeprep_errors'] = {'kernel': 'kernel facts: cannot read /proc/modules'}
-    got = dict((c['id'], (c['status'], c['observed'])) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     for check_id in ('kernel.devel_matched', 'driver.nouveau_blacklisted', 'fabric.manager'):
         assert got[check_id] == ('fail', 'could not be read: kernel facts: cannot read /proc/modules')
     assert got['memlock.users'][0] == 'pass'
@@ -689,7 +670,7 @@ def test_unmanaged_check_stays_skipped_when_its_facts_failed():
     settings['nodeprep_memlock_services'] = []
     del facts['limits']
     facts['nodeprep_errors'] = {'limits': 'limits facts: broken'}
-    got = dict((c['id'], c['status']) for c in r.evaluate(facts, settings, probe))
+    got = dict((c['id'], c['status']) for c in F.evaluate(facts, settings, probe))
     assert (got['memlock.users'], got['memlock.services']) == ('skip', 'skip')
 
 

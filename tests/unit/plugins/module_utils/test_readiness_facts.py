@@ -53,7 +53,8 @@ def gpu(index):
         'name': 'NVIDIA B200', 'architecture': 'Blackwell', 'persistence_mode': True, 'memory_total_mib': 183359,
         'power_limit_w': 700.0, 'default_power_limit_w': 1000.0, 'min_power_limit_w': 200.0,
         'max_power_limit_w': 1000.0, 'mig_mode': 'Disabled', 'compute_mode': 'Default',
-        'clocks': {'graphics_mhz': 120, 'sm_mhz': 120, 'mem_mhz': 3996, 'video_mhz': 660},
+        # at the lock of the converged node's settings (1500-1965 MHz): a locked GPU runs within its lock, even idle
+        'clocks': {'graphics_mhz': 1965, 'sm_mhz': 1965, 'mem_mhz': 3996, 'video_mhz': 660},
         'applications_clocks': {'graphics_mhz': 1965, 'mem_mhz': 3996},
         'default_applications_clocks': {'graphics_mhz': 1965, 'mem_mhz': 3996},
         'max_clocks': {'graphics_mhz': 1965, 'sm_mhz': 1965, 'mem_mhz': 3996},
@@ -85,6 +86,44 @@ def nic(driver, ipv4, gro, lro_fixed=False):
                      'tcp-segmentation-offload': {'enabled': True, 'fixed': False}},
         'nm_managed': True,
     }
+
+
+def gpu_settings_plan(facts, settings, probe=None):
+    """The gpu_settings plan of a node on which that role installed its files (the state the probe's unit shows):
+    what the readiness checks gpu.power_limit and gpu.clocks read.  ``settings`` may hold the role's variables."""
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_gpu_settings as pg
+    from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test__plan_gpu_settings as T
+    given = dict((name, copy.deepcopy(spec['default'])) for name, spec in pg.SETTINGS.items())
+    given.update((name, copy.deepcopy(settings[name])) for name in pg.SETTINGS if name in settings)
+    gpus = given['nodeprep_gpu_settings_gpus']
+    given['nodeprep_gpu_settings_gpus'] = [gpus] if isinstance(gpus, str) else gpus
+    services = (probe or {}).get('services') or {}
+    unit = services.get(pg.UNIT) or {}
+    node = {
+        'nodeprep_gathered': ['nvidia'],
+        'nvidia': copy.deepcopy(facts.get('nvidia') or {}),
+        'nodeprep_units': {pg.PERSISTENCED: {'active': (services.get(pg.PERSISTENCED) or {}).get('active_state')},
+                           pg.UNIT: {'active': unit.get('active_state')}},
+        'nodeprep_files': dict((path, {'exists': False}) for path in pg.gather(given)['files']),
+        'nodeprep_contents': {pg.RECORD: None, pg.BOOT_ID: T.BOOT + '\n'},
+    }
+    ctx = T.context()
+    first = pg.plan(node, given, ctx)
+    if not first['problems']:
+        node = T.settle(node, first, touch_gpus=False)
+        if unit and unit.get('unit_file_state') != 'enabled':
+            node['nodeprep_files'][pg.UNIT_LINK] = {'exists': False}
+    return _plan.finish(pg.plan(node, given, ctx))
+
+
+def evaluate(facts, settings, probe=None):
+    """_readiness.evaluate with the plans it reads (the gpu_settings plan of this node)."""
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness
+    if not isinstance(facts, dict) or not isinstance(settings, dict):
+        return _readiness.evaluate(facts, settings, probe)      # refused before any plan is read
+    return _readiness.evaluate(facts, settings, probe, plans={'gpu_settings': gpu_settings_plan(facts, settings,
+                                                                                                 probe)})
 
 
 def unlimited():
