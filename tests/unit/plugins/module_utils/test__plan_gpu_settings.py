@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The gpu_settings plan: a table of facts + settings -> plan, agreement with the readiness checks, idempotence.
 
-The settings here are what node_plan hands a plan (typed: see tests/unit/plugins/plugin_utils/test__plans_gpu_settings.py
-for the typing of "false", "ALL" and the like); the node state is built from the B200 capture of nvidia-smi -q -x.
+The settings here are what node_plan hands a plan (typed: see
+tests/unit/plugins/plugin_utils/test__plans_gpu_settings.py for the typing of "false", "ALL" and the like); the node state is built from the B200 capture of nvidia-smi -q -x.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -122,8 +122,8 @@ def evaluate(facts, settings, probe=None):
     from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness
     if not isinstance(facts, dict) or not isinstance(settings, dict):
         return _readiness.evaluate(facts, settings, probe)      # refused before any plan is read
-    return _readiness.evaluate(facts, settings, probe, plans={'gpu_settings': gpu_settings_plan(facts, settings,
-                                                                                                 probe)})
+    plans = {'gpu_settings': gpu_settings_plan(facts, settings, probe)}
+    return _readiness.evaluate(facts, settings, probe, plans=plans)
 
 
 def unlimited():
