@@ -398,28 +398,34 @@ def _observed_power(selected, plans):
     return 'all {0} GPUs at {1} W'.format(len(selected), ' / '.join(sorted(set(values))))
 
 
-def _locks_of(plan, record, boot, settings):
+def _locks_of(record, boot, held):
     """known_locks, less the locks that do not show in the GPU's clocks with nothing holding them down (gone, as
-    after a driver reload: applied again); a lock that a cap holds down is drift no run fixes."""
+    after a driver reload: applied again).  A lock that a cap holds down stays known; it is added to ``held``
+    ({(setting, lock text, clock, caps): [GPU indexes]}), drift no run fixes."""
     def locks_of(gpu):
         known = gs.known_locks(record, boot, gpu)
         for setting in list(known):
             holding, caps = gs.lock_holding(gpu, setting, known[setting])
             if holding is not False:
                 continue
-            clock = (gpu.get('clocks') or {}).get(gs.LOCK_CLOCKS[setting])
             if caps:
-                msg = ('{0}: {1} {2} recorded this boot, but the clock runs at {3} MHz, held down by {4}: a power '
-                       'or thermal cap (set out of band: a BMC, DCGM or another power policy) wins over the lock; no '
-                       'run of gpu_settings changes it').format(gs.gpu_label(gpu), setting, _clock_text(
-                           known[setting]), clock, ', '.join(caps))
-                _drift(plan, CLOCKS, msg, fixable=False, level='warn')
-                plan['reports'].append(msg)
+                key = (setting, _clock_text(known[setting]), (gpu.get('clocks') or {}).get(gs.LOCK_CLOCKS[setting]),
+                       ', '.join(caps))
+                held.setdefault(key, []).append(gpu['index'])
             else:
                 # Nothing explains it: the lock is gone (a driver reload clears it without a reboot).
                 del known[setting]
         return known
     return locks_of
+
+
+def _locks_held_down(plan, held):
+    for (setting, lock, clock, caps), indexes in sorted(held.items()):
+        msg = ('{0}: {1} {2} recorded this boot, but the clock runs at {3} MHz, held down by {4}: a power or thermal '
+               'cap (set out of band: a BMC, DCGM or another power policy) wins over the lock; no run of '
+               'gpu_settings changes it').format(_gpus_text(indexes), setting, lock, clock, caps)
+        _drift(plan, CLOCKS, msg, fixable=False, level='warn')
+        plan['reports'].append(msg)
 
 
 def plan_gpus(plan, facts, settings, context, wanted, managed):
@@ -434,14 +440,16 @@ def plan_gpus(plan, facts, settings, context, wanted, managed):
 
     host = context.get('host') or None
     config = _s(settings, 'config_path')
+    held = {}
     try:
-        decided = gs.plan_settings(nvidia, wanted, _s(settings, 'gpus'), _locks_of(plan, record, boot, settings),
+        decided = gs.plan_settings(nvidia, wanted, _s(settings, 'gpus'), _locks_of(record, boot, held),
                                    daemon, argv, _s(settings, 'power_limit_clamp'), host, True,
                                    RECORD if _s(settings, 'boot_persist') else None)
     except gs.GpuSettingsError as exc:
         plan['errors'].append(exc.msg)
         # The check of the setting the message is about (the role fails on the node, changing nothing).
-        about = [check for check, word in ((POWER, 'power'), (CLOCKS, 'clocks')) if word in exc.msg and check in managed]
+        about = [check for check, word in ((POWER, 'power'), (CLOCKS, 'clocks'))
+                 if word in exc.msg and check in managed]
         for check in about or managed or [POWER]:
             _drift(plan, check, exc.msg, fixable=False)
         return None
@@ -461,9 +469,10 @@ def plan_gpus(plan, facts, settings, context, wanted, managed):
         _power_enforced(plan, selected, plans)
         _plan.set_check(plan, POWER, plan['checks'][POWER]['expected'], _observed_power(selected, plans),
                         None if selected else 'nvidia-smi lists no GPU')
+    _locks_held_down(plan, held)
     if CLOCKS in managed:
         observed = 'within the supported range on all {0} GPUs'.format(len(selected))
-        if _locks_wanted(settings):
+        if _locks_wanted(settings) and not held:
             observed += '; the locks recorded this boot show in the current clocks'
         _plan.set_check(plan, CLOCKS, plan['checks'][CLOCKS]['expected'], observed,
                         None if selected else 'nvidia-smi lists no GPU')

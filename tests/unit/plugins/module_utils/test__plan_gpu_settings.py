@@ -236,10 +236,13 @@ def test_a_lock_held_down_by_a_cap_is_drift_no_run_fixes():
                        clocks_event_reasons={'sw_power_cap': True})
     plan_ = run(capped, settings(power_limit='70%', locked_gpu_clocks=LOCKS))
     assert plan_['reasons'] == []
-    assert [d['msg'] for d in plan_['drift']] == [
-        'GPU {0} ({1}): locked_gpu_clocks 1500-1965 MHz recorded this boot, but the clock runs at 1400 MHz, held '
-        'down by sw_power_cap: a power or thermal cap (set out of band: a BMC, DCGM or another power policy) wins '
-        'over the lock; no run of gpu_settings changes it'.format(g['index'], g['pci_bus_id']) for g in B200['gpus']]
+    msg = (ALL + ': locked_gpu_clocks 1500-1965 MHz recorded this boot, but the clock runs at 1400 MHz, held down '
+           'by sw_power_cap: a power or thermal cap (set out of band: a BMC, DCGM or another power policy) wins over '
+           'the lock; no run of gpu_settings changes it')
+    assert [d['msg'] for d in plan_['drift']] == [msg]
+    assert plan_['reports'] == [msg]
+    result = _readiness.plan_check('gpu.clocks', plan_)
+    assert result['observed'] == 'within the supported range on all 8 GPUs; ' + msg
     assert set((d['check'], d['level'], d['fixable']) for d in plan_['drift']) == {('gpu.clocks', 'warn', False)}
     assert checks(plan_) == {'gpu.power_limit': 'pass', 'gpu.clocks': 'warn'}
 
