@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Controller-side plans: what the settings roles would change, decided from the facts gathered once.
 
-Thin wrappers: every rule lives in plugins/module_utils (_node_state, _gpu_settings), which the modules use too.
+Thin wrappers: every rule lives in plugins/module_utils (_node_state), which the modules use too.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,7 +16,6 @@ from ansible.module_utils.six import string_types
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import (
     NodeStateError, path_changes, unit_name)
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._gpu_settings import role_plan
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain, plain_dict
 
 
@@ -46,28 +45,6 @@ def nodeprep_unit_names(names):
         raise AnsibleFilterError('nodeprep_unit_names: {0}'.format(exc))
 
 
-def nodeprep_gpu_settings_plan(nvidia, settings, nvidia_smi, daemon, files=None, contents=None, replay_path=None,
-                               record_path=None, boot_id_path='/proc/sys/kernel/random/boot_id', apply=True,
-                               host=None):
-    """Reasons why the gpu_settings role's nvidia_gpu task would change something ([] when it would not)."""
-    nvidia = plain_dict(nvidia, 'nodeprep_gpu_settings_plan', 'the input (ansible_facts.nvidia)', none_is_empty=True)
-    settings = plain_dict(settings, 'nodeprep_gpu_settings_plan', 'settings', none_is_empty=True)
-    files = plain_dict(files, 'nodeprep_gpu_settings_plan', 'files', none_is_empty=True)
-    contents = plain_dict(contents, 'nodeprep_gpu_settings_plan', 'contents', none_is_empty=True)
-    reasons = []
-    replay_sha1 = None
-    if replay_path:
-        state = files.get(replay_path)
-        if not isinstance(state, dict):
-            reasons.append('{0}: not gathered'.format(replay_path))
-        elif state.get('exists'):
-            replay_sha1 = state.get('sha1') or 'unknown'
-    if record_path and (record_path not in contents or boot_id_path not in contents):
-        reasons.append('the clock lock record and the boot id were not gathered')
-    boot = (contents.get(boot_id_path) or '').strip() or None
-    reasons.extend(role_plan(nvidia, settings, str(nvidia_smi), bool(daemon), contents.get(record_path), boot,
-                             replay_sha1, replay_path or None, record_path, bool(apply), host))
-    return reasons
 
 
 class FilterModule(object):
@@ -75,5 +52,4 @@ class FilterModule(object):
         return {
             'nodeprep_path_changes': nodeprep_path_changes,
             'nodeprep_unit_names': nodeprep_unit_names,
-            'nodeprep_gpu_settings_plan': nodeprep_gpu_settings_plan,
         }

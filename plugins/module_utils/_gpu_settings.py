@@ -17,8 +17,8 @@
 #                        one, and boot_commands(), the commands that take it there from a fresh boot (the replay file
 #                        the boot unit runs verbatim).
 #
-# Callers: the nvidia_gpu module, the readiness checks gpu.power_limit and gpu.clocks, and the gpu_settings role
-# (through the gpu_settings_problems filter). The boot script does not import this file: it replays what
+# Callers: the nvidia_gpu module and the gpu_settings role's plan (_plan_gpu_settings.py, which the readiness
+# checks gpu.power_limit and gpu.clocks read). The boot script does not import this file: it replays what
 # nvidia_gpu wrote.
 #
 # Python 3.6 compatible (EL8 platform-python).
@@ -26,7 +26,6 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import hashlib
 import json
 import math
 import re
@@ -141,6 +140,28 @@ def select_gpus(nvidia, wanted, host=None, name='gpus'):
         if not any(match is s for s in selected):
             selected.append(match)
     return [g for g in gpus if any(g is s for s in selected)]
+
+
+_UUID_RE = re.compile(r'^(GPU|MIG)-[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}$')
+SELECTION_FORMS = '"all", or a list of GPU indexes (0), UUIDs (GPU-...) or PCI bus ids (00000000:8F:00.0)'
+
+
+def selection_problem(wanted):
+    """Why ``wanted`` (a GPU selection as the role's typed list) is not "all" or a list of indexes, UUIDs and PCI
+    bus ids; None when it is.  Stricter than selection(): the role's variable must say "all" in lower case, and
+    every entry must have one of the three forms (so ``ALL`` or ``GPU0`` is refused before any GPU is read)."""
+    if wanted == 'all' or wanted == ['all']:
+        return None
+    if not isinstance(wanted, (list, tuple)) or not wanted:
+        return 'expected ' + SELECTION_FORMS
+    bad = [item for item in wanted if isinstance(item, bool) or not (
+        _DIGITS_RE.match(str(item).strip()) or _UUID_RE.match(str(item).strip())
+        or normalize_bus_id(str(item)) is not None)]
+    if bad:
+        return '{0} {1} not a GPU index, UUID or PCI bus id; expected {2}'.format(
+            ', '.join(json.dumps(item) if isinstance(item, string_types) else repr(item) for item in bad),
+            'is' if len(bad) == 1 else 'are', SELECTION_FORMS)
+    return None
 
 
 def find_by_bus_id(gpus, bus_id):
@@ -344,6 +365,28 @@ def app_clocks_target(gpu, request, host=None):
 # -- settings as a whole --------------------------------------------------------------------------------------------
 
 LOCKS = (('locked_gpu_clocks', '-lgc', '-rgc'), ('locked_memory_clocks', '-lmc', '-rmc'))
+# The lock record nvidia_gpu keeps in its state_dir (and the boot unit writes).
+LOCK_RECORD = 'nvidia_gpu_locks.json'
+# The current clock each lock holds (a key of the ``clocks`` facts).
+LOCK_CLOCKS = {'locked_gpu_clocks': 'graphics_mhz', 'locked_memory_clocks': 'mem_mhz'}
+# clocks_event_reasons that are no cap: the GPU is idle, or runs at its applications clocks / lock.
+NOT_A_CAP = ('gpu_idle', 'applications_clocks_setting')
+
+
+def lock_holding(gpu, setting, value):
+    """Whether the lock ``value`` (a range from parse_clock_range) that the record says is applied this boot shows
+    in the GPU's current clocks: ``(True, None)``; ``(False, caps)`` when the current clock is outside the range,
+    with the clocks_event_reasons that are active and hold it down (empty: nothing explains it, the lock is gone,
+    as after a driver reload); ``(None, None)`` when the clock is not reported."""
+    current = (gpu.get('clocks') or {}).get(LOCK_CLOCKS[setting])
+    if current is None or not isinstance(value, dict):
+        return None, None
+    if value['min_mhz'] <= current <= value['max_mhz']:
+        return True, None
+    reasons = gpu.get('clocks_event_reasons') or {}
+    return False, sorted(name for name, active in reasons.items() if active and name not in NOT_A_CAP)
+
+
 VOLATILE = ('power_limit', 'locked_gpu_clocks', 'locked_memory_clocks', 'applications_clocks')
 
 
@@ -370,22 +413,6 @@ def parse_settings(params, prefix=''):
     if value is not None:
         wanted['applications_clocks'] = parse_app_clocks(value, prefix + 'applications_clocks')
     return wanted
-
-
-def settings_problems(settings, prefix='nodeprep_gpu_settings_'):
-    """Sentences for each malformed setting among the role variables ``settings`` ([] when all are usable)."""
-    problems = []
-    try:
-        selection(settings.get(prefix + 'gpus'), prefix + 'gpus')
-    except GpuSettingsError as exc:
-        problems.append(exc.msg)
-    for key in ('persistence_mode', 'power_limit', 'locked_gpu_clocks', 'locked_memory_clocks',
-                'applications_clocks'):
-        try:
-            parse_settings({prefix + key: settings.get(prefix + key)}, prefix)
-        except GpuSettingsError as exc:
-            problems.append(exc.msg)
-    return problems
 
 
 def plan_gpu(gpu, wanted, argv, locks, daemon, clamp=False, host=None):
@@ -604,50 +631,3 @@ def plan_settings(state, wanted, gpus, locks_of, daemon, argv, clamp=False, host
     replay = boot_replay(entries, record_path) if record_path else None
     return {'selected': selected, 'wanted': wanted, 'plans': plans, 'replay': replay, 'planned': planned,
             'warnings': warnings}
-
-
-def role_plan(nvidia, settings, nvidia_smi, daemon, record_text, boot, replay_sha1, replay_path, record_path,
-              apply=True, host=None):
-    """What the gpu_settings role's nvidia_gpu task would change, judged on the controller from the gathered facts.
-
-    ``nvidia`` is ansible_facts.nvidia; ``settings`` the role variables as nvidia_gpu options (gpus, persistence_mode,
-    power_limit, power_limit_clamp, locked_gpu_clocks, locked_memory_clocks, applications_clocks); ``nvidia_smi`` the
-    path nvidia_gpu finds it at; ``daemon`` whether nvidia-persistenced runs; ``record_text`` the lock record's text
-    (None when absent), ``boot`` the boot id; ``replay_sha1`` the SHA-1 of the replay file as it is (None: absent or
-    unknown), ``replay_path`` where it goes (None: not written).  Returns a list of reasons: empty when nvidia_gpu
-    would change nothing.  Whatever cannot be told (a partial or missing GPU read, a setting that fails) is a reason,
-    so the task runs and decides (or fails with its own message).
-    """
-    if not isinstance(nvidia, dict) or not nvidia.get('present') or nvidia.get('partial') or nvidia.get('error'):
-        return ['the GPUs were not read completely']
-    try:
-        wanted = parse_settings(settings)
-    except GpuSettingsError as exc:
-        return [exc.msg]
-    try:
-        record = json.loads(record_text) if record_text else None
-    except ValueError:
-        record = None
-
-    def argv(gpu, *args):
-        return [nvidia_smi, '-i', gpu['pci_bus_id']] + list(args)
-
-    try:
-        result = plan_settings(nvidia, wanted, settings.get('gpus') or ['all'],
-                               lambda gpu: known_locks(record, boot, gpu), daemon, argv,
-                               bool(settings.get('power_limit_clamp')), host, True,
-                               record_path if replay_path else None)
-    except (GpuSettingsError, KeyError, TypeError, ValueError) as exc:
-        return ['the settings cannot be planned from the facts: {0}'.format(exc)]
-    reasons = []
-    if apply and result['planned']:
-        reasons.append('{0} nvidia-smi command(s) to run: {1}'.format(
-            len(result['planned']), '; '.join(' '.join(c[1:]) for c in result['planned'])))
-    if replay_path:
-        want = None
-        if result['replay'] is not None:
-            # SHA-1 because the gather reports files by their SHA-1; it identifies content only.
-            want = hashlib.sha1(replay_text(result['replay']).encode('utf-8')).hexdigest()  # nosec B324
-        if want != replay_sha1:
-            reasons.append('{0}: the replay file differs'.format(replay_path))
-    return reasons

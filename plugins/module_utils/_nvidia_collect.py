@@ -113,6 +113,7 @@ def empty_facts(error):
         'timestamp': None,
         'partial': False,
         'gpus': [],
+        'nvidia_smi': None,
     }
 
 
@@ -181,4 +182,8 @@ def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvid
         return empty_facts('nvidia-smi not found{0}'.format(
             ' at {0}'.format(nvidia_smi) if nvidia_smi else ' in PATH, /usr/bin or /usr/local/bin'))
     argv, rc, out, err = query_xml(binary, timeout)
-    return facts_from_output(argv, rc, out, err, include_supported_clocks)
+    facts = facts_from_output(argv, rc, out, err, include_supported_clocks)
+    # The binary that was read: the gpu_settings plan builds its commands (and the replay file) with this path and
+    # passes it to nvidia_gpu, so that the module runs what the plan compared.
+    facts['nvidia_smi'] = binary
+    return facts

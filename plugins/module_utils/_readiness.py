@@ -35,7 +35,6 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_settings as gpu_settings
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as shm_rules
 
 
@@ -67,23 +66,12 @@ SETTING_NAMES = (
     'nodeprep_nvidia_driver_persistenced',
     'nodeprep_nvidia_driver_fabricmanager',
     'nodeprep_nvidia_driver_open_required_device_ids',
-    'nodeprep_gpu_settings_power_limit',
-    'nodeprep_gpu_settings_power_limit_clamp',
-    'nodeprep_gpu_settings_locked_gpu_clocks',
-    'nodeprep_gpu_settings_locked_memory_clocks',
-    'nodeprep_gpu_settings_applications_clocks',
-    'nodeprep_gpu_settings_apply',
-    'nodeprep_gpu_settings_boot_persist',
-    'nodeprep_gpu_settings_gpus',
     'nodeprep_readiness_xid_fail',
     'nodeprep_readiness_skip_checks',
 )
 
 # Only named in messages (no file is opened here); the shm facts say where they looked.
 SHM_PATH = '/dev/shm'  # nosec B108
-
-# The unit the gpu_settings role installs to re-apply power limits and clocks at boot.
-GPU_SETTINGS_UNIT = 'nodeprep-gpu-settings.service'
 
 # Architectures that require NVIDIA's open kernel modules (the nvidia_driver role's list).
 OPEN_ONLY_ARCHITECTURES = ('blackwell', 'rubin', 'rubin ultra', 'feynman')
@@ -221,19 +209,6 @@ def _gpu_label(gpu):
 def _gpus(facts):
     gpus = _get(facts, 'nvidia', 'gpus')
     return gpus if isinstance(gpus, list) else []
-
-
-def selected_gpus(facts, selection):
-    """The GPUs ``nodeprep_gpu_settings_gpus`` chooses (the rule lives in _gpu_settings.select_gpus).
-
-    Raises ReadinessError for a malformed selection and GpuSettingsError when it names no GPU of the node (or an
-    index that a lost GPU makes ambiguous).
-    """
-    try:
-        gpu_settings.selection(selection, 'nodeprep_gpu_settings_gpus')
-    except gpu_settings.GpuSettingsError as exc:
-        raise ReadinessError(exc.msg)
-    return gpu_settings.select_gpus(_get(facts, 'nvidia') or {}, selection, name='nodeprep_gpu_settings_gpus')
 
 
 def is_open_only(facts, extra_ids=()):
@@ -468,150 +443,6 @@ def _gpu_count(facts, settings, probe):
     return _check('gpu.count', PASS, expected, observed)
 
 
-def desired_power_limit(setting, gpu, clamp=False):
-    """Watts the gpu_settings role would set on ``gpu`` for ``setting`` (the rule lives in _gpu_settings).
-
-    Returns ``(watts, problem)``; problem is a sentence when the role would refuse the value.
-    """
-    request = _power_request(setting)
-    try:
-        watts, dummy = gpu_settings.power_limit_watts(request, gpu, clamp, name='nodeprep_gpu_settings_power_limit')
-    except gpu_settings.GpuSettingsError as exc:
-        return None, exc.msg
-    return watts, None
-
-
-def _power_request(setting):
-    try:
-        return gpu_settings.parse_power_limit(setting, 'nodeprep_gpu_settings_power_limit')
-    except gpu_settings.GpuSettingsError as exc:
-        raise ReadinessError(exc.msg)
-
-
-def _fmt_w(value):
-    if value is None:
-        return '?'
-    return '{0:g}'.format(float(value))
-
-
-def _power_limit(facts, settings, probe):
-    setting = _setting(settings, 'nodeprep_gpu_settings_power_limit')
-    if setting is None or setting == '' or not _setting(settings, 'nodeprep_gpu_settings_apply'):
-        return _check('gpu.power_limit', SKIP, 'not managed (nodeprep_gpu_settings_power_limit unset or '
-                      'nodeprep_gpu_settings_apply false)', 'left as the driver set it')
-    request = _power_request(setting)
-    expected = 'power limit {0} on {1} (nodeprep_gpu_settings_power_limit)'.format(
-        gpu_settings.describe_power_limit(request),
-        'every GPU' if _setting(settings, 'nodeprep_gpu_settings_gpus') in (None, '', 'all') else 'the chosen GPUs')
-    try:
-        gpus = selected_gpus(facts, _setting(settings, 'nodeprep_gpu_settings_gpus'))
-    except gpu_settings.GpuSettingsError as exc:
-        return _check('gpu.power_limit', FAIL, expected, exc.msg)
-    if not gpus:
-        return _check('gpu.power_limit', SKIP, expected, 'nvidia-smi lists no GPU')
-    clamp = bool(_setting(settings, 'nodeprep_gpu_settings_power_limit_clamp'))
-    problems = []
-    values = []
-    for gpu in gpus:
-        watts, problem = desired_power_limit(setting, gpu, clamp)
-        if problem:
-            problems.append(problem + ' (gpu_settings refuses it)')
-            continue
-        actual = gpu.get('power_limit_w')
-        values.append(actual)
-        if not gpu_settings.power_limit_matches(actual, watts):
-            problems.append('{0} is at {1} W, wanted {2} W'.format(_gpu_label(gpu), _fmt_w(actual), _fmt_w(watts)))
-    if problems:
-        return _check('gpu.power_limit', FAIL, expected, '; '.join(problems))
-    observed = 'all {0} GPUs at {1} W'.format(len(gpus), ' / '.join(sorted(set(_fmt_w(v) for v in values))))
-    unit_name = GPU_SETTINGS_UNIT
-    unit = _unit(probe, unit_name)
-    if probe is not None and _setting(settings, 'nodeprep_gpu_settings_boot_persist') and not _unit_enabled(unit):
-        return _check('gpu.power_limit', WARN, expected,
-                      observed + '; {0} (lost at the next reboot)'.format(_unit_text(unit_name, unit)))
-    return _check('gpu.power_limit', PASS, expected, observed)
-
-
-def _clock_setting(settings, name, parse):
-    value = _setting(settings, name)
-    if value in (None, ''):
-        return None
-    try:
-        parsed = parse(value, name)
-    except gpu_settings.GpuSettingsError as exc:
-        raise ReadinessError(exc.msg)
-    return 'reset' if parsed is None else parsed
-
-
-def _clocks(facts, settings, probe):
-    gpc = _clock_setting(settings, 'nodeprep_gpu_settings_locked_gpu_clocks', gpu_settings.parse_clock_range)
-    mem = _clock_setting(settings, 'nodeprep_gpu_settings_locked_memory_clocks', gpu_settings.parse_clock_range)
-    app = _clock_setting(settings, 'nodeprep_gpu_settings_applications_clocks', gpu_settings.parse_app_clocks)
-    if (gpc is None and mem is None and app is None) or not _setting(settings, 'nodeprep_gpu_settings_apply'):
-        return _check('gpu.clocks', SKIP, 'not managed (no clock settings or nodeprep_gpu_settings_apply false)',
-                      'left as the driver set them')
-    wanted = []
-    if isinstance(gpc, dict):
-        wanted.append('GPU clocks locked to {0}-{1} MHz'.format(gpc['min_mhz'], gpc['max_mhz']))
-    elif gpc == 'reset':
-        wanted.append('GPU clock lock reset')
-    if isinstance(mem, dict):
-        wanted.append('memory clocks locked to {0}-{1} MHz'.format(mem['min_mhz'], mem['max_mhz']))
-    elif mem == 'reset':
-        wanted.append('memory clock lock reset')
-    if isinstance(app, dict):
-        wanted.append('applications clocks {0},{1} MHz'.format(app['mem_mhz'], app['graphics_mhz']))
-    unit_name = GPU_SETTINGS_UNIT
-    persist = bool(_setting(settings, 'nodeprep_gpu_settings_boot_persist'))
-    expected = '; '.join(wanted) + ('; re-applied at boot by ' + unit_name if persist else '')
-    try:
-        gpus = selected_gpus(facts, _setting(settings, 'nodeprep_gpu_settings_gpus'))
-    except gpu_settings.GpuSettingsError as exc:
-        return _check('gpu.clocks', FAIL, expected, exc.msg)
-    if not gpus:
-        return _check('gpu.clocks', SKIP, expected, 'nvidia-smi lists no GPU')
-    problems = []
-    warnings = []
-    for gpu in gpus:
-        label = _gpu_label(gpu)
-        # The range rule of nvidia_gpu (supported clocks .. max clocks). A lock itself cannot be read back (R17).
-        for name, value in (('locked_gpu_clocks', gpc), ('locked_memory_clocks', mem)):
-            if isinstance(value, dict):
-                try:
-                    gpu_settings.check_clock_range(gpu, name, value)
-                except gpu_settings.GpuSettingsError as exc:
-                    problems.append(exc.msg)
-        if isinstance(app, dict):
-            current = gpu.get('applications_clocks')
-            if not current:
-                warnings.append('{0}: applications clocks deprecated or not supported by this driver '
-                                '(use locked clocks)'.format(label))
-            elif (current.get('mem_mhz'), current.get('graphics_mhz')) != (app['mem_mhz'], app['graphics_mhz']):
-                problems.append('{0}: applications clocks {1},{2} MHz, wanted {3},{4} MHz'.format(
-                    label, current.get('mem_mhz'), current.get('graphics_mhz'), app['mem_mhz'], app['graphics_mhz']))
-    unit = _unit(probe, unit_name)
-    locks = isinstance(gpc, dict) or isinstance(mem, dict)
-    if probe is None or not persist:
-        pass
-    elif not _unit_enabled(unit):
-        text = '{0} (settings lost at the next reboot)'.format(_unit_text(unit_name, unit))
-        (problems if locks else warnings).append(text)
-    elif unit.get('active_state') == 'failed':
-        problems.append('{0}: the last apply failed'.format(_unit_text(unit_name, unit)))
-    problems = sorted(set(problems), key=problems.index)
-    warnings = sorted(set(warnings), key=warnings.index)
-    if problems:
-        return _check('gpu.clocks', FAIL, expected, '; '.join(problems + warnings))
-    if warnings:
-        return _check('gpu.clocks', WARN, expected, '; '.join(warnings))
-    observed = 'within the supported range on all {0} GPUs'.format(len(gpus))
-    if probe is not None and persist:
-        observed += '; ' + _unit_text(unit_name, unit)
-    if locks:
-        observed += ' (nvidia-smi does not report the locked range itself)'
-    return _check('gpu.clocks', PASS, expected, observed)
-
-
 def parse_xid_lines(lines):
     """NVIDIA Xid events from kernel log lines: list of ``{bus_id, xid, text, line}``."""
     events = []
@@ -785,8 +616,9 @@ CHECKS = (
     ('driver.persistenced', _ROLE.format('nvidia_driver'), _persistenced, ()),
     ('gpu.count', 'playbooks/recover_gpu.yml (GPU missing from nvidia-smi); a GPU missing from the PCI bus as '
                   'well needs a reboot and then hardware service', _gpu_count, ('nvidia', 'kernel_state')),
-    ('gpu.power_limit', _ROLE.format('gpu_settings'), _power_limit, ('nvidia',)),
-    ('gpu.clocks', _ROLE.format('gpu_settings'), _clocks, ('nvidia',)),
+    # Judged by the gpu_settings plan (PLAN_CHECKS): no function here.
+    ('gpu.power_limit', _ROLE.format('gpu_settings'), None, ('nvidia',)),
+    ('gpu.clocks', _ROLE.format('gpu_settings'), None, ('nvidia',)),
     ('gpu.health', 'drain the node, then playbooks/recover_gpu.yml (reboot resets the GPU and applies pending '
                    'page retirement or row remapping); repeated faults: hardware service', _health, ('nvidia',)),
     ('memlock.users', _ROLE.format('memlock'), None, ('limits',)),
@@ -872,8 +704,8 @@ def _unread(facts, namespace):
 # The checks whose verdict is a role's plan (plugins/module_utils/_plan_<role>.py, made on the controller by the
 # gpufleet.nodeprep.node_plan action): the check passes exactly when that plan has no drift for it.  Their settings
 # are the role's own, typed once by the action; none of them is in SETTING_NAMES.
-PLAN_CHECKS = {'memlock.users': 'memlock', 'memlock.services': 'memlock', 'shm.size': 'shm', 'nccl.config': 'nccl',
-               'nic.offload': 'nic_offload'}
+PLAN_CHECKS = {'gpu.power_limit': 'gpu_settings', 'gpu.clocks': 'gpu_settings', 'memlock.users': 'memlock',
+               'memlock.services': 'memlock', 'shm.size': 'shm', 'nccl.config': 'nccl', 'nic.offload': 'nic_offload'}
 
 
 def plan_check(check_id, plan):

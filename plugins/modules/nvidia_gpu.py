@@ -118,12 +118,22 @@ options:
       - Folder for the record of the clock locks this module applied (C(nvidia_gpu_locks.json)).
       - Keep it on a tmpfs such as C(/run), which is emptied at reboot exactly when the locks are lost. The record also
         stores the boot ID and is ignored after a reboot.
+      - The gpu_settings role passes the folder whose record its plan read.
     type: path
     default: /run/nodeprep
   nvidia_smi:
     description:
       - Path of the C(nvidia-smi) binary. By default it is searched in E(PATH), C(/usr/bin) and C(/usr/local/bin).
+      - The gpu_settings role passes the path the gather read (C(ansible_facts.nvidia.nvidia_smi)), the one its
+        plan built the commands and the replay file with.
     type: path
+  persistenced:
+    description:
+      - Whether C(nvidia-persistenced) runs (then C(-pm) is never run, and persistence mode is the daemon's).
+      - By default the module looks for itself (a process of that name, or the unit active). The gpu_settings role
+        passes what its plan decided with (the gathered state of C(nvidia-persistenced.service)), so that the module
+        and the plan judge from the same rule and the same reading.
+    type: bool
   driver_pending:
     description:
       - Check mode only. The NVIDIA driver is installed earlier in this same run, so C(nvidia-smi) cannot be found or
@@ -353,9 +363,9 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._gpu_settings im
     plan_settings,
     power_limit_matches,
     replay_text,
+    LOCK_RECORD as STATE_FILE,
 )
 
-STATE_FILE = 'nvidia_gpu_locks.json'
 PERSISTENCED_NAMES = ('nvidia-persistenced', 'nvidia-persiste')
 PERSISTENCED_UNIT = 'nvidia-persistenced.service'
 # nvidia-smi can exit 0 and still not apply a setting; these phrases in its output mean it did not.
@@ -600,7 +610,9 @@ class NvidiaGpu(object):
             self.module.warn('nvidia-smi -q -x exited non-zero after printing {0} of {1} GPUs ({2}); only the GPUs '
                              'it printed are managed'.format(len(state['gpus']), state['attached_gpus'],
                                                              state['error']))
-        daemon = persistenced_running(systemctl=self.module.get_bin_path('systemctl'))
+        daemon = params['persistenced']
+        if daemon is None:
+            daemon = persistenced_running(systemctl=self.module.get_bin_path('systemctl'))
         record = LockRecord(self.module, params['state_dir'])
         try:
             decided = plan_settings(state, wanted, params['gpus'], record.known, daemon, self.argv,
@@ -680,6 +692,7 @@ def main():
             timeout=dict(type='int', default=60),
             state_dir=dict(type='path', default='/run/nodeprep'),
             nvidia_smi=dict(type='path'),
+            persistenced=dict(type='bool'),
             driver_pending=dict(type='bool', default=False),
             driver_pending_persistenced=dict(type='bool', default=False),
         ),

@@ -115,6 +115,13 @@ ansible_facts:
           type: int
           returned: always
           sample: 8
+        nvidia_smi:
+          description:
+            - The C(nvidia-smi) binary that was run; V(null) when none was found. The gpu_settings role builds its
+              commands and the replay file with this path and passes it to M(gpufleet.nodeprep.nvidia_gpu).
+          type: str
+          returned: always
+          sample: /usr/bin/nvidia-smi
         dtd_version:
           description: Version of the C(nvsmi_device) DTD named in the output; V(null) without a DOCTYPE.
           type: int

@@ -44,7 +44,7 @@ options:
   settings:
     description:
       - The role variables the checks compare against, by their names (for example
-        C(nodeprep_gpu_settings_power_limit), C(nodeprep_shm_size), C(nodeprep_expected_gpus)).
+        C(nodeprep_shm_size), C(nodeprep_expected_gpus)).
       - Every variable the checks read must be given; a missing one is refused with its name. The
         P(gpufleet.nodeprep.readiness#role) role builds this dict from the inventory and the owning roles'
         documented defaults; docs/readiness.md lists every name.

@@ -13,10 +13,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import io
+import os
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_gpu_settings
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_memlock
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nccl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nic_offload
@@ -27,9 +30,14 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
 SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload')
 
 # The roles whose decisions are a rule module's plan(); the others still decide in their own tasks.
-RULES = dict((module.ROLE, module) for module in (_plan_memlock, _plan_shm, _plan_nccl, _plan_nic_offload))
+RULES = dict((module.ROLE, module) for module in (_plan_gpu_settings, _plan_memlock, _plan_shm, _plan_nccl,
+                                                   _plan_nic_offload))
 
 PLANNED_ROLES = tuple(role for role in SITE_ROLES if role in RULES)
+
+# The collection's root on the controller (roles/<role>/... of ROLE_FILES are read from here).
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_ROLE_FILES = {}
 
 # Keys of an argument spec entry that the validator does not take.
 _DOC_KEYS = ('description', 'version_added')
@@ -91,6 +99,27 @@ def gather_request(roles, settings_by_role):
     return _plan.merge_gathers(rules(role).gather(settings_by_role[role]) for role in roles)
 
 
+def role_files(role):
+    """``{key: text}`` of the files a rule module names in ``ROLE_FILES`` (``{key: path in roles/<role>/}``): files
+    the role ships that a plan writes with their full content (a script copied to the node), read once per process
+    on the controller so that the plan stays pure (it gets them as ``context['role_files']``)."""
+    module = rules(role)
+    if role not in _ROLE_FILES:
+        texts = {}
+        for key, relative in sorted(getattr(module, 'ROLE_FILES', {}).items()):
+            path = os.path.join(COLLECTION_ROOT, 'roles', role, relative)
+            try:
+                with io.open(path, encoding='utf-8') as handle:
+                    texts[key] = handle.read()
+            except (IOError, OSError) as exc:
+                raise PlanError('role {0}: cannot read {1}: {2}'.format(role, path, exc))
+        _ROLE_FILES[role] = texts
+    return dict(_ROLE_FILES[role])
+
+
 def plan_role(role, facts, settings, problems, context):
     """The plan of ``role`` (finished: ``run`` filled), with the typing problems first and the facts still missing."""
-    return _plan.plan_with(rules(role), facts, settings, problems, context)
+    module = rules(role)
+    if getattr(module, 'ROLE_FILES', None):
+        context = dict(context, role_files=role_files(role))
+    return _plan.plan_with(module, facts, settings, problems, context)

@@ -383,7 +383,7 @@ def test_nic_offload_changed_after_one_feature_applied(tmp_path, monkeypatch, ca
 # Roles: one ansible-playbook run, every case a block with a rescue that records the failed task and its message.
 
 SPEC = "Validating arguments against arg spec 'main' - "
-GPU_ASSERT = 'Check GPU selection, power limit and clocks'
+GPU_ASSERT = 'Fail on settings the role cannot use, or on what the node lacks'
 NCCL_ASSERT = 'Check names and values'
 NCCL_STRICT = NCCL_ASSERT  # one task fails on every problem of the plan
 SHM_ASSERT = 'Refuse invalid settings, and a node the role cannot size'
@@ -395,8 +395,9 @@ DRIVER_BRANCH = 'Check that the branch is a driver branch number'
 DRIVER_VERSION = 'Check that the version belongs to the branch'
 DRIVER_RUNFILE = 'Check that the runfile method has an exact version'
 DRIVER_BLACKWELL = 'Check that proprietary modules are not requested for Blackwell or newer GPUs'
-GPU_ALLOWED = '(allowed: null, watts > 0 such as 700, or a percentage of the default limit such as "70%")'
-CLOCKS_ALLOWED = '(allowed: null, "reset", or {min: MHz, max: MHz} with 0 < min <= max)'
+GPU_ALLOWED = 'null or watts (e.g. 700) or a percentage of the default limit (e.g. "70%"), above 0'
+CLOCKS_ALLOWED = 'null, "reset", or {min: MHz, max: MHz} with 0 < min <= max'
+GPUS_ALLOWED = 'expected "all", or a list of GPU indexes (0), UUIDs (GPU-...) or PCI bus ids (00000000:8F:00.0)'
 SHM_ALLOWED = 'not a size; allowed: bytes, or a number with K, M, G, T or P (base 1024; KiB/KB forms too)'
 MEMLOCK_FILE_ALLOWED = ('allowed: a file pam_limits reads, /etc/security/limits.conf or /etc/security/limits.d/<name>.conf '
                         '(an absolute path, a name ending in .conf, not hidden)')
@@ -417,14 +418,19 @@ ROLE_CASES = [
      GPU_ASSERT, ['nodeprep_gpu_settings_power_limit="0%"', GPU_ALLOWED]),
     ('gpu_settings locked clocks min above max', 'localhost', 'gpu_settings',
      {'nodeprep_gpu_settings_locked_gpu_clocks': {'min': 1900, 'max': 1500}},
-     GPU_ASSERT, ['nodeprep_gpu_settings_locked_gpu_clocks={"min": 1900, "max": 1500}', CLOCKS_ALLOWED]),
+     GPU_ASSERT, ['nodeprep_gpu_settings_locked_gpu_clocks={"max": 1500, "min": 1900}', CLOCKS_ALLOWED]),
     ('gpu_settings locked memory clocks a word', 'localhost', 'gpu_settings',
      {'nodeprep_gpu_settings_locked_memory_clocks': 'fast'},
      GPU_ASSERT, ['nodeprep_gpu_settings_locked_memory_clocks="fast"', CLOCKS_ALLOWED]),
     ('gpu_settings empty GPU list', 'localhost', 'gpu_settings', {'nodeprep_gpu_settings_gpus': []},
-     GPU_ASSERT, ['nodeprep_gpu_settings_gpus=[]', '(allowed: "all" or a non-empty list of index/UUID/PCI bus id)']),
+     GPU_ASSERT, ['nodeprep_gpu_settings_gpus=[]: ' + GPUS_ALLOWED]),
     ('gpu_settings GPUs a word', 'localhost', 'gpu_settings', {'nodeprep_gpu_settings_gpus': 'first'},
-     GPU_ASSERT, ['nodeprep_gpu_settings_gpus="first"', '(allowed: "all" or a non-empty list']),
+     GPU_ASSERT, ['nodeprep_gpu_settings_gpus=["first"]: "first" is not a GPU index, UUID or PCI bus id; '
+                  + GPUS_ALLOWED]),
+    # It passed validation, then nvidia_gpu failed on GPU "A" (the letters of "ALL").
+    ('gpu_settings GPUs ALL', 'localhost', 'gpu_settings', {'nodeprep_gpu_settings_gpus': 'ALL'},
+     GPU_ASSERT, ['nodeprep_gpu_settings_gpus=["ALL"]: "ALL" is not a GPU index, UUID or PCI bus id; '
+                  + GPUS_ALLOWED]),
     ('gpu_settings wrong type timeout', 'localhost', 'gpu_settings', {'nodeprep_gpu_settings_timeout': 'soon'},
      SPEC, ['nodeprep_gpu_settings_timeout', "'soon'", 'int']),
     ('gpu_settings wrong type persistence', 'localhost', 'gpu_settings',

@@ -22,7 +22,7 @@ CONF = u'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\n'
 
 def test_filters_are_registered():
     assert sorted(fp.FilterModule().filters()) == [
-        'nodeprep_gpu_settings_plan', 'nodeprep_path_changes', 'nodeprep_unit_names']
+        'nodeprep_path_changes', 'nodeprep_unit_names']
 
 
 @pytest.fixture
@@ -116,11 +116,6 @@ def test_unit_names():
     assert "is not a unit name" in str(err.value)
 
 
-def test_gpu_settings_plan_needs_the_record_and_the_replay_state():
-    reasons = fp.nodeprep_gpu_settings_plan({'present': False}, {'gpus': 'all'}, '/usr/bin/nvidia-smi', True,
-                                            files={}, contents={}, replay_path='/etc/r', record_path='/run/l')
-    assert reasons == ['/etc/r: not gathered', 'the clock lock record and the boot id were not gathered',
-                       'the GPUs were not read completely']
 
 
 def test_node_sha1_matches_the_hash_filter(tmp_path):

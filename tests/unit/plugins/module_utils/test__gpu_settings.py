@@ -220,22 +220,36 @@ def test_lock_bounds_with_a_malformed_supported_mem_clock():
     assert gs.lock_bounds(g) == {'locked_gpu_clocks': (1500, 1965), 'locked_memory_clocks': (3996, 3996)}
 
 
-@pytest.mark.parametrize('settings, problems', [
-    ({}, []),
-    ({'nodeprep_gpu_settings_power_limit': '700W', 'nodeprep_gpu_settings_gpus': ['0', 'CC:00.0']}, []),
-    ({'nodeprep_gpu_settings_power_limit': '67%', 'nodeprep_gpu_settings_gpus': 'all'}, []),
-    ({'nodeprep_gpu_settings_power_limit': 'inf%'},
-     ['nodeprep_gpu_settings_power_limit must be watts (e.g. 700) or a percentage of the default limit (e.g. '
-      '"70%"), got \'inf%\'']),
-    ({'nodeprep_gpu_settings_gpus': []},
-     ['nodeprep_gpu_settings_gpus is empty; give "all" or at least one GPU index, UUID or PCI bus id']),
-    ({'nodeprep_gpu_settings_locked_gpu_clocks': {'min': 1900, 'max': 1500}},
-     ['nodeprep_gpu_settings_locked_gpu_clocks: min (1900) must be at least 1 and not above max (1500)']),
+FORMS = '"all", or a list of GPU indexes (0), UUIDs (GPU-...) or PCI bus ids (00000000:8F:00.0)'
+
+
+@pytest.mark.parametrize('wanted, problem', [
+    ('all', None),
+    (['all'], None),
+    (['0', '7'], None),
+    (['CC:00.0', '0000:8f:00.0', '00000000:90:00.0'], None),
+    (['GPU-00000000-0000-4000-8000-000000000001', 'MIG-00000000-0000-4000-8000-000000000001'], None),
+    (['ALL'], '"ALL" is not a GPU index, UUID or PCI bus id; expected ' + FORMS),
+    (['0', 'GPU0', 'gpu-1'], '"GPU0", "gpu-1" are not a GPU index, UUID or PCI bus id; expected ' + FORMS),
+    ([True], 'True is not a GPU index, UUID or PCI bus id; expected ' + FORMS),
+    ([], 'expected ' + FORMS),
+    ('0', 'expected ' + FORMS),
+    (None, 'expected ' + FORMS),
 ])
-def test_settings_problems(settings, problems):
-    settings = dict(settings)
-    settings.setdefault('nodeprep_gpu_settings_gpus', 'all')
-    assert gs.settings_problems(settings) == problems
+def test_selection_problem(wanted, problem):
+    assert gs.selection_problem(wanted) == problem
+
+
+@pytest.mark.parametrize('clocks, reasons, result', [
+    ({'graphics_mhz': 1965}, {}, (True, None)),
+    ({'graphics_mhz': 1500}, {}, (True, None)),
+    ({'graphics_mhz': 1400}, {'sw_power_cap': True, 'gpu_idle': False}, (False, ['sw_power_cap'])),
+    ({'graphics_mhz': 120}, {'gpu_idle': True, 'applications_clocks_setting': False}, (False, [])),
+    ({'graphics_mhz': None}, {}, (None, None)),
+])
+def test_lock_holding(clocks, reasons, result):
+    gpu = {'clocks': clocks, 'clocks_event_reasons': reasons}
+    assert gs.lock_holding(gpu, 'locked_gpu_clocks', {'min_mhz': 1500, 'max_mhz': 1965}) == result
 
 
 def test_no_other_copy_of_the_rules():

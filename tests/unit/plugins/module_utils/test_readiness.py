@@ -42,8 +42,8 @@ CONVERGED = [
     ('driver.persistenced', 'pass', 'nvidia-persistenced: active, enabled'),
     ('gpu.count', 'pass', 'nvidia-smi: 8, PCI bus: 8'),
     ('gpu.power_limit', 'pass', 'all 8 GPUs at 700 W'),
-    ('gpu.clocks', 'pass', 'within the supported range on all 8 GPUs; nodeprep-gpu-settings.service: active, enabled '
-                           '(nvidia-smi does not report the locked range itself)'),
+    ('gpu.clocks', 'pass', 'within the supported range on all 8 GPUs; the locks recorded this boot show in the '
+                           'current clocks'),
     ('gpu.health', 'pass', 'all 8 GPUs healthy; no Xid in journalctl -k -b 0 (last 20000 lines)'),
     ('memlock.users', 'pass', 'root unlimited/unlimited, train unlimited/unlimited'),
     ('memlock.services', 'pass', 'default unlimited/unlimited, slurmd unlimited/unlimited'),
@@ -61,8 +61,12 @@ FRESH = [
     ('driver.persistenced', 'fail', 'nvidia-persistenced: not installed'),
     ('gpu.count', 'fail', 'nvidia-smi: failed, PCI bus: 8; missing from nvidia-smi: ' + ALL_GPUS),
     # A state that could not be read fails: nvidia-smi is missing on a node whose PCI bus shows 8 GPUs.
-    ('gpu.power_limit', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
-    ('gpu.clocks', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    # (the boot unit's link is missing too: the unit is not installed)
+    ('gpu.power_limit', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found; from what was read: '
+                                '/etc/systemd/system/multi-user.target.wants/nodeprep-gpu-settings.service: missing '
+                                '(the settings are lost at the next reboot)'),
+    ('gpu.clocks', 'fail', '/etc/systemd/system/multi-user.target.wants/nodeprep-gpu-settings.service: missing '
+                           '(the settings are lost at the next reboot)'),
     ('gpu.health', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     # The memlock role's plan (nothing written yet): its files are missing.
     ('memlock.users', 'fail', 'root 8192/8192, train 8192/8192; /etc/security/limits.d/90-nodeprep-memlock.conf: '
@@ -230,20 +234,25 @@ FAULTS = [
      {'driver.loaded': 'fail', 'gpu.power_limit': 'fail', 'gpu.clocks': 'fail', 'gpu.health': 'fail'}),
     ('power limit left at the default',
      _gpu_set(2, 'power_limit_w', 1000.0),
-     'gpu.power_limit', 'fail', 'GPU 2 (00000000:96:00.0) is at 1000 W, wanted 700 W'),
+     'gpu.power_limit', 'fail', 'all 8 GPUs at 1000 / 700 W; GPU 2: power limit 1000 W, wanted 700 W'),
     ('re-apply unit disabled: power limit lost at reboot',
      _both(_unit('nodeprep-gpu-settings.service', unit_file_state='disabled'),
            _set((1, 'nodeprep_gpu_settings_locked_gpu_clocks'), None)),
      'gpu.power_limit', 'warn',
-     'all 8 GPUs at 700 W; nodeprep-gpu-settings.service: active, disabled (lost at the next reboot)',
+     'all 8 GPUs at 700 W; /etc/systemd/system/multi-user.target.wants/nodeprep-gpu-settings.service: missing (the '
+     'settings are lost at the next reboot)',
      {'gpu.clocks': 'skip'}),
     ('re-apply unit failed',
      _unit('nodeprep-gpu-settings.service', active_state='failed'),
-     'gpu.clocks', 'fail', 'nodeprep-gpu-settings.service: failed, enabled: the last apply failed'),
+     'gpu.clocks', 'fail', 'within the supported range on all 8 GPUs; the locks recorded this boot show in the current '
+                           'clocks; nodeprep-gpu-settings.service failed at its last run (journalctl -u '
+                           'nodeprep-gpu-settings.service); a run of the role applies the settings now',
+     {'gpu.power_limit': 'warn'}),
     ('locked clock above the maximum',
      _set((1, 'nodeprep_gpu_settings_locked_gpu_clocks'), {'min': 1500, 'max': 2100}),
-     'gpu.clocks', 'fail', '; '.join('GPU {0} ({1}): locked_gpu_clocks 1500-2100 MHz is outside the supported range '
-                                     'up to 1965 MHz'.format(i, b) for i, b in enumerate(F.BUS_IDS))),
+     # the role fails on the first GPU it cannot lock (the plan's error, from _gpu_settings.check_clock_range)
+     'gpu.clocks', 'fail', 'GPU 0 (00000000:8F:00.0) on node1: locked_gpu_clocks 1500-2100 MHz is outside the '
+                           'supported range up to 1965 MHz'),
     ('pending row remapping',
      _gpu_set(5, 'remapped_rows', {'pending': True, 'failure': False, 'correctable': 0, 'uncorrectable': 1}),
      'gpu.health', 'fail', 'GPU 5 (00000000:C5:00.0): row remapping pending (reset needed)'),
@@ -411,8 +420,9 @@ def test_unmanaged_settings_skip():
                      'nodeprep_nvidia_driver_persistenced': False, 'nodeprep_nvidia_driver_blacklist_nouveau': False,
                      'nodeprep_nvidia_driver_fabricmanager': 'never'})
     got = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
-    assert got['gpu.power_limit'] == ('skip', 'left as the driver set it')
-    assert got['gpu.clocks'] == ('skip', 'left as the driver set them')
+    assert got['gpu.power_limit'] == ('skip', 'not managed (nodeprep_gpu_settings_power_limit unset or '
+                                              'nodeprep_gpu_settings_apply false)')
+    assert got['gpu.clocks'] == ('skip', 'not managed (no clock settings or nodeprep_gpu_settings_apply false)')
     assert got['memlock.users'] == ('skip', 'not managed (nodeprep_memlock_limits false)')
     assert got['memlock.services'] == ('skip', 'not managed (nodeprep_memlock_systemd_default false, no service)')
     assert got['driver.persistenced'] == ('skip', 'not checked')
@@ -501,7 +511,7 @@ def test_plans_are_required():
     assert str(exc.value) == ("plans: no plan for role {0}; the checks {1} read the roles' plans (the readiness role "
                               "makes them with gpufleet.nodeprep.node_plan)".format(
                                   ', '.join(roles), ', '.join(sorted(r.PLAN_CHECKS))))
-    assert roles == ['memlock', 'nccl', 'nic_offload', 'shm']
+    assert roles == ['gpu_settings', 'memlock', 'nccl', 'nic_offload', 'shm']
 
 
 def test_applications_clocks_deprecated_driver_warns():
@@ -513,22 +523,15 @@ def test_applications_clocks_deprecated_driver_warns():
         gpu['applications_clocks'] = None
     check = by_id(F.evaluate(facts, settings, probe), 'gpu.clocks')
     assert check['status'] == 'warn'
-    assert check['observed'] == '; '.join(
-        'GPU {0} ({1}): applications clocks deprecated or not supported by this driver (use locked clocks)'.format(
-            i, F.BUS_IDS[i]) for i in range(3))
+    assert check['observed'] == (
+        'within the supported range on all 3 GPUs; applications_clocks are left alone on node1: the driver reports '
+        'them as deprecated or not supported on ' + ', '.join('GPU {0} ({1})'.format(i, F.BUS_IDS[i]) for i in range(3))
+        + '; use locked_gpu_clocks and locked_memory_clocks instead')
 
 
 @pytest.mark.parametrize('settings, message', [
     ({'nodeprep_readiness_skip_checks': ['gpu.power', 'nic.offload']},
      'nodeprep_readiness_skip_checks: unknown check ids gpu.power; known: ' + ', '.join(r.CHECK_IDS)),
-    ({'nodeprep_gpu_settings_power_limit': 'seventy'},
-     "nodeprep_gpu_settings_power_limit must be watts (e.g. 700) or a percentage of the default limit (e.g. "
-     "\"70%\"), got 'seventy'"),
-    ({'nodeprep_gpu_settings_locked_gpu_clocks': [1500, 1965]},
-     'nodeprep_gpu_settings_locked_gpu_clocks must be "reset" or a dict with the keys min and max (MHz), got '
-     '[1500, 1965]'),
-    ({'nodeprep_gpu_settings_locked_memory_clocks': {'min': 'low', 'max': 3996}},
-     "nodeprep_gpu_settings_locked_memory_clocks.min must be an integer number of MHz, got 'low'"),
     ({'nodeprep_expected_gpus': 'eight'}, "nodeprep_expected_gpus: 'eight' is not a whole number"),
 ])
 def test_bad_settings_are_refused(settings, message):
@@ -565,26 +568,6 @@ def test_bad_arguments(facts, settings, message):
 # helpers
 
 
-@pytest.mark.parametrize('setting, gpu_over, clamp, result', [
-    ('70%', {}, False, (700.0, None)),
-    ('33.3%', {}, False, (333.0, None)),
-    (650, {}, False, (650.0, None)),
-    ('650W', {}, False, (650.0, None)),
-    ('1100', {}, False, (None, 'GPU 0 (00000000:8F:00.0): nodeprep_gpu_settings_power_limit 1100 W is outside the '
-                               'allowed range 200.00-1000.00 W')),
-    # The rounding rule of nvidia_gpu and the boot replay: whole watts, half up.
-    ('50%', {'default_power_limit_w': 1001.0}, False, (501.0, None)),
-    ('67%', {}, False, (670.0, None)),
-    ('1100', {}, True, (1000.0, None)),
-    ('10%', {}, True, (200.0, None)),
-    ('70%', {'default_power_limit_w': None}, False,
-     (None, 'GPU 0 (00000000:8F:00.0): nodeprep_gpu_settings_power_limit 70% needs the default power limit, which '
-            'nvidia-smi reports as N/A')),
-])
-def test_desired_power_limit(setting, gpu_over, clamp, result):
-    gpu = F.gpu(0)
-    gpu.update(gpu_over)
-    assert r.desired_power_limit(setting, gpu, clamp) == result
 
 
 @pytest.mark.parametrize('text, result', [
@@ -641,8 +624,8 @@ def test_builder_matches_the_real_b200_capture():
     facts, settings, probe = F.converged()
     facts['nvidia'] = dict(real, present=True, error=None)
     checks = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
-    assert checks['gpu.power_limit'] == ('fail', '; '.join(
-        'GPU {0} ({1}) is at 1000 W, wanted 700 W'.format(i, b) for i, b in enumerate(F.BUS_IDS)))
+    assert checks['gpu.power_limit'] == ('fail', 'all 8 GPUs at 1000 W; GPUs 0, 1, 2, 3, 4, 5, 6, 7: power limit '
+                                                 '1000 W, wanted 700 W')
     assert checks['gpu.count'] == ('pass', 'nvidia-smi: 8, PCI bus: 8')
     assert checks['gpu.health'][0] == 'pass'
     assert checks['shm.size'] == ('pass', 'live 716.0 GiB, fstab 716.0 GiB')

@@ -61,7 +61,8 @@ def gpu(index):
         'name': 'NVIDIA B200', 'architecture': 'Blackwell', 'persistence_mode': True, 'memory_total_mib': 183359,
         'power_limit_w': 700.0, 'default_power_limit_w': 1000.0, 'min_power_limit_w': 200.0,
         'max_power_limit_w': 1000.0, 'mig_mode': 'Disabled', 'compute_mode': 'Default',
-        'clocks': {'graphics_mhz': 120, 'sm_mhz': 120, 'mem_mhz': 3996, 'video_mhz': 660},
+        # at the lock of the converged node's settings (1500-1965 MHz): a locked GPU runs within its lock, even idle
+        'clocks': {'graphics_mhz': 1965, 'sm_mhz': 1965, 'mem_mhz': 3996, 'video_mhz': 660},
         'applications_clocks': {'graphics_mhz': 1965, 'mem_mhz': 3996},
         'default_applications_clocks': {'graphics_mhz': 1965, 'mem_mhz': 3996},
         'max_clocks': {'graphics_mhz': 1965, 'sm_mhz': 1965, 'mem_mhz': 3996},
@@ -93,6 +94,35 @@ def nic(driver, ipv4, gro, lro_fixed=False):
                      'tcp-segmentation-offload': {'enabled': True, 'fixed': False}},
         'nm_managed': True,
     }
+
+
+def gpu_settings_plan(facts, settings, probe=None):
+    """The gpu_settings plan of a node on which that role installed its files (the state the probe's unit shows):
+    what the readiness checks gpu.power_limit and gpu.clocks read.  ``settings`` may hold the role's variables."""
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_gpu_settings as pg
+    from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test__plan_gpu_settings as T
+    given = dict((name, copy.deepcopy(spec['default'])) for name, spec in pg.SETTINGS.items())
+    given.update((name, copy.deepcopy(settings[name])) for name in pg.SETTINGS if name in settings)
+    gpus = given['nodeprep_gpu_settings_gpus']
+    given['nodeprep_gpu_settings_gpus'] = [gpus] if isinstance(gpus, str) else gpus
+    services = (probe or {}).get('services') or {}
+    unit = services.get(pg.UNIT) or {}
+    node = {
+        'nodeprep_gathered': ['nvidia'],
+        'nvidia': copy.deepcopy(facts.get('nvidia') or {}),
+        'nodeprep_units': {pg.PERSISTENCED: {'active': (services.get(pg.PERSISTENCED) or {}).get('active_state')},
+                           pg.UNIT: {'active': unit.get('active_state')}},
+        'nodeprep_files': dict((path, {'exists': False}) for path in pg.gather(given)['files']),
+        'nodeprep_contents': {pg.RECORD: None, pg.BOOT_ID: T.BOOT + '\n'},
+    }
+    ctx = T.context()
+    first = pg.plan(node, given, ctx)
+    if not first['problems']:
+        node = T.settle(node, first, touch_gpus=False)
+        if unit and unit.get('unit_file_state') != 'enabled':
+            node['nodeprep_files'][pg.UNIT_LINK] = {'exists': False}
+    return _plan.finish(pg.plan(node, given, ctx))
 
 
 def unlimited():
@@ -132,13 +162,16 @@ def memlock_files(written=True, want='unlimited'):
 RULE_MODULES = {'memlock': _plan_memlock, 'shm': _plan_shm, 'nccl': _plan_nccl, 'nic_offload': _plan_nic_offload}
 
 
-def plans(facts, settings, host='gpu-a01'):
+def plans(facts, settings, probe=None, host='gpu-a01'):
     """The plans the readiness role hands to readiness_info: each planning role's plan from these facts, with the
-    settings given (already typed) over the role's defaults."""
+    settings given (already typed) over the role's defaults; gpu_settings' on the node its role settled."""
     out = {}
-    if not isinstance(facts, dict):
+    if not isinstance(facts, dict) or not isinstance(settings, dict):
         return out
     for role in sorted(set(r.PLAN_CHECKS.values())):
+        if role == 'gpu_settings':
+            out[role] = gpu_settings_plan(facts, settings, probe)
+            continue
         module = RULE_MODULES[role]
         typed = _plan.defaults(module)
         typed.update((name, copy.deepcopy(settings[name])) for name in module.SETTINGS if name in settings)
@@ -148,11 +181,11 @@ def plans(facts, settings, host='gpu-a01'):
 
 def evaluate(facts, settings, probe=None):
     """_readiness.evaluate with the roles' plans made from the same facts and settings."""
-    return r.evaluate(facts, settings, probe, plans(facts, settings))
+    return r.evaluate(facts, settings, probe, plans(facts, settings, probe))
 
 
 def checked_values(facts, settings, probe=None):
-    return r.checked_values(facts, settings, probe, plans(facts, settings))
+    return r.checked_values(facts, settings, probe, plans(facts, settings, probe))
 
 
 def converged():

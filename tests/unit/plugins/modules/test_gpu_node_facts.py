@@ -45,7 +45,7 @@ def test_everything_in_one_call(tmp_path, capsys):
     assert facts['nodeprep_errors'] == {}
     with open(B200) as handle:
         expected = parse_nvsmi_xml(handle.read(), include_supported_clocks=False)
-    expected.update(present=True, error=None, partial=False)
+    expected.update(present=True, error=None, partial=False, nvidia_smi=smi)
     assert facts['nvidia'] == expected
     assert facts['kernel_state']['running'] == platform.release()
     assert set(facts['limits']['effective']['root']['memlock']) == {'soft', 'hard'}

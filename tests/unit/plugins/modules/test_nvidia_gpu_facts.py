@@ -43,7 +43,7 @@ def test_facts_from_fixture(tmp_path, capsys, fixture, count):
     assert len(facts['gpus']) == count
     with open(path) as handle:
         expected = parse_nvsmi_xml(handle.read())
-    expected.update(present=True, error=None, partial=False)
+    expected.update(present=True, error=None, partial=False, nvidia_smi=smi)
     assert facts == expected
 
 
@@ -61,7 +61,7 @@ def test_missing_binary_is_not_a_failure(capsys):
         'present': False, 'error': 'nvidia-smi not found at /nonexistent/nvidia-smi', 'partial': False,
         'driver_version': None,
         'cuda_version': None, 'attached_gpus': 0, 'gpu_blocks': 0, 'dtd_version': None, 'timestamp': None,
-        'gpus': []}
+        'gpus': [], 'nvidia_smi': None}
 
 
 def test_missing_binary_fails_on_request(capsys):

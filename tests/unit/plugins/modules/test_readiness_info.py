@@ -58,6 +58,10 @@ def run(monkeypatch, capsys, args, table, bins=('journalctl', 'dmesg', 'systemct
         return runner(self, argv, **kw)
 
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    if 'plans' not in args and isinstance(args.get('facts'), dict) and isinstance(args.get('settings'), dict):
+        # the plans the readiness role hands the module (node_plan), for the facts and settings of the case
+        args = dict(args, plans={'gpu_settings': F.gpu_settings_plan(args['facts'], args['settings'],
+                                                                     F.converged()[2])})
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path',
                         lambda self, name, required=False, opt_dirs=None: '/usr/bin/' + name if name in bins else None)
     with patch_module_args(args):
@@ -185,11 +189,10 @@ def test_not_booted_with_systemd(monkeypatch, capsys):
 
 def test_bad_setting_fails_with_the_reason(monkeypatch, capsys):
     args = base_args()
-    args['settings']['nodeprep_gpu_settings_power_limit'] = '70 percent'
+    args['settings']['nodeprep_expected_gpus'] = 'eight'
     result, _calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
     assert result['failed'] is True
-    assert result['msg'] == ('readiness check: nodeprep_gpu_settings_power_limit must be watts (e.g. 700) or a '
-                             'percentage of the default limit (e.g. "70%"), got \'70 percent\'')
+    assert result['msg'] == "readiness check: nodeprep_expected_gpus: 'eight' is not a whole number"
 
 
 def test_check_mode_is_the_same(monkeypatch, capsys):

@@ -152,7 +152,9 @@ def test_render_text_lists_values_and_problems():
     text = rr.render_text(_report())
     assert '== gpu-a01: ready\n' in text
     assert '   power limit              700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs\n' in text
-    assert '   FAIL gpu.power_limit: could not be read: nvidia-smi failed: nvidia-smi not found\n' in text
+    assert ('   FAIL gpu.power_limit: could not be read: nvidia-smi failed: nvidia-smi not found; from what was read: '
+            '/etc/systemd/system/multi-user.target.wants/nodeprep-gpu-settings.service: missing (the settings are '
+            'lost at the next reboot)\n') in text
     assert '== gpu-a03: unreachable\n   Failed to connect to the host via ssh: No route to host\n' in text
 
 
