@@ -17,7 +17,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ROOT
 
 KEYS = ('type', 'default', 'elements', 'choices', 'required')
-ROW = re.compile(r'^\| `(nodeprep_[a-z0-9_]+)` \| ([a-z/]+) \| (.*?) \|')
+ROW = re.compile(r'^\| `(nodeprep_[a-z0-9_]+)` \| ([a-z/ ]+) \| (.*?) \|')
 
 
 def readme_value(value):
@@ -64,13 +64,14 @@ def test_readme_table_is_the_settings(role):
     assert sorted(rows) == sorted(settings)
     for name, spec in settings.items():
         kind, default = rows[name]
-        assert kind.split('/')[0] == spec['type'], name
+        assert kind.split('/')[0].split(' ')[0] == spec['type'], name
         assert default == '`{0}`'.format(readme_value(spec.get('default'))), name
 
 
 @pytest.mark.parametrize('role', sorted(_plans.RULES))
 def test_vars_hold_no_expression(role):
-    text = role_file(role, 'vars', 'main.yml')
+    path = os.path.join(ROOT, 'roles', role, 'vars', 'main.yml')
+    text = role_file(role, 'vars', 'main.yml') if os.path.exists(path) else ''
     assert '{{' not in text and '{%' not in text
     assert not os.path.exists(os.path.join(ROOT, 'roles', role, 'tasks', 'gather_vars.yml'))
     assert 'site_reasons' not in text
