@@ -17,13 +17,14 @@ import copy
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_kernel, _plan_nvidia_driver
 
 # Every role of the collection that configures a node, in the order playbooks/site.yml runs them: the one list of
 # the roles (site.yml, the readiness role and the node_plan action read it from here).
 SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload')
 
 # The roles whose decisions are a rule module's plan(); the others still decide in their own tasks.
-RULES = dict((module.ROLE, module) for module in ())
+RULES = dict((module.ROLE, module) for module in (_plan_kernel, _plan_nvidia_driver))
 
 PLANNED_ROLES = tuple(role for role in SITE_ROLES if role in RULES)
 
