@@ -376,6 +376,11 @@ def plan(facts, settings, context):
                         run={'start_version': '', 'installing': False, 'modprobe': {}},
                         check_mode=bool(context.get('check_mode')))
     out['args']['driver'] = start
+    # The cross-field rules argument_specs cannot express (_driver_plan.refusals): a platform the role does not
+    # support is an error of the node, the others are settings that cannot be used here (each message names the
+    # variable, the value and what is allowed).
+    for check, msg in sorted(start.get('refused', {}).items()):
+        (out['errors'] if check == 'platform' else out['problems']).append(msg)
     out['reasons'] = driver_work(start, wanted, work_settings(settings), facts.get('nodeprep_units'),
                                  facts.get('nodeprep_files'))
     if not start.get('refusals'):

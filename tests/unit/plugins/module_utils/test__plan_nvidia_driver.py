@@ -242,9 +242,6 @@ FRESH_REASONS = [
     ('a new kernel boots next: the loaded module stays until the reboot',
      facts('converged', default=K9_NEXT, devel={K9: True, K9_NEXT: True}), {},
      ['driver: not the wanted driver, or not loaded'], []),
-    ('a branch that is not a branch is refused', facts('converged'), {D.PREFIX + 'branch': 58},
-     ['refused: nodeprep_nvidia_driver_branch=58 is not a driver branch; give its three-digit number, e.g. 580 '
-      '(R580 LTS), 590, 595.'], []),
 ])
 def test_plan_table(name, state, given, reasons, reboot):
     plan = make_plan(state, given)
@@ -252,6 +249,37 @@ def test_plan_table(name, state, given, reasons, reboot):
     assert plan['reasons'] == reasons, name
     assert plan['reboot']['why'] == reboot, name
     assert plan['run'] == reasons, name
+
+
+BRANCH_58 = ('nodeprep_nvidia_driver_branch=58 is not a driver branch; give its three-digit number, e.g. 580 '
+             '(R580 LTS), 590, 595.')
+
+
+@pytest.mark.parametrize('given, problems', [
+    # 58 given as a number in YAML: typed to the string "58", then refused by the plan.
+    ({D.PREFIX + 'branch': 58}, [BRANCH_58]),
+    ({D.PREFIX + 'branch': '580', D.PREFIX + 'version': '570.172.08'},
+     ['nodeprep_nvidia_driver_version=570.172.08 is not a version of branch nodeprep_nvidia_driver_branch=580; '
+      'allowed: 580.<minor>[.<patch>] (e.g. 580.95.05) or empty for the newest of the branch.']),
+    ({D.PREFIX + 'method': 'runfile'},
+     ['nodeprep_nvidia_driver_method=runfile needs nodeprep_nvidia_driver_version (the exact version of the .run '
+      'file, e.g. 580.95.05); it is empty.']),
+])
+def test_refusals_are_problems(given, problems):
+    plan = make_plan(facts('converged'), given)
+    assert plan['problems'] == problems and plan['errors'] == []
+    assert plan['reasons'] == ['refused: ' + '; '.join(problems)]
+    assert plan['run'] == ['invalid settings: ' + '; '.join(problems)] + plan['reasons']
+
+
+def test_an_unsupported_platform_is_an_error():
+    state = facts('converged')
+    state['kernel_state']['os'] = {'os_family': 'Suse', 'distribution': 'SLES', 'distribution_version': '15.6',
+                                   'distribution_major_version': '15', 'architecture': 'x86_64'}
+    plan = make_plan(state)
+    assert plan['problems'] == []
+    assert plan['errors'] == ['gpufleet.nodeprep.nvidia_driver supports EL 8/9/10, Ubuntu 22.04/24.04 and Debian 12; '
+                              'this host runs SLES 15.6 (os_family Suse).']
 
 
 def test_the_driver_plan_of_the_start_is_in_the_args():
