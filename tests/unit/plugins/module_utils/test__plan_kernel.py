@@ -170,8 +170,8 @@ def test_every_bool_setting_given_as_text_false_is_false():
 
 
 def test_args_hold_what_the_tasks_read():
-    plan = make_plan(facts(EL10, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-ml',
-                                                        'nodeprep_kernel_elrepo_gpgkey': 'http://a/k1,http://a/k2'})
+    given = {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_kernel_elrepo_gpgkey': 'http://a/k1,http://a/k2'}
+    plan = make_plan(facts(EL10, K9, K9, {K9: True}), given)
     assert plan['args']['kernel'] == {
         'family': 'el', 'sources': ['distro', 'elrepo-lt', 'elrepo-ml'],
         'work_settings': {'source': 'elrepo-ml', 'family': 'el', 'manage_devel': True, 'set_default': True,
