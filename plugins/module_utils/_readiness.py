@@ -36,6 +36,7 @@ __metaclass__ = type
 import math
 import re
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _driver_plan as driver_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_settings as gpu_settings
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as shm_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nccl import (
@@ -122,14 +123,6 @@ SHM_FULL_FREE_RATIO = 0.05
 
 # The unit the gpu_settings role installs to re-apply power limits and clocks at boot.
 GPU_SETTINGS_UNIT = 'nodeprep-gpu-settings.service'
-
-# Architectures that require NVIDIA's open kernel modules (the nvidia_driver role's list).
-OPEN_ONLY_ARCHITECTURES = ('blackwell', 'rubin', 'rubin ultra', 'feynman')
-# PCI device-ID ranges of Blackwell chips (GB100/GB102, GB110/GB112, GB202/GB203, GB206/GB207, GB205), the same
-# ranges the nvidia_driver role uses when nvidia-smi cannot run yet; nodeprep_nvidia_driver_open_required_device_ids
-# adds more.
-OPEN_ONLY_DEVICE_ID_RANGES = ((0x2900, 0x29ff), (0x3180, 0x327f), (0x2b80, 0x2c7f), (0x2d00, 0x2dff),
-                              (0x2f00, 0x2f7f))
 
 _XID_RE = re.compile(r'NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): ([0-9]+)(?:, (.*))?$')
 _BUS_RE = re.compile(r'^(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})(?:\.([0-7]))?$')
@@ -269,19 +262,6 @@ def _features(value, name):
     return dict((str(k), v) for k, v in value.items())
 
 
-def _device_id(value):
-    """Integer PCI device ID from ``0x2901``, ``2901`` or nvidia-smi's ``0x290110DE``; None when unknown."""
-    text = str(value or '').strip().lower()
-    if text.startswith('0x'):
-        text = text[2:]
-    if len(text) == 8:
-        text = text[:4]
-    try:
-        return int(text, 16)
-    except ValueError:
-        return None
-
-
 def _limit_ok(observed, desired):
     """limits.conf semantics: ``unlimited`` beats every number."""
     if observed is None:
@@ -334,17 +314,11 @@ def selected_gpus(facts, selection):
 
 
 def is_open_only(facts, extra_ids=()):
-    """True when a GPU of the node needs NVIDIA's open kernel modules (Blackwell or newer); the reason as well."""
-    extra = set(_device_id(x) for x in extra_ids or ())
-    for gpu in _gpus(facts):
-        arch = str(gpu.get('architecture') or '').strip().lower()
-        if arch in OPEN_ONLY_ARCHITECTURES:
-            return True, '{0} is {1}'.format(_gpu_label(gpu), gpu.get('architecture'))
-    for dev in _get(facts, 'kernel_state', 'pci', 'gpus') or []:
-        number = _device_id(dev.get('device_id'))
-        if number is not None and (number in extra or any(lo <= number <= hi for lo, hi in OPEN_ONLY_DEVICE_ID_RANGES)):
-            return True, 'PCI {0} has device ID 0x{1:04x} (Blackwell or newer)'.format(dev.get('bus_id'), number)
-    return False, None
+    """True when a GPU of the node needs NVIDIA's open kernel modules (Blackwell or newer), and the first reason:
+    the nvidia_driver role's own rule (_driver_plan.open_required_reasons)."""
+    reasons = driver_rules.open_required_reasons(_get(facts, 'kernel_state') or {}, _get(facts, 'nvidia') or {},
+                                                 extra_ids or ())
+    return bool(reasons), (reasons[0] if reasons else None)
 
 
 def _unit(probe, name):
@@ -444,7 +418,7 @@ def _driver_loaded(facts, settings, probe):
     if loaded:
         if version and loaded != version:
             problems.append('driver {0} is loaded, {1} wanted'.format(loaded, version))
-        elif not version and branch and loaded.split('.')[0] != branch:
+        elif not version and branch and not driver_rules.wanted_match(loaded, branch, ''):
             problems.append('driver {0} is loaded, branch {1} wanted'.format(loaded, branch))
         if module.get('version') and module['version'] != loaded:
             problems.append('kernel module {0} differs from user-space driver {1} (reboot or reload)'.format(
@@ -1049,21 +1023,13 @@ def _want(setting, auto):
 def fabric_kind(facts):
     """How the node's GPUs reach their NVSwitches: ``none``, ``pci`` (NVSwitches on the PCI bus, HGX H100/H200),
     ``nvlink5`` (HGX B200 and later: the NVSwitches are not on the PCI bus; kernel_facts finds their NVLink 5
-    bridges); None when the kernel facts were not read.
-
-    Uses kernel_facts' ``pci.nvswitch_fabric``; facts of older collections lack it, and then the NVSwitch count
-    on the PCI bus decides between ``pci`` and ``none``.
+    bridges); None when the kernel facts were not read.  The nvidia_driver role's own rule
+    (_driver_plan.nvswitch_fabric, with its fallbacks for facts that lack ``pci.nvswitch_fabric``).
     """
-    pci = _get(facts, 'kernel_state', 'pci')
-    if not isinstance(pci, dict):
+    kernel_state = _get(facts, 'kernel_state')
+    if not isinstance(kernel_state, dict) or not isinstance(kernel_state.get('pci'), dict):
         return None
-    kind = pci.get('nvswitch_fabric')
-    if kind in ('none', 'pci', 'nvlink5'):
-        return kind
-    count = pci.get('nvswitch_count')
-    if count is None:
-        return None
-    return 'pci' if count else 'none'
+    return driver_rules.nvswitch_fabric(kernel_state)
 
 
 def _fabric_text(facts, kind):
