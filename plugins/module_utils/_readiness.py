@@ -115,6 +115,21 @@ SETTING_NAMES = (
     'nodeprep_readiness_skip_checks',
 )
 
+# The role variables of SETTING_NAMES that a role planning in Python owns: the readiness role passes none of them,
+# evaluate() reads them from that role's plan (``plans[role]['settings']``, typed once by the node_plan action, so
+# ``-e nodeprep_nvidia_driver_persistenced=false`` is false here as in the role).  A caller without plans may still
+# give them in ``settings``.
+PLAN_SETTINGS = {
+    'kernel': ('nodeprep_kernel_source',),
+    'nvidia_driver': ('nodeprep_nvidia_driver_branch', 'nodeprep_nvidia_driver_version',
+                      'nodeprep_nvidia_driver_module_type', 'nodeprep_nvidia_driver_blacklist_nouveau',
+                      'nodeprep_nvidia_driver_persistenced', 'nodeprep_nvidia_driver_fabricmanager',
+                      'nodeprep_nvidia_driver_open_required_device_ids'),
+}
+# The names the readiness role passes (roles/readiness/vars/main.yml).
+PASSED_SETTING_NAMES = tuple(name for name in SETTING_NAMES
+                             if not any(name in names for names in PLAN_SETTINGS.values()))
+
 # Only named in messages (no file is opened here); the shm facts say where they looked.
 SHM_PATH = '/dev/shm'  # nosec B108
 # /dev/shm counts as full below this much free space: 64 MiB, or 5% of its size when that is more.
@@ -1225,6 +1240,18 @@ def _plans_for(plans):
     return plans
 
 
+def settings_from_plans(settings, plans):
+    """``settings`` with the variables of PLAN_SETTINGS taken from the plans of their roles (when given)."""
+    out = dict(settings) if isinstance(settings, dict) else settings
+    if not isinstance(out, dict) or not isinstance(plans, dict):
+        return out
+    for role, names in PLAN_SETTINGS.items():
+        typed = plans.get(role).get('settings') if isinstance(plans.get(role), dict) else None
+        if isinstance(typed, dict):
+            out.update((name, typed[name]) for name in names if name in typed)
+    return out
+
+
 def evaluate(facts, settings, probe=None, plans=None):
     """Run every readiness check.
 
@@ -1238,7 +1265,7 @@ def evaluate(facts, settings, probe=None, plans=None):
     """
     if not isinstance(facts, dict):
         raise ReadinessError('facts: expected a dict of fact namespaces, got {0}'.format(type(facts).__name__))
-    settings = normalize_settings(settings)
+    settings = normalize_settings(settings_from_plans(settings, plans))
     skipped = set(_as_list(_setting(settings, 'nodeprep_readiness_skip_checks'), 'nodeprep_readiness_skip_checks'))
     unknown = sorted(skipped - set(CHECK_IDS))
     if unknown:
@@ -1324,12 +1351,13 @@ def _limit_pair(items):
     return '{0}/{1}'.format(soft, hard)
 
 
-def checked_values(facts, settings, probe=None):
+def checked_values(facts, settings, probe=None, plans=None):
     """What the checks looked at on this host, as ``[label, text]`` pairs for the report.
 
-    Only reads facts and the probe; ``settings`` must be complete (see SETTING_NAMES).
+    Only reads facts and the probe; ``settings`` with the plans' (see settings_from_plans) must be complete (see
+    SETTING_NAMES).
     """
-    settings = normalize_settings(settings)
+    settings = normalize_settings(settings_from_plans(settings, plans))
     errors = gather_errors(facts)
     values = []
 

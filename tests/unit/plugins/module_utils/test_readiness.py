@@ -12,6 +12,7 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import select_nics
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
 
@@ -596,7 +597,27 @@ def test_builder_matches_the_real_b200_capture():
 
 
 def test_role_passes_exactly_the_settings_the_checks_use():
-    assert list(F.role_settings()) == list(r.SETTING_NAMES)
+    # The readiness role passes PASSED_SETTING_NAMES; the kernel and nvidia_driver variables come from their plans.
+    assert sorted(F.role_settings()) == sorted(r.SETTING_NAMES)
+    assert sorted(set(r.SETTING_NAMES) - set(r.PASSED_SETTING_NAMES)) == sorted(
+        name for names in r.PLAN_SETTINGS.values() for name in names)
+
+
+def test_the_driver_settings_come_typed_from_the_plan():
+    """-e nodeprep_nvidia_driver_persistenced=false reaches readiness as the plan typed it: not managed."""
+    facts, settings, probe = F.converged()
+    for name in r.PLAN_SETTINGS['nvidia_driver']:
+        settings.pop(name)
+    typed = _plans.typed_settings('nvidia_driver', {'nodeprep_nvidia_driver_persistenced': 'false',
+                                                    'nodeprep_nvidia_driver_blacklist_nouveau': 'no'})[0]
+    plans = {'kernel': {'settings': _plans.typed_settings('kernel', {})[0]}, 'nvidia_driver': {'settings': typed}}
+    checks = dict((c['id'], c) for c in r.evaluate(facts, settings, probe, plans))
+    assert (checks['driver.persistenced']['expected'], checks['driver.persistenced']['status']) == (
+        'not managed (nodeprep_nvidia_driver_persistenced false)', 'skip')
+    assert checks['driver.nouveau_blacklisted']['expected'] == (
+        'not managed (nodeprep_nvidia_driver_blacklist_nouveau false)')
+    with pytest.raises(r.ReadinessError, match='settings: missing nodeprep_nvidia_driver_branch'):
+        r.evaluate(facts, settings, probe, {'kernel': plans['kernel']})
 
 
 def test_missing_setting_is_refused_by_name():

@@ -18,6 +18,9 @@ import re
 import jinja2
 import yaml
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 _FALLBACK_RE = re.compile(r'^\{\{ (nodeprep_[a-z0-9_]+)(?: \| default\((.*)\))? \}\}$')
 
@@ -35,6 +38,10 @@ def role_settings():
         match = _FALLBACK_RE.match(template)
         assert match and match.group(1) == name, template
         settings[name] = own[name] if match.group(2) is None else env.compile_expression(match.group(2))()
+    # The kernel and nvidia_driver variables come from those roles' plans: their typed defaults.
+    for role, names in r.PLAN_SETTINGS.items():
+        typed = _plans.typed_settings(role, {})[0]
+        settings.update((name, typed[name]) for name in names)
     return settings
 
 
