@@ -213,7 +213,8 @@ def open_required_reasons(kernel_state, nvidia, extra_ids=()):
     reasons = []
     gpus = nvidia.get('gpus') or []
     for arch in OPEN_ONLY_ARCHITECTURES:
-        hits = [str(g.get('index')) for g in gpus if g.get('architecture') == arch]
+        # nvidia-smi's spelling, in any letter case.
+        hits = [str(g.get('index')) for g in gpus if str(g.get('architecture') or '').strip().lower() == arch.lower()]
         if hits:
             reasons.append('nvidia-smi reports GPU {0} as {1}'.format(', '.join(hits), arch))
     extra = [str(i).lower().replace('0x', '') for i in extra_ids or []]

@@ -35,6 +35,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _driver_plan as driver_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as shm_rules
 
 
@@ -70,16 +71,23 @@ SETTING_NAMES = (
     'nodeprep_readiness_skip_checks',
 )
 
+# The role variables of SETTING_NAMES that a role planning in Python owns: the readiness role passes none of them,
+# evaluate() reads them from that role's plan (``plans[role]['settings']``, typed once by the node_plan action, so
+# ``-e nodeprep_nvidia_driver_persistenced=false`` is false here as in the role).  A caller without plans may still
+# give them in ``settings``.
+PLAN_SETTINGS = {
+    'kernel': ('nodeprep_kernel_source',),
+    'nvidia_driver': ('nodeprep_nvidia_driver_branch', 'nodeprep_nvidia_driver_version',
+                      'nodeprep_nvidia_driver_module_type', 'nodeprep_nvidia_driver_blacklist_nouveau',
+                      'nodeprep_nvidia_driver_persistenced', 'nodeprep_nvidia_driver_fabricmanager',
+                      'nodeprep_nvidia_driver_open_required_device_ids'),
+}
+# The names the readiness role passes (roles/readiness/vars/main.yml).
+PASSED_SETTING_NAMES = tuple(name for name in SETTING_NAMES
+                             if not any(name in names for names in PLAN_SETTINGS.values()))
+
 # Only named in messages (no file is opened here); the shm facts say where they looked.
 SHM_PATH = '/dev/shm'  # nosec B108
-
-# Architectures that require NVIDIA's open kernel modules (the nvidia_driver role's list).
-OPEN_ONLY_ARCHITECTURES = ('blackwell', 'rubin', 'rubin ultra', 'feynman')
-# PCI device-ID ranges of Blackwell chips (GB100/GB102, GB110/GB112, GB202/GB203, GB206/GB207, GB205), the same
-# ranges the nvidia_driver role uses when nvidia-smi cannot run yet; nodeprep_nvidia_driver_open_required_device_ids
-# adds more.
-OPEN_ONLY_DEVICE_ID_RANGES = ((0x2900, 0x29ff), (0x3180, 0x327f), (0x2b80, 0x2c7f), (0x2d00, 0x2dff),
-                              (0x2f00, 0x2f7f))
 
 _XID_RE = re.compile(r'NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): ([0-9]+)(?:, (.*))?$')
 _BUS_RE = re.compile(r'^(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})(?:\.([0-7]))?$')
@@ -174,17 +182,6 @@ def _setting(settings, name):
 
 
 
-def _device_id(value):
-    """Integer PCI device ID from ``0x2901``, ``2901`` or nvidia-smi's ``0x290110DE``; None when unknown."""
-    text = str(value or '').strip().lower()
-    if text.startswith('0x'):
-        text = text[2:]
-    if len(text) == 8:
-        text = text[:4]
-    try:
-        return int(text, 16)
-    except ValueError:
-        return None
 
 
 def _memlock_item(items):
@@ -212,17 +209,11 @@ def _gpus(facts):
 
 
 def is_open_only(facts, extra_ids=()):
-    """True when a GPU of the node needs NVIDIA's open kernel modules (Blackwell or newer); the reason as well."""
-    extra = set(_device_id(x) for x in extra_ids or ())
-    for gpu in _gpus(facts):
-        arch = str(gpu.get('architecture') or '').strip().lower()
-        if arch in OPEN_ONLY_ARCHITECTURES:
-            return True, '{0} is {1}'.format(_gpu_label(gpu), gpu.get('architecture'))
-    for dev in _get(facts, 'kernel_state', 'pci', 'gpus') or []:
-        number = _device_id(dev.get('device_id'))
-        if number is not None and (number in extra or any(lo <= number <= hi for lo, hi in OPEN_ONLY_DEVICE_ID_RANGES)):
-            return True, 'PCI {0} has device ID 0x{1:04x} (Blackwell or newer)'.format(dev.get('bus_id'), number)
-    return False, None
+    """True when a GPU of the node needs NVIDIA's open kernel modules (Blackwell or newer), and the first reason:
+    the nvidia_driver role's own rule (_driver_plan.open_required_reasons)."""
+    reasons = driver_rules.open_required_reasons(_get(facts, 'kernel_state') or {}, _get(facts, 'nvidia') or {},
+                                                 extra_ids or ())
+    return bool(reasons), (reasons[0] if reasons else None)
 
 
 def _unit(probe, name):
@@ -322,7 +313,7 @@ def _driver_loaded(facts, settings, probe):
     if loaded:
         if version and loaded != version:
             problems.append('driver {0} is loaded, {1} wanted'.format(loaded, version))
-        elif not version and branch and loaded.split('.')[0] != branch:
+        elif not version and branch and not driver_rules.wanted_match(loaded, branch, ''):
             problems.append('driver {0} is loaded, branch {1} wanted'.format(loaded, branch))
         if module.get('version') and module['version'] != loaded:
             problems.append('kernel module {0} differs from user-space driver {1} (reboot or reload)'.format(
@@ -542,21 +533,13 @@ def _want(setting, auto):
 def fabric_kind(facts):
     """How the node's GPUs reach their NVSwitches: ``none``, ``pci`` (NVSwitches on the PCI bus, HGX H100/H200),
     ``nvlink5`` (HGX B200 and later: the NVSwitches are not on the PCI bus; kernel_facts finds their NVLink 5
-    bridges); None when the kernel facts were not read.
-
-    Uses kernel_facts' ``pci.nvswitch_fabric``; facts of older collections lack it, and then the NVSwitch count
-    on the PCI bus decides between ``pci`` and ``none``.
+    bridges); None when the kernel facts were not read.  The nvidia_driver role's own rule
+    (_driver_plan.nvswitch_fabric, with its fallbacks for facts that lack ``pci.nvswitch_fabric``).
     """
-    pci = _get(facts, 'kernel_state', 'pci')
-    if not isinstance(pci, dict):
+    kernel_state = _get(facts, 'kernel_state')
+    if not isinstance(kernel_state, dict) or not isinstance(kernel_state.get('pci'), dict):
         return None
-    kind = pci.get('nvswitch_fabric')
-    if kind in ('none', 'pci', 'nvlink5'):
-        return kind
-    count = pci.get('nvswitch_count')
-    if count is None:
-        return None
-    return 'pci' if count else 'none'
+    return driver_rules.nvswitch_fabric(kernel_state)
 
 
 def _fabric_text(facts, kind):
@@ -748,6 +731,18 @@ def _plans_for(plans):
     return plans
 
 
+def settings_from_plans(settings, plans):
+    """``settings`` with the variables of PLAN_SETTINGS taken from the plans of their roles (when given)."""
+    out = dict(settings) if isinstance(settings, dict) else settings
+    if not isinstance(out, dict) or not isinstance(plans, dict):
+        return out
+    for role, names in PLAN_SETTINGS.items():
+        typed = plans.get(role).get('settings') if isinstance(plans.get(role), dict) else None
+        if isinstance(typed, dict):
+            out.update((name, typed[name]) for name in names if name in typed)
+    return out
+
+
 def evaluate(facts, settings, probe=None, plans=None):
     """Run every readiness check.
 
@@ -761,7 +756,7 @@ def evaluate(facts, settings, probe=None, plans=None):
     """
     if not isinstance(facts, dict):
         raise ReadinessError('facts: expected a dict of fact namespaces, got {0}'.format(type(facts).__name__))
-    settings = normalize_settings(settings)
+    settings = normalize_settings(settings_from_plans(settings, plans))
     skipped = set(_as_list(_setting(settings, 'nodeprep_readiness_skip_checks'), 'nodeprep_readiness_skip_checks'))
     unknown = sorted(skipped - set(CHECK_IDS))
     if unknown:
@@ -853,10 +848,10 @@ def _limit_pair(items):
 def checked_values(facts, settings, probe=None, plans=None):
     """What the checks looked at on this host, as ``[label, text]`` pairs for the report.
 
-    Only reads facts, the probe and the roles' plans (``plans``: which NICs the nic_offload plan chose); ``settings``
-    must be complete (see SETTING_NAMES).
+    Only reads facts, the probe and the roles' plans (``plans``: which NICs the nic_offload plan chose; the kernel and
+    nvidia_driver settings, see settings_from_plans); ``settings`` must be complete (see SETTING_NAMES).
     """
-    settings = normalize_settings(settings)
+    settings = normalize_settings(settings_from_plans(settings, plans))
     errors = gather_errors(facts)
     values = []
 

@@ -391,10 +391,13 @@ MEMLOCK_ASSERT = 'Refuse settings the plan cannot use, before changing anything'
 NIC_ASSERT = 'Refuse settings and NIC states the role cannot use, before changing anything'
 KERNEL_SOURCE = 'Check that the kernel source exists on this distribution'
 KERNEL_ELREPO = 'Check that ELRepo publishes the requested kernel for this EL release'
-DRIVER_BRANCH = 'Check that the branch is a driver branch number'
-DRIVER_VERSION = 'Check that the version belongs to the branch'
-DRIVER_RUNFILE = 'Check that the runfile method has an exact version'
-DRIVER_BLACKWELL = 'Check that proprietary modules are not requested for Blackwell or newer GPUs'
+# The nvidia_driver role's plan (node_plan, _plan_nvidia_driver) makes the cross-field refusals settings problems; the
+# role fails on them in its first check, before anything else (they were separate asserts in validate.yml).
+DRIVER_PLAN = 'Check the settings and the facts the plan read'
+DRIVER_BRANCH = DRIVER_PLAN
+DRIVER_VERSION = DRIVER_PLAN
+DRIVER_RUNFILE = DRIVER_PLAN
+DRIVER_BLACKWELL = DRIVER_PLAN
 GPU_ALLOWED = 'null or watts (e.g. 700) or a percentage of the default limit (e.g. "70%"), above 0'
 CLOCKS_ALLOWED = 'null, "reset", or {min: MHz, max: MHz} with 0 < min <= max'
 GPUS_ALLOWED = 'expected "all", or a list of GPU indexes (0), UUIDs (GPU-...) or PCI bus ids (00000000:8F:00.0)'

@@ -20,9 +20,11 @@ import jinja2
 import yaml
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_kernel
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_memlock
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nccl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nic_offload
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nvidia_driver
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
 
@@ -43,6 +45,10 @@ def role_settings():
         match = _FALLBACK_RE.match(template)
         assert match and match.group(1) == name, template
         settings[name] = own[name] if match.group(2) is None else env.compile_expression(match.group(2))()
+    # The kernel and nvidia_driver variables come from those roles' plans: their typed defaults.
+    for role, names in r.PLAN_SETTINGS.items():
+        typed = _plan.defaults({'kernel': _plan_kernel, 'nvidia_driver': _plan_nvidia_driver}[role])
+        settings.update((name, typed[name]) for name in names)
     return settings
 
 

@@ -11,7 +11,9 @@ import types
 import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F
 
 
 def fake_rules():
@@ -103,3 +105,20 @@ def test_site_roles_lists_every_role_once():
     assert len(set(_plans.SITE_ROLES)) == len(_plans.SITE_ROLES)
     assert set(_plans.PLANNED_ROLES) <= set(_plans.SITE_ROLES)
     assert set(_plans.RULES) == set(_plans.PLANNED_ROLES)
+
+
+def test_the_driver_settings_come_typed_from_the_plan():
+    """-e nodeprep_nvidia_driver_persistenced=false reaches readiness as the plan typed it: not managed."""
+    facts, settings, probe = F.converged()
+    for name in r.PLAN_SETTINGS['nvidia_driver']:
+        settings.pop(name)
+    typed = _plans.typed_settings('nvidia_driver', {'nodeprep_nvidia_driver_persistenced': 'false',
+                                                    'nodeprep_nvidia_driver_blacklist_nouveau': 'no'})[0]
+    plans = {'kernel': {'settings': _plans.typed_settings('kernel', {})[0]}, 'nvidia_driver': {'settings': typed}}
+    checks = dict((c['id'], c) for c in r.evaluate(facts, settings, probe, plans))
+    assert (checks['driver.persistenced']['expected'], checks['driver.persistenced']['status']) == (
+        'not managed (nodeprep_nvidia_driver_persistenced false)', 'skip')
+    assert checks['driver.nouveau_blacklisted']['expected'] == (
+        'not managed (nodeprep_nvidia_driver_blacklist_nouveau false)')
+    with pytest.raises(r.ReadinessError, match='settings: missing nodeprep_nvidia_driver_branch'):
+        r.evaluate(facts, settings, probe, {'kernel': plans['kernel']})
