@@ -114,11 +114,12 @@ def test_the_driver_settings_come_typed_from_the_plan():
         settings.pop(name)
     typed = _plans.typed_settings('nvidia_driver', {'nodeprep_nvidia_driver_persistenced': 'false',
                                                     'nodeprep_nvidia_driver_blacklist_nouveau': 'no'})[0]
-    plans = {'kernel': {'settings': _plans.typed_settings('kernel', {})[0]}, 'nvidia_driver': {'settings': typed}}
+    plans = dict(F.plans(facts, settings, probe), kernel={'settings': _plans.typed_settings('kernel', {})[0]},
+                 nvidia_driver={'settings': typed})
     checks = dict((c['id'], c) for c in r.evaluate(facts, settings, probe, plans))
     assert (checks['driver.persistenced']['expected'], checks['driver.persistenced']['status']) == (
         'not managed (nodeprep_nvidia_driver_persistenced false)', 'skip')
     assert checks['driver.nouveau_blacklisted']['expected'] == (
         'not managed (nodeprep_nvidia_driver_blacklist_nouveau false)')
     with pytest.raises(r.ReadinessError, match='settings: missing nodeprep_nvidia_driver_branch'):
-        r.evaluate(facts, settings, probe, {'kernel': plans['kernel']})
+        r.evaluate(facts, settings, probe, dict(F.plans(facts, settings, probe), kernel=plans['kernel']))
