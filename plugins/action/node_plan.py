@@ -44,23 +44,29 @@ def gather_args(request, keep_gathered=(), fail_on_error=True, nvidia_timeout=No
     return args
 
 
-def merge_facts(old, new, partial):
-    """The facts after a gather: ``new`` over ``old``; a partial gather adds to the per-path and per-unit maps."""
+def merge_facts(old, new, partial, subsets=()):
+    """The facts after a gather: ``new`` over ``old``; a partial gather adds to the per-path and per-unit maps, and
+    an error of a subset read again (``subsets``) is replaced by what this gather says of it."""
     out = dict(old)
     for key, value in new.items():
         if partial and key in _MERGED and isinstance(old.get(key), dict) and isinstance(value, dict):
             merged = dict(old[key])
+            if key == 'nodeprep_errors':
+                merged = dict((name, error) for name, error in merged.items() if name not in subsets)
             merged.update(value)
             out[key] = merged
         else:
             out[key] = value
+    if partial and subsets and 'nodeprep_errors' not in new and isinstance(old.get('nodeprep_errors'), dict):
+        out['nodeprep_errors'] = dict((name, error) for name, error in old['nodeprep_errors'].items()
+                                      if name not in subsets)
     return out
 
 
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'nvidia_timeout'))
+    _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'nvidia_timeout', 'plan'))
 
     def _facts(self, task_vars):
         facts = task_vars.get('ansible_facts') or {}
@@ -86,6 +92,7 @@ class ActionModule(ActionBase):
             gather_extra=dict(type='dict', default={}),
             fail_on_error=dict(type='bool', default=True),
             nvidia_timeout=dict(type='int'),
+            plan=dict(type='bool', default=True),
         ))
         roles = [short_name(role) for role in (_plans.PLANNED_ROLES if args['roles'] is None else args['roles'])]
         unknown = [role for role in roles if role not in _plans.RULES]
@@ -117,16 +124,25 @@ class ActionModule(ActionBase):
         facts = self._facts(task_vars)
         request = _plan.merge_gathers([_plans.gather_request(roles, dict((r, typed[r][0]) for r in roles)), extra])
         gathered = {}
-        partial = False
+        # What is read again replaces what the play had; everything else the play gathered stays valid (another
+        # role's facts are not read again for this one).
+        partial = True
         if args['gather'] == 'always':
             todo = request
         elif args['gather'] == 'auto':
             todo = _plan.missing_facts(request, facts)
-            partial = True
+            # A subset read again is read with all that the roles ask of it (every user, service, network), not
+            # only the items found missing: its namespace is replaced as a whole.
+            if 'limits' in todo['subsets']:
+                todo['limits_users'] = list(request['limits_users'])
+                todo['limits_services'] = list(request['limits_services'])
+            if 'nic' in todo['subsets']:
+                todo['nic_networks'] = list(request['nic_networks'])
+            todo['shm_path'] = request['shm_path']
         else:
             todo = _plan.new_gather()
         if not _plan.is_empty(todo):
-            keep = facts.get('nodeprep_gathered') or [] if partial else []
+            keep = [subset for subset in facts.get('nodeprep_gathered') or [] if subset not in todo['subsets']]
             module_result = self._gather(todo, keep, args, task_vars)
             if module_result.get('failed') or module_result.get('unreachable'):
                 result.update(module_result)
@@ -135,13 +151,17 @@ class ActionModule(ActionBase):
             patterns = [path for path in todo['files'] if any(c in path for c in '*?[')]
             old_patterns = (facts.get('nodeprep_file_patterns') or []) if partial else []
             gathered['nodeprep_file_patterns'] = old_patterns + [p for p in patterns if p not in old_patterns]
-            facts = merge_facts(facts, gathered, partial)
+            facts = merge_facts(facts, gathered, partial, todo['subsets'])
             for key in _MERGED + ('nodeprep_file_patterns',):
-                if key in facts and key in gathered:
+                if key in facts and (key in gathered or key == 'nodeprep_errors'):
                     gathered[key] = facts[key]
             if module_result.get('warnings'):
                 result['warnings'] = module_result['warnings']
 
+        if not args['plan']:
+            result.update({'changed': False, 'gathered': bool(gathered), 'plans': {}, 'run': {},
+                           'ansible_facts': gathered})
+            return result
         plans = self._plan_all(roles, facts, typed, context)
         known = task_vars.get('ansible_facts', {}).get('nodeprep_plans') or {}
         all_plans = dict((key, value) for key, value in plain(known).items() if key not in plans) \

@@ -44,6 +44,8 @@ options:
       - V(auto) gathers only what the facts of the play lack (nothing on a node gathered earlier in the run);
         V(always) reads everything the roles need again; V(never) plans from the facts as they are (what is missing
         is reported in each plan's C(missing)).
+      - What is read again replaces what the play had (a subset as a whole, with every user, service and network the
+        roles ask for); the rest of what the play gathered stays as it was.
     type: str
     choices: [auto, always, never]
     default: auto
@@ -61,6 +63,12 @@ options:
   nvidia_timeout:
     description: Seconds C(nvidia-smi) may take in the gather (the module's default when not given).
     type: int
+  plan:
+    description:
+      - V(false) only gathers what the roles need (as O(gather) says) and decides nothing; C(make bench) times the
+        bare gather with it.
+    type: bool
+    default: true
 attributes:
   action:
     support: full

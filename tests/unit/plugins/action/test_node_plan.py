@@ -92,7 +92,8 @@ def test_no_gather_when_the_facts_hold_everything():
 def test_gather_always_reads_everything_again():
     _result, calls = run({'roles': ['fake'], 'gather': 'always', 'gather_extra': {'units': ['x']},
                           'fail_on_error': False, 'nvidia_timeout': 5}, {'ansible_facts': GATHERED})
-    assert calls[0][1] == {'gather_subset': ['shm'], 'keep_gathered': [], 'fail_on_error': False,
+    # What the play gathered besides what is read again stays (here the file states of other paths).
+    assert calls[0][1] == {'gather_subset': ['shm'], 'keep_gathered': ['files'], 'fail_on_error': False,
                            'files': ['/etc/fake.conf'], 'units': ['x'], 'nvidia_timeout': 5}
 
 
@@ -126,3 +127,29 @@ def test_an_unknown_role_is_refused():
 def test_an_unknown_gather_extra_key_is_refused():
     with pytest.raises(AnsibleActionFail, match='gather_extra: bogus not known'):
         run({'roles': ['fake'], 'gather_extra': {'bogus': 1}}, {})
+
+
+def test_a_subset_read_again_is_read_with_every_user_and_its_old_error_goes():
+    # limits were gathered, but another role's gather left them out of nodeprep_gathered: read again for every user
+    # the roles ask for (root was there already), not only the missing ones; the old error of the subset is gone.
+    facts = {'nodeprep_gathered': ['shm', 'files'], 'shm': {'path': '/dev/shm'},
+             'limits': {'effective': {'root': {}}}, 'nodeprep_files': {'/etc/fake.conf': GATHERED['nodeprep_files'][
+                 '/etc/fake.conf']}, 'nodeprep_errors': {'limits': 'old failure', 'nvidia': 'still failing'}}
+
+    def gather(settings):
+        return dict(_plan.new_gather(), subsets=['limits'], limits_users=['root', 'train'])
+    _plans.RULES['fake'].gather = gather
+    result, calls = run({'roles': ['fake']}, {'ansible_facts': facts},
+                        module_result={'ansible_facts': {'nodeprep_gathered': ['shm', 'files', 'limits'],
+                                                         'limits': {'effective': {'root': {}, 'train': {}}}}})
+    assert calls == [('gpufleet.nodeprep.gpu_node_facts',
+                      {'gather_subset': ['limits'], 'keep_gathered': ['shm', 'files'], 'fail_on_error': True,
+                       'limits_users': ['root', 'train']})]
+    assert result['ansible_facts']['nodeprep_errors'] == {'nvidia': 'still failing'}
+
+
+def test_plan_false_only_gathers():
+    result, calls = run({'roles': ['fake'], 'gather': 'always', 'plan': False}, {})
+    assert len(calls) == 1
+    assert result['plans'] == {} and 'nodeprep_plans' not in result['ansible_facts']
+    assert result['ansible_facts']['shm'] == {'path': '/dev/shm', 'size_bytes': 1}
