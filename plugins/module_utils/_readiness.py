@@ -500,8 +500,6 @@ def _health(facts, settings, probe):
     return _check('gpu.health', PASS, expected, observed)
 
 
-
-
 def gpu_memory_bytes(facts):
     """The node's total GPU memory in bytes, as nvidia-smi reports it."""
     return shm_rules.gpu_memory_bytes(g.get('memory_total_mib') for g in _gpus(facts))
