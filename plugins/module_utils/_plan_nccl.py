@@ -141,8 +141,8 @@ def _socket_ifnames(plan, facts, settings, context):
     try:
         chosen = select_nics(nics, networks=networks, what='nodeprep_nccl_socket_networks')
     except NicError as exc:
-        plan['errors'].append('the NIC facts of {0} cannot be used: {1}'.format(context.get('host') or 'this node',
-                                                                              exc))
+        plan['errors'].append('the NIC facts of {0} cannot be used: {1}'.format(
+            context.get('host') or 'this node', exc))
         return None
     if not chosen:
         plan['errors'].append('nodeprep_nccl_socket_networks={0} matches no interface on {1}; its addresses: '
@@ -187,8 +187,8 @@ def plan(facts, settings, context):
                                '; '.join(warnings))
         _plan.add_drift(plan, CHECK, 'names nothing reads: ' + '; '.join(warnings), fixable=False, level='warn')
     if not managed and not torch_values:
-        state = (facts.get('nodeprep_files') or {}).get(conf_path) if isinstance(facts.get('nodeprep_files'),
-                                                                                  dict) else None
+        files = facts.get('nodeprep_files') if isinstance(facts.get('nodeprep_files'), dict) else {}
+        state = files.get(conf_path)
         exists = isinstance(state, dict) and state.get('exists')
         words = 'not managed: nodeprep_nccl_conf, nodeprep_nccl_socket_networks and nodeprep_nccl_torch_env are empty'
         if exists:
