@@ -205,8 +205,6 @@ def _setting(settings, name):
     return settings[name]
 
 
-
-
 def _device_id(value):
     """Integer PCI device ID from ``0x2901``, ``2901`` or nvidia-smi's ``0x290110DE``; None when unknown."""
     text = str(value or '').strip().lower()
