@@ -132,8 +132,8 @@ def unit_text():
 
 def env_text(persistence, features):
     """One interface's environment file: the ``ethtool -K`` arguments the boot unit applies."""
-    return '{0}\nNODEPREP_ETHTOOL_FEATURES={1}\n'.format(_plan.managed_line(ROLE),
-                                                        ' '.join(unit_env_args(persistence, features)))
+    args = ' '.join(unit_env_args(persistence, features))
+    return '{0}\nNODEPREP_ETHTOOL_FEATURES={1}\n'.format(_plan.managed_line(ROLE), args)
 
 
 def wants_dir(ifname):
@@ -332,8 +332,8 @@ def _unit_files(out, seen, ifnames, decided, wanted):
     _want(out, seen, UNIT_FILE, content=unit_text(), mode='0644')
     _want(out, seen, ENV_DIR, state='directory', mode='0755')
     for ifname in ifnames:
-        _want(out, seen, '{0}/{1}.env'.format(ENV_DIR, ifname), content=env_text(decided[ifname]['persistence'],
-                                                                                  wanted), mode='0644')
+        content = env_text(decided[ifname]['persistence'], wanted)
+        _want(out, seen, '{0}/{1}.env'.format(ENV_DIR, ifname), content=content, mode='0644')
         _want(out, seen, wants_dir(ifname), state='directory', mode='0755')
         _want(out, seen, wants_link(ifname), state='link', src=UNIT_FILE)
         out['units'].append({'name': 'nodeprep-nic-offload@{0}.service'.format(systemd_escape(ifname)),

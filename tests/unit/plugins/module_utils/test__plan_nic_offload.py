@@ -106,8 +106,8 @@ ABSENT = {UNIT: {'exists': False}, ENV_DIR: {'exists': False}}
 BASE = {'nodeprep_nic_offload_features': {'gro': False, 'lro': False}, 'nodeprep_nic_offload_networks': [NET]}
 
 
-def make_plan(facts, given=None, base=BASE):
-    provided = dict(base)
+def make_plan(facts, given=None, base=None):
+    provided = dict(BASE if base is None else base)
     provided.update(given or {})
     settings, problems = _plans.typed_settings('nic_offload', provided)
     return _plans.plan_role('nic_offload', facts, settings, problems, _plan.new_context(host=HOST))
@@ -185,8 +185,8 @@ CASES = [
                                          "include: ") + r"(('[a-z0-9]+'|[01]), ){13}('[a-z0-9]+'|[01])" +
                                re.escape(' (role nic_offload: docs/roles/nic_offload.md)'))],
           check=('fail', None))),
-    ('GRO back on: a reason, the module for eth0 only', node({'eth0': nic(gro=True), 'eth1': nic('10.20.0.12/16')},
-                                                         persisted('eth0', 'eth1')), {},
+    ('GRO back on: a reason, the module for eth0 only',
+     node({'eth0': nic(gro=True), 'eth1': nic('10.20.0.12/16')}, persisted('eth0', 'eth1')), {},
      dict(reasons=['eth0: generic-receive-offload is on'], drift=[('eth0: generic-receive-offload is on', 'fail', True)],
           args={'interface': ['eth0'], 'features': {'gro': False, 'lro': False}, 'ignore_fixed': False},
           check=('fail', 'eth0: generic-receive-offload is on'))),
@@ -197,8 +197,8 @@ CASES = [
           check=('fail', '; '.join(['eth0: generic-receive-offload is on'] + UNIT_MISSING)))),
     ('an edited environment file', node(files=dict(persisted('eth0'), **{
         ENV_DIR + '/eth0.env': file_state('file', MANAGED + 'NODEPREP_ETHTOOL_FEATURES=gro on\n')})), {},
-     dict(reasons=[ENV_DIR + '/eth0.env: content differs'], drift=[(ENV_DIR + '/eth0.env: content differs', 'fail',
-                                                                     True)],
+     dict(reasons=[ENV_DIR + '/eth0.env: content differs'],
+          drift=[(ENV_DIR + '/eth0.env: content differs', 'fail', True)],
           check=('fail', ENV_DIR + '/eth0.env: content differs'))),
     ('persist false: no file', node(files={}), {'nodeprep_nic_offload_persist': 'false'},
      dict(check=('pass', 'as wanted on eth0'))),
