@@ -864,7 +864,9 @@ def test_readiness_info_bad_input(tmp_path, monkeypatch, capsys, name, mutate, e
     ran = []
     monkeypatch.setattr(AnsibleModule, 'run_command', lambda self, argv, **kw: ran.append(argv) or (1, '', ''))
     args = {'facts': facts, 'settings': settings, 'services': [], 'kernel_log_lines': 0,
-            'nccl_conf_path': str(tmp_path / 'nccl.conf')}
+            'nccl_conf_path': str(tmp_path / 'nccl.conf'),
+            # the plans the readiness role hands the module (node_plan), for this case's facts and settings
+            'plans': {'gpu_settings': RF.gpu_settings_plan(facts, settings, _probe)}}
     result = run_main(readiness_info.main, args, capsys)
     assert ran == []
     assert result.get('changed', False) is False
