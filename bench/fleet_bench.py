@@ -25,6 +25,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import time
@@ -126,13 +127,19 @@ class Bench(object):
         cmd = [os.path.join(BIN, 'ansible-playbook'), '-i', INVENTORY, '-i', OVERLAY, playbook] + list(extra_args or [])
         with open(os.path.join(self.logs, tag + '.log'), 'w') as handle:
             start = time.monotonic()
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             rc = subprocess.call(cmd, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             seconds = time.monotonic() - start
+        # ansible-playbook and the children it waited for (workers, ssh clients); the nodes' processes are not its
+        # children (the testbed's runners start them).
+        self.last_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         counter = None
         if os.path.exists(counter_out):
             with open(counter_out) as handle:
                 counter = json.load(handle)
-        log('{0}: {1:.1f} s, rc={2}, changed={3}'.format(tag, seconds, rc, self.changed_hosts(counter)))
+        log('{0}: {1:.1f} s, {2:.1f} s CPU, rc={3}, changed={4}'.format(tag, seconds, self.last_cpu, rc,
+                                                                         self.changed_hosts(counter)))
         return seconds, rc, counter
 
     @staticmethod
@@ -228,6 +235,7 @@ class Bench(object):
             after = self.nvsmi_counts()
             self.check_noop(notes, 'no-op site.yml', i, rc, counter)
             add('noop_site_s', sec)
+            add('controller_cpu_s', self.last_cpu)
             add('module_execs_per_host', fleetstats.per_host_counts(counter, 'module_execs'))
             add('skipped_per_host', fleetstats.per_host_counts(counter, 'skipped'))
             add('nvidia_smi_calls_per_noop', fleetstats.median(list(fleetstats.count_deltas(before, after).values())))
@@ -238,6 +246,7 @@ class Bench(object):
             after = self.nvsmi_counts()
             self.check_noop(notes, 'gather', i, rc, counter)
             add('gather_s', sec)
+            add('controller_cpu_gather_s', self.last_cpu)
             deltas = fleetstats.count_deltas(before, after)
             log_seen = bool(deltas) if log_seen is None else (log_seen or bool(deltas))
             add('nvidia_smi_calls_per_gather', fleetstats.median(list(deltas.values())))

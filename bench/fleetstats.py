@@ -25,6 +25,9 @@ MEASURES = (
     ('skipped_per_host', 'skipped task results per host (no-op site)', ''),
     ('nvidia_smi_calls_per_gather', 'nvidia-smi calls per host per gather', ''),
     ('nvidia_smi_calls_per_noop', 'nvidia-smi calls per host per no-op site', ''),
+    ('controller_cpu_s', 'controller CPU of the no-op site.yml (user + system, ansible-playbook and children)', 's'),
+    ('controller_cpu_gather_s', 'controller CPU of the bare gather', 's'),
+    ('controller_cpu_per_node_s', 'controller CPU per node beyond the gather ((site - gather) / nodes)', 's'),
     ('baseline_noop_s', 'baseline no-op (bench/baseline)', 's'),
     ('baseline_module_execs_per_host', 'baseline remote module executions per host', ''),
     ('baseline_over_site', 'baseline no-op / no-op site', 'x'),
@@ -107,6 +110,10 @@ def build_run(nodes, samples, notes=None):
     samples = dict(samples)
     if 'ratio' not in samples:
         samples['ratio'] = ratios(samples.get('noop_site_s', []), samples.get('gather_s', []))
+    if 'controller_cpu_per_node_s' not in samples:
+        samples['controller_cpu_per_node_s'] = [
+            None if site is None or gather is None else (site - gather) / float(nodes)
+            for site, gather in zip(samples.get('controller_cpu_s', []), samples.get('controller_cpu_gather_s', []))]
     if 'baseline_over_site' not in samples:
         samples['baseline_over_site'] = ratios(samples.get('baseline_noop_s', []), samples.get('noop_site_s', []))
     run = {'nodes': nodes, 'measures': []}

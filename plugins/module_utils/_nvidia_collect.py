@@ -132,14 +132,16 @@ def facts_from_output(argv, rc, out, err, include_supported_clocks=True):
         if '<nvidia_smi_log' in (out or ''):
             try:
                 facts = parse_nvsmi_xml(out, include_supported_clocks=include_supported_clocks)
-            except NvidiaSmiParseError:
-                facts = None
-            if facts is not None:
-                facts['present'] = True
-                facts['partial'] = True
-                facts['error'] = (err or '').strip() or '{0} exited with rc {1} after printing its XML'.format(
-                    ' '.join(argv), rc)
-                return facts
+            except NvidiaSmiParseError as exc:
+                # XML cut off (a GPU fell off the bus while nvidia-smi printed): what it said is stderr, never the
+                # kilobytes of XML it printed.
+                return empty_facts((err or '').strip() or '{0} exited with rc {1} after printing {2} bytes of XML '
+                                   'that cannot be parsed ({3})'.format(' '.join(argv), rc, len(out), exc))
+            facts['present'] = True
+            facts['partial'] = True
+            facts['error'] = (err or '').strip() or '{0} exited with rc {1} after printing its XML'.format(
+                ' '.join(argv), rc)
+            return facts
         return empty_facts(_said(out, err) or '{0} exited with rc {1} and printed nothing'.format(' '.join(argv), rc))
     try:
         facts = parse_nvsmi_xml(out, include_supported_clocks=include_supported_clocks)

@@ -67,6 +67,7 @@ Pure functions; no Ansible import (Python 3.6+: the readiness module may import 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import copy
 import hashlib
 import json
 
@@ -255,3 +256,27 @@ def finish(plan):
     run.extend(reason for reason in plan['reasons'] if reason not in run)
     plan['run'] = run
     return plan
+
+
+def plan_with(module, facts, settings, problems=(), context=None):
+    """The finished plan of the role whose rule module is ``module`` (``run`` filled): the typing ``problems`` of its
+    settings first (then nothing else is planned), the facts its ``gather`` asks for that ``facts`` lack (then only
+    that is said: what was planned from missing facts is not the node's state)."""
+    context = context if context is not None else new_context()
+    missing = missing_facts(module.gather(settings), facts)
+    plan = new_plan(module.ROLE) if problems else module.plan(facts, settings, context)
+    plan['problems'] = list(problems) + [p for p in plan['problems'] if p not in problems]
+    plan['missing'] = describe_missing(missing)
+    if plan['missing']:
+        plan['reasons'] = []
+        plan['files'] = []
+        plan['args'] = {}
+        plan['drift'] = [{'check': check, 'msg': 'not gathered: ' + '; '.join(plan['missing']), 'level': 'fail',
+                          'fixable': False} for check in getattr(module, 'CHECKS', ())]
+    plan['settings'] = settings
+    return finish(plan)
+
+
+def defaults(module):
+    """The default of every setting of a rule module (what a role imported with its defaults plans with)."""
+    return dict((name, copy.deepcopy(spec.get('default'))) for name, spec in module.SETTINGS.items())

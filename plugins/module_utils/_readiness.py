@@ -33,7 +33,6 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import math
 import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as shm_rules
@@ -83,12 +82,6 @@ SETTING_NAMES = (
     'nodeprep_memlock_value',
     'nodeprep_memlock_systemd_default',
     'nodeprep_memlock_services',
-    'nodeprep_shm_size',
-    'nodeprep_shm_gpu_memory_ratio',
-    'nodeprep_shm_min_size',
-    'nodeprep_shm_shrink',
-    'nodeprep_shm_fstab',
-    'nodeprep_shm_remount',
     'nodeprep_nccl_conf',
     'nodeprep_nccl_strict',
     'nodeprep_nccl_conf_path',
@@ -107,9 +100,6 @@ SETTING_NAMES = (
 
 # Only named in messages (no file is opened here); the shm facts say where they looked.
 SHM_PATH = '/dev/shm'  # nosec B108
-# /dev/shm counts as full below this much free space: 64 MiB, or 5% of its size when that is more.
-SHM_FULL_FREE_BYTES = 64 * 1024 * 1024
-SHM_FULL_FREE_RATIO = 0.05
 
 # Architectures that require NVIDIA's open kernel modules (the nvidia_driver role's list).
 OPEN_ONLY_ARCHITECTURES = ('blackwell', 'rubin', 'rubin ultra', 'feynman')
@@ -183,27 +173,7 @@ def normalize_bus_id(bus_id):
                                                 function or '0')
 
 
-def parse_size(value, name):
-    """Bytes from an int or a tmpfs-style size (``64G``, ``65536M``, ``64GiB``); None for None/empty (the shm
-    role's reading, _shm.parse_size)."""
-    try:
-        return shm_rules.parse_size(value, name)
-    except shm_rules.ShmError as exc:
-        raise ReadinessError(str(exc))
-
-
-def format_size(num_bytes):
-    """Human form of a byte count with binary units (``64.0 GiB``)."""
-    if num_bytes is None:
-        return 'unknown'
-    value = float(num_bytes)
-    for unit in ('B', 'KiB', 'MiB', 'GiB', 'TiB'):
-        if abs(value) < 1024 or unit == 'TiB':
-            if unit == 'B':
-                return '{0} B'.format(int(value))
-            return '{0:.1f} {1}'.format(value, unit)
-        value /= 1024.0
-    return '{0} B'.format(int(num_bytes))  # pragma: no cover
+format_size = shm_rules.format_size
 
 
 def _as_list(value, name):
@@ -228,19 +198,6 @@ def _as_int(value, name):
 def _setting(settings, name):
     """A setting by name; evaluate() has made sure every name of SETTING_NAMES is there."""
     return settings[name]
-
-
-def _ratio(value, name):
-    """A finite number above 0 (a float such as 0.5, or its text)."""
-    if isinstance(value, bool):
-        raise ReadinessError('{0}: {1!r} is not a number above 0 (for example 0.5)'.format(name, value))
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ReadinessError('{0}: {1!r} is not a number above 0 (for example 0.5)'.format(name, value))
-    if math.isnan(number) or math.isinf(number) or number <= 0:
-        raise ReadinessError('{0}: {1!r} is not a finite number above 0 (for example 0.5)'.format(name, value))
-    return number
 
 
 def _features(value, name):
@@ -673,31 +630,6 @@ def _memlock_services(facts, settings, probe):
     return _check('memlock.services', PASS, expected, ', '.join(seen))
 
 
-def desired_shm_size(facts, settings):
-    """Bytes the shm role would give /dev/shm and the sentence saying why; None when it cannot tell.
-
-    Like the role: an explicit nodeprep_shm_size rounded up to a page; otherwise nodeprep_shm_gpu_memory_ratio of
-    the node's total GPU memory rounded up to a GiB, and never less than nodeprep_shm_min_size.
-    """
-    explicit = parse_size(_setting(settings, 'nodeprep_shm_size'), 'nodeprep_shm_size')
-    if explicit is not None:
-        size = shm_rules.wanted_size(explicit, floor=None, ratio=None, gpu_bytes=0, page_size=_PAGE)
-        return size, '{0} (nodeprep_shm_size)'.format(format_size(size))
-    ratio = _ratio(_setting(settings, 'nodeprep_shm_gpu_memory_ratio'), 'nodeprep_shm_gpu_memory_ratio')
-    min_size = parse_size(_setting(settings, 'nodeprep_shm_min_size'), 'nodeprep_shm_min_size')
-    floor = shm_rules.round_pages(min_size or 0, _PAGE)
-    unread = nvidia_unreadable(facts)
-    if unread:
-        return None, 'the GPU memory is unknown: {0}'.format(unread)
-    total = gpu_memory_bytes(facts)
-    if not total and not floor:
-        return None, 'no GPU memory reported and no nodeprep_shm_min_size'
-    size = shm_rules.wanted_size(None, min_size, ratio, total, _PAGE)
-    why = '{0} = max({1:g} x {2} of GPU memory, nodeprep_shm_min_size {3})'.format(
-        format_size(size), ratio, format_size(total), format_size(floor))
-    return size, why
-
-
 def gpu_memory_bytes(facts):
     """The node's total GPU memory in bytes, as nvidia-smi reports it."""
     return shm_rules.gpu_memory_bytes(g.get('memory_total_mib') for g in _gpus(facts))
@@ -713,52 +645,6 @@ def nvidia_unreadable(facts):
     if _get(facts, 'kernel_state', 'pci', 'gpu_count') == 0:
         return None
     return 'nvidia-smi failed: {0}'.format(nvidia.get('error') or 'not found')
-
-
-def _shm(facts, settings, probe):
-    shm = facts.get('shm')
-    size, why = desired_shm_size(facts, settings)
-    fstab_wanted = bool(_setting(settings, 'nodeprep_shm_fstab'))
-    expected = '{0} tmpfs of {1}{2}'.format(SHM_PATH, why, ', live and in fstab' if fstab_wanted else '')
-    if not isinstance(shm, dict):
-        return _check('shm.size', SKIP, expected, 'shm facts were not gathered')
-    if size is None and why.startswith('the GPU memory is unknown'):
-        return _check('shm.size', FAIL, expected, why)
-    if size is None:
-        return _check('shm.size', SKIP, expected, why)
-    if not shm.get('mounted') or shm.get('fstype') not in (None, 'tmpfs'):
-        return _check('shm.size', FAIL, expected, '{0} is not a mounted tmpfs'.format(SHM_PATH))
-    live = shm.get('size_bytes')
-    fstab = shm.get('fstab') or {}
-    fstab_size = fstab.get('size_bytes')
-    observed = 'live {0}, fstab {1}'.format(
-        format_size(live), format_size(fstab_size) if fstab_size else ('no size' if fstab else 'no entry'))
-    problems = []
-    live_problems = []
-    if live is None or live < size:
-        live_problems.append('too small')
-    elif live > size and _setting(settings, 'nodeprep_shm_shrink'):
-        live_problems.append('larger than wanted and nodeprep_shm_shrink is true')
-    if not _setting(settings, 'nodeprep_shm_remount'):
-        live_problems = [text + ' (live size not managed: nodeprep_shm_remount is false)' for text in live_problems]
-    else:
-        problems, live_problems = live_problems, []
-    # A larger size is fine (a GPU that fell off the bus lowers the target; that is gpu.count's failure, not
-    # this one's) unless shrinking is asked for.
-    shrink = _setting(settings, 'nodeprep_shm_shrink')
-    if fstab_wanted and (fstab_size is None or fstab_size < size or (shrink and fstab_size > size)):
-        problems.append('the fstab entry does not keep {0} across reboots'.format(format_size(size)))
-    free = shm.get('free_bytes')
-    if free is not None and live and free < max(SHM_FULL_FREE_BYTES, live * SHM_FULL_FREE_RATIO):
-        # A full /dev/shm makes NCCL's shared-memory transport and DataLoader workers fail in ways that look like
-        # network timeouts; stale segments of crashed jobs are the usual cause.
-        problems.append('full: only {0} free (stale segments of crashed jobs? see ls -la {1})'.format(
-            format_size(free), SHM_PATH))
-    if problems:
-        return _check('shm.size', FAIL, expected, observed + '; ' + '; '.join(problems + live_problems))
-    if live_problems:
-        return _check('shm.size', WARN, expected, observed + '; ' + '; '.join(live_problems))
-    return _check('shm.size', PASS, expected, observed)
 
 
 def _nccl(facts, settings, probe):
@@ -960,7 +846,7 @@ CHECKS = (
                    'page retirement or row remapping); repeated faults: hardware service', _health, ('nvidia',)),
     ('memlock.users', _ROLE.format('memlock'), _memlock_users, ('limits',)),
     ('memlock.services', _ROLE.format('memlock'), _memlock_services, ('limits',)),
-    ('shm.size', _ROLE.format('shm'), _shm, ('shm',)),
+    ('shm.size', _ROLE.format('shm'), None, ('shm',)),
     ('nccl.config', _ROLE.format('nccl'), _nccl, ()),
     ('nic.offload', _ROLE.format('nic_offload'), _nic_offload, ('nics',)),
     ('fabric.manager', _ROLE.format('nvidia_driver'), _fabric, ('kernel_state',)),
@@ -974,7 +860,7 @@ _SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'l
 
 _BOOL_SETTINGS = (
     'nodeprep_nvidia_driver_blacklist_nouveau', 'nodeprep_nvidia_driver_persistenced', 'nodeprep_memlock_limits',
-    'nodeprep_memlock_systemd_default', 'nodeprep_shm_shrink', 'nodeprep_shm_fstab', 'nodeprep_shm_remount',
+    'nodeprep_memlock_systemd_default',
     'nodeprep_nccl_strict', 'nodeprep_nic_offload_ignore_fixed', 'nodeprep_nic_offload_require_match',
 )
 _TRUE = ('true', 'yes', 'on', '1')
@@ -1003,7 +889,6 @@ def normalize_settings(settings):
     out = dict(settings)
     for name in _BOOL_SETTINGS:
         out[name] = _as_bool(out[name], name)
-    _ratio(out['nodeprep_shm_gpu_memory_ratio'], 'nodeprep_shm_gpu_memory_ratio')
     out['nodeprep_nic_offload_features'] = _features(out['nodeprep_nic_offload_features'],
                                                      'nodeprep_nic_offload_features')
     codes = []
@@ -1016,8 +901,6 @@ def normalize_settings(settings):
             raise ReadinessError('nodeprep_readiness_xid_fail: {0!r} is not an Xid code (a whole number)'.format(
                 code))
     out['nodeprep_readiness_xid_fail'] = codes
-    for name in ('nodeprep_shm_size', 'nodeprep_shm_min_size'):
-        parse_size(out[name], name)
     return out
 
 
@@ -1048,7 +931,7 @@ def _unread(facts, namespace):
 # The checks whose verdict is a role's plan (plugins/module_utils/_plan_<role>.py, made on the controller by the
 # gpufleet.nodeprep.node_plan action): the check passes exactly when that plan has no drift for it.  Their settings
 # are the role's own, typed once by the action; none of them is in SETTING_NAMES.
-PLAN_CHECKS = {'gpu.power_limit': 'gpu_settings', 'gpu.clocks': 'gpu_settings'}
+PLAN_CHECKS = {'gpu.power_limit': 'gpu_settings', 'gpu.clocks': 'gpu_settings', 'shm.size': 'shm'}
 
 
 def plan_check(check_id, plan):
@@ -1123,7 +1006,10 @@ def evaluate(facts, settings, probe=None, plans=None):
             result = func(facts, settings, probe)
         unmanaged = result.pop(_UNMANAGED, False) or str(result['expected']).startswith('not managed')
         unread = [errors[namespace] for namespace in needs if namespace in errors]
-        if unread and not unmanaged and result['status'] != FAIL:
+        if unread and check_id in PLAN_CHECKS and plans[PLAN_CHECKS[check_id]].get('missing'):
+            # What the gather said is the reason; the plan only knows the facts are missing.
+            result['observed'] = 'could not be read: {0}'.format('; '.join(unread))
+        elif unread and not unmanaged and result['status'] != FAIL:
             text = 'could not be read: {0}'.format('; '.join(unread))
             if result['status'] != SKIP:
                 text += '; from what was read: {0}'.format(result['observed'])
@@ -1190,10 +1076,10 @@ def _limit_pair(items):
     return '{0}/{1}'.format(soft, hard)
 
 
-def checked_values(facts, settings, probe=None):
+def checked_values(facts, settings, probe=None, plans=None):
     """What the checks looked at on this host, as ``[label, text]`` pairs for the report.
 
-    Only reads facts and the probe; ``settings`` must be complete (see SETTING_NAMES).
+    Only reads facts, the probe and the roles' plans; ``settings`` must be complete (see SETTING_NAMES).
     """
     settings = normalize_settings(settings)
     errors = gather_errors(facts)
@@ -1233,14 +1119,15 @@ def checked_values(facts, settings, probe=None):
     if isinstance(shm, dict):
         live = shm.get('size_bytes')
         fstab = (shm.get('fstab') or {}).get('size_bytes')
-        text = '{0} live, {1} in fstab'.format(format_size(live), format_size(fstab) if fstab else 'no size')
+        text = '{0} live, {1} in fstab'.format('unlimited' if shm.get('unlimited') else format_size(live),
+                                                format_size(fstab) if fstab else 'no size')
         if live and total:
             text += '; GPU memory {0}, so /dev/shm = {1}% of it'.format(
                 format_size(total), _fmt_pct(100.0 * live / total))
-        size, _why = desired_shm_size(facts, settings)
-        if size:
-            text += '; wanted at least {0}'.format(format_size(size))
-        add(SHM_PATH, text)
+        target = (_get(plans, 'shm', 'args') or {}).get('target')
+        if target:
+            text += '; wanted at least {0}'.format(format_size(target))
+        add(shm.get('path') or SHM_PATH, text)
     elif 'shm' in errors:
         add(SHM_PATH, 'could not be read: {0}'.format(errors['shm']))
     effective = _get(facts, 'limits', 'effective')

@@ -102,16 +102,16 @@ def tmpfs_default_size(ram_bytes, page_size=4096):
     return (ram_bytes // page_size // 2) * page_size
 
 
-def parse_meminfo(text):
-    """Return MemTotal in bytes."""
+def parse_meminfo(text, field='MemTotal'):
+    """Return ``field`` (MemTotal by default; SwapTotal...) of /proc/meminfo in bytes."""
     for line in text.splitlines():
-        if line.startswith('MemTotal:'):
+        if line.startswith(field + ':'):
             parts = line.split()
             if len(parts) >= 2 and parts[1].isdigit():
                 factor = 1024 if len(parts) < 3 or parts[2].lower() == 'kb' else 1
                 return int(parts[1]) * factor
-            raise ShmError("/proc/meminfo: cannot read MemTotal from '{0}'".format(line.strip()))
-    raise ShmError('/proc/meminfo: no MemTotal line')
+            raise ShmError("/proc/meminfo: cannot read {0} from '{1}'".format(field, line.strip()))
+    raise ShmError('/proc/meminfo: no {0} line'.format(field))
 
 
 def parse_mountinfo(text):
@@ -237,10 +237,17 @@ def collect_shm_facts(module, path=SHM_PATH, root='/'):
     live = root == '/'
     page_size = os.sysconf('SC_PAGE_SIZE') if live else 4096
     ram_bytes = None
+    swap_bytes = None
     try:
-        ram_bytes = parse_meminfo(_read(os.path.join(root, 'proc/meminfo')))
+        meminfo = _read(os.path.join(root, 'proc/meminfo'))
     except (IOError, OSError):
-        pass
+        meminfo = None
+    if meminfo is not None:
+        ram_bytes = parse_meminfo(meminfo)
+        try:
+            swap_bytes = parse_meminfo(meminfo, 'SwapTotal')
+        except ShmError:
+            swap_bytes = None
     mountinfo_path = os.path.join(root, 'proc/self/mountinfo')
     try:
         mounts = parse_mountinfo(_read(mountinfo_path))
@@ -249,7 +256,7 @@ def collect_shm_facts(module, path=SHM_PATH, root='/'):
     mount = find_mount(mounts, path)
     facts = {'path': path, 'mounted': mount is not None, 'fstype': None, 'source': None, 'size_bytes': None,
              'unlimited': False, 'used_bytes': None, 'free_bytes': None, 'mount_options': [], 'fstab': None,
-             'ram_bytes': ram_bytes, 'default_size_bytes': None, 'errors': []}
+             'ram_bytes': ram_bytes, 'swap_bytes': swap_bytes, 'default_size_bytes': None, 'errors': []}
     if ram_bytes is not None:
         facts['default_size_bytes'] = tmpfs_default_size(ram_bytes, page_size)
     if mount is not None:
@@ -350,24 +357,40 @@ def predict_before_gpu_memory(shm, min_bytes, mount_options, fstab=True, remount
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
-_SETTING_SIZE = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgtp]?)(i?b?)\s*$', re.IGNORECASE)
+# A number, then an optional unit: K, M, G, T or P (base 1024) with an optional iB or B, or B alone (bytes).
+_SETTING_SIZE = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:([kmgtp])(?:i?b)?|b)?\s*$', re.IGNORECASE)
+SIZE_FORMS = 'bytes, or a number with K, M, G, T or P (base 1024; KiB/KB forms too)'
 
 
 def parse_size(value, name):
-    """Bytes of a size setting of the shm role (an int, or ``64G``, ``65536M``, ``64GiB``: base 1024); None for
-    None/empty.  ShmError names the setting and the forms allowed.  The shm role and the readiness check both read
-    nodeprep_shm_size and nodeprep_shm_min_size with it."""
+    """Bytes of a size setting of the shm role (an int, or ``64G``, ``65536M``, ``64GiB``, ``1P``: base 1024); None
+    for None/empty.  ShmError names the setting and the forms allowed.  The shm role's plan (and so the readiness
+    check) reads nodeprep_shm_size and nodeprep_shm_min_size with it."""
     if value is None or value == '':
         return None
     if isinstance(value, bool):
-        raise ShmError('{0}: {1!r} is not a size; use bytes or a number with K, M, G or T'.format(name, value))
+        raise ShmError('{0}: {1!r} is not a size; use {2}'.format(name, value, SIZE_FORMS))
     if isinstance(value, (int, float)):
         return int(value)
     match = _SETTING_SIZE.match(str(value))
     if not match:
-        raise ShmError('{0}: {1!r} is not a size; use bytes or a number with K, M, G or T'.format(name, value))
-    number, unit, _suffix = match.groups()
-    return int(float(number) * _SUFFIX[unit.lower()])
+        raise ShmError('{0}: {1!r} is not a size; use {2}'.format(name, value, SIZE_FORMS))
+    number, unit = match.groups()
+    return int(float(number) * _SUFFIX[(unit or '').lower()])
+
+
+def format_size(num_bytes):
+    """Human form of a byte count with binary units (``64.0 GiB``); ``unknown`` for None."""
+    if num_bytes is None:
+        return 'unknown'
+    value = float(num_bytes)
+    for unit in ('B', 'KiB', 'MiB', 'GiB', 'TiB'):
+        if abs(value) < 1024 or unit == 'TiB':
+            if unit == 'B':
+                return '{0} B'.format(int(value))
+            return '{0:.1f} {1}'.format(value, unit)
+        value /= 1024.0
+    return '{0} B'.format(int(num_bytes))  # pragma: no cover
 
 
 def gpu_memory_bytes(memory_mib):
@@ -391,45 +414,3 @@ def size_option(size):
     if size % MIB == 0:
         return '{0}m'.format(size // MIB)
     return '{0}k'.format(size // 1024)
-
-
-def shm_plan(shm, gpu_memory_mib, settings, page_size=4096):
-    """What the shm role decides for /dev/shm from the ``shm`` facts and the GPUs' memory (MiB each).
-
-    ``settings``: ``size`` (None: derived), ``min_size``, ``gpu_memory_ratio``, ``mount_options``, ``fstab``,
-    ``remount``, ``shrink``, ``path``, and ``sized`` (False when no size can be decided: no size given and no GPU
-    read; the plan is then empty).  The size is ``size`` rounded up to a page, or the GPU memory times the ratio
-    rounded up to a GiB and at least ``min_size`` (rounded up to a page).  A live size larger than that is kept
-    unless ``shrink`` (R10); an unlimited live tmpfs counts as larger than any size, and fstab is then left alone.
-
-    Returns ``target``, ``min_bytes``, ``gpu_bytes``, ``live_bytes``, ``live_unlimited``, ``keep_live``,
-    ``write_bytes`` (the size written to fstab: the target, or the larger live size kept), ``size_opt``,
-    ``fstab_differs``, ``live_differs`` and ``plan`` (why the role's work must run; [] when nothing differs).
-    """
-    shm = shm or {}
-    shrink = bool(settings.get('shrink'))
-    gpu_bytes = gpu_memory_bytes(gpu_memory_mib or [])
-    floor = parse_size(settings.get('min_size'), 'nodeprep_shm_min_size')
-    min_bytes = round_pages(floor or 0, page_size)
-    target = wanted_size(parse_size(settings.get('size'), 'nodeprep_shm_size'), floor,
-                         settings.get('gpu_memory_ratio', 1.0), gpu_bytes, page_size)
-    live = int(shm.get('size_bytes') or 0)
-    unlimited = bool(shm.get('unlimited'))
-    keep_live = not shrink and (unlimited or live > target)
-    write = live if (keep_live and not unlimited) else target
-    line = shm.get('fstab')
-    fstab_differs = bool(settings.get('fstab', True)) and not (unlimited and not shrink) and (
-        line is None or int(line.get('size_bytes') or 0) != write
-        or any(o not in (line.get('options') or []) for o in settings.get('mount_options') or []))
-    live_differs = bool(settings.get('remount', True)) and (
-        (not unlimited and live < target) or (shrink and (unlimited or live > target)))
-    path = settings.get('path', SHM_PATH)
-    plan = []
-    if settings.get('sized', True):
-        if fstab_differs:
-            plan.append('fstab: {0} size={1}'.format(path, size_option(write)))
-        if live_differs:
-            plan.append('live: {0} to {1} bytes'.format(path, target))
-    return {'target': target, 'min_bytes': min_bytes, 'gpu_bytes': gpu_bytes, 'live_bytes': live,
-            'live_unlimited': unlimited, 'keep_live': keep_live, 'write_bytes': write, 'size_opt': size_option(write),
-            'fstab_differs': fstab_differs, 'live_differs': live_differs, 'plan': plan}

@@ -337,7 +337,7 @@ def run_checks(module):
     try:
         checks = evaluate(params['facts'], settings, probe, params['plans'])
         lost = find_lost_gpus(params['facts'])
-        values = checked_values(params['facts'], settings, probe)
+        values = checked_values(params['facts'], settings, probe, params['plans'])
     except ReadinessError as exc:
         module.fail_json(msg='readiness check: {0}'.format(exc))
     summary = summarize(checks)

@@ -110,6 +110,9 @@ ansible_facts:
         ram_bytes:
           description: MemTotal in bytes, null when unreadable.
           type: int
+        swap_bytes:
+          description: SwapTotal in bytes, null when unreadable (the shm role refuses a size above RAM + swap).
+          type: int
         default_size_bytes:
           description: What a tmpfs without C(size=) gets (half of RAM, whole pages).
           type: int

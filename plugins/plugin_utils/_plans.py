@@ -20,13 +20,14 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_gpu_settings
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
 
 # Every role of the collection that configures a node, in the order playbooks/site.yml runs them: the one list of
 # the roles (site.yml, the readiness role and the node_plan action read it from here).
 SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload')
 
 # The roles whose decisions are a rule module's plan(); the others still decide in their own tasks.
-RULES = dict((module.ROLE, module) for module in (_plan_gpu_settings,))
+RULES = dict((module.ROLE, module) for module in (_plan_gpu_settings, _plan_shm))
 
 PLANNED_ROLES = tuple(role for role in SITE_ROLES if role in RULES)
 
@@ -115,21 +116,6 @@ def role_files(role):
 def plan_role(role, facts, settings, problems, context):
     """The plan of ``role`` (finished: ``run`` filled), with the typing problems first and the facts still missing."""
     module = rules(role)
-    missing = _plan.missing_facts(module.gather(settings), facts)
-    if problems:
-        plan = _plan.new_plan(role)
-    else:
-        if getattr(module, 'ROLE_FILES', None):
-            context = dict(context, role_files=role_files(role))
-        plan = module.plan(facts, settings, context)
-    plan['problems'] = list(problems) + [p for p in plan['problems'] if p not in problems]
-    plan['missing'] = _plan.describe_missing(missing)
-    if plan['missing']:
-        # What was planned from facts that are not there is not the node's state: say only what is missing.
-        plan['reasons'] = []
-        plan['files'] = []
-        plan['args'] = {}
-        plan['drift'] = [{'check': check, 'msg': 'not gathered: ' + '; '.join(plan['missing']), 'level': 'fail',
-                          'fixable': False} for check in getattr(module, 'CHECKS', ())]
-    plan['settings'] = settings
-    return _plan.finish(plan)
+    if getattr(module, 'ROLE_FILES', None):
+        context = dict(context if context is not None else _plan.new_context(), role_files=role_files(role))
+    return _plan.plan_with(module, facts, settings, problems, context)

@@ -386,8 +386,7 @@ SPEC = "Validating arguments against arg spec 'main' - "
 GPU_ASSERT = 'Fail on settings the role cannot use, or on what the node lacks'
 NCCL_ASSERT = 'Check names and values'
 NCCL_STRICT = 'Fail on names nothing reads (nodeprep_nccl_strict)'
-SHM_ASSERT = 'Check the size settings before changing anything'
-SHM_OVERSIZE = 'Refuse a size larger than RAM + swap'
+SHM_ASSERT = 'Refuse invalid settings, and a node the role cannot size'
 MEMLOCK_ASSERT = 'Check the memlock settings before changing anything'
 NIC_ASSERT = 'Check the selectors and features'
 NIC_MODULE = 'Apply the offload features live'
@@ -400,7 +399,7 @@ DRIVER_BLACKWELL = 'Check that proprietary modules are not requested for Blackwe
 GPU_ALLOWED = 'null or watts (e.g. 700) or a percentage of the default limit (e.g. "70%"), above 0'
 CLOCKS_ALLOWED = 'null, "reset", or {min: MHz, max: MHz} with 0 < min <= max'
 GPUS_ALLOWED = 'expected "all", or a list of GPU indexes (0), UUIDs (GPU-...) or PCI bus ids (00000000:8F:00.0)'
-SHM_ALLOWED = 'must be bytes or a number with a K/M/G/T suffix (e.g. "512G")'
+SHM_ALLOWED = 'not a size; allowed: bytes, or a number with K, M, G, T or P (base 1024; KiB/KB forms too)'
 MEMLOCK_FILE_ALLOWED = '(allowed: a file pam_limits reads, /etc/security/limits.conf or /etc/security/limits.d/<name>.conf)'
 
 # The platform the el10 host pretends to run (the kernel role reads only these facts to decide).
@@ -468,11 +467,18 @@ ROLE_CASES = [
     ('shm min size unknown unit', 'localhost', 'shm', {'nodeprep_shm_min_size': '64 gigs'},
      SHM_ASSERT, ['nodeprep_shm_min_size="64 gigs"', SHM_ALLOWED]),
     ('shm ratio zero', 'localhost', 'shm', {'nodeprep_shm_gpu_memory_ratio': 0},
-     SHM_ASSERT, ['nodeprep_shm_gpu_memory_ratio=0', 'must be > 0']),
+     SHM_ASSERT, ['invalid setting nodeprep_shm_gpu_memory_ratio=0.0: must be a number greater than 0']),
     ('shm larger than RAM + swap', 'localhost', 'shm', {'nodeprep_shm_size': '1024T'},
-     SHM_OVERSIZE, ['nodeprep_shm_size="1024T"', 'more than RAM + swap', 'nodeprep_shm_allow_oversize=true']),
+     SHM_ASSERT, ['nodeprep_shm_size="1024T" gives a /dev/shm of', 'more than RAM + swap',
+                  'nodeprep_shm_allow_oversize=true']),
     ('shm size zero', 'localhost', 'shm', {'nodeprep_shm_size': 0},
-     SHM_ASSERT, ['nodeprep_shm_size=0', 'greater than 0']),
+     SHM_ASSERT, ['nodeprep_shm_size=0: less than 1 byte (tmpfs would read size=0 as no limit)']),
+    ('shm size half a byte', 'localhost', 'shm', {'nodeprep_shm_size': 0.5},
+     SHM_ASSERT, ['nodeprep_shm_size=0.5: less than 1 byte (tmpfs would read size=0 as no limit)']),
+    ('shm size 64ib', 'localhost', 'shm', {'nodeprep_shm_size': '64ib'},
+     SHM_ASSERT, ['nodeprep_shm_size="64ib"', SHM_ALLOWED]),
+    ('shm fstab neither true nor false', 'localhost', 'shm', {'nodeprep_shm_fstab': 'perhaps'},
+     SPEC, ['nodeprep_shm_fstab', "'perhaps'", 'bool']),
     ('memlock value a word', 'localhost', 'memlock', {'nodeprep_memlock_value': 'lots'},
      MEMLOCK_ASSERT, ['nodeprep_memlock_value="lots"', '(allowed: "unlimited" or a positive number of KiB)']),
     ('memlock value zero', 'localhost', 'memlock', {'nodeprep_memlock_value': 0},
@@ -781,6 +787,7 @@ def test_host_facts_bad_input(tmp_path, monkeypatch, capsys, name, module, base,
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as RF  # noqa: E402
 
 from ansible_collections.gpufleet.nodeprep.plugins.modules import readiness_info  # noqa: E402
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as RR  # noqa: E402
 
 
 def _drop(namespace, subset, message):
@@ -800,6 +807,27 @@ def _no_setting(name):
     def mutate(facts, settings):
         del settings[name]
     return mutate
+
+
+def _no_plans(facts, settings):
+    facts['_no_plans'] = True
+
+
+def _typed_plans(facts, settings):
+    """The plans the readiness role passes: each planning role's variables typed by node_plan's rules."""
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+    from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+    if facts.pop('_no_plans', False):
+        return {}
+    out = {}
+    for role in sorted(set(RR.PLAN_CHECKS.values())):
+        if role == 'gpu_settings':
+            # the plan of a node where that role installed its files (the gather of this test has none)
+            out[role] = RF.gpu_settings_plan(facts, settings, RF.converged()[2])
+            continue
+        typed, problems = _plans.typed_settings(role, settings)
+        out[role] = _plans.plan_role(role, facts, typed, problems, _plan.new_context(host='gpu-a01'))
+    return out
 
 
 def _nvidia_failed_no_kernel(facts, settings):
@@ -824,11 +852,17 @@ NVSMI_DOWN = 'nvidia-smi failed: NVIDIA-SMI has failed because it could not comm
 
 # (id, mutation of (facts, settings), expected: {'msg': exact refusal} or {check id: (status, observed)})
 READINESS_CASES = [
-    ('readiness ratio half', _settings(nodeprep_shm_gpu_memory_ratio='half'),
-     {'msg': "readiness check: nodeprep_shm_gpu_memory_ratio: 'half' is not a number above 0 (for example 0.5)"}),
+    ('readiness ratio half fails shm.size with the plan\'s problem', _settings(nodeprep_shm_gpu_memory_ratio='half'),
+     # The validator's own words follow (they differ between ansible-core releases).
+     {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio="half": argument '
+                           '\'nodeprep_shm_gpu_memory_ratio\' is of type str and we were unable to convert to float: '
+                           '...')}),
+    ('readiness no plan for shm', _no_plans,
+     {'msg': "readiness check: plans: no plan for role shm; the checks shm.size read the roles' plans (the "
+             "readiness role makes them with gpufleet.nodeprep.node_plan)"}),
     ('readiness ratio inf', _settings(nodeprep_shm_gpu_memory_ratio='inf'),
-     {'msg': "readiness check: nodeprep_shm_gpu_memory_ratio: 'inf' is not a finite number above 0 (for example "
-             "0.5)"}),
+     {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio=Infinity: must be a number '
+                           'greater than 0 (0.5: half of the GPU memory)')}),
     ('readiness features as a list', _settings(nodeprep_nic_offload_features=['gro']),
      {'msg': "readiness check: nodeprep_nic_offload_features: expected a dict of feature name -> true/false (for "
              "example {gro: false}), got ['gro']"}),
@@ -839,8 +873,8 @@ READINESS_CASES = [
     ('readiness nccl value null', _settings(nodeprep_nccl_conf={'NCCL_DEBUG': None}),
      {'msg': 'readiness check: nodeprep_nccl_conf.NCCL_DEBUG is null; NCCL would read an empty value as unset: '
              'remove the name or give a value'}),
-    ('readiness missing setting', _no_setting('nodeprep_shm_min_size'),
-     {'msg': 'readiness check: settings: missing nodeprep_shm_min_size; give every variable the checks read (the '
+    ('readiness missing setting', _no_setting('nodeprep_expected_gpus'),
+     {'msg': 'readiness check: settings: missing nodeprep_expected_gpus; give every variable the checks read (the '
              'readiness role passes them all; docs/readiness.md lists them)'}),
     ('readiness junk fstab line fails shm.size', _drop('shm', 'shm', FSTAB_ERROR),
      {'shm.size': ('fail', 'could not be read: ' + FSTAB_ERROR)}),
@@ -864,9 +898,7 @@ def test_readiness_info_bad_input(tmp_path, monkeypatch, capsys, name, mutate, e
     ran = []
     monkeypatch.setattr(AnsibleModule, 'run_command', lambda self, argv, **kw: ran.append(argv) or (1, '', ''))
     args = {'facts': facts, 'settings': settings, 'services': [], 'kernel_log_lines': 0,
-            'nccl_conf_path': str(tmp_path / 'nccl.conf'),
-            # the plans the readiness role hands the module (node_plan), for this case's facts and settings
-            'plans': {'gpu_settings': RF.gpu_settings_plan(facts, settings, _probe)}}
+            'plans': _typed_plans(facts, settings), 'nccl_conf_path': str(tmp_path / 'nccl.conf')}
     result = run_main(readiness_info.main, args, capsys)
     assert ran == []
     assert result.get('changed', False) is False
@@ -877,7 +909,10 @@ def test_readiness_info_bad_input(tmp_path, monkeypatch, capsys, name, mutate, e
     assert not result.get('failed'), result
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
     for check_id, want in expected.items():
-        assert got[check_id] == want
+        if want[1].endswith('...'):
+            assert (got[check_id][0], got[check_id][1][:len(want[1]) - 3]) == (want[0], want[1][:-3])
+        else:
+            assert got[check_id] == want
 
 
 def test_readiness_info_negative_kernel_log_lines(tmp_path, capsys):

@@ -177,3 +177,11 @@ def test_count_deltas_skip_unknown_and_emptied_logs():
     before = {'a': 10, 'b': None, 'c': 30, 'd': 5}
     after = {'a': 11, 'b': 4, 'c': 2, 'd': 5}
     assert fs.count_deltas(before, after) == {'a': 1, 'd': 0}
+
+
+def test_controller_cpu_per_node_is_site_minus_gather_over_nodes():
+    run = fs.build_run(4, {'controller_cpu_s': [7.1, 7.5, 6.9], 'controller_cpu_gather_s': [1.3, 1.5, 1.3]})
+    # per repeat: (7.1-1.3)/4 = 1.45, (7.5-1.5)/4 = 1.5, (6.9-1.3)/4 = 1.4; the median is 1.45
+    assert run['controller_cpu_per_node_s'] == 1.45
+    assert run['controller_cpu_per_node_s_n'] == 3
+    assert run['controller_cpu_s'] == 7.1 and run['controller_cpu_gather_s'] == 1.3

@@ -21,7 +21,7 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ROOT, collection_parent
 
-ROLES_WITH_TABLES = ['kernel', 'shm']
+ROLES_WITH_TABLES = ['kernel']
 TABLES = [os.path.join(ROOT, 'roles', role, 'tests', 'decisions.yml') for role in ROLES_WITH_TABLES] + [
     # Why playbooks/site.yml runs each settings role on a node (its first play's decision).
     os.path.join(ROOT, 'tests', 'unit', 'roles', 'site_reasons.yml'),

@@ -35,7 +35,7 @@ def make_action(args):
 
 
 def task_vars():
-    converged = {'checks': F.evaluate(*F.converged()), 'values': r.checked_values(*F.converged())}
+    converged = {'checks': F.evaluate(*F.converged()), 'values': F.checked_values(*F.converged())}
     fresh = {'checks': F.evaluate(*F.fresh())}
     return {
         'ansible_play_hosts_all': ['gpu-a01', 'gpu-a02', 'gpu-a03'],

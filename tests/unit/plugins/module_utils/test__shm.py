@@ -254,3 +254,19 @@ def test_predict_before_gpu_memory(shm, kwargs, fstab, live, exact):
     got = S.predict_before_gpu_memory(shm, 64 * G, OPTS, **kwargs)
     assert (got['fstab'], got['live'], got['exact']) == (fstab, live, exact)
     assert (len(got['fstab_reasons']), len(got['live_reasons'])) == (int(fstab), int(live))
+
+
+@pytest.mark.parametrize('value, result', [
+    (None, None), ('', None), (1024, 1024), ('64G', 64 * G), ('64g', 64 * G), ('64GiB', 64 * G), ('64GB', 64 * G),
+    ('65536M', 64 * G), ('1.5T', 1536 * G), ('4096k', 4 * 1024 * 1024), ('1P', 1024 ** 5), ('4096B', 4096),
+])
+def test_parse_size(value, result):
+    assert S.parse_size(value, 'nodeprep_shm_size') == result
+
+
+@pytest.mark.parametrize('value', [True, '50%', '64ib', '64 gigs', '64X', '-1G'])
+def test_parse_size_errors(value):
+    with pytest.raises(S.ShmError) as exc:
+        S.parse_size(value, 'nodeprep_shm_min_size')
+    assert str(exc.value) == ('nodeprep_shm_min_size: {0!r} is not a size; use bytes, or a number with K, M, G, T or P '
+                              '(base 1024; KiB/KB forms too)'.format(value))

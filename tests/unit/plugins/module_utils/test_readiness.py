@@ -71,7 +71,8 @@ FRESH = [
     ('gpu.health', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('memlock.users', 'fail', 'root: soft 8192, hard 8192; train: soft 8192, hard 8192'),
     ('memlock.services', 'fail', 'systemd default memlock soft 8192, hard 8192; slurmd: memlock soft 8192, hard 8192'),
-    ('shm.size', 'fail', 'live 1007.0 GiB, fstab no entry; the fstab entry does not keep 716.0 GiB across reboots'),
+    ('shm.size', 'fail', 'live 1007.0 GiB, no fstab line (the next boot gives the tmpfs default, half of RAM: '
+                         '1007.0 GiB); no /dev/shm line in fstab'),
     ('nccl.config', 'fail', '/etc/nccl.conf does not exist'),
     ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
     ('fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
@@ -288,23 +289,25 @@ FAULTS = [
      'memlock.services', 'warn', 'default unlimited/unlimited; slurmd: not reported (service not installed?)'),
     ('/dev/shm at the tmpfs default of half the RAM',
      _set((0, 'shm', 'size_bytes'), 503 * F.GIB),
-     'shm.size', 'fail', 'live 503.0 GiB, fstab 716.0 GiB; too small'),
+     'shm.size', 'fail', 'live 503.0 GiB, fstab 716.0 GiB; live: /dev/shm is 503.0 GiB, wanted 716.0 GiB'),
     ('/dev/shm too small, live size not managed',
      _both(_set((0, 'shm', 'size_bytes'), 503 * F.GIB), _set((1, 'nodeprep_shm_remount'), False)),
      'shm.size', 'warn',
-     'live 503.0 GiB, fstab 716.0 GiB; too small (live size not managed: nodeprep_shm_remount is false)'),
+     'live 503.0 GiB, fstab 716.0 GiB; live: /dev/shm is 503.0 GiB, wanted 716.0 GiB (live size not managed: '
+     'nodeprep_shm_remount is false)'),
     ('/dev/shm larger and shrinking wanted',
      _both(_set((0, 'shm', 'size_bytes'), 1007 * F.GIB), _set((1, 'nodeprep_shm_shrink'), True)),
-     'shm.size', 'fail', 'live 1007.0 GiB, fstab 716.0 GiB; larger than wanted and nodeprep_shm_shrink is true'),
+     'shm.size', 'fail', 'live 1007.0 GiB, fstab 716.0 GiB; live: /dev/shm is 1007.0 GiB, wanted 716.0 GiB'),
     ('/dev/shm resized live only',
      _set((0, 'shm', 'fstab'), None),
-     'shm.size', 'fail', 'live 716.0 GiB, fstab no entry; the fstab entry does not keep 716.0 GiB across reboots'),
+     'shm.size', 'fail', 'live 716.0 GiB, no fstab line (the next boot gives the tmpfs default, half of RAM: '
+                         '1007.0 GiB); no /dev/shm line in fstab'),
     ('/dev/shm and its fstab entry larger than wanted (a GPU fell off the bus): not a shm failure',
      _both(_set((0, 'shm', 'size_bytes'), 800 * F.GIB), _set((0, 'shm', 'fstab', 'size_bytes'), 800 * F.GIB)),
      'shm.size', 'pass', 'live 800.0 GiB, fstab 800.0 GiB'),
     ('fstab entry larger than wanted and shrinking wanted',
      _both(_set((0, 'shm', 'fstab', 'size_bytes'), 800 * F.GIB), _set((1, 'nodeprep_shm_shrink'), True)),
-     'shm.size', 'fail', 'live 716.0 GiB, fstab 800.0 GiB; the fstab entry does not keep 716.0 GiB across reboots'),
+     'shm.size', 'fail', 'live 716.0 GiB, fstab 800.0 GiB; fstab: /dev/shm is 800.0 GiB in fstab, wanted 716.0 GiB'),
     ('/dev/shm full (testbed fault shm-full)',
      _both(_set((0, 'shm', 'free_bytes'), 0), _set((0, 'shm', 'used_bytes'), 716 * F.GIB)),
      'shm.size', 'fail',
@@ -402,14 +405,14 @@ def test_unmanaged_settings_skip():
     assert got['nic.offload'] == ('skip', 'no NIC offload setting managed')
     assert got['gpu.count'] == ('pass', 'nvidia-smi: 8, PCI bus: 8')
     # shm from the role defaults: half of 8 x 183359 MiB rounded up to a GiB
-    assert got['shm.size'] == ('fail', 'live 716.0 GiB, fstab 716.0 GiB; too small; the fstab entry does not keep '
-                                       '717.0 GiB across reboots')
+    assert got['shm.size'] == ('fail', 'live 716.0 GiB, fstab 716.0 GiB; live: /dev/shm is 716.0 GiB, wanted 717.0 GiB; '
+                                       'fstab: /dev/shm is 716.0 GiB in fstab, wanted 717.0 GiB')
 
 
 def test_skip_checks_and_missing_namespaces():
     facts, settings, probe = F.converged()
     settings['nodeprep_readiness_skip_checks'] = ['gpu.health']
-    checks = F.evaluate({'shm': facts['shm']}, settings, None)
+    checks = F.evaluate({'shm': facts['shm'], 'nodeprep_gathered': ['shm']}, settings, None)
     assert statuses(checks) == [
         ('kernel.devel_matched', 'skip', 'kernel facts were not gathered'),
         ('driver.nouveau_blacklisted', 'skip', 'kernel facts were not gathered'),
@@ -454,8 +457,6 @@ def test_applications_clocks_deprecated_driver_warns():
 @pytest.mark.parametrize('settings, message', [
     ({'nodeprep_readiness_skip_checks': ['gpu.power', 'nic.offload']},
      'nodeprep_readiness_skip_checks: unknown check ids gpu.power; known: ' + ', '.join(r.CHECK_IDS)),
-    ({'nodeprep_shm_size': '64 gigs'},
-     "nodeprep_shm_size: '64 gigs' is not a size; use bytes or a number with K, M, G or T"),
     ({'nodeprep_nic_offload_networks': ['10.20.0.0/33']},
      "nodeprep_nic_offload_networks[0] '10.20.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
      "'10.20.0.0/33' does not appear to be an IPv4 or IPv6 network"),
@@ -483,24 +484,6 @@ def test_bad_arguments(facts, settings, message):
 
 # ---------------------------------------------------------------------------------------------------------------------
 # helpers
-
-
-@pytest.mark.parametrize('value, result', [
-    (None, None), ('', None), (1024, 1024), ('64G', 64 * F.GIB), ('64g', 64 * F.GIB), ('64GiB', 64 * F.GIB),
-    ('65536M', 64 * F.GIB), ('1.5T', 1536 * F.GIB), ('4096k', 4 * 1024 * 1024),
-])
-def test_parse_size(value, result):
-    assert r.parse_size(value, 'nodeprep_shm_size') == result
-
-
-@pytest.mark.parametrize('value, message', [
-    (True, "nodeprep_shm_min_size: True is not a size; use bytes or a number with K, M, G or T"),
-    ('50%', "nodeprep_shm_min_size: '50%' is not a size; use bytes or a number with K, M, G or T"),
-])
-def test_parse_size_errors(value, message):
-    with pytest.raises(r.ReadinessError) as exc:
-        r.parse_size(value, 'nodeprep_shm_min_size')
-    assert str(exc.value) == message
 
 
 @pytest.mark.parametrize('text, result', [
@@ -582,11 +565,11 @@ def test_role_passes_exactly_the_settings_the_checks_use():
 
 def test_missing_setting_is_refused_by_name():
     facts, settings, probe = F.converged()
-    del settings['nodeprep_shm_gpu_memory_ratio']
+    del settings['nodeprep_memlock_value']
     del settings['nodeprep_nccl_conf']
     with pytest.raises(r.ReadinessError) as exc:
         F.evaluate(facts, settings, probe)
-    assert str(exc.value) == ('settings: missing nodeprep_shm_gpu_memory_ratio, nodeprep_nccl_conf; give every '
+    assert str(exc.value) == ('settings: missing nodeprep_memlock_value, nodeprep_nccl_conf; give every '
                               'variable the checks read (the readiness role passes them all; docs/readiness.md '
                               'lists them)')
 
@@ -676,7 +659,7 @@ def test_unmanaged_check_stays_skipped_when_its_facts_failed():
 
 def test_checked_values_of_the_converged_node():
     facts, settings, probe = F.converged()
-    assert r.checked_values(facts, settings, probe) == [
+    assert F.checked_values(facts, settings, probe) == [
         ['GPUs', '8 x NVIDIA B200; driver 580.105.08, CUDA 13.0'],
         ['power limit', '700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs'],
         ['max GPU / memory clock', '1965 / 3996 MHz'],
@@ -696,6 +679,6 @@ def test_checked_values_say_what_could_not_be_read():
     facts, settings, probe = F.fresh()
     del facts['shm']
     facts['nodeprep_errors'] = {'shm': 'shm facts: /etc/fstab line 3: bad'}
-    values = dict(r.checked_values(facts, settings, probe))
+    values = dict(F.checked_values(facts, settings, probe))
     assert values['GPUs'] == 'could not be read: nvidia-smi failed: nvidia-smi not found'
     assert values['/dev/shm'] == 'could not be read: shm facts: /etc/fstab line 3: bad'

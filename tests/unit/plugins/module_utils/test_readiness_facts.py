@@ -18,6 +18,10 @@ import re
 import jinja2
 import yaml
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 _FALLBACK_RE = re.compile(r'^\{\{ (nodeprep_[a-z0-9_]+)(?: \| default\((.*)\))? \}\}$')
 
@@ -117,22 +121,45 @@ def gpu_settings_plan(facts, settings, probe=None):
     return _plan.finish(pg.plan(node, given, ctx))
 
 
-def evaluate(facts, settings, probe=None):
-    """_readiness.evaluate with the plans it reads (the gpu_settings plan of this node)."""
-    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness
-    if not isinstance(facts, dict) or not isinstance(settings, dict):
-        return _readiness.evaluate(facts, settings, probe)      # refused before any plan is read
-    plans = {'gpu_settings': gpu_settings_plan(facts, settings, probe)}
-    return _readiness.evaluate(facts, settings, probe, plans=plans)
-
-
 def unlimited():
     return {'memlock': {'soft': 'unlimited', 'hard': 'unlimited'}, 'nofile': {'soft': 1024, 'hard': 524288}}
+
+
+# The rule module of each role whose readiness checks read its plan (_readiness.PLAN_CHECKS).
+RULE_MODULES = {'shm': _plan_shm}
+
+
+def plans(facts, settings, host='gpu-a01', probe=None):
+    """The plans the readiness role hands to readiness_info: each planning role's plan from these facts, with the
+    settings given (already typed) over the role's defaults (gpu_settings: gpu_settings_plan, on a node where the
+    role installed its files as the probe's unit shows)."""
+    out = {}
+    if not isinstance(facts, dict) or not isinstance(settings, dict):
+        return out
+    for role in sorted(set(r.PLAN_CHECKS.values())):
+        if role == 'gpu_settings':
+            out[role] = gpu_settings_plan(facts, settings, probe)
+            continue
+        module = RULE_MODULES[role]
+        typed = _plan.defaults(module)
+        typed.update((name, copy.deepcopy(settings[name])) for name in module.SETTINGS if name in settings)
+        out[role] = _plan.plan_with(module, facts, typed, (), _plan.new_context(host=host))
+    return out
+
+
+def evaluate(facts, settings, probe=None):
+    """_readiness.evaluate with the roles' plans made from the same facts and settings."""
+    return r.evaluate(facts, settings, probe, plans(facts, settings, probe=probe))
+
+
+def checked_values(facts, settings, probe=None):
+    return r.checked_values(facts, settings, probe, plans(facts, settings, probe=probe))
 
 
 def converged():
     """facts, settings, probe of a node site.yml has converged."""
     facts = {
+        'nodeprep_gathered': ['nvidia', 'kernel', 'limits', 'shm', 'nic'],
         'nvidia': {'present': True, 'error': None, 'driver_version': '580.105.08', 'cuda_version': '13.0',
                    'attached_gpus': 8, 'gpus': [gpu(i) for i in range(8)]},
         'kernel_state': {
@@ -146,9 +173,13 @@ def converged():
             'entries': [], 'effective': {'root': unlimited(), 'train': unlimited()},
             'systemd': {'default': unlimited(), 'services': {'slurmd': unlimited()}},
         },
-        'shm': {'mounted': True, 'fstype': 'tmpfs', 'size_bytes': 716 * GIB, 'used_bytes': 0,
+        'shm': {'path': '/dev/shm', 'mounted': True, 'fstype': 'tmpfs', 'size_bytes': 716 * GIB, 'used_bytes': 0,
                 'free_bytes': 716 * GIB, 'mount_options': ['rw', 'nosuid', 'nodev', 'size=751619276800'],
-                'fstab': {'options': ['size=716G'], 'size_bytes': 716 * GIB}},
+                'unlimited': False, 'ram_bytes': 2014 * GIB, 'swap_bytes': 0, 'default_size_bytes': 1007 * GIB,
+                'errors': [],
+                'fstab': {'options': ['nosuid', 'nodev', 'size=716G'], 'size_bytes': 716 * GIB,
+                          'size_explicit': True, 'unlimited': False, 'vfstype': 'tmpfs', 'spec': 'tmpfs',
+                          'line': 3}},
         'nics': {'ens3f0np0': nic('mlx5_core', '10.20.0.11/16', False),
                  'eno1': nic('igb', '192.168.1.11/24', True)},
     }

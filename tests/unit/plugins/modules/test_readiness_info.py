@@ -57,10 +57,6 @@ def run(monkeypatch, capsys, args, table, bins=('journalctl', 'dmesg', 'systemct
         return runner(self, argv, **kw)
 
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
-    if 'plans' not in args and isinstance(args.get('facts'), dict) and isinstance(args.get('settings'), dict):
-        # the plans the readiness role hands the module (node_plan), for the facts and settings of the case
-        args = dict(args, plans={'gpu_settings': F.gpu_settings_plan(args['facts'], args['settings'],
-                                                                     F.converged()[2])})
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path',
                         lambda self, name, required=False, opt_dirs=None: '/usr/bin/' + name if name in bins else None)
     with patch_module_args(args):
@@ -78,7 +74,7 @@ def nccl_conf(tmp_path):
 
 def base_args(nccl_path):
     facts, settings, _probe = F.converged()
-    return {'facts': facts, 'settings': settings, 'nccl_conf_path': nccl_path}
+    return {'facts': facts, 'settings': settings, 'plans': F.plans(facts, settings), 'nccl_conf_path': nccl_path}
 
 
 def test_converged_node(monkeypatch, capsys, nccl_conf):
@@ -197,11 +193,10 @@ def test_not_booted_with_systemd(monkeypatch, capsys, nccl_conf):
 
 def test_bad_setting_fails_with_the_reason(monkeypatch, capsys, nccl_conf):
     args = base_args(nccl_conf)
-    args['settings']['nodeprep_shm_size'] = '64 gigs'
+    args['settings']['nodeprep_expected_gpus'] = 'eight'
     result, _calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
     assert result['failed'] is True
-    assert result['msg'] == ("readiness check: nodeprep_shm_size: '64 gigs' is not a size; use bytes or a number "
-                             "with K, M, G or T")
+    assert result['msg'] == "readiness check: nodeprep_expected_gpus: 'eight' is not a whole number"
 
 
 def test_check_mode_is_the_same(monkeypatch, capsys, nccl_conf):
