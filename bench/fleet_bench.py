@@ -138,8 +138,8 @@ class Bench(object):
         if os.path.exists(counter_out):
             with open(counter_out) as handle:
                 counter = json.load(handle)
-        log('{0}: {1:.1f} s, {2:.1f} s CPU, rc={3}, changed={4}'.format(tag, seconds, self.last_cpu, rc,
-                                                                         self.changed_hosts(counter)))
+        log('{0}: {1:.1f} s, {2:.1f} s CPU, rc={3}, changed={4}'.format(
+            tag, seconds, self.last_cpu, rc, self.changed_hosts(counter)))
         return seconds, rc, counter
 
     @staticmethod

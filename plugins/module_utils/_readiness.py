@@ -1120,7 +1120,7 @@ def checked_values(facts, settings, probe=None, plans=None):
         live = shm.get('size_bytes')
         fstab = (shm.get('fstab') or {}).get('size_bytes')
         text = '{0} live, {1} in fstab'.format('unlimited' if shm.get('unlimited') else format_size(live),
-                                                format_size(fstab) if fstab else 'no size')
+                                               format_size(fstab) if fstab else 'no size')
         if live and total:
             text += '; GPU memory {0}, so /dev/shm = {1}% of it'.format(
                 format_size(total), _fmt_pct(100.0 * live / total))
