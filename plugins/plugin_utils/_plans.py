@@ -123,5 +123,5 @@ def plan_role(role, facts, settings, problems, context):
     """The plan of ``role`` (finished: ``run`` filled), with the typing problems first and the facts still missing."""
     module = rules(role)
     if getattr(module, 'ROLE_FILES', None):
-        context = dict(context, role_files=role_files(role))
+        context = dict(context if context is not None else _plan.new_context(), role_files=role_files(role))
     return _plan.plan_with(module, facts, settings, problems, context)

@@ -5,7 +5,8 @@
 """The gpu_settings plan: a table of facts + settings -> plan, agreement with the readiness checks, idempotence.
 
 The settings here are what node_plan hands a plan (typed: see
-tests/unit/plugins/plugin_utils/test__plans_gpu_settings.py for the typing of "false", "ALL" and the like); the node state is built from the B200 capture of nvidia-smi -q -x.
+tests/unit/plugins/plugin_utils/test__plans_gpu_settings.py for the typing of "false", "ALL" and the like); the
+node state is built from the B200 capture of nvidia-smi -q -x.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -429,25 +430,3 @@ def test_the_module_and_the_plan_compute_the_same_replay():
         ['/usr/bin/nvidia-smi', '-i', '00000000:8F:00.0', '-pl', '725'],
         ['/usr/bin/nvidia-smi', '-i', '00000000:8F:00.0', '-lgc', '1500,1965']]
     assert decided['replay']['record_path'] == '/run/nodeprep/nvidia_gpu_locks.json'
-
-
-def test_settings_match_the_role_files():
-    """SETTINGS is the one source: defaults/main.yml and meta/argument_specs.yml say the same."""
-    import yaml
-    with open(os.path.join(ROOT, 'roles', 'gpu_settings', 'defaults', 'main.yml')) as handle:
-        defaults = yaml.safe_load(handle)
-    with open(os.path.join(ROOT, 'roles', 'gpu_settings', 'meta', 'argument_specs.yml')) as handle:
-        options = yaml.safe_load(handle)['argument_specs']['main']['options']
-    assert defaults == dict((name, spec['default']) for name, spec in pg.SETTINGS.items())
-    assert sorted(options) == sorted(pg.SETTINGS)
-
-    def plain(spec):
-        out = dict((k, v) for k, v in spec.items() if k in ('type', 'elements', 'choices', 'required'))
-        if spec.get('default') is not None:
-            out['default'] = spec['default']
-        if 'options' in spec:
-            out['options'] = dict((k, plain(v)) for k, v in spec['options'].items())
-        return out
-
-    for name, spec in pg.SETTINGS.items():
-        assert plain(options[name]) == plain(spec), name

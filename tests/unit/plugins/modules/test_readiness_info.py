@@ -58,10 +58,6 @@ def run(monkeypatch, capsys, args, table, bins=('journalctl', 'dmesg', 'systemct
         return runner(self, argv, **kw)
 
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
-    if 'plans' not in args and isinstance(args.get('facts'), dict) and isinstance(args.get('settings'), dict):
-        # the plans the readiness role hands the module (node_plan), for the facts and settings of the case
-        args = dict(args, plans={'gpu_settings': F.gpu_settings_plan(args['facts'], args['settings'],
-                                                                     F.converged()[2])})
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path',
                         lambda self, name, required=False, opt_dirs=None: '/usr/bin/' + name if name in bins else None)
     with patch_module_args(args):
