@@ -22,7 +22,7 @@ description:
     for a list is a list; then decides, on the controller, what the role would change on the node.
   - Gathers what the roles need with M(gpufleet.nodeprep.gpu_node_facts) in the same task (one module execution),
     only what the facts of the play do not hold yet unless O(gather=always).
-  - Returns the plans in C(ansible_facts.nodeprep_plans) (one per role; plans of other roles made earlier are kept) -
+  - Returns the plans in C(ansible_facts.nodeprep_plans) (one per role; plans of other roles made earlier are kept), with
     the settings problems (each naming the variable, the value and what is allowed), the node conditions the role
     fails on, the facts still missing, why the role must run, the drift the readiness checks report, the files with
     their full content, the module arguments, the reports and whether a reboot is needed. The roles' tasks read
