@@ -843,7 +843,7 @@ def configure_slurm(nodes):
     if not os.path.exists(keyfile):
         os.makedirs(os.path.dirname(keyfile), mode=0o700, exist_ok=True)
         with open(keyfile + '.tmp', 'wb') as f:
-            f.write(os.urandom(1024))          # mungekey's default key size is 1024 bytes (REALITY.md)
+            f.write(os.urandom(1024))          # 1024 random bytes; munged checks the key's owner and mode
         os.chmod(keyfile + '.tmp', 0o400)
         os.rename(keyfile + '.tmp', keyfile)
     with open(keyfile, 'rb') as f:
