@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright (c) 2025, gpufleet maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """make slurm-fleet: a real Slurm on a small simulated fleet, end to end, then nothing left.
 
-Boots a fleet of its own (TESTBED_PREFIX npsl, TESTBED_SUBNET 10.233, TESTBED_DIR .testbed-slurm; SLURM_FLEET_PREFIX,
+Boots a fleet of its own (TESTBED_PREFIX npsl, TESTBED_SUBNET 10.236, TESTBED_DIR .testbed-slurm; SLURM_FLEET_PREFIX,
 SLURM_FLEET_SUBNET and SLURM_FLEET_DIR change them): the Slurm head and two GPU nodes, a Rocky-9-like and an
 Ubuntu-like one. Asks the real daemons (sinfo, squeue, scontrol, sbatch on the head) and checks:
 
@@ -34,7 +33,7 @@ sys.path.insert(0, HERE)
 import slurmconf  # noqa: E402
 
 PREFIX = os.environ.get('SLURM_FLEET_PREFIX') or 'npsl'
-SUBNET = os.environ.get('SLURM_FLEET_SUBNET') or '10.233'
+SUBNET = os.environ.get('SLURM_FLEET_SUBNET') or '10.236'
 STATE_DIR = os.environ.get('SLURM_FLEET_DIR') or os.path.join(REPO, '.testbed-slurm')
 KINDS = 'el9-b200,ubuntu2404-h200'
 EL, UBUNTU, HEAD = 'el9-b200-01', 'ubuntu2404-h200-01', 'slurm-head'
@@ -126,6 +125,14 @@ def foreign_addresses():
         if len(fields) > 3 and fields[3].startswith(SUBNET + '.') and not fields[1].startswith(PREFIX):
             bad.append('{0} {1}'.format(fields[1], fields[3]))
     return bad
+
+
+def foreign_namespaces():
+    """Network namespaces of our prefix while our state dir knows no fleet: another checkout runs this fleet."""
+    if os.path.exists(os.path.join(STATE_DIR, 'state.json')):
+        return []
+    out = subprocess.run(['ip', 'netns', 'list'], stdout=subprocess.PIPE, universal_newlines=True, check=False).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith(PREFIX + '-')]
 
 
 def reboot(node):
@@ -243,6 +250,11 @@ def main():
         say('needs root (the simulated fleet)')
         return 2
     bad = foreign_addresses()
+    taken = foreign_namespaces()
+    if taken:
+        say('namespaces of prefix {0} exist ({1}) but {2} holds no fleet: another checkout runs one; set '
+            'SLURM_FLEET_PREFIX and SLURM_FLEET_SUBNET'.format(PREFIX, ', '.join(taken), STATE_DIR))
+        return 2
     if bad:
         say('another fleet uses {0}.0.0/16 ({1}): set SLURM_FLEET_SUBNET (and SLURM_FLEET_PREFIX)'.format(
             SUBNET, ', '.join(bad)))

@@ -42,6 +42,6 @@ testbed-selftest:
 	$(TESTBED) selftest
 
 # A real Slurm (Debian 12's 22.05) on a fleet of its own (head + 2 GPU nodes; TESTBED_PREFIX npsl, TESTBED_SUBNET
-# 10.233, .testbed-slurm): sbatch, squeue, drain/resume, reboots under ReturnToService 1 and 2; taken down at the end.
+# 10.236, .testbed-slurm): sbatch, squeue, drain/resume, reboots under ReturnToService 1 and 2; taken down at the end.
 slurm-fleet:
 	$(TESTBED_PYTHON) tests/testbed/slurm_fleet.py
