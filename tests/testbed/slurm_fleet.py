@@ -75,8 +75,8 @@ def ssh(node, command, check_rc=True, timeout=60):
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                           timeout=timeout, check=False)
     if check_rc and proc.returncode != 0:
-        raise RuntimeError('{0}: {1!r} failed (rc={2}): {3}{4}'.format(node, command, proc.returncode, proc.stdout,
-                                                                     proc.stderr))
+        raise RuntimeError('{0}: {1!r} failed (rc={2}): {3}{4}'.format(
+            node, command, proc.returncode, proc.stdout, proc.stderr))
     return proc.stdout
 
 
