@@ -14,7 +14,8 @@ Ubuntu-like one. Asks the real daemons (sinfo, squeue, scontrol, sbatch on the h
   4. ReturnToService=1: a node rebooted (the testbed's reboot, systemctl reboot in the node) comes back DOWN with
      "Node unexpectedly rebooted"; resume: IDLE;
   5. ReturnToService=2 (slurm.conf changed on every node, scontrol reconfigure): a drained node rebooted comes back
-     still drained with its reason; an undrained node rebooted comes back IDLE.
+     still drained with its reason; an undrained node rebooted comes back IDLE;
+  6. scontrol reboot nextstate=resume: the node reboots (RebootProgram) and comes back IDLE.
 
 Exit 0 when every check passed; the fleet is taken down in every case (make testbed-down of another checkout or
 prefix is never touched). Run as root from the repository root.
@@ -153,6 +154,12 @@ def scenario():
     proc = subprocess.run(TESTBED + ['up', '--nodes', '2', '--slurm', '--kinds', KINDS], env=ENV, check=False)
     timed('testbed.py up --slurm (head + 2 nodes, until SSH answers)', t0)
     if proc.returncode != 0:
+        for name in (EL, UBUNTU, HEAD):
+            for log in ('boots.log', 'console.log'):
+                path = os.path.join(STATE_DIR, 'nodes', name, log)
+                if os.path.exists(path):
+                    with open(path, errors='replace') as f:
+                        say('{0} {1} (end):\n{2}'.format(name, log, ''.join(f.readlines()[-15:])))
         check(False, 'testbed.py up --slurm', 'exit {0}'.format(proc.returncode))
         return
     for name in (EL, UBUNTU, HEAD):
@@ -242,6 +249,17 @@ def scenario():
     node = nodes()[EL]
     check(node['State'] == 'IDLE' and 'Reason' not in node,
           'ReturnToService=2: {0} back as State={1}, no reason'.format(EL, node['State']), node.get('Reason', ''))
+
+    # 6. scontrol reboot (Slurm's own reboot, RebootProgram): the node reboots and returns to service by itself
+    before = nodes()[UBUNTU]['BootTime']
+    t1 = time.time()
+    head("scontrol reboot nextstate=resume reason='testbed: scontrol reboot' {0}".format(UBUNTU))
+    back = wait_for('{0} back IDLE after scontrol reboot'.format(UBUNTU),
+                    lambda: nodes()[UBUNTU]['BootTime'] != before and nodes()[UBUNTU]['State'] == 'IDLE')
+    timed('scontrol reboot of {0} until IDLE'.format(UBUNTU), t1)
+    node = nodes()[UBUNTU]
+    check(bool(back), 'scontrol reboot: {0} rebooted (BootTime {1} -> {2}) and back as State={3}'.format(
+        UBUNTU, before, node['BootTime'], node['State']), node.get('Reason', ''))
     check(sinfo_states() == {EL: 'idle', UBUNTU: 'idle'}, 'sinfo: both nodes idle at the end', repr(sinfo_states()))
 
 

@@ -962,6 +962,10 @@ def remove_node_cgroups(name):
 
 
 CLONE_NEWTIME = 0x80
+# Seconds a Slurm fleet's node stays off between its shutdown and its next boot. slurmctld compares whole seconds
+# (boot_time = now - uptime rounded up) with the time `scontrol reboot` was asked for, and keeps a node that seems to
+# have booted before that "still waiting for boot" (REALITY.md, Slurm); a real node's firmware takes minutes.
+SLURM_POWER_CYCLE_S = 2
 
 
 def enter_boot_time_namespace():
@@ -970,13 +974,15 @@ def enter_boot_time_namespace():
     btime then change at every reboot, which is what slurmd reports and slurmctld compares (REALITY.md, Slurm).
     Linux >= 5.6; a process moves into the time namespace made by unshare() when it calls execve()."""
     libc = ctypes.CDLL(None, use_errno=True)
-    boot = time.clock_gettime(time.CLOCK_BOOTTIME)
-    mono = time.clock_gettime(time.CLOCK_MONOTONIC)
+    # Exact offsets (seconds rounded down, nanoseconds in [0, 1e9) as the kernel wants them): the node's clocks start
+    # at 0 and not at the fraction of a second the host's clocks had.
+    boot_s, boot_ns = divmod(-time.clock_gettime_ns(time.CLOCK_BOOTTIME), 10 ** 9)
+    mono_s, mono_ns = divmod(-time.clock_gettime_ns(time.CLOCK_MONOTONIC), 10 ** 9)
     if libc.unshare(CLONE_NEWTIME) != 0:
         err = ctypes.get_errno()
         raise OSError(err, 'unshare(CLONE_NEWTIME): ' + os.strerror(err))
     with open('/proc/self/timens_offsets', 'w') as f:
-        f.write('monotonic {0} 0\nboottime {1} 0\n'.format(-int(mono), -int(boot)))
+        f.write('monotonic {0} {1}\nboottime {2} {3}\n'.format(mono_s, mono_ns, boot_s, boot_ns))
 
 
 def start_node(node):
@@ -1027,6 +1033,8 @@ def cmd_run(args):
             f.write('{0} exit {1}\n'.format(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), rc))
         if rc != NSPAWN_REBOOT_RC:
             break
+        if node.get('slurm'):
+            time.sleep(SLURM_POWER_CYCLE_S)
     try:
         os.unlink(node_dir(name, 'runner.pid'))
     except OSError:
