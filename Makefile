@@ -26,7 +26,7 @@ TARBALL      = $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
 
 
 .PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix lint py36 security \
-        build docs-rst importer docs-lint docsite ee changelog-lint molecule demo bench clean
+        build docs-rst importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo bench clean
 
 deps: ## Install the Debian packages the gates and the simulated fleet need (root)
 	bash .ci/install-deps.sh
@@ -48,7 +48,7 @@ collection-link: venv
 
 # deps first: on a fresh Debian 12 machine (root) `make test` alone installs python3-venv, debootstrap, ... itself.
 test: deps units units-ansible-test py36 security sanity sanity-matrix lint build importer docs-lint docsite ee changelog-lint \
-      molecule ## Run every gate (what CI runs)
+      molecule slurm-fleet ## Run every gate (what CI runs)
 
 units: collection-link ## pytest unit tests (tests/unit mirrors plugins/)
 	$(BIN)/pytest -q -p no:cacheprovider

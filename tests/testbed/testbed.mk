@@ -1,5 +1,8 @@
 # Simulated fleet targets (tests/testbed). The top-level Makefile includes this file.
 #   make testbed-up [NODES=4]            bring the fleet up, write .testbed/inventory.yml
+#   make testbed-up SLURM=1 [KINDS=el9-b200,ubuntu2404-h200]
+#                                        the same plus a Slurm head (slurmctld) and slurmd on every GPU node
+#   make slurm-fleet                     a Slurm fleet of its own (prefix npsl): jobs, drain, reboots; then down
 #   make testbed-down                    stop it; no namespace, mount or process is left
 #   make testbed-status
 #   make testbed-selftest                 ethtool -K, signed repositories and key refusals on the running nodes
@@ -11,11 +14,13 @@
 TESTBED_PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 TESTBED := $(TESTBED_PYTHON) tests/testbed/testbed.py
 NODES ?= 4
+SLURM ?=
+KINDS ?=
 
-.PHONY: testbed-up testbed-down testbed-status testbed-fault testbed-heal testbed-selftest
+.PHONY: testbed-up testbed-down testbed-status testbed-fault testbed-heal testbed-selftest slurm-fleet
 
 testbed-up:
-	$(TESTBED) up --nodes $(NODES)
+	$(TESTBED) up --nodes $(NODES) $(if $(filter 1 yes true,$(SLURM)),--slurm) $(if $(KINDS),--kinds $(KINDS))
 
 testbed-down:
 	$(TESTBED) down
@@ -35,3 +40,8 @@ testbed-heal:
 # Check the running nodes can do what a real root shell can (ethtool -K, signed repositories, key refusals).
 testbed-selftest:
 	$(TESTBED) selftest
+
+# A real Slurm (Debian 12's 22.05) on a fleet of its own (head + 2 GPU nodes; TESTBED_PREFIX npsl, TESTBED_SUBNET
+# 10.236, .testbed-slurm): sbatch, squeue, drain/resume, reboots under ReturnToService 1 and 2; taken down at the end.
+slurm-fleet:
+	$(TESTBED_PYTHON) tests/testbed/slurm_fleet.py

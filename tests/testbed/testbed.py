@@ -21,6 +21,7 @@ Run as root. See tests/testbed/README.md for what is simulated and what is real.
 from __future__ import absolute_import, division, print_function
 
 import argparse
+import ctypes
 import errno
 import fcntl
 import hashlib
@@ -41,6 +42,8 @@ CACHE_DIR = os.environ.get('TESTBED_CACHE') or '/var/cache/nodeprep-testbed'
 BASE_FILES = os.path.join(HERE, 'base')
 DOUBLE_DIR = os.path.join(HERE, 'gpu_double')
 REPOS_BUILD = os.path.join(HERE, 'repos', 'build.py')
+sys.path.insert(0, HERE)
+import slurmconf  # noqa: E402  (tests/testbed/slurmconf.py: the Slurm fleet's configuration files)
 
 # TESTBED_PREFIX and TESTBED_SUBNET let a second fleet (another checkout) run beside the default one.
 PREFIX = os.environ.get('TESTBED_PREFIX') or 'nptb'   # netns nptb-<node>, veths nptb<i>h / nptb<i>n
@@ -85,6 +88,17 @@ TEMPLATES = [
     ('ubuntu2404', 'h200', ['hgx-h200-8gpu', 'hgx-h100-8gpu'], '580'),
     ('el10', 'b200', ['hgx-b200-8gpu'], '580'),
 ]
+
+# The Slurm fleet (up --slurm, opt-in): Debian 12's Slurm 22.05 packages, installed with apt in a cached layer per
+# OS flavour and role, above the OS layer. The head node has no GPU and runs slurmctld; every GPU node runs slurmd.
+SLURM_RECIPE = 1                     # bump when ensure_slurm_layer() changes what it makes
+SLURM_PACKAGES = {
+    'head': ['slurmctld', 'slurm-client', 'munge'],
+    'node': ['slurmd', 'slurm-client', 'munge'],
+}
+SLURM_HEAD = 'slurm-head'
+SLURM_HEAD_FLAVOUR = 'el9'
+SLURM_HEAD_INDEX = 16383             # the last /30 of the subnet: GPU nodes keep the addresses of the plain fleet
 
 # What a root shell on a real node may do that systemd-nspawn's default set leaves out, as far as it is safe on a
 # shared host: CAP_NET_ADMIN (each node has its own network namespace: ethtool -K, ip link set) and CAP_IPC_LOCK
@@ -225,29 +239,70 @@ def find_profile(wanted):
     return wanted[0], None
 
 
-def plan_fleet(count):
+def template_key(template):
+    return '{0}-{1}'.format(template[0], template[1])
+
+
+def select_templates(kinds):
+    """The templates named by ``kinds`` ('el9-b200,ubuntu2404-h200' or a list), in that order; all when empty."""
+    if not kinds:
+        return list(TEMPLATES)
+    if isinstance(kinds, str):
+        kinds = [k.strip() for k in kinds.split(',') if k.strip()]
+    by_key = {template_key(t): t for t in TEMPLATES}
+    unknown = [k for k in kinds if k not in by_key]
+    if unknown:
+        raise TestbedError('unknown node kind(s) {0}; kinds: {1}'.format(', '.join(unknown), ', '.join(sorted(by_key))))
+    return [by_key[k] for k in kinds]
+
+
+def _addresses(i):
+    third, fourth = divmod(4 * i, 256)
+    return ('{0}.{1}.{2}.{3}'.format(SUBNET[0], SUBNET[1], third, fourth + 1),
+            '{0}.{1}.{2}.{3}'.format(SUBNET[0], SUBNET[1], third, fourth + 2))
+
+
+def plan_fleet(count, kinds=None, slurm=False):
+    """The fleet's nodes. ``kinds`` picks the node templates (cycled); ``slurm`` adds the head node (no GPU) and
+    marks every node as part of the Slurm fleet."""
     if count < 1:
         raise TestbedError('NODES must be at least 1, got {0}'.format(count))
+    templates = select_templates(kinds)
+    limit = SLURM_HEAD_INDEX if slurm else SLURM_HEAD_INDEX + 1
+    if count > limit:
+        raise TestbedError('at most {0} nodes fit in {1}.{2}.0.0/16{3}, asked for {4}'.format(
+            limit, SUBNET[0], SUBNET[1], ' beside the Slurm head' if slurm else '', count))
     nodes = []
     seen = {}
     for i in range(count):
-        flavour, gpu, wanted, branch = TEMPLATES[i % len(TEMPLATES)]
+        flavour, gpu, wanted, branch = templates[i % len(templates)]
         key = (flavour, gpu)
         seen[key] = seen.get(key, 0) + 1
         name = '{0}-{1}-{2:02d}'.format(flavour, gpu, seen[key])
         profile, profile_path = find_profile(wanted)
-        third, fourth = divmod(4 * i, 256)
-        if third > 255:
-            raise TestbedError('at most 16384 nodes fit in 10.231.0.0/16, asked for {0}'.format(count))
+        host_ip, node_ip = _addresses(i)
         nodes.append({
             'name': name, 'index': i, 'flavour': flavour, 'gpu': gpu,
             'profile': profile, 'profile_path': profile_path, 'branch': branch,
             'family': FLAVOURS[flavour]['family'],
-            'host_ip': '{0}.{1}.{2}.{3}'.format(SUBNET[0], SUBNET[1], third, fourth + 1),
-            'node_ip': '{0}.{1}.{2}.{3}'.format(SUBNET[0], SUBNET[1], third, fourth + 2),
+            'host_ip': host_ip,
+            'node_ip': node_ip,
             'netns': '{0}-{1}'.format(PREFIX, name),
             'veth_host': '{0}{1}h'.format(PREFIX, i),
             'veth_node': '{0}{1}n'.format(PREFIX, i),
+        })
+    if slurm:
+        for n in nodes:
+            n['slurm'] = 'node'
+        host_ip, node_ip = _addresses(SLURM_HEAD_INDEX)
+        nodes.append({
+            'name': SLURM_HEAD, 'index': SLURM_HEAD_INDEX, 'flavour': SLURM_HEAD_FLAVOUR, 'gpu': None,
+            'profile': None, 'profile_path': None, 'branch': None, 'slurm': 'head',
+            'family': FLAVOURS[SLURM_HEAD_FLAVOUR]['family'],
+            'host_ip': host_ip, 'node_ip': node_ip,
+            'netns': '{0}-{1}'.format(PREFIX, SLURM_HEAD),
+            'veth_host': '{0}{1}h'.format(PREFIX, SLURM_HEAD_INDEX),
+            'veth_node': '{0}{1}n'.format(PREFIX, SLURM_HEAD_INDEX),
         })
     return nodes
 
@@ -345,11 +400,19 @@ def umount(path):
             run(['umount', '-l', path], check=False)
 
 
-def nspawn_run(root, argv, binds=(), check=True):
+def nspawn_run(root, argv, binds=(), check=True, rw_binds=(), network=False, volatile=False):
+    """Run argv in a container on root (not booted). No network unless ``network`` (then the host's: only for
+    fetching packages); ``volatile`` throws the container's changes to root away (tmpfs overlay)."""
     cmd = ['systemd-nspawn', '--quiet', '--register=no', '--keep-unit', '--pipe',
-           '-D', root, '-M', PREFIX + '-build-' + uuid.uuid4().hex[:8], '--private-network']
+           '-D', root, '-M', PREFIX + '-build-' + uuid.uuid4().hex[:8]]
+    if not network:
+        cmd.append('--private-network')
+    if volatile:
+        cmd.append('--volatile=overlay')
     for b in binds:
         cmd.append('--bind-ro=' + b)
+    for b in rw_binds:
+        cmd.append('--bind=' + b)
     return run(cmd + ['--'] + list(argv), check=check)
 
 
@@ -455,6 +518,84 @@ def ensure_layer(flavour, bkey, base_rootfs):
     # change, a new layer is built next to this one (nodes in use keep theirs).
     with open(os.path.join(top, 'complete'), 'w') as fh:
         fh.write(key + '\n')
+    return upper
+
+
+# --------------------------------------------------------------------------- Slurm layers
+
+SLURM_APT = '/srv/slurm-apt'          # where the Debian package cache is bound during a Slurm layer build
+
+
+def slurm_apt_options():
+    """apt options that use only the Slurm cache's sources, lists and archives (not the node's own)."""
+    return ['-o', 'Dir::Etc::sourcelist={0}/sources.list'.format(SLURM_APT), '-o', 'Dir::Etc::sourceparts=-',
+            '-o', 'Dir::State::Lists={0}/lists'.format(SLURM_APT),
+            '-o', 'Dir::Cache::Archives={0}/archives'.format(SLURM_APT), '-o', 'APT::Sandbox::User=root',
+            '-o', 'Dir::Cache::pkgcache=', '-o', 'Dir::Cache::srcpkgcache=']
+
+
+def slurm_packages():
+    return sorted(set(p for pkgs in SLURM_PACKAGES.values() for p in pkgs))
+
+
+def ensure_slurm_apt(bkey, base_rootfs):
+    """Debian's package lists and the Slurm packages with their dependencies, downloaded once (the only step that
+    needs the Debian mirror) into the cache; the layers install from there without a network."""
+    key = hashlib.sha256(json.dumps([bkey, SUITE, MIRROR, slurm_packages()]).encode('utf-8')).hexdigest()[:16]
+    top = os.path.join(CACHE_DIR, 'slurm-apt-' + key)
+    if os.path.exists(os.path.join(top, 'complete')):
+        return key, top
+    log('downloading Slurm and munge from {0} ({1}) into {2}'.format(MIRROR, ', '.join(slurm_packages()), top))
+    t0 = time.time()
+    shutil.rmtree(top, ignore_errors=True)
+    for d in ('lists/partial', 'archives/partial'):
+        os.makedirs(os.path.join(top, d))
+    with open(os.path.join(top, 'sources.list'), 'w') as f:
+        f.write('deb {0} {1} main\n'.format(MIRROR, SUITE))
+    apt = ['apt-get', '-q', '-y'] + slurm_apt_options()
+    nspawn_run(base_rootfs, ['sh', '-c', ' '.join(apt) + ' update && ' + ' '.join(apt) +
+                             ' install --download-only --no-install-recommends ' + ' '.join(slurm_packages())],
+               rw_binds=[top + ':' + SLURM_APT], network=True, volatile=True)
+    with open(os.path.join(top, 'complete'), 'w') as f:
+        json.dump({'packages': sorted(os.listdir(os.path.join(top, 'archives'))),
+                   'seconds': round(time.time() - t0)}, f, indent=1)
+    log('Slurm packages downloaded in {0:.0f} s'.format(time.time() - t0))
+    return key, top
+
+
+def ensure_slurm_layer(flavour, role, layer_upper, base_rootfs, apt_key, apt_dir):
+    """The Slurm packages of ``role`` ('head' or 'node') installed with apt over the flavour's OS layer, cached.
+    Installing runs the packages' maintainer scripts as on a site (users, alternatives, enabled units); services are
+    not started during the build (policy-rc.d), and munge's generated key is removed (the fleet has one key)."""
+    key = hashlib.sha256(json.dumps([layer_upper, role, SLURM_PACKAGES[role], apt_key, SLURM_RECIPE]).encode(
+        'utf-8')).hexdigest()[:16]
+    top = os.path.join(CACHE_DIR, 'slurm-{0}-{1}-{2}'.format(flavour, role, key))
+    upper = os.path.join(top, 'upper')
+    if os.path.exists(os.path.join(top, 'complete')):
+        return upper
+    log('building the Slurm {0} layer for {1} ({2})'.format(role, flavour, top))
+    t0 = time.time()
+    merged = os.path.join(top, 'merged')
+    umount(merged)
+    for d in ('upper', 'work', 'merged'):
+        shutil.rmtree(os.path.join(top, d), ignore_errors=True)
+    mount_overlay([layer_upper, base_rootfs], upper, os.path.join(top, 'work'), merged)
+    apt = ['apt-get', '-q', '-y'] + slurm_apt_options()
+    script = ("set -e; printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; "
+              "DEBIAN_FRONTEND=noninteractive {0} install --no-download --no-install-recommends {1}; "
+              "rm -f /usr/sbin/policy-rc.d /etc/munge/munge.key; "
+              "id slurm; id munge; test -x /usr/bin/sinfo").format(' '.join(apt), ' '.join(SLURM_PACKAGES[role]))
+    try:
+        proc = nspawn_run(merged, ['sh', '-c', script], rw_binds=[apt_dir + ':' + SLURM_APT], check=False)
+        if proc.returncode != 0:
+            raise TestbedError('cannot install {0} in the {1} layer: {2}'.format(
+                ' '.join(SLURM_PACKAGES[role]), flavour, (proc.stdout + proc.stderr)[-2000:]))
+    finally:
+        umount(merged)
+    shutil.rmtree(os.path.join(top, 'work'), ignore_errors=True)
+    with open(os.path.join(top, 'complete'), 'w') as fh:
+        fh.write('{0} {1:.0f}s\n'.format(key, time.time() - t0))
+    log('Slurm {0} layer for {1} ready in {2:.0f} s'.format(role, flavour, time.time() - t0))
     return upper
 
 
@@ -595,17 +736,25 @@ def setup_network(node):
     run(['ip', 'netns', 'exec', ns, 'ip', 'addr', 'replace', node['node_ip'] + '/30', 'dev', 'eth0'])
     run(['ip', 'netns', 'exec', ns, 'ip', 'link', 'set', 'eth0', 'up'])
     run(['ip', 'addr', 'replace', node['host_ip'] + '/30', 'dev', vh])
+    if node.get('slurm'):
+        # Slurm's daemons talk node to node (slurmd -> slurmctld and back): a route to the fleet's subnet through the
+        # host, which forwards between the fleet's own veths only (forwarding is switched on per host veth).
+        run(['ip', 'netns', 'exec', ns, 'ip', 'route', 'replace', '{0}.{1}.0.0/16'.format(*SUBNET),
+             'via', node['host_ip']])
+        with open('/proc/sys/net/ipv4/conf/{0}/forwarding'.format(vh), 'w') as f:
+            f.write('1\n')
     if not os.path.exists(node_dir(node['name'], 'faults', 'node-down')):
         run(['ip', 'link', 'set', vh, 'up'])
 
 
-def provision_node(node, layer_upper, base_rootfs, pubkey):
+def provision_node(node, layer_upper, base_rootfs, pubkey, slurm_upper=None):
     name = node['name']
     nd = node_dir(name)
     merged = os.path.join(nd, 'root')
     for d in ('faults',):
         os.makedirs(os.path.join(nd, d), exist_ok=True)
-    mount_overlay([layer_upper, base_rootfs], os.path.join(nd, 'upper'), os.path.join(nd, 'work'), merged)
+    lowers = ([slurm_upper] if slurm_upper else []) + [layer_upper, base_rootfs]
+    mount_overlay(lowers, os.path.join(nd, 'upper'), os.path.join(nd, 'work'), merged)
     stamp = os.path.join(nd, 'provisioned')
     if os.path.exists(stamp):
         return merged
@@ -624,7 +773,9 @@ def provision_node(node, layer_upper, base_rootfs, pubkey):
     os.makedirs(os.path.join(merged, 'etc/testbed'), exist_ok=True)
     with open(os.path.join(merged, 'etc/testbed/node.json'), 'w') as f:
         json.dump({k: node[k] for k in ('name', 'flavour', 'gpu', 'profile', 'node_ip')}, f, indent=2, sort_keys=True)
-    if node['profile_path']:
+    if node.get('slurm') == 'head':
+        pass                          # the Slurm head has no GPU: no hardware profile, no GPU double
+    elif node['profile_path']:
         shutil.copy2(node['profile_path'], os.path.join(merged, 'etc/testbed/hardware.json'))
         installer = os.path.join(DOUBLE_DIR, 'install_base.sh')
         if os.path.exists(installer):
@@ -637,9 +788,100 @@ def provision_node(node, layer_upper, base_rootfs, pubkey):
     else:
         log('WARNING: no hardware profile {0} in {1}/profiles; {2} has no GPU double'.format(
             node['profile'], DOUBLE_DIR, name))
+    if node.get('slurm') == 'node':
+        # The node's hardware as slurmd sees it in the node (its NodeName line in slurm.conf is made from it).
+        proc = nspawn_run(merged, ['slurmd', '-C'], check=False)
+        try:
+            slurmconf.parse_slurmd_c(proc.stdout)
+        except ValueError as exc:
+            raise TestbedError('slurmd -C on {0} (rc={1}): {2}; {3}'.format(name, proc.returncode, exc, proc.stderr[-500:]))
+        with open(os.path.join(nd, 'slurmd-C.txt'), 'w') as f:
+            f.write(proc.stdout)
     with open(stamp, 'w') as f:
         f.write(time.strftime('%Y-%m-%dT%H:%M:%SZ\n', time.gmtime()))
     return merged
+
+
+def slurm_cluster_name():
+    return 'testbed' if PREFIX == 'nptb' else PREFIX.lower()
+
+
+def slurm_files(nodes):
+    """{path in the node: (text, mode)} shared by every node of the Slurm fleet."""
+    head = [n for n in nodes if n.get('slurm') == 'head'][0]
+    compute = []
+    for n in nodes:
+        if n.get('slurm') != 'node':
+            continue
+        with open(node_dir(n['name'], 'slurmd-C.txt')) as f:
+            hardware = slurmconf.parse_slurmd_c(f.read())
+        compute.append({'name': n['name'], 'addr': n['node_ip'], 'hardware': hardware})
+    hosts = '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' + ''.join(
+        '{0}\t{1}\n'.format(n['node_ip'], n['name']) for n in sorted(nodes, key=lambda n: n['index']))
+    rts = int(os.environ.get('TESTBED_SLURM_RETURN_TO_SERVICE') or 1)
+    return {
+        'etc/slurm/slurm.conf': (slurmconf.slurm_conf(slurm_cluster_name(), {'name': head['name'], 'addr': head['node_ip']},
+                                                      compute, return_to_service=rts), 0o644),
+        'etc/slurm/cgroup.conf': (slurmconf.cgroup_conf(), 0o644),
+        'etc/hosts': (hosts, 0o644),
+    }
+
+
+def passwd_ids(root, user):
+    with open(os.path.join(root, 'etc/passwd')) as f:
+        for line in f:
+            parts = line.split(':')
+            if parts[0] == user:
+                return int(parts[2]), int(parts[3])
+    raise TestbedError('no user {0} in {1}/etc/passwd'.format(user, root))
+
+
+def configure_slurm(nodes):
+    """Write the fleet's Slurm files and its one munge key into every node (before it boots, or restart its daemon
+    when a file changed under a running node). Returns the nodes whose daemons were restarted."""
+    keyfile = state_path('slurm', 'munge.key')
+    if not os.path.exists(keyfile):
+        os.makedirs(os.path.dirname(keyfile), mode=0o700, exist_ok=True)
+        with open(keyfile + '.tmp', 'wb') as f:
+            f.write(os.urandom(1024))          # 1024 random bytes; munged checks the key's owner and mode
+        os.chmod(keyfile + '.tmp', 0o400)
+        os.rename(keyfile + '.tmp', keyfile)
+    with open(keyfile, 'rb') as f:
+        key = f.read()
+    files = slurm_files(nodes)
+    restarted = []
+    for n in nodes:
+        if not n.get('slurm'):
+            continue
+        root = node_dir(n['name'], 'root')
+        changed = False
+        for rel, (text, mode) in sorted(files.items()):
+            path = os.path.join(root, rel)
+            try:
+                with open(path) as f:
+                    same = f.read() == text
+            except (IOError, OSError):
+                same = False
+            if not same:
+                changed = changed or rel.startswith('etc/slurm/')
+                with open(path + '.tmp', 'w') as f:
+                    f.write(text)
+                os.chmod(path + '.tmp', mode)
+                os.rename(path + '.tmp', path)
+        path = os.path.join(root, 'etc/munge/munge.key')
+        if not os.path.exists(path) or open(path, 'rb').read() != key:
+            uid, gid = passwd_ids(root, 'munge')
+            with open(path + '.tmp', 'wb') as f:
+                f.write(key)
+            os.chown(path + '.tmp', uid, gid)
+            os.chmod(path + '.tmp', 0o400)
+            os.rename(path + '.tmp', path)
+            changed = True
+        if changed and container_pid1(n['name']):
+            units = ['munge', 'slurmctld' if n['slurm'] == 'head' else 'slurmd']
+            node_exec(n['name'], ['systemctl', 'restart'] + units, check=False)
+            restarted.append(n['name'])
+    return restarted
 
 
 def nspawn_argv(node):
@@ -719,6 +961,30 @@ def remove_node_cgroups(name):
             pass
 
 
+CLONE_NEWTIME = 0x80
+# Seconds a Slurm fleet's node stays off between its shutdown and its next boot. slurmctld compares whole seconds
+# (boot_time = now - uptime rounded up) with the time `scontrol reboot` was asked for, and keeps a node that seems to
+# have booted before that "still waiting for boot" (REALITY.md, Slurm); a real node's firmware takes minutes.
+SLURM_POWER_CYCLE_S = 2
+
+
+def enter_boot_time_namespace():
+    """Give the process about to exec (the node's systemd-nspawn) a time namespace of its own whose CLOCK_BOOTTIME
+    and CLOCK_MONOTONIC start near 0, as after a real boot: the node's uptime (sysinfo, /proc/uptime) and /proc/stat
+    btime then change at every reboot, which is what slurmd reports and slurmctld compares (REALITY.md, Slurm).
+    Linux >= 5.6; a process moves into the time namespace made by unshare() when it calls execve()."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    # Exact offsets (seconds rounded down, nanoseconds in [0, 1e9) as the kernel wants them): the node's clocks start
+    # at 0 and not at the fraction of a second the host's clocks had.
+    boot_s, boot_ns = divmod(-time.clock_gettime_ns(time.CLOCK_BOOTTIME), 10 ** 9)
+    mono_s, mono_ns = divmod(-time.clock_gettime_ns(time.CLOCK_MONOTONIC), 10 ** 9)
+    if libc.unshare(CLONE_NEWTIME) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, 'unshare(CLONE_NEWTIME): ' + os.strerror(err))
+    with open('/proc/self/timens_offsets', 'w') as f:
+        f.write('monotonic {0} {1}\nboottime {2} {3}\n'.format(mono_s, mono_ns, boot_s, boot_ns))
+
+
 def start_node(node):
     name = node['name']
     if read_pid(node_dir(name, 'runner.pid')) or nspawn_pids(name):
@@ -760,12 +1026,15 @@ def cmd_run(args):
         boots += 1
         with open(node_dir(name, 'boots.log'), 'a') as f:
             f.write('{0} boot {1}\n'.format(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), boots))
-        child['proc'] = subprocess.Popen(nspawn_argv(node), stdin=subprocess.DEVNULL)
+        child['proc'] = subprocess.Popen(nspawn_argv(node), stdin=subprocess.DEVNULL,
+                                         preexec_fn=enter_boot_time_namespace if node.get('slurm') else None)
         rc = child['proc'].wait()
         with open(node_dir(name, 'boots.log'), 'a') as f:
             f.write('{0} exit {1}\n'.format(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), rc))
         if rc != NSPAWN_REBOOT_RC:
             break
+        if node.get('slurm'):
+            time.sleep(SLURM_POWER_CYCLE_S)
     try:
         os.unlink(node_dir(name, 'runner.pid'))
     except OSError:
@@ -903,17 +1172,25 @@ def write_inventory(nodes, keyfile):
                 continue
             hosts = {}
             for n in nodes:
-                if n['flavour'] == flavour:
+                if n['flavour'] == flavour and n.get('slurm') != 'head':
                     hosts[n['name']] = {'ansible_host': n['node_ip'], 'testbed_profile': n['profile'],
                                         'nodeprep_nvidia_driver_branch': n.get('branch', '580')}
             if hosts:
                 fam['children'][flavour] = {'hosts': hosts, 'vars': el_vars[flavour]}
         if fam['children']:
             children[family] = fam
-    for gpu in sorted(set(n['gpu'] for n in nodes)):
+    for gpu in sorted(set(n['gpu'] for n in nodes if n['gpu'])):
         children['gpu_' + gpu] = {'hosts': {n['name']: {} for n in nodes if n['gpu'] == gpu}}
         if gpu in ARTICLE_LOCKED_CLOCKS:
             children['gpu_' + gpu]['vars'] = {'nodeprep_gpu_settings_locked_gpu_clocks': ARTICLE_LOCKED_CLOCKS[gpu]}
+    if any(n.get('slurm') for n in nodes):
+        # The head node: no GPU, so in none of the groups above (the OS and GPU groups hold GPU nodes only).
+        children['slurm_head'] = {'hosts': {n['name']: {'ansible_host': n['node_ip']}
+                                            for n in nodes if n.get('slurm') == 'head'}}
+        children['slurm_nodes'] = {'hosts': {n['name']: {} for n in nodes if n.get('slurm') == 'node'}}
+        # Each boot of a Slurm fleet's node starts a fresh uptime (enter_boot_time_namespace), so PID 1's start
+        # time since boot is about the same at every boot; /proc/stat's btime moves instead.
+        inv['all']['vars']['nodeprep_boot_time_command'] = "awk '/^btime/ {print $2}' /proc/stat"
     lines = ['# Written by tests/testbed/testbed.py up: the simulated fleet. Do not edit; run it again.'] + yaml_dump(inv)
     tmp = state_path('inventory.yml.tmp')
     with open(tmp, 'w') as f:
@@ -955,9 +1232,13 @@ def cmd_up(args):
     t0 = time.time()
     with Lock():
         state = load_state()
-        wanted = plan_fleet(args.nodes)
+        slurm = bool(args.slurm)
+        wanted = plan_fleet(args.nodes, kinds=args.kinds, slurm=slurm)
         wanted_names = [n['name'] for n in wanted]
         extra = [n for n in state.get('nodes', {}) if n not in wanted_names]
+        if state.get('nodes') and bool(state.get('slurm')) != slurm:
+            log('the fleet is {0} a Slurm fleet now: replacing every node'.format('becoming' if slurm else 'no longer'))
+            extra = sorted(state['nodes'])
         if extra:
             log('removing nodes not in the requested fleet: {0}'.format(', '.join(extra)))
             teardown(extra, state)
@@ -971,16 +1252,29 @@ def cmd_up(args):
             layers = {}
             for flavour in sorted(set(n['flavour'] for n in wanted)):
                 layers[flavour] = ensure_layer(flavour, bkey, base_rootfs)
+            slurm_layers = {}
+            if slurm:
+                apt_key, apt_dir = ensure_slurm_apt(bkey, base_rootfs)
+                for flavour, role in sorted(set((n['flavour'], n['slurm']) for n in wanted)):
+                    slurm_layers[(flavour, role)] = ensure_slurm_layer(flavour, role, layers[flavour], base_rootfs,
+                                                                       apt_key, apt_dir)
         keyfile, pubkey = ensure_ssh_key()
         state['nodes'] = {n['name']: n for n in wanted}
         state['base'] = base_rootfs
         state['kernel'] = os.uname().release
+        state['slurm'] = slurm
         save_state(state)            # record first: a crash from here on is cleaned by `down`
         raise_inotify_limits(len(wanted))
         started = []
         for node in wanted:
             setup_network(node)
-            provision_node(node, layers[node['flavour']], base_rootfs, pubkey)
+            provision_node(node, layers[node['flavour']], base_rootfs, pubkey,
+                           slurm_upper=slurm_layers.get((node['flavour'], node.get('slurm'))))
+        if slurm:
+            restarted = configure_slurm(wanted)
+            if restarted:
+                log('Slurm files changed: restarted the daemons on {0}'.format(', '.join(restarted)))
+        for node in wanted:
             if start_node(node):
                 started.append(node['name'])
         write_inventory(wanted, keyfile)
@@ -1105,7 +1399,7 @@ def node_status(node):
     except (IOError, OSError):
         pass
     return {'name': name, 'running': running, 'address': node['node_ip'], 'flavour': node['flavour'],
-            'profile': node['profile'], 'faults': faults, 'boots': boots}
+            'profile': node['profile'] or '-', 'faults': faults, 'boots': boots}
 
 
 def cmd_status(args):
@@ -1363,6 +1657,12 @@ def main(argv=None):
     sub = p.add_subparsers(dest='cmd')
     up = sub.add_parser('up', help='bring the fleet up (safe to run again)')
     up.add_argument('--nodes', type=int, default=int(os.environ.get('NODES') or 4))
+    up.add_argument('--kinds', default=os.environ.get('TESTBED_KINDS') or None,
+                    help='GPU node kinds to cycle through, comma-separated (default: all four: ' +
+                         ','.join(template_key(t) for t in TEMPLATES) + ')')
+    up.add_argument('--slurm', action='store_true', default=os.environ.get('TESTBED_SLURM') in ('1', 'yes', 'true'),
+                    help='add a Slurm head node (slurmctld, no GPU) and run slurmd on every GPU node (Debian 12 '
+                         'Slurm 22.05); TESTBED_SLURM=1 does the same')
     down = sub.add_parser('down', help='stop the fleet; leave no namespace, mount or process')
     down.add_argument('--purge', action='store_true', help='also delete .testbed (repositories, SSH key)')
     st = sub.add_parser('status', help='show the nodes')
