@@ -12,7 +12,6 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.collections import is_sequence
-from ansible.module_utils.six import string_types
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import (
     NodeStateError, path_changes, unit_name)
@@ -23,7 +22,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input im
 
 def nodeprep_path_changes(files, wants):
     """Reasons why copy/template/file tasks for ``wants`` would change paths, from ansible_facts.nodeprep_files."""
-    if not is_sequence(wants) or isinstance(wants, string_types):
+    if not is_sequence(wants) or isinstance(wants, str):
         raise AnsibleFilterError('nodeprep_path_changes: wants must be a list of dicts with path and state, got '
                                  '{0!r}'.format(wants))
     wants = plain(wants)
@@ -39,7 +38,7 @@ def nodeprep_path_changes(files, wants):
 
 def nodeprep_unit_names(names):
     """The keys gpu_node_facts gives these units in nodeprep_units ('.service' added when there is no suffix)."""
-    if not is_sequence(names) or isinstance(names, string_types):
+    if not is_sequence(names) or isinstance(names, str):
         raise AnsibleFilterError('nodeprep_unit_names: input must be a list of unit names, got {0!r}'.format(names))
     try:
         return [unit_name(str(name)) for name in names]
@@ -74,7 +73,7 @@ def nodeprep_gpu_settings_plan(nvidia, settings, nvidia_smi, daemon, files=None,
 def nodeprep_nic_offload_plan(nics, selected, features, ignore_fixed=False):
     """Per selected NIC: what nic_offload would change and how it persists (see _nic.offload_plan)."""
     nics = plain_dict(nics, 'nodeprep_nic_offload_plan', 'the input (ansible_facts.nics)', none_is_empty=True)
-    if not is_sequence(selected) or isinstance(selected, string_types):
+    if not is_sequence(selected) or isinstance(selected, str):
         raise AnsibleFilterError('nodeprep_nic_offload_plan: selected must be a list of interface names, got '
                                  '{0!r}'.format(selected))
     features = plain_dict(features, 'nodeprep_nic_offload_plan', 'features', none_is_empty=True)

@@ -8,7 +8,6 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.collections import is_sequence
-from ansible.module_utils.six import string_types
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import ShmError, predict_before_gpu_memory, shm_plan
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain, plain_dict
@@ -23,7 +22,7 @@ def shm_predict(shm, min_bytes, mount_options, fstab=True, remount=True, shrink=
         min_bytes = int(min_bytes)
     except (TypeError, ValueError):
         raise AnsibleFilterError('shm_predict: min_bytes must be a number of bytes, got {0!r}'.format(min_bytes))
-    if not is_sequence(mount_options) or isinstance(mount_options, string_types):
+    if not is_sequence(mount_options) or isinstance(mount_options, str):
         raise AnsibleFilterError('shm_predict: mount_options must be a list, got {0!r}'.format(mount_options))
     return predict_before_gpu_memory(plain(shm), min_bytes, plain(mount_options), bool(fstab), bool(remount),
                                      bool(shrink))
@@ -34,7 +33,7 @@ def nodeprep_shm_plan(shm, gpu_memory_mib, settings):
     if shm is not None and not isinstance(shm, dict):
         raise AnsibleFilterError('nodeprep_shm_plan: input must be ansible_facts.shm (a dict), got {0}'.format(
             type(shm).__name__))
-    if not is_sequence(gpu_memory_mib) or isinstance(gpu_memory_mib, string_types):
+    if not is_sequence(gpu_memory_mib) or isinstance(gpu_memory_mib, str):
         raise AnsibleFilterError('nodeprep_shm_plan: gpu_memory_mib must be a list of MiB, got {0!r}'.format(
             gpu_memory_mib))
     try:

@@ -211,7 +211,7 @@ def test_check_mode_is_the_same(monkeypatch, capsys, nccl_conf):
 
 def test_values_checked_are_returned(monkeypatch, capsys, nccl_conf):
     result, _calls = run(monkeypatch, capsys, base_args(nccl_conf), [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
-    values = dict(result['values'])
+    values = dict(result['checked_values'])
     assert values['power limit'] == '700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs'
     assert values['/dev/shm'] == ('716.0 GiB live, 716.0 GiB in fstab; GPU memory 1.4 TiB, so /dev/shm = 50% of it; '
                                   'wanted at least 716.0 GiB')
