@@ -30,6 +30,9 @@ SANITY_ROOT := $(TMP)/sanity/ansible_collections/gpufleet/nodeprep
 SANITY_PY   ?= $(shell $(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 VERSION      = $(shell $(PY) -c 'import yaml; print(yaml.safe_load(open("galaxy.yml"))["version"])')
 PY36_PATHS  := plugins/modules plugins/module_utils
+# Python 3.6 (EL8's platform-python) for `make py36-units`: pyenv's.
+PYTHON_3_6  ?= $(firstword $(wildcard $(PYENV_ROOT)/versions/3.6*/bin/python3) $(shell command -v python3.6 2>/dev/null))
+PY36_VENV   := $(TMP)/py36
 # ansible-core releases checked besides the venv's own (2.21): each in its own venv .tmp/core-<x.y>, pinned by
 # requirements/ansible-core-<x.y>.txt. 2.16 to 2.19 run on Debian 12's python3 (3.11, a controller Python of each);
 # 2.20 needs Python >= 3.12 on the controller: $(PYTHON_3_12).
@@ -38,7 +41,7 @@ core_python  = $(if $(filter 2.16 2.17 2.18 2.19,$(1)),python3,$(PYTHON_3_12))
 TARBALL      = $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
 
 
-.PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix lint py36 security \
+.PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix lint py36 py36-units security \
         build docs-rst importer docs-lint docsite ee changelog-lint molecule demo bench clean
 
 deps: ## Install the Debian packages the gates and the simulated fleet need (root)
@@ -69,7 +72,7 @@ collection-link: venv
 	@ln -sfn $(SITE_PKGS)/ansible_collections $(BUNDLED)/ansible_collections
 
 # deps first: on a fresh Debian 12 machine (root) `make test` alone installs python3-venv, debootstrap, ... itself.
-test: deps units units-ansible-test py36 security sanity sanity-matrix lint build importer docs-lint docsite ee changelog-lint \
+test: deps units units-ansible-test py36 py36-units security sanity sanity-matrix lint build importer docs-lint docsite ee changelog-lint \
       molecule ## Run every gate (what CI runs)
 
 units: collection-link ## pytest unit tests (tests/unit mirrors plugins/)
@@ -77,6 +80,24 @@ units: collection-link ## pytest unit tests (tests/unit mirrors plugins/)
 
 py36: venv ## Modules and module_utils must run on Python 3.6 (EL8 platform-python)
 	$(BIN)/vermin -t=3.6- --no-tips --violations --eval-annotations --backport argparse $(PY36_PATHS)
+
+$(PY36_VENV)/.stamp: requirements/py36-units.txt $(TMP)/core-2.16/.stamp
+	@[ -n "$(PYTHON_3_6)" ] || { echo "make py36-units: no Python 3.6 found ($(PYENV_ROOT)/versions/3.6*, python3.6);" \
+	  "install it (pyenv install 3.6.15) or name it: make PYTHON_3_6=/path/to/python3.6" >&2; exit 1; }
+	rm -rf $(PY36_VENV)
+	$(PYTHON_3_6) -m venv $(PY36_VENV)
+	$(PY36_VENV)/bin/pip install -q --disable-pip-version-check pip==21.3.1
+	$(PY36_VENV)/bin/pip install -q --disable-pip-version-check --only-binary=:all: -r $<
+	@# ansible.module_utils of ansible-core 2.16 alone (as ansible-test units gives module tests), not its controller
+	mkdir -p $(PY36_VENV)/ansible-lib/ansible && : > $(PY36_VENV)/ansible-lib/ansible/__init__.py
+	cp -r $$($(TMP)/core-2.16/bin/python -c 'import os, ansible.module_utils as m; print(os.path.dirname(m.__file__))') \
+	  $(PY36_VENV)/ansible-lib/ansible/module_utils
+	touch $@
+
+py36-units: $(PY36_VENV)/.stamp ## The module and module_utils unit tests on Python 3.6 (ansible-core 2.16's module_utils)
+	@# The tests that run `ansible localhost -m ...` use ansible-core 2.16's command line, the module on Python 3.6.
+	PYTHONPATH=$(PY36_VENV)/ansible-lib NODEPREP_TEST_ANSIBLE_BIN=$(TMP)/core-2.16/bin \
+	  $(PY36_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/unit/plugins/modules tests/unit/plugins/module_utils
 
 security: venv ## bandit on plugins/: clean, or each finding justified inline
 	$(BIN)/bandit -q -r plugins
