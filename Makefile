@@ -41,7 +41,7 @@ core_python  = $(if $(filter 2.16 2.17 2.18 2.19,$(1)),python3,$(PYTHON_3_12))
 TARBALL      = $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
 
 
-.PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix lint py36 py36-units security \
+.PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix units-matrix lint py36 py36-units security \
         build docs-rst importer docs-lint docsite ee changelog-lint molecule demo bench clean
 
 deps: ## Install the Debian packages the gates and the simulated fleet need (root)
@@ -72,7 +72,7 @@ collection-link: venv
 	@ln -sfn $(SITE_PKGS)/ansible_collections $(BUNDLED)/ansible_collections
 
 # deps first: on a fresh Debian 12 machine (root) `make test` alone installs python3-venv, debootstrap, ... itself.
-test: deps units units-ansible-test py36 py36-units security sanity sanity-matrix lint build importer docs-lint docsite ee changelog-lint \
+test: deps units units-ansible-test units-matrix py36 py36-units security sanity sanity-matrix lint build importer docs-lint docsite ee changelog-lint \
       molecule ## Run every gate (what CI runs)
 
 units: collection-link ## pytest unit tests (tests/unit mirrors plugins/)
@@ -138,6 +138,18 @@ sanity-matrix: sanity-copy $(foreach v,$(CORE_MATRIX),$(TMP)/core-$(v)/.stamp) #
 units-ansible-test: sanity-copy ## the plugin unit tests (tests/unit/plugins) under ansible-test units (the harness Ansible's own CI uses)
 	bash .ci/get-pip-standin.sh $(PY) $(BIN)/pip
 	cd $(SANITY_ROOT) && $(BIN)/ansible-test units --color no --python $(SANITY_PY) --requirements tests/unit/plugins/
+
+# ansible-core releases whose ansible-test units also run tests/unit/plugins (besides .venv's 2.21).
+UNITS_MATRIX := 2.20
+
+units-matrix: sanity-copy $(foreach v,$(UNITS_MATRIX),$(TMP)/core-$(v)/.stamp) ## ansible-test units of tests/unit/plugins on ansible-core 2.20
+	@set -e; for v in $(UNITS_MATRIX); do \
+	  bash .ci/get-pip-standin.sh $(TMP)/core-$$v/bin/python $(BIN)/pip; \
+	  py=$$($(TMP)/core-$$v/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+	  echo "== ansible-core $$v: ansible-test units --python $$py tests/unit/plugins/"; \
+	  ( cd $(SANITY_ROOT) && $(TMP)/core-$$v/bin/ansible-test units --color no --python $$py --requirements \
+	      tests/unit/plugins/ ); \
+	done
 
 lint: collection-link ## ansible-lint (production profile) on roles and playbooks
 	$(BIN)/ansible-lint --profile production
