@@ -4,12 +4,23 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 ROOT        := $(abspath .)
+# The Python of .venv/: ansible-core 2.21 needs 3.12 or newer on the controller, and Debian 12's python3 is 3.11, so it
+# is pyenv's 3.13 (part of the CI machine's image), else pyenv's 3.12, else a python3.13/python3.12 on PATH.
+# `make PYTHON=/path/to/python3.12 ...` picks another one. docs/development.md says why 2.21 on 3.13.
+PYENV_ROOT  ?= $(HOME)/.pyenv
+PYTHON      ?= $(firstword $(wildcard $(PYENV_ROOT)/versions/3.13*/bin/python3) \
+                 $(wildcard $(PYENV_ROOT)/versions/3.12*/bin/python3) \
+                 $(shell command -v python3.13 python3.12 2>/dev/null))
+# ansible-core 2.20's venv: Python 3.12 (pyenv's), else the same Python as .venv/.
+PYTHON_3_12 ?= $(firstword $(wildcard $(PYENV_ROOT)/versions/3.12*/bin/python3) $(shell command -v python3.12 2>/dev/null) \
+                 $(PYTHON))
 VENV        := $(ROOT)/.venv
 PY          := $(VENV)/bin/python
 BIN         := $(VENV)/bin
 TMP         := $(ROOT)/.tmp
 COLL_ROOT   := $(TMP)/collections
 COLL_LINK   := $(COLL_ROOT)/ansible_collections/gpufleet/nodeprep
+BUNDLED     := $(TMP)/bundled-collections
 SITE_PKGS    = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 # Our collection first, then the collections bundled in the `ansible` package (community.general, ansible.posix).
 export ANSIBLE_COLLECTIONS_PATH = $(COLL_ROOT):$(SITE_PKGS)
@@ -19,13 +30,18 @@ SANITY_ROOT := $(TMP)/sanity/ansible_collections/gpufleet/nodeprep
 SANITY_PY   ?= $(shell $(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 VERSION      = $(shell $(PY) -c 'import yaml; print(yaml.safe_load(open("galaxy.yml"))["version"])')
 PY36_PATHS  := plugins/modules plugins/module_utils
-# ansible-core releases checked besides the venv's own (2.19): each in its own venv .tmp/core-<x.y>, pinned by
-# requirements/ansible-core-<x.y>.txt. 2.20 needs Python >= 3.12 on the controller; Debian 12 has 3.11 (see README).
-CORE_MATRIX := 2.16 2.17 2.18
+# Python 3.6 (EL8's platform-python) for `make py36-units`: pyenv's.
+PYTHON_3_6  ?= $(firstword $(wildcard $(PYENV_ROOT)/versions/3.6*/bin/python3) $(shell command -v python3.6 2>/dev/null))
+PY36_VENV   := $(TMP)/py36
+# ansible-core releases checked besides the venv's own (2.21): each in its own venv .tmp/core-<x.y>, pinned by
+# requirements/ansible-core-<x.y>.txt. 2.16 to 2.19 run on Debian 12's python3 (3.11, a controller Python of each);
+# 2.20 needs Python >= 3.12 on the controller: $(PYTHON_3_12).
+CORE_MATRIX := 2.16 2.17 2.18 2.19 2.20
+core_python  = $(if $(filter 2.16 2.17 2.18 2.19,$(1)),python3,$(PYTHON_3_12))
 TARBALL      = $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
 
 
-.PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix lint py36 security \
+.PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix units-matrix lint py36 py36-units security \
         build docs-rst importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo bench clean
 
 deps: ## Install the Debian packages the gates and the simulated fleet need (root)
@@ -35,7 +51,13 @@ help: ## List the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 20
 
 $(VENV)/.stamp: requirements/dev.txt requirements/controller.txt
-	python3 -m venv $(VENV)
+	@[ -n "$(PYTHON)" ] || { echo "make venv: no Python 3.12 or newer found (looked for $(PYENV_ROOT)/versions/3.13*," \
+	  "3.12*, python3.13 and python3.12 on PATH); ansible-core 2.21 needs one: install it (pyenv install 3.13)" \
+	  "or name it: make PYTHON=/path/to/python3.12" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 12))' || { echo "make venv: $(PYTHON) is older than" \
+	  "3.12; ansible-core 2.21 needs 3.12 or newer" >&2; exit 1; }
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements/dev.txt
 	touch $@
@@ -45,9 +67,12 @@ venv: $(VENV)/.stamp ## Create .venv/ with everything the gates need
 collection-link: venv
 	@mkdir -p $(dir $(COLL_LINK))
 	@if [ "$$(readlink $(COLL_LINK) || true)" != "$(ROOT)" ]; then rm -rf $(COLL_LINK); ln -s $(ROOT) $(COLL_LINK); fi
+	@# The `ansible` package's collections under a path that does not name the venv's Python (molecule.yml uses it).
+	@mkdir -p $(BUNDLED)
+	@ln -sfn $(SITE_PKGS)/ansible_collections $(BUNDLED)/ansible_collections
 
 # deps first: on a fresh Debian 12 machine (root) `make test` alone installs python3-venv, debootstrap, ... itself.
-test: deps units units-ansible-test py36 security sanity sanity-matrix lint build importer docs-lint docsite ee changelog-lint \
+test: deps units units-ansible-test units-matrix py36 py36-units security sanity sanity-matrix lint build importer docs-lint docsite ee changelog-lint \
       molecule slurm-fleet ## Run every gate (what CI runs)
 
 units: collection-link ## pytest unit tests (tests/unit mirrors plugins/)
@@ -55,6 +80,24 @@ units: collection-link ## pytest unit tests (tests/unit mirrors plugins/)
 
 py36: venv ## Modules and module_utils must run on Python 3.6 (EL8 platform-python)
 	$(BIN)/vermin -t=3.6- --no-tips --violations --eval-annotations --backport argparse $(PY36_PATHS)
+
+$(PY36_VENV)/.stamp: requirements/py36-units.txt $(TMP)/core-2.16/.stamp
+	@[ -n "$(PYTHON_3_6)" ] || { echo "make py36-units: no Python 3.6 found ($(PYENV_ROOT)/versions/3.6*, python3.6);" \
+	  "install it (pyenv install 3.6.15) or name it: make PYTHON_3_6=/path/to/python3.6" >&2; exit 1; }
+	rm -rf $(PY36_VENV)
+	$(PYTHON_3_6) -m venv $(PY36_VENV)
+	$(PY36_VENV)/bin/pip install -q --disable-pip-version-check pip==21.3.1
+	$(PY36_VENV)/bin/pip install -q --disable-pip-version-check --only-binary=:all: -r $<
+	@# ansible.module_utils of ansible-core 2.16 alone (as ansible-test units gives module tests), not its controller
+	mkdir -p $(PY36_VENV)/ansible-lib/ansible && : > $(PY36_VENV)/ansible-lib/ansible/__init__.py
+	cp -r $$($(TMP)/core-2.16/bin/python -c 'import os, ansible.module_utils as m; print(os.path.dirname(m.__file__))') \
+	  $(PY36_VENV)/ansible-lib/ansible/module_utils
+	touch $@
+
+py36-units: $(PY36_VENV)/.stamp ## The module and module_utils unit tests on Python 3.6 (ansible-core 2.16's module_utils)
+	@# The tests that run `ansible localhost -m ...` use ansible-core 2.16's command line, the module on Python 3.6.
+	PYTHONPATH=$(PY36_VENV)/ansible-lib NODEPREP_TEST_ANSIBLE_BIN=$(TMP)/core-2.16/bin \
+	  $(PY36_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/unit/plugins/modules tests/unit/plugins/module_utils
 
 security: venv ## bandit on plugins/: clean, or each finding justified inline
 	$(BIN)/bandit -q -r plugins
@@ -71,7 +114,8 @@ sanity: sanity-copy ## ansible-test sanity (every test) on a copy laid out as an
 	cd $(SANITY_ROOT) && $(BIN)/ansible-test sanity --color no --python $(SANITY_PY) --requirements
 
 $(TMP)/core-%/.stamp: requirements/ansible-core-%.txt
-	python3 -m venv $(TMP)/core-$*
+	rm -rf $(TMP)/core-$*
+	$(call core_python,$*) -m venv $(TMP)/core-$*
 	$(TMP)/core-$*/bin/pip install -q --disable-pip-version-check -r $<
 	touch $@
 
@@ -80,19 +124,32 @@ $(TMP)/core-%/.stamp: requirements/ansible-core-%.txt
 MATRIX_PATH ?= $(subst $(eval) ,:,$(strip $(wildcard $(HOME)/.pyenv/versions/*/bin) \
                  $(filter-out %/shims,$(subst :, ,$(PATH)))))
 
-sanity-matrix: sanity-copy $(foreach v,$(CORE_MATRIX),$(TMP)/core-$(v)/.stamp) ## ansible-test compile (every Python found) and import on ansible-core 2.16, 2.17, 2.18
+sanity-matrix: sanity-copy $(foreach v,$(CORE_MATRIX),$(TMP)/core-$(v)/.stamp) ## ansible-test compile (every Python found) and import on ansible-core 2.16 to 2.20
 	@set -e; for v in $(CORE_MATRIX); do \
 	  bash .ci/get-pip-standin.sh $(TMP)/core-$$v/bin/python $(BIN)/pip; \
+	  py=$$($(TMP)/core-$$v/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
 	  echo "== ansible-core $$v: ansible-test sanity --test compile, on every Python found"; \
 	  ( cd $(SANITY_ROOT) && PATH=$(MATRIX_PATH) $(TMP)/core-$$v/bin/ansible-test sanity --color no --test compile ); \
-	  echo "== ansible-core $$v: ansible-test sanity --test import --python $(SANITY_PY)"; \
+	  echo "== ansible-core $$v: ansible-test sanity --test import --python $$py (its venv's)"; \
 	  ( cd $(SANITY_ROOT) && $(TMP)/core-$$v/bin/ansible-test sanity --color no --requirements --test import \
-	      --python $(SANITY_PY) ); \
+	      --python $$py ); \
 	done
 
 units-ansible-test: sanity-copy ## the plugin unit tests (tests/unit/plugins) under ansible-test units (the harness Ansible's own CI uses)
 	bash .ci/get-pip-standin.sh $(PY) $(BIN)/pip
 	cd $(SANITY_ROOT) && $(BIN)/ansible-test units --color no --python $(SANITY_PY) --requirements tests/unit/plugins/
+
+# ansible-core releases whose ansible-test units also run tests/unit/plugins (besides .venv's 2.21).
+UNITS_MATRIX := 2.20
+
+units-matrix: sanity-copy $(foreach v,$(UNITS_MATRIX),$(TMP)/core-$(v)/.stamp) ## ansible-test units of tests/unit/plugins on ansible-core 2.20
+	@set -e; for v in $(UNITS_MATRIX); do \
+	  bash .ci/get-pip-standin.sh $(TMP)/core-$$v/bin/python $(BIN)/pip; \
+	  py=$$($(TMP)/core-$$v/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+	  echo "== ansible-core $$v: ansible-test units --python $$py tests/unit/plugins/"; \
+	  ( cd $(SANITY_ROOT) && $(TMP)/core-$$v/bin/ansible-test units --color no --python $$py --requirements \
+	      tests/unit/plugins/ ); \
+	done
 
 lint: collection-link ## ansible-lint (production profile) on roles and playbooks
 	$(BIN)/ansible-lint --profile production

@@ -21,6 +21,22 @@ import sys
 FQCN = 'gpufleet.nodeprep'
 
 
+def core_internal_warning():
+    """The one warning ``ansible-doc -t role`` of ansible-core 2.21 prints about its own internal collection.
+
+    It lists every collection to find the role and warns that ansible-core's ``ansible._protomatter`` (which ships
+    without MANIFEST.json) has no version: ansible/ansible#85689, open in 2.21.5. The exact line, with that path
+    in this environment's ansible package, says nothing about this collection; any other warning still fails.
+    """
+    try:
+        import ansible
+    except ImportError:
+        return None
+    path = os.path.join(os.path.dirname(ansible.__file__), '_internal', 'ansible_collections', 'ansible', '_protomatter')
+    return ("[WARNING]: Collection at '%s' does not have a MANIFEST.json file, nor has it galaxy.yml: "
+            "cannot detect version." % path)
+
+
 def ansible_doc(args):
     bindir = os.path.dirname(sys.executable)
     argv = [os.path.join(bindir, 'ansible-doc')] + args
@@ -81,7 +97,8 @@ def main(root):
                for p in sorted(glob.glob(os.path.join(root, 'roles', '*', 'meta', 'argument_specs.yml')))]
     for kind, name in checks:
         rc, out, err = ansible_doc(['-t', kind, '%s.%s' % (FQCN, name)])
-        bad = [line for line in err.splitlines() if 'WARNING' in line or 'ERROR' in line]
+        known = core_internal_warning() if kind == 'role' else None
+        bad = [line for line in err.splitlines() if ('WARNING' in line or 'ERROR' in line) and line.strip() != known]
         if rc != 0 or bad or not out.strip():
             problems.append('ansible-doc -t %s %s.%s: rc=%d %s' % (kind, FQCN, name, rc, ' | '.join(bad or [err.strip()])))
         else:

@@ -12,7 +12,6 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.collections import is_sequence
-from ansible.module_utils.six import string_types
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import (
     NodeStateError, path_changes, unit_name)
@@ -21,7 +20,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input im
 
 def nodeprep_path_changes(files, wants):
     """Reasons why copy/template/file tasks for ``wants`` would change paths, from ansible_facts.nodeprep_files."""
-    if not is_sequence(wants) or isinstance(wants, string_types):
+    if not is_sequence(wants) or isinstance(wants, str):
         raise AnsibleFilterError('nodeprep_path_changes: wants must be a list of dicts with path and state, got '
                                  '{0!r}'.format(wants))
     wants = plain(wants)
@@ -37,7 +36,7 @@ def nodeprep_path_changes(files, wants):
 
 def nodeprep_unit_names(names):
     """The keys gpu_node_facts gives these units in nodeprep_units ('.service' added when there is no suffix)."""
-    if not is_sequence(names) or isinstance(names, string_types):
+    if not is_sequence(names) or isinstance(names, str):
         raise AnsibleFilterError('nodeprep_unit_names: input must be a list of unit names, got {0!r}'.format(names))
     try:
         return [unit_name(str(name)) for name in names]

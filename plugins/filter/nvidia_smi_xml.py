@@ -8,7 +8,6 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
-from ansible.module_utils.six import binary_type, string_types
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import (
     NvidiaSmiParseError,
@@ -18,9 +17,9 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import (
 
 def nvidia_smi_xml(data, include_supported_clocks=True):
     """Parse ``nvidia-smi -q -x`` text into the ``ansible_facts.nvidia`` structure (without present/error)."""
-    if isinstance(data, binary_type):
+    if isinstance(data, bytes):
         data = to_text(data, errors='surrogate_or_strict')
-    if not isinstance(data, string_types):
+    if not isinstance(data, str):
         raise AnsibleFilterError(
             'nvidia_smi_xml: input must be the text nvidia-smi -q -x printed, got {0}'.format(type(data).__name__))
     if not isinstance(include_supported_clocks, bool):

@@ -102,20 +102,17 @@ ansible_facts:
           description: Where RV(ansible_facts.kernel_state.default) came from (V(grubby), a C(grub.cfg) path, V(bls)).
           type: str
         devel:
-          description: Release -> whether C(/lib/modules/<release>/build) resolves.
+          description:
+            - Release -> whether C(/lib/modules/<release>/build) resolves.
+            - 'C([<release>]) (bool): Whether C(/lib/modules/<release>/build) resolves for this installed kernel
+              release.'
           type: dict
           sample: {5.14.0-503.14.1.el9_5.x86_64: true}
-          contains:
-            <release>:
-              description: Whether C(/lib/modules/<release>/build) resolves for this installed kernel release.
-              type: bool
         build_paths:
-          description: Release -> where C(build) resolves to, or null.
+          description:
+            - Release -> where C(build) resolves to, or null.
+            - 'C([<release>]) (str): Where C(/lib/modules/<release>/build) resolves to, or V(null).'
           type: dict
-          contains:
-            <release>:
-              description: Where C(/lib/modules/<release>/build) resolves to, or V(null).
-              type: str
         nouveau:
           description: nouveau state.
           type: dict

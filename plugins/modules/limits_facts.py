@@ -48,7 +48,8 @@ options:
   services:
     description:
       - systemd units whose C(LimitMEMLOCK)/C(LimitNOFILE) to report, as C(systemctl show) reports them.
-      - Without a running systemd each is reported as null with a reason in RV(ansible_facts.limits.systemd.service_errors).
+      - Without a running systemd each is reported as null with a reason in
+        RV(ansible_facts.limits.systemd.service_errors).
     type: list
     elements: str
     default: []
@@ -158,138 +159,86 @@ ansible_facts:
           returned: always
         effective:
           description:
-            - User -> item -> C({soft, hard}). Null halves are not set by any line and, on EL, stay what the
-              login service had.
+            - User -> item -> C({soft, hard}). Null halves are not set by any line and, on EL, stay what the login
+              service had.
+            - 'C([<user>]) (dict): One entry per user the module was asked about.'
+            - 'C([<user>][<item>]) (dict): One entry per limit item (V(memlock), V(nofile), ...).'
+            - 'C([<user>][<item>].soft) (raw): Soft limit (V(unlimited), a number, or V(null) when nothing sets it).'
+            - 'C([<user>][<item>].hard) (raw): Hard limit (V(unlimited), a number, or V(null) when nothing sets it).'
           type: dict
           returned: always
           sample: {root: {memlock: {soft: unlimited, hard: unlimited}}}
-          contains:
-            <user>:
-              description: One entry per user the module was asked about.
-              type: dict
-              contains:
-                <item>:
-                  description: One entry per limit item (V(memlock), V(nofile), ...).
-                  type: dict
-                  contains:
-                    soft:
-                      description: Soft limit (V(unlimited), a number, or V(null) when nothing sets it).
-                      type: raw
-                    hard:
-                      description: Hard limit (V(unlimited), a number, or V(null) when nothing sets it).
-                      type: raw
         sources:
-          description: User -> item -> C({soft, hard}) naming the C(file:line) (or C(/proc/1/limits)) each value came from.
+          description:
+            - User -> item -> C({soft, hard}) naming the C(file:line) (or C(/proc/1/limits)) each value came from.
+            - 'C([<user>]) (dict): One entry per user.'
+            - 'C([<user>][<item>]) (dict): One entry per limit item.'
+            - 'C([<user>][<item>].soft) (str): C(file:line) (or C(/proc/1/limits)) the soft value came from; V(null)
+              when unset.'
+            - 'C([<user>][<item>].hard) (str): C(file:line) (or C(/proc/1/limits)) the hard value came from; V(null)
+              when unset.'
           type: dict
           returned: always
-          contains:
-            <user>:
-              description: One entry per user.
-              type: dict
-              contains:
-                <item>:
-                  description: One entry per limit item.
-                  type: dict
-                  contains:
-                    soft:
-                      description: C(file:line) (or C(/proc/1/limits)) the soft value came from; V(null) when unset.
-                      type: str
-                    hard:
-                      description: C(file:line) (or C(/proc/1/limits)) the hard value came from; V(null) when unset.
-                      type: str
         no_limits:
-          description: Users hit by a C(<domain> -) line (pam_limits sets nothing for them), with its C(file:line).
+          description:
+            - Users hit by a C(<domain> -) line (pam_limits sets nothing for them), with its C(file:line).
+            - 'C([<user>]) (str): The C(file:line) of the C(<domain> -) line that applies to this user.'
           type: dict
           returned: always
-          contains:
-            <user>:
-              description: The C(file:line) of the C(<domain> -) line that applies to this user.
-              type: str
         systemd:
           description: systemd's limits.
           type: dict
           returned: always
           contains:
             default:
-              description: Item -> C({soft, hard}) of C(DefaultLimit*), from the files when set there, otherwise what
-                the manager reports, otherwise null.
+              description:
+                - Item -> C({soft, hard}) of C(DefaultLimit*), from the files when set there, otherwise what the manager
+                  reports, otherwise null.
+                - 'C([<item>]) (dict): One entry per C(DefaultLimit*) item, named as in limits.conf (V(memlock),
+                  V(nofile), ...).'
+                - 'C([<item>].soft) (raw): Soft limit (V(unlimited), a number, or V(null) when nothing sets it).'
+                - 'C([<item>].hard) (raw): Hard limit (V(unlimited), a number, or V(null) when nothing sets it).'
               type: dict
               sample: {memlock: {soft: unlimited, hard: unlimited}, nofile: {soft: 1024, hard: 524288}}
-              contains:
-                <item>:
-                  description: One entry per C(DefaultLimit*) item, named as in limits.conf (V(memlock), V(nofile), ...).
-                  type: dict
-                  contains:
-                    soft:
-                      description: Soft limit (V(unlimited), a number, or V(null) when nothing sets it).
-                      type: raw
-                    hard:
-                      description: Hard limit (V(unlimited), a number, or V(null) when nothing sets it).
-                      type: raw
             default_source:
-              description: Item -> C(file:line), V(manager) or null.
+              description:
+                - Item -> C(file:line), V(manager) or null.
+                - 'C([<item>]) (str): C(file:line), V(manager) or V(null) for this item.'
               type: dict
-              contains:
-                <item>:
-                  description: C(file:line), V(manager) or V(null) for this item.
-                  type: str
             configured:
-              description: Item -> C({soft, hard}) set in C(system.conf) and drop-ins (takes effect after reexec).
+              description:
+                - Item -> C({soft, hard}) set in C(system.conf) and drop-ins (takes effect after reexec).
+                - 'C([<item>]) (dict): One entry per item set in the files.'
+                - 'C([<item>].soft) (raw): Soft limit (V(unlimited), a number, or V(null) when nothing sets it).'
+                - 'C([<item>].hard) (raw): Hard limit (V(unlimited), a number, or V(null) when nothing sets it).'
               type: dict
-              contains:
-                <item>:
-                  description: One entry per item set in the files.
-                  type: dict
-                  contains:
-                    soft:
-                      description: Soft limit (V(unlimited), a number, or V(null) when nothing sets it).
-                      type: raw
-                    hard:
-                      description: Hard limit (V(unlimited), a number, or V(null) when nothing sets it).
-                      type: raw
             config_files:
               description: C(system.conf) and drop-ins read, in precedence order.
               type: list
               elements: str
             manager:
-              description: What the running manager reports for its defaults, or null.
+              description:
+                - What the running manager reports for its defaults, or null.
+                - 'C([<item>]) (dict): One entry per item the manager reports.'
+                - 'C([<item>].soft) (raw): Soft limit (V(unlimited), a number, or V(null) when nothing sets it).'
+                - 'C([<item>].hard) (raw): Hard limit (V(unlimited), a number, or V(null) when nothing sets it).'
               type: dict
-              contains:
-                <item>:
-                  description: One entry per item the manager reports.
-                  type: dict
-                  contains:
-                    soft:
-                      description: Soft limit (V(unlimited), a number, or V(null) when nothing sets it).
-                      type: raw
-                    hard:
-                      description: Hard limit (V(unlimited), a number, or V(null) when nothing sets it).
-                      type: raw
             services:
-              description: Service -> item -> C({soft, hard}), or null when unknown.
+              description:
+                - Service -> item -> C({soft, hard}), or null when unknown.
+                - 'C([<service>]) (dict): One entry per service asked about; V(null) when unknown (see
+                  RV(ansible_facts.limits.systemd.service_errors)).'
+                - 'C([<service>][<item>]) (dict): One entry per limit item of the service.'
+                - 'C([<service>][<item>].soft) (raw): Soft limit (V(unlimited), a number, or V(null) when nothing sets
+                  it).'
+                - 'C([<service>][<item>].hard) (raw): Hard limit (V(unlimited), a number, or V(null) when nothing sets
+                  it).'
               type: dict
-              contains:
-                <service>:
-                  description: One entry per service asked about; V(null) when unknown (see RV(ansible_facts.limits.systemd.service_errors)).
-                  type: dict
-                  contains:
-                    <item>:
-                      description: One entry per limit item of the service.
-                      type: dict
-                      contains:
-                        soft:
-                          description: Soft limit (V(unlimited), a number, or V(null) when nothing sets it).
-                          type: raw
-                        hard:
-                          description: Hard limit (V(unlimited), a number, or V(null) when nothing sets it).
-                          type: raw
             service_errors:
-              description: Service -> why it is null.
+              description:
+                - Service -> why it is null.
+                - 'C([<service>]) (str): Why the service''s limits are V(null).'
               type: dict
-              contains:
-                <service>:
-                  description: Why the service's limits are V(null).
-                  type: str
             reason:
               description: Why systemd was not asked, or null.
               type: str

@@ -133,23 +133,15 @@ ansible_facts:
               type: str
         features:
           description:
-            - Offload features keyed by the name C(ethtool -k) prints, each C({enabled, fixed}), plus
-              C(requested) when ethtool shows C([requested on]) or C([requested off]).
+            - Offload features keyed by the name C(ethtool -k) prints, each C({enabled, fixed}), plus C(requested) when
+              ethtool shows C([requested on]) or C([requested off]).
+            - 'C([<feature>]) (dict): One entry per feature, named as C(ethtool -k) prints it
+              (V(generic-receive-offload), ...).'
+            - 'C([<feature>].enabled) (bool): Whether the feature is on.'
+            - 'C([<feature>].fixed) (bool): Whether the driver does not let it change (C([fixed])).'
+            - 'C([<feature>].requested) (bool): The state asked for when it differs from the actual one; only present
+              then.'
           type: dict
-          contains:
-            <feature>:
-              description: One entry per feature, named as C(ethtool -k) prints it (V(generic-receive-offload), ...).
-              type: dict
-              contains:
-                enabled:
-                  description: Whether the feature is on.
-                  type: bool
-                fixed:
-                  description: Whether the driver does not let it change (C([fixed])).
-                  type: bool
-                requested:
-                  description: The state asked for when it differs from the actual one; only present then.
-                  type: bool
         nm_managed:
           description:
             - V(true) when NetworkManager manages the interface, V(false) when it lists it as unmanaged,

@@ -110,19 +110,12 @@ interfaces:
       description: Whether this interface changed (or would, in check mode).
       type: bool
     changes:
-      description: The features (as C(ethtool -k) prints them) that change, with their state before and after.
+      description:
+        - The features (as C(ethtool -k) prints them) that change, with their state before and after.
+        - 'C([<feature>]) (dict): One entry per feature that changes.'
+        - 'C([<feature>].before) (bool): Whether it was on.'
+        - 'C([<feature>].after) (bool): Whether it is on after the run (predicted in check mode).'
       type: dict
-      contains:
-        <feature>:
-          description: One entry per feature that changes.
-          type: dict
-          contains:
-            before:
-              description: Whether it was on.
-              type: bool
-            after:
-              description: Whether it is on after the run (predicted in check mode).
-              type: bool
     skipped_fixed:
       description: Fixed features left alone because O(ignore_fixed=true).
       type: list
@@ -156,23 +149,20 @@ persistence:
           systemd C(.link) key; V(unit) otherwise (a oneshot unit running C(ethtool -K) at boot).
       type: str
     nm_properties:
-      description: NetworkManager property name to value (V(on)/V(off)).
+      description:
+        - NetworkManager property name to value (V(on)/V(off)).
+        - 'C([<property>]) (str): The value (V(on) or V(off)) of this NetworkManager property (V(ethtool.feature-gro),
+          ...).'
       type: dict
-      contains:
-        <property>:
-          description: The value (V(on) or V(off)) of this NetworkManager property (V(ethtool.feature-gro), ...).
-          type: str
     nm_unsupported:
       description: Requested features NetworkManager has no property for.
       type: list
       elements: str
     link_keys:
-      description: systemd.link C([Link]) key to value (V(true)/V(false)).
+      description:
+        - systemd.link C([Link]) key to value (V(true)/V(false)).
+        - 'C([<key>]) (str): The value (V(true) or V(false)) of this C([Link]) key (V(GenericReceiveOffload), ...).'
       type: dict
-      contains:
-        <key>:
-          description: The value (V(true) or V(false)) of this C([Link]) key (V(GenericReceiveOffload), ...).
-          type: str
     link_unsupported:
       description: Requested features with no systemd.link key.
       type: list

@@ -222,27 +222,19 @@ diff:
     after: {"00000000:8F:00.0": {"power_limit_w": 700.0}}
   contains:
     before:
-      description: PCI bus ID -> managed setting -> value before the run.
+      description:
+        - PCI bus ID -> managed setting -> value before the run.
+        - 'C([<pci_bus_id>]) (dict): One entry per selected GPU.'
+        - 'C([<pci_bus_id>][<setting>]) (raw): One managed setting (V(persistence_mode), V(power_limit_w),
+          V(locked_clocks), ...) and its value.'
       type: dict
-      contains:
-        <pci_bus_id>:
-          description: One entry per selected GPU.
-          type: dict
-          contains:
-            <setting>:
-              description: One managed setting (V(persistence_mode), V(power_limit_w), V(locked_clocks), ...) and its value.
-              type: raw
     after:
-      description: PCI bus ID -> managed setting -> value after the run (predicted in check mode).
+      description:
+        - PCI bus ID -> managed setting -> value after the run (predicted in check mode).
+        - 'C([<pci_bus_id>]) (dict): One entry per selected GPU.'
+        - 'C([<pci_bus_id>][<setting>]) (raw): One managed setting (V(persistence_mode), V(power_limit_w),
+          V(locked_clocks), ...) and its value.'
       type: dict
-      contains:
-        <pci_bus_id>:
-          description: One entry per selected GPU.
-          type: dict
-          contains:
-            <setting>:
-              description: One managed setting (V(persistence_mode), V(power_limit_w), V(locked_clocks), ...) and its value.
-              type: raw
 gpus:
   description: Per-GPU outcome for the selected GPUs.
   returned: always
@@ -269,19 +261,17 @@ gpus:
       description: Whether any setting of this GPU changed (would change, in check mode).
       type: bool
     before:
-      description: Managed setting -> value before the run.
+      description:
+        - Managed setting -> value before the run.
+        - 'C([<setting>]) (raw): One managed setting (V(persistence_mode), V(power_limit_w), V(locked_clocks), ...) and
+          its value.'
       type: dict
-      contains:
-        <setting>:
-          description: One managed setting (V(persistence_mode), V(power_limit_w), V(locked_clocks), ...) and its value.
-          type: raw
     after:
-      description: Managed setting -> value after the run (predicted in check mode).
+      description:
+        - Managed setting -> value after the run (predicted in check mode).
+        - 'C([<setting>]) (raw): One managed setting (V(persistence_mode), V(power_limit_w), V(locked_clocks), ...) and
+          its value.'
       type: dict
-      contains:
-        <setting>:
-          description: One managed setting (V(persistence_mode), V(power_limit_w), V(locked_clocks), ...) and its value.
-          type: raw
 replay:
   description: The replay file's content (V(null) without O(replay_file) or when there is nothing to replay).
   returned: always
@@ -303,12 +293,11 @@ replay:
       description: Where the boot unit records the clock locks it applied.
       type: str
     locks:
-      description: The clock locks to apply, keyed by PCI bus ID.
+      description:
+        - The clock locks to apply, keyed by PCI bus ID.
+        - 'C([<pci_bus_id>]) (dict): The GPU''s locked clock settings (V(locked_gpu_clocks), V(locked_memory_clocks) as
+          C([min, max]) MHz) and its C(uuid).'
       type: dict
-      contains:
-        <pci_bus_id>:
-          description: The GPU's locked clock settings (V(locked_gpu_clocks), V(locked_memory_clocks) as C([min, max]) MHz) and its C(uuid).
-          type: dict
 replay_changed:
   description: Whether O(replay_file) was (or, in check mode, would be) written or removed.
   returned: always

@@ -105,7 +105,8 @@ ansible_facts:
           sample: "13.0"
         attached_gpus:
           description:
-            - Number of GPUs the driver reports. It can differ from the number of entries in RV(ansible_facts.nvidia.gpus)
+            - Number of GPUs the driver reports. It can differ from the number of entries in
+              RV(ansible_facts.nvidia.gpus)
               when a GPU is not readable.
           type: int
           returned: always
@@ -286,31 +287,25 @@ ansible_facts:
                   description: Memory clock, MHz.
                   type: int
             supported_clocks:
-              description: >-
-                Supported graphics clocks (list of MHz, highest first) keyed by memory clock (MHz, as a string);
-                V(null) when not read (O(include_supported_clocks=false)) or not reported.
+              description:
+                - Supported graphics clocks (list of MHz, highest first) keyed by memory clock (MHz, as a string);
+                  V(null) when not read (O(include_supported_clocks=false)) or not reported.
+                - 'C([<mem_mhz>]) (list of int): The graphics clocks (MHz, highest first) supported with this memory
+                  clock.'
               type: dict
               returned: always
-              contains:
-                <mem_mhz>:
-                  description: The graphics clocks (MHz, highest first) supported with this memory clock.
-                  type: list
-                  elements: int
             supported_clocks_incomplete:
               description: Whether the supported clocks table was cut short in the output.
               type: bool
               returned: always
             clocks_event_reasons:
-              description: >-
-                Why the clocks are held down, one bool per reason (C(gpu_idle), C(applications_clocks_setting),
-                C(sw_power_cap), C(hw_slowdown), C(hw_thermal_slowdown), C(hw_power_brake_slowdown),
-                C(sw_thermal_slowdown), C(sync_boost)).
+              description:
+                - Why the clocks are held down, one bool per reason (C(gpu_idle), C(applications_clocks_setting),
+                  C(sw_power_cap), C(hw_slowdown), C(hw_thermal_slowdown), C(hw_power_brake_slowdown),
+                  C(sw_thermal_slowdown), C(sync_boost)).
+                - 'C([<reason>]) (bool): Whether this reason holds the clocks down now.'
               type: dict
               returned: always
-              contains:
-                <reason>:
-                  description: Whether this reason holds the clocks down now.
-                  type: bool
             ecc:
               description: >-
                 ECC mode C(current) and C(pending), and the C(volatile_uncorrectable) and C(aggregate_uncorrectable)

@@ -24,7 +24,7 @@ description:
     C(driver.loaded), C(driver.open_modules), C(driver.persistenced), C(gpu.count), C(gpu.power_limit),
     C(gpu.clocks), C(gpu.health), C(memlock.users), C(memlock.services), C(shm.size), C(nccl.config),
     C(nic.offload) and C(fabric.manager).
-  - Also returns the values the checks looked at (RV(values)), for the report.
+  - Also returns the values the checks looked at (RV(checked_values)), for the report.
   - Never changes the node. Called C(gpufleet.nodeprep.readiness_check) before 0.2.0; that name redirects here
     until 1.0.0.
 extends_documentation_fragment:
@@ -174,7 +174,7 @@ lost_gpus:
     reason:
       description: Why the GPU counts as lost.
       type: str
-values:
+checked_values:
   description:
     - The values the checks looked at, as C([label, text]) pairs in a fixed order, for the report (GPUs and
       driver, power limit in W and in % of the default, clocks, GPU memory, C(/dev/shm) against GPU memory,
@@ -203,22 +203,13 @@ probe:
           description: Why the log could not be read, or null.
           type: str
     services:
-      description: Per unit - C(load_state), C(active_state) and C(unit_file_state) as systemctl reports them.
+      description:
+        - Per unit - C(load_state), C(active_state) and C(unit_file_state) as systemctl reports them.
+        - 'C([<unit>]) (dict): One entry per unit read.'
+        - 'C([<unit>].load_state) (str): C(LoadState) (V(loaded), V(not-found), ...).'
+        - 'C([<unit>].active_state) (str): C(ActiveState) (V(active), V(failed), ...).'
+        - 'C([<unit>].unit_file_state) (str): C(UnitFileState) (V(enabled), V(disabled), ...).'
       type: dict
-      contains:
-        <unit>:
-          description: One entry per unit read.
-          type: dict
-          contains:
-            load_state:
-              description: C(LoadState) (V(loaded), V(not-found), ...).
-              type: str
-            active_state:
-              description: C(ActiveState) (V(active), V(failed), ...).
-              type: str
-            unit_file_state:
-              description: C(UnitFileState) (V(enabled), V(disabled), ...).
-              type: str
 """
 
 import os
@@ -310,7 +301,7 @@ def run_checks(module):
         'summary': summary,
         'ready': summary['status'] != FAIL,
         'lost_gpus': lost,
-        'values': values,
+        'checked_values': values,
         'probe': probe,
     }
 

@@ -14,12 +14,11 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.collections import is_sequence
-from ansible.module_utils.six import string_types
 
 
 def plain(value):
     """``value`` with every string, dict and sequence in it made a plain str, dict and list."""
-    if isinstance(value, string_types):
+    if isinstance(value, str):
         return str(value)
     if isinstance(value, dict):
         return dict((plain(k), plain(v)) for k, v in value.items())

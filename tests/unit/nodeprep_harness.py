@@ -69,8 +69,12 @@ def ansible_env(**extra):
 
 
 def ansible_bin(name):
-    """Path of an ansible command line tool of the running environment."""
-    return os.path.join(BIN, name)
+    """Path of an ansible command line tool: of the running environment, or of NODEPREP_TEST_ANSIBLE_BIN's folder.
+
+    ``make py36-units`` runs the tests on Python 3.6, where no ansible command line starts: it names ansible-core
+    2.16's folder there (the last controller that manages Python 3.6 nodes).
+    """
+    return os.path.join(os.environ.get('NODEPREP_TEST_ANSIBLE_BIN') or BIN, name)
 
 
 @contextlib.contextmanager
@@ -198,6 +202,9 @@ def logged(log):
 def ansible_adhoc(module, args):
     """Run ``ansible localhost -m gpufleet.nodeprep.<module>`` against this checkout; return its result."""
     argv = [ansible_bin('ansible'), 'localhost', '-m', 'gpufleet.nodeprep.' + module]
+    if os.environ.get('NODEPREP_TEST_ANSIBLE_BIN'):
+        # The module runs on the Python of the tests (3.6 under make py36-units), as on a node, not the controller's.
+        argv += ['-e', 'ansible_python_interpreter=' + sys.executable]
     if args:
         argv += ['-a', json.dumps(args)]
     proc = subprocess.run(argv, env=ansible_env(), timeout=120, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -40,7 +40,9 @@ RTX3090 = load('rtx-3090-1gpu-v13_telegraf.xml')
 
 def edit(xml, bus_ids, tag, value):
     """Replace the first <tag> value inside the <gpu> blocks of the given bus ids (a simulated change)."""
-    parts = re.split(r'(?=<gpu id=")', xml)
+    # Split before each <gpu id="...">; not re.split on a lookahead, which Python 3.6 (EL8's platform-python) refuses.
+    starts = [m.start() for m in re.finditer(r'<gpu id="', xml)]
+    parts = [xml[i:j] for i, j in zip([0] + starts, starts + [len(xml)])]
     out = []
     for part in parts:
         match = re.match(r'<gpu id="([^"]+)"', part)

@@ -202,7 +202,7 @@ def test_check_mode_is_the_same(monkeypatch, capsys):
 
 def test_values_checked_are_returned(monkeypatch, capsys):
     result, _calls = run(monkeypatch, capsys, base_args(), [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
-    values = dict(result['values'])
+    values = dict(result['checked_values'])
     assert values['power limit'] == '700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs'
     assert values['/dev/shm'] == ('716.0 GiB live, 716.0 GiB in fstab; GPU memory 1.4 TiB, so /dev/shm = 50% of it; '
                                   'wanted at least 716.0 GiB')
@@ -241,4 +241,4 @@ def test_nccl_conf_with_a_byte_that_is_not_utf8(monkeypatch, capsys, tmp_path):
     assert got['nccl.config'] == ('fail', '{0}: content differs'.format(path))
     assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 14
     assert sorted(result['probe']) == ['kernel_log', 'services']
-    assert dict(result['values'])['NCCL files'] == '{0}: content differs'.format(path)
+    assert dict(result['checked_values'])['NCCL files'] == '{0}: content differs'.format(path)
