@@ -7,7 +7,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import resource
 import shutil
 
 import pytest
@@ -108,21 +107,29 @@ def test_groups_option(capsys, monkeypatch, el9_tree):
     assert result['ansible_facts']['limits']['effective']['newbie']['nofile'] == {'soft': None, 'hard': 1048576}
 
 
-def test_live_root_matches_pam_view(capsys, monkeypatch):
-    """On this Debian host no line sets memlock, so root's value comes from /proc/1/limits (Debian's pam_limits)."""
-    monkeypatch.setattr(_limits, 'systemd_booted', lambda: False)
-    result, seen = run_module(limits_facts.main, {'users': ['root']}, capsys, monkeypatch)
+@pytest.fixture
+def debian_tree(tmp_path):
+    """A Debian 12 host: its stock limits.conf (no memlock line) and PID 1's limits under systemd 252."""
+    (tmp_path / 'etc/security/limits.d').mkdir(parents=True)
+    shutil.copy(os.path.join(FIXTURES, 'host', 'limits.conf.debian12'), str(tmp_path / 'etc/security/limits.conf'))
+    (tmp_path / 'etc/debian_version').write_text(u'12.8\n')
+    (tmp_path / 'proc/1').mkdir(parents=True)
+    shutil.copy(os.path.join(FIXTURES, 'host', 'proc1-limits.systemd252'), str(tmp_path / 'proc/1/limits'))
+    (tmp_path / 'etc/passwd').write_text(u'root:x:0:0:root:/root:/bin/bash\n')
+    (tmp_path / 'etc/group').write_text(u'root:x:0:\n')
+    return str(tmp_path)
+
+
+def test_debian_root_starts_from_pid1_limits(debian_tree, capsys, monkeypatch):
+    """Debian's pam_limits: with no memlock line, root's session gets PID 1's limit (8388608 bytes = 8192 KiB in
+    the fixture's "Max locked memory" line), not the calling process's."""
+    result, seen = run_module(limits_facts.main, {'root': debian_tree, 'users': ['root']}, capsys, monkeypatch)
     facts = result['ansible_facts']['limits']
-    assert facts['flavour'] == ('debian' if os.path.exists('/etc/debian_version') else 'upstream')
-    if facts['flavour'] != 'debian' or [e for e in facts['entries'] if e['item'] == 'memlock']:
-        pytest.skip('only meaningful on a Debian host without memlock lines')
-    proc1 = _limits.parse_proc_limits(open('/proc/1/limits').read())['memlock']
-    expected = [_limits.kernel_to_conf_units('memlock', v) for v in proc1]
-    assert [facts['effective']['root']['memlock']['soft'], facts['effective']['root']['memlock']['hard']] == expected
-    # `ulimit -l` of this (non-PAM) process is what it inherited; it agrees when PID 1 passed its own limit on
-    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-    if (soft, hard) == tuple(v if v != 'unlimited' else resource.RLIM_INFINITY for v in proc1):
-        assert facts['sources']['root']['memlock']['soft'] == '/proc/1/limits'
+    assert seen == []
+    assert facts['flavour'] == 'debian'
+    assert [e for e in facts['entries'] if e['item'] == 'memlock'] == []
+    assert facts['effective']['root']['memlock'] == {'soft': 8192, 'hard': 8192}
+    assert facts['sources']['root']['memlock']['soft'] == '/proc/1/limits'
 
 
 def test_ansible_adhoc():
