@@ -858,8 +858,8 @@ READINESS_CASES = [
                            '\'nodeprep_shm_gpu_memory_ratio\' is of type str and we were unable to convert to float: '
                            '...')}),
     ('readiness no plan for shm', _no_plans,
-     {'msg': "readiness check: plans: no plan for role shm; the checks shm.size read the roles' plans (the "
-             "readiness role makes them with gpufleet.nodeprep.node_plan)"}),
+     {'msg': "readiness check: plans: no plan for role gpu_settings, shm; the checks gpu.clocks, gpu.power_limit, "
+             "shm.size read the roles' plans (the readiness role makes them with gpufleet.nodeprep.node_plan)"}),
     ('readiness ratio inf', _settings(nodeprep_shm_gpu_memory_ratio='inf'),
      {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio=Infinity: must be a number '
                            'greater than 0 (0.5: half of the GPU memory)')}),

@@ -18,7 +18,6 @@ from ansible.errors import AnsibleActionFail
 from ansible.playbook.play_context import PlayContext
 
 from ansible_collections.gpufleet.nodeprep.plugins.action import readiness_report
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
 
