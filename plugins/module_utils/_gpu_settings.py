@@ -594,6 +594,19 @@ def known_locks(record, boot, gpu):
     return dict((name, entry[name]) for name, dummy, dummy2 in LOCKS if name in entry)
 
 
+def held_down_locks(record, boot, gpu):
+    """{setting: caps} of the locks the record says are applied this boot whose clock runs outside the lock with a
+    power or thermal cap active (``caps``, the clocks_event_reasons that hold it down): a cap set out of band wins
+    over the lock, and no run of gpu_settings changes it.  A lock the clocks do not show with nothing holding them
+    down stays known: nvidia-smi does not report the locked range itself, so nothing here proves it gone."""
+    held = {}
+    for setting, value in known_locks(record, boot, gpu).items():
+        holding, caps = lock_holding(gpu, setting, value)
+        if holding is False and caps:
+            held[setting] = caps
+    return held
+
+
 def unsupported_app_clocks(selected):
     """Labels of the GPUs whose driver reports applications clocks as deprecated or not supported."""
     return [gpu_label(g) for g in selected

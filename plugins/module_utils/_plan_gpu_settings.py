@@ -399,22 +399,15 @@ def _observed_power(selected, plans):
 
 
 def _locks_of(record, boot, held):
-    """known_locks, less the locks that do not show in the GPU's clocks with nothing holding them down (gone, as
-    after a driver reload: applied again).  A lock that a cap holds down stays known; it is added to ``held``
+    """known_locks (what nvidia_gpu decides from); a lock that a cap holds down is added to ``held``
     ({(setting, lock text, clock, caps): [GPU indexes]}), drift no run fixes."""
     def locks_of(gpu):
+        # What nvidia_gpu itself knows locked (gs.known_locks): the plan and the module decide from the same record.
         known = gs.known_locks(record, boot, gpu)
-        for setting in list(known):
-            holding, caps = gs.lock_holding(gpu, setting, known[setting])
-            if holding is not False:
-                continue
-            if caps:
-                key = (setting, _clock_text(known[setting]), (gpu.get('clocks') or {}).get(gs.LOCK_CLOCKS[setting]),
-                       ', '.join(caps))
-                held.setdefault(key, []).append(gpu['index'])
-            else:
-                # Nothing explains it: the lock is gone (a driver reload clears it without a reboot).
-                del known[setting]
+        for setting, caps in sorted(gs.held_down_locks(record, boot, gpu).items()):
+            key = (setting, _clock_text(known[setting]), (gpu.get('clocks') or {}).get(gs.LOCK_CLOCKS[setting]),
+                   ', '.join(caps))
+            held.setdefault(key, []).append(gpu['index'])
         return known
     return locks_of
 
