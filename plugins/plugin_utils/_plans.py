@@ -15,6 +15,7 @@ __metaclass__ = type
 import copy
 import io
 import os
+import re
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
@@ -40,6 +41,9 @@ PLANNED_ROLES = tuple(role for role in SITE_ROLES if role in RULES)
 # The collection's root on the controller (roles/<role>/... of ROLE_FILES are read from here).
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _ROLE_FILES = {}
+
+# ansible-core before 2.19 names the type given as "<class 'str'>", later releases as "str": one wording.
+_TYPE_RE = re.compile(r"is of type <class '([A-Za-z_]+)'>")
 
 # Keys of an argument spec entry that the validator does not take.
 _DOC_KEYS = ('description', 'version_added')
@@ -90,7 +94,8 @@ def typed_settings(role, provided):
             if one.error_messages:
                 settings[name] = copy.deepcopy(spec[name].get('default'))
                 problems.extend('{0}={1}: {2} (role {3}: docs/roles/{3}.md)'.format(
-                    name, _plan.show(given[name]), message, role) for message in one.error_messages)
+                    name, _plan.show(given[name]), _TYPE_RE.sub(r'is of type \1', message), role)
+                    for message in one.error_messages)
     for name in spec:
         settings.setdefault(name, copy.deepcopy(spec[name].get('default')))
     return settings, problems
