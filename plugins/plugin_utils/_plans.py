@@ -45,6 +45,14 @@ _ROLE_FILES = {}
 # ansible-core before 2.19 names the type given as "<class 'str'>", later releases as "str": one wording.
 _TYPE_RE = re.compile(r"is of type <class '([A-Za-z_]+)'>")
 
+
+
+def _wording(message):
+    """The validator's message in one wording for every ansible-core release (2.16 also puts two spaces between
+    sentences)."""
+    return re.sub(r' {2,}', ' ', _TYPE_RE.sub(r'is of type \1', message))
+
+
 # Keys of an argument spec entry that the validator does not take.
 _DOC_KEYS = ('description', 'version_added')
 
@@ -94,7 +102,7 @@ def typed_settings(role, provided):
             if one.error_messages:
                 settings[name] = copy.deepcopy(spec[name].get('default'))
                 problems.extend('{0}={1}: {2} (role {3}: docs/roles/{3}.md)'.format(
-                    name, _plan.show(given[name]), _TYPE_RE.sub(r'is of type \1', message), role)
+                    name, _plan.show(given[name]), _wording(message), role)
                     for message in one.error_messages)
     for name in spec:
         settings.setdefault(name, copy.deepcopy(spec[name].get('default')))
