@@ -44,8 +44,6 @@ def nodeprep_unit_names(names):
         raise AnsibleFilterError('nodeprep_unit_names: {0}'.format(exc))
 
 
-
-
 class FilterModule(object):
     def filters(self):
         return {

@@ -180,10 +180,6 @@ def _setting(settings, name):
     return settings[name]
 
 
-
-
-
-
 def _memlock_item(items):
     if not isinstance(items, dict):
         return None
@@ -515,8 +511,6 @@ def nvidia_unreadable(facts):
     if _get(facts, 'kernel_state', 'pci', 'gpu_count') == 0:
         return None
     return 'nvidia-smi failed: {0}'.format(nvidia.get('error') or 'not found')
-
-
 
 
 def _want(setting, auto):

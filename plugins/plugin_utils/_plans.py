@@ -33,8 +33,8 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
 SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload')
 
 # The roles whose decisions are a rule module's plan(); the others still decide in their own tasks.
-RULES = dict((module.ROLE, module) for module in (_plan_kernel, _plan_nvidia_driver, _plan_gpu_settings, _plan_memlock,
-                                                   _plan_shm, _plan_nccl, _plan_nic_offload))
+RULES = dict((module.ROLE, module) for module in (
+    _plan_kernel, _plan_nvidia_driver, _plan_gpu_settings, _plan_memlock, _plan_shm, _plan_nccl, _plan_nic_offload))
 
 PLANNED_ROLES = tuple(role for role in SITE_ROLES if role in RULES)
 
@@ -44,7 +44,6 @@ _ROLE_FILES = {}
 
 # ansible-core before 2.19 names the type given as "<class 'str'>", later releases as "str": one wording.
 _TYPE_RE = re.compile(r"is of type <class '([A-Za-z_]+)'>")
-
 
 
 def _wording(message):

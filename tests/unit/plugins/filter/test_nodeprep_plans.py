@@ -116,8 +116,6 @@ def test_unit_names():
     assert "is not a unit name" in str(err.value)
 
 
-
-
 def test_node_sha1_matches_the_hash_filter(tmp_path):
     """The controller compares `content | hash('sha1')` with the sha1 gpu_node_facts read on the node."""
     from ansible.plugins.filter.core import get_hash

@@ -568,8 +568,6 @@ def test_bad_arguments(facts, settings, message):
 # helpers
 
 
-
-
 @pytest.mark.parametrize('text, result', [
     ('00000000:8F:00.0', '0000:8f:00.0'), ('0000:8f:00.0', '0000:8f:00.0'), ('8F:00.0', '0000:8f:00.0'),
     ('0000:c4:00', '0000:c4:00.0'), ('00000001:3B:00.1', '0001:3b:00.1'),
