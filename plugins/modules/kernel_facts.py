@@ -289,7 +289,7 @@ ansible_facts:
               C(versionlock_plugin), C(module_stream); Debian family C(apt_sources_content), C(apt_keyring_present),
               C(apt_holds); both C(packages) (the installed NVIDIA packages, C(dkms), C(nvlsm), C(epel-release) and
               the versionlock plugin, each a list of C(epoch), C(version), C(release), C(arch)).
-            - The P(gpufleet.nodeprep.nvidia_driver_plan#filter) filter plans from it on the controller.
+            - The nvidia_driver role's plan (M(gpufleet.nodeprep.node_plan)) reads it on the controller.
             - Null with O(root) other than C(/), on a distribution the roles do not support, or when the package
               database cannot be read (then RV(ansible_facts.kernel_state.warnings) says why).
           type: dict
