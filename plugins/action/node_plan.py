@@ -22,7 +22,7 @@ GATHER_MODES = ('auto', 'always', 'never')
 # The fact namespaces a plan may read (only these are copied out of ansible_facts).
 FACT_NAMES = ('nvidia', 'kernel_state', 'limits', 'shm', 'nics', 'nodeprep_gathered', 'nodeprep_errors',
               'nodeprep_units', 'nodeprep_files', 'nodeprep_packages', 'nodeprep_contents', 'nodeprep_file_patterns')
-# Gathered namespaces that a partial gather adds to instead of replacing.
+# Gathered namespaces that a gather adds to instead of replacing (what it did not read again stays).
 _MERGED = ('nodeprep_units', 'nodeprep_files', 'nodeprep_packages', 'nodeprep_contents', 'nodeprep_errors')
 
 
@@ -44,12 +44,12 @@ def gather_args(request, keep_gathered=(), fail_on_error=True, nvidia_timeout=No
     return args
 
 
-def merge_facts(old, new, partial, subsets=()):
-    """The facts after a gather: ``new`` over ``old``; a partial gather adds to the per-path and per-unit maps, and
-    an error of a subset read again (``subsets``) is replaced by what this gather says of it."""
+def merge_facts(old, new, subsets=()):
+    """The facts after a gather: ``new`` over ``old``; the per-path and per-unit maps are added to, and an error of a
+    subset read again (``subsets``) is replaced by what this gather says of it."""
     out = dict(old)
     for key, value in new.items():
-        if partial and key in _MERGED and isinstance(old.get(key), dict) and isinstance(value, dict):
+        if key in _MERGED and isinstance(old.get(key), dict) and isinstance(value, dict):
             merged = dict(old[key])
             if key == 'nodeprep_errors':
                 merged = dict((name, error) for name, error in merged.items() if name not in subsets)
@@ -57,7 +57,7 @@ def merge_facts(old, new, partial, subsets=()):
             out[key] = merged
         else:
             out[key] = value
-    if partial and subsets and 'nodeprep_errors' not in new and isinstance(old.get('nodeprep_errors'), dict):
+    if subsets and 'nodeprep_errors' not in new and isinstance(old.get('nodeprep_errors'), dict):
         out['nodeprep_errors'] = dict((name, error) for name, error in old['nodeprep_errors'].items()
                                       if name not in subsets)
     return out
@@ -126,7 +126,6 @@ class ActionModule(ActionBase):
         gathered = {}
         # What is read again replaces what the play had; everything else the play gathered stays valid (another
         # role's facts are not read again for this one).
-        partial = True
         if args['gather'] == 'always':
             todo = request
         elif args['gather'] == 'auto':
@@ -149,9 +148,9 @@ class ActionModule(ActionBase):
                 return result
             gathered = plain(module_result.get('ansible_facts') or {})
             patterns = [path for path in todo['files'] if any(c in path for c in '*?[')]
-            old_patterns = (facts.get('nodeprep_file_patterns') or []) if partial else []
+            old_patterns = facts.get('nodeprep_file_patterns') or []
             gathered['nodeprep_file_patterns'] = old_patterns + [p for p in patterns if p not in old_patterns]
-            facts = merge_facts(facts, gathered, partial, todo['subsets'])
+            facts = merge_facts(facts, gathered, todo['subsets'])
             for key in _MERGED + ('nodeprep_file_patterns',):
                 if key in facts and (key in gathered or key == 'nodeprep_errors'):
                     gathered[key] = facts[key]
