@@ -37,7 +37,9 @@ import fleetstats  # noqa: E402  pylint: disable=wrong-import-position
 
 BIN = os.path.dirname(sys.executable)
 WORK = os.path.join(ROOT, '.tmp', 'bench')
-INVENTORY = os.path.join(ROOT, '.testbed', 'inventory.yml')
+# The testbed writes its inventory into its state folder (TESTBED_DIR, default .testbed/): a bench beside another fleet
+# must measure its own nodes, never an empty or foreign inventory.
+INVENTORY = os.path.join(os.environ.get('TESTBED_DIR') or os.path.join(ROOT, '.testbed'), 'inventory.yml')
 OVERLAY = os.path.join(WORK, 'overlay.yml')
 SITE = os.path.join(ROOT, 'playbooks', 'site.yml')
 GATHER = os.path.join(HERE, 'gather.yml')
@@ -140,6 +142,10 @@ class Bench(object):
                 counter = json.load(handle)
         log('{0}: {1:.1f} s, {2:.1f} s CPU, rc={3}, changed={4}'.format(
             tag, seconds, self.last_cpu, rc, self.changed_hosts(counter)))
+        if not (counter or {}).get('hosts'):
+            # A run that reached no node measures Python start-up, not the collection: stop rather than record it.
+            raise SystemExit('bench: {0}: no host ran a task (inventory {1}; log {2})'.format(
+                tag, INVENTORY, os.path.join(self.logs, tag + '.log')))
         return seconds, rc, counter
 
     @staticmethod
