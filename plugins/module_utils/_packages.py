@@ -112,20 +112,20 @@ def package_manager(module, family=None):
     """(kind, path): ('rpm', path) for family 'el', ('dpkg', path) for 'debian'; without a family, dpkg-query where
     the dpkg database is, else rpm.  Raises PackagesError when the tool is not installed."""
     if family == 'el':
-        kinds = ['rpm']
+        kind = 'rpm'
     elif family == 'debian':
-        kinds = ['dpkg']
+        kind = 'dpkg'
     else:
         dpkg_query = module.get_bin_path('dpkg-query')
         if dpkg_query and os.path.exists(DPKG_STATUS):
             return 'dpkg', dpkg_query
-        kinds = ['rpm']
-    path = module.get_bin_path(TOOLS[kinds[0]])
+        kind = 'rpm'
+    path = module.get_bin_path(TOOLS[kind])
     if path:
-        return kinds[0], path
+        return kind, path
     if family is None:
         raise PackagesError('neither dpkg-query nor rpm found in PATH')
-    raise PackagesError('{0} is not installed, so the installed packages cannot be listed'.format(TOOLS[kinds[0]]))
+    raise PackagesError('{0} is not installed, so the installed packages cannot be listed'.format(TOOLS[kind]))
 
 
 def read_packages(module, names=None, family=None):

@@ -66,10 +66,6 @@ class Result(namedtuple('Result', ['argv', 'rc', 'stdout', 'stderr', 'timed_out'
 
     __slots__ = ()
 
-    def said(self):
-        """stdout and stderr stripped and joined by a newline (the empty ones left out)."""
-        return '\n'.join(part.strip() for part in (self.stdout, self.stderr) if part and part.strip())
-
 
 def check_argv(argv):
     """``argv`` as a list of strings; a string (a shell command line) or anything else but a non-empty list or tuple
