@@ -34,6 +34,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import os
 import time
 
 from collections import namedtuple
@@ -124,7 +125,8 @@ def run(module, argv, timeout=None, env=None, kill_after=KILL_AFTER):
                                           errors='replace', handle_exceptions=False)
     except (IOError, OSError) as exc:
         if exc.errno in (errno.ENOENT, errno.EACCES, errno.ENOEXEC, errno.ENOTDIR):
-            raise CommandNotFound(words, 'cannot run {0}: {1}'.format(words[0], exc.strerror or exc))
+            # os.strerror: Python 3.6's subprocess adds the path to the exception's strerror, later ones do not.
+            raise CommandNotFound(words, 'cannot run {0}: {1}'.format(words[0], os.strerror(exc.errno)))
         raise CommandError(words, 'cannot run {0}: {1}'.format(' '.join(words), exc))
     elapsed = monotonic() - started
     out, err = _text(out), _text(err)
