@@ -393,8 +393,8 @@ def test_persistenced_detection_by_unit(tmp_path, monkeypatch):
     monkeypatch.setattr(nvidia_gpu, 'run', fake)
     assert nvidia_gpu.persistenced_running(str(tmp_path), systemctl='/usr/bin/systemctl', module=module) is True
     assert calls == [['/usr/bin/systemctl', 'is-active', 'nvidia-persistenced.service']]
-    monkeypatch.setattr(nvidia_gpu, 'run', lambda run_module, argv, timeout=None: Result(argv, 3, 'inactive\n', '',
-                                                                                          False))
+    inactive = Result(['/usr/bin/systemctl'], 3, 'inactive\n', '', False)
+    monkeypatch.setattr(nvidia_gpu, 'run', lambda run_module, argv, timeout=None: inactive)
     assert nvidia_gpu.persistenced_running(str(tmp_path), systemctl='/usr/bin/systemctl', module=module) is False
     # A systemctl that hangs: killed after 30 seconds, and the daemon is not taken for running.
     monkeypatch.setattr(nvidia_gpu, 'run', lambda run_module, argv, timeout=None: Result(argv, 124, '', '', True))
