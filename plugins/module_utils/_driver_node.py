@@ -21,15 +21,10 @@ import os
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import (
     keep_package,
-    parse_dpkg_list,
     parse_module_file,
     parse_repo_files,
-    parse_rpm_list,
 )
-
-ENV = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
-RPM_QF = '%{NAME}\\t%{EPOCHNUM}\\t%{VERSION}\\t%{RELEASE}\\t%{ARCH}\\n'
-DPKG_FORMAT = '${Package}\\t${Version}\\t${db:Status-Abbrev}\\t${Architecture}\\n'
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._packages import PackagesError, read_packages
 
 
 class DriverNodeError(Exception):
@@ -46,8 +41,9 @@ def _read(path):
 
 def read_driver_node(module, family):
     """{repos, versionlock, versionlock_plugin, module_stream, packages} (EL) or {apt_sources_content,
-    apt_keyring_present, apt_holds, packages} (Debian family); {'packages': {}} elsewhere.  ``module`` only runs
-    rpm / dpkg-query (LC_ALL=C).  Raises DriverNodeError when the package database cannot be read."""
+    apt_keyring_present, apt_holds, packages} (Debian family); {'packages': {}} elsewhere.  The installed packages
+    come from the collection's one package reader (_packages.read_packages: rpm -qa / dpkg-query -W).  Raises
+    DriverNodeError when the package database cannot be read."""
     node = {}
     if family == 'el':
         files = {}
@@ -60,25 +56,17 @@ def read_driver_node(module, family):
                                if line.strip() and not line.startswith('#')]
         node['versionlock_plugin'] = os.path.exists('/etc/dnf/plugins/versionlock.conf')
         node['module_stream'] = parse_module_file(_read('/etc/dnf/modules.d/nvidia-driver.module'))
-        rpm = module.get_bin_path('rpm')
-        if not rpm:
-            raise DriverNodeError('rpm is not installed, so the installed NVIDIA packages cannot be listed')
-        rc, out, err = module.run_command([rpm, '-qa', '--qf', RPM_QF], environ_update=ENV)
-        if rc != 0:
-            raise DriverNodeError('rpm -qa failed (rc={0}): {1}'.format(rc, err.strip()))
-        packages = parse_rpm_list(out)
     elif family == 'debian':
         node['apt_sources_content'] = _read('/etc/apt/sources.list.d/nodeprep-cuda.sources')
         node['apt_keyring_present'] = os.path.exists('/etc/apt/keyrings/nodeprep-cuda.asc')
-        dpkg = module.get_bin_path('dpkg-query')
-        if not dpkg:
-            raise DriverNodeError('dpkg-query is not installed, so the installed NVIDIA packages cannot be listed')
-        rc, out, err = module.run_command([dpkg, '-W', '-f', DPKG_FORMAT], environ_update=ENV)
-        if rc != 0:
-            raise DriverNodeError('dpkg-query -W failed (rc={0}): {1}'.format(rc, err.strip()))
-        packages, holds = parse_dpkg_list(out)
-        node['apt_holds'] = holds
     else:
-        packages = {}
+        node['packages'] = {}
+        return node
+    try:
+        dummy, packages, holds = read_packages(module, family=family)
+    except PackagesError as exc:
+        raise DriverNodeError(str(exc))
+    if family == 'debian':
+        node['apt_holds'] = holds
     node['packages'] = dict((k, v) for k, v in packages.items() if keep_package(k))
     return node

@@ -779,40 +779,6 @@ def parse_repo_files(files):
     return repos
 
 
-def parse_rpm_list(text):
-    """{name: [{epoch, version, release, arch}]} from rpm -qa --qf '%{NAME}\\t%{EPOCHNUM}\\t...\\n'."""
-    result = {}
-    for line in text.splitlines():
-        parts = line.split('\t')
-        if len(parts) != 5:
-            continue
-        result.setdefault(parts[0], []).append({'epoch': int(parts[1]) if parts[1].isdigit() else 0,
-                                                'version': parts[2], 'release': parts[3], 'arch': parts[4]})
-    return result
-
-
-def parse_dpkg_list(text):
-    """{name: [{epoch, version, release, arch}]} and the held names from dpkg-query -W -f '${Package}\\t${Version}
-    \\t${db:Status-Abbrev}\\t${Architecture}\\n' (installed packages only)."""
-    result = {}
-    holds = []
-    for line in text.splitlines():
-        parts = line.split('\t')
-        if len(parts) != 4 or len(parts[2]) < 2 or parts[2][1] != 'i':
-            continue
-        full = parts[1]
-        epoch = 0
-        if ':' in full:
-            head, full = full.split(':', 1)
-            epoch = int(head) if head.isdigit() else 0
-        version, _sep, release = full.rpartition('-') if '-' in full else (full, '', '')
-        result.setdefault(parts[0], []).append({'epoch': epoch, 'version': version, 'release': release,
-                                                'arch': parts[3]})
-        if parts[2][0] == 'h':
-            holds.append(parts[0])
-    return result, holds
-
-
 def parse_module_file(text):
     """The enabled stream of /etc/dnf/modules.d/nvidia-driver.module, '' when none."""
     stream = ''

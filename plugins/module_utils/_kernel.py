@@ -9,7 +9,7 @@
 
 The parsers are pure functions (no Ansible import).  ``collect_kernel_facts`` reads files
 below ``root`` (so a tree can stand in for a host) and runs grubby, modinfo, dkms and
-lsinitrd/lsinitramfs through ``module.run_command`` when it looks at the real host.
+lsinitrd/lsinitramfs through the collection's runner (_runner.run_status) when it looks at the real host.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,13 +21,13 @@ import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_node import DriverNodeError, read_driver_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import family_of
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import run_status
 
 
 class KernelError(Exception):
     """Kernel related output or files that cannot be understood."""
 
 
-ENV = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
 NVIDIA_VENDOR = '0x10de'
 GPU_CLASSES = ('0x0300', '0x0302')
 NVSWITCH_CLASS = '0x0680'
@@ -475,11 +475,6 @@ def kernel_work(kernel_state, settings, packages=None):
 
 # ---------------------------------------------------------------- collector
 
-def _run(module, argv):
-    rc, out, err = module.run_command(argv, environ_update=ENV)
-    return rc, out, err
-
-
 def installed_kernels(root='/'):
     """Releases with a kernel image in /boot or /lib/modules, and every /lib/modules directory."""
     found = set()
@@ -509,7 +504,7 @@ def _default_kernel(module, root, warnings):
         grubby = module.get_bin_path('grubby')
         if grubby:
             argv = [grubby, '--default-kernel']
-            rc, out, err = _run(module, argv)
+            rc, out, err = run_status(module, argv)
             if rc == 0 and out.strip():
                 return release_from_image(out.strip().splitlines()[-1]), 'grubby'
             warnings.append('grubby --default-kernel failed (rc={0}): {1}'.format(rc, (err or out).strip()))
@@ -562,7 +557,7 @@ def _initramfs(module, root, release, warnings):
                 'reason': 'no initramfs image for {0}'.format(release) if image is None
                 else 'neither lsinitrd nor lsinitramfs is installed'}
     argv = [tool, image]
-    rc, out, err = _run(module, argv)
+    rc, out, err = run_status(module, argv)
     if rc != 0:
         warnings.append('{0} failed (rc={1}): {2}'.format(' '.join(argv), rc, err.strip()))
         return {'image': image, 'checked': False, 'module_present': None, 'blacklist_files': [],
@@ -593,7 +588,7 @@ def _nvidia(module, root, running, warnings):
     if modinfo is None:
         return result
     base = [modinfo] + (['-b', root, '-k', running] if root != '/' else [])
-    rc, out, err = _run(module, base + ['-F', 'license', 'nvidia'])
+    rc, out, err = run_status(module, base + ['-F', 'license', 'nvidia'])
     if rc != 0:
         if 'not found' not in err:
             warnings.append('modinfo -F license nvidia failed (rc={0}): {1}'.format(rc, err.strip()))
@@ -604,7 +599,7 @@ def _nvidia(module, root, running, warnings):
         warnings.append(str(exc))
         return result
     if result['version'] is None:
-        rc, out, err = _run(module, base + ['-F', 'version', 'nvidia'])
+        rc, out, err = run_status(module, base + ['-F', 'version', 'nvidia'])
         if rc == 0 and out.strip():
             result['version'] = out.strip().splitlines()[0]
     result['source'] = result['source'] or 'modinfo'
@@ -650,7 +645,7 @@ def _dkms(module, root, warnings):
     if dkms is None:
         return []
     argv = [dkms, 'status']
-    rc, out, err = _run(module, argv)
+    rc, out, err = run_status(module, argv)
     if rc != 0:
         warnings.append('dkms status failed (rc={0}): {1}'.format(rc, err.strip()))
         return []
@@ -689,7 +684,7 @@ def _secure_boot(module, root, warnings):
     result = {'enabled': None, 'source': None, 'dkms_mok': {'path': None, 'enrolled': None}}
     mokutil = module.get_bin_path('mokutil') if root == '/' else None
     if mokutil:
-        rc, out, err = _run(module, [mokutil, '--sb-state'])
+        rc, out, err = run_status(module, [mokutil, '--sb-state'])
         state = parse_sb_state(out + '\n' + err)
         if state is not None:
             result['enabled'] = state
@@ -711,7 +706,7 @@ def _secure_boot(module, root, warnings):
         if os.path.exists(os.path.join(root, rel)):
             result['dkms_mok']['path'] = '/' + rel
             if mokutil:
-                rc, out, err = _run(module, [mokutil, '--test-key', '/' + rel])
+                rc, out, err = run_status(module, [mokutil, '--test-key', '/' + rel])
                 result['dkms_mok']['enrolled'] = parse_mok_test_key(out + '\n' + err)
             break
     return result

@@ -35,6 +35,7 @@ import os
 import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import to_display
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import run_status
 
 
 class LimitsError(Exception):
@@ -708,11 +709,6 @@ def detect_flavour(root='/'):
     return 'debian' if os.path.exists(os.path.join(root, 'etc/debian_version')) else 'upstream'
 
 
-def _run_show(module, argv):
-    rc, out, err = module.run_command(argv, environ_update={'LC_ALL': 'C', 'LANGUAGE': 'C'})
-    return rc, out, err
-
-
 def systemd_booted():
     """sd_booted(): the host runs systemd as PID 1."""
     return os.path.isdir('/run/systemd/system')
@@ -753,7 +749,7 @@ def collect_systemd(module, services=(), root='/'):
         argv = [systemctl, 'show']
         for name in SYSTEMD_ITEMS.values():
             argv += ['-p', 'DefaultLimit' + name, '-p', 'DefaultLimit' + name + 'Soft']
-        rc, stdout, stderr = _run_show(module, argv)
+        rc, stdout, stderr = run_status(module, argv)
         if rc == 0:
             out['manager'] = parse_systemctl_show(stdout, prefix='Default')
         else:
@@ -777,7 +773,7 @@ def collect_systemd(module, services=(), root='/'):
         for name in SYSTEMD_ITEMS.values():
             argv += ['-p', 'Limit' + name, '-p', 'Limit' + name + 'Soft']
         argv += ['--', service]
-        rc, stdout, stderr = _run_show(module, argv)
+        rc, stdout, stderr = run_status(module, argv)
         if rc != 0:
             out['services'][service] = None
             out['service_errors'][service] = 'systemctl show failed (rc={0}): {1}'.format(rc, stderr.strip())

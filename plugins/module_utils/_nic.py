@@ -11,8 +11,8 @@
 # ``ip -j addr show`` (addresses, and the list of interfaces), sysfs
 # (/sys/class/net/IFACE/mtu and speed), ``ethtool -i`` / ``ethtool -k`` and
 # ``nmcli -t -f DEVICE,STATE device``. The AnsibleModule passed in is used only
-# for run_command, get_bin_path and warn. Commands are argv lists run with the
-# C locale. Errors are raised as NicError, carrying cmd/rc/stdout/stderr when a
+# for get_bin_path, warn and the collection's runner (_runner.run_status: argv
+# lists, the C locale). Errors are raised as NicError, carrying cmd/rc/stdout/stderr when a
 # command failed, so each module can hand them to fail_json.
 #
 # select_nics() is the collection's one NIC selection (by name, driver or
@@ -40,26 +40,14 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._ethtool import 
     persistence_names,
     plan_feature_changes,
 )
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import run_status
 
 SYSFS_NET = '/sys/class/net'
 RUN_SYSTEMD = '/run/systemd/system'
-C_LOCALE = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
 
 
 class NicError(FactsReadError):
     """A NIC could not be read; carries the failed command's details when there is one."""
-
-
-def _text(value):
-    if isinstance(value, bytes):
-        return value.decode('utf-8', 'replace')
-    return value
-
-
-def run(module, argv):
-    """Run argv in the C locale; return (rc, stdout, stderr)."""
-    rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
-    return rc, _text(out), _text(err)
 
 
 def find_tool(module, name, package=None):
@@ -71,7 +59,7 @@ def find_tool(module, name, package=None):
 
 
 def _run_checked(module, argv, what):
-    rc, out, err = run(module, argv)
+    rc, out, err = run_status(module, argv)
     if rc != 0:
         raise NicError('{0} failed (rc={1}): {2}'.format(what, rc, (err or out).strip()),
                        cmd=argv, rc=rc, stdout=out, stderr=err)
@@ -217,7 +205,7 @@ def nm_device_states(module):
     if not nmcli:
         return None
     argv = [nmcli, '-t', '-f', 'DEVICE,STATE', 'device']
-    rc, out, err = run(module, argv)
+    rc, out, err = run_status(module, argv)
     if rc != 0:
         # rc 8: NetworkManager is not running
         return None
@@ -251,7 +239,7 @@ def read_features(module, ethtool, ifname):
 def read_driver(module, ethtool, ifname):
     """``ethtool -i IFACE`` -> {driver, version, firmware_version, bus_info}; all None when not supported (lo)."""
     argv = [ethtool, '-i', ifname]
-    rc, out, err = run(module, argv)
+    rc, out, err = run_status(module, argv)
     empty = {'driver': None, 'version': None, 'firmware_version': None, 'bus_info': None}
     if rc != 0:
         if 'Operation not supported' in (err or '') + (out or ''):

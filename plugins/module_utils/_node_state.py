@@ -11,7 +11,8 @@ The roles decide on the controller, from these facts, whether a template, a boot
 anything to do, so that a node that is already right costs one module execution (the gather).
 
 Pure functions (parsers, argv builders, file state from an lstat result); the collectors at the end take the
-AnsibleModule only for run_command/get_bin_path.  No Ansible import.
+AnsibleModule only for get_bin_path and the collection's runner (_runner.run_status); the packages come from the
+collection's one package reader (_packages.read_packages).  No Ansible import.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,13 +24,18 @@ import hashlib
 import os
 import stat
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._packages import (
+    PackagesError,
+    installed_versions,
+    read_packages,
+)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import run_status
+
 UNIT_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'SubState', 'UnitFileState', 'FragmentPath', 'DropInPaths')
 # systemd.unit(5): the unit types.  A name without one of these suffixes is a service (as systemctl assumes).
 UNIT_SUFFIXES = ('.service', '.socket', '.device', '.mount', '.automount', '.swap', '.target', '.path', '.timer',
                  '.slice', '.scope')
 SHA1_MAX_BYTES = 1024 * 1024
-RPM_QF = '%{NAME}\\t%{EPOCH}\\t%{VERSION}\\t%{RELEASE}\\n'
-DPKG_FORMAT = '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'
 
 
 class NodeStateError(Exception):
@@ -169,54 +175,7 @@ def check_package_name(name):
     return name
 
 
-def rpm_argv(rpm, names):
-    return [rpm, '-q', '--qf', RPM_QF.replace('\\t', '\t').replace('\\n', '\n')] + list(names)
-
-
-def dpkg_argv(dpkg_query, names):
-    return [dpkg_query, '-W', '-f', DPKG_FORMAT.replace('\\t', '\t').replace('\\n', '\n')] + list(names)
-
-
-def parse_rpm_query(text, names):
-    """{name: 'V-R' | 'E:V-R' | None} from ``rpm -q --qf '%{NAME}\\t%{EPOCH}\\t%{VERSION}\\t%{RELEASE}\\n' names``.
-
-    rpm prints 'package X is not installed' for a missing name (that line has no tabs; the name stays None).
-    When several versions are installed (kernels), the one rpm lists last is reported.
-    """
-    result = dict((name, None) for name in names)
-    for line in text.splitlines():
-        parts = line.split('\t')
-        if len(parts) != 4 or parts[0] not in result:
-            continue
-        epoch = parts[1]
-        evr = '{0}-{1}'.format(parts[2], parts[3])
-        if epoch and epoch != '(none)':
-            evr = '{0}:{1}'.format(epoch, evr)
-        result[parts[0]] = evr
-    return result
-
-
-def parse_dpkg_query(text, names):
-    """{name: version | None} from ``dpkg-query -W -f '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n' names``.
-
-    Only packages whose status is installed (second letter of Status-Abbrev 'i') count: a removed package that kept
-    its configuration files ('rc') is not installed.  Debian versions already read '[E:]V[-R]'.
-    """
-    result = dict((name, None) for name in names)
-    for line in text.splitlines():
-        parts = line.split('\t')
-        if len(parts) != 3 or len(parts[2]) < 2 or parts[2][1] != 'i':
-            continue
-        name = parts[0].split(':', 1)[0]
-        if name in result:
-            result[name] = parts[1]
-    return result
-
-
 # ---------------------------------------------------------------- collectors (take the AnsibleModule)
-
-ENV = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
-
 
 def collect_units(module, names):
     """(units, error): error is None, or a message when systemd cannot be asked (then units is {})."""
@@ -232,7 +191,7 @@ def collect_units(module, names):
     systemctl = module.get_bin_path('systemctl')
     if systemctl is None:
         return {}, 'systemctl not found in PATH'
-    rc, out, err = module.run_command(units_argv(systemctl, wanted), environ_update=ENV)
+    rc, out, err = run_status(module, units_argv(systemctl, wanted))
     if rc != 0:
         return {}, 'systemctl show failed (rc={0}): {1}'.format(rc, err.strip())
     return parse_units_show(out, wanted), None
@@ -254,41 +213,21 @@ def collect_files(paths):
     return result
 
 
-def package_manager(module):
-    """('dpkg', path) on Debian/Ubuntu, ('rpm', path) on EL, (None, None) when neither is there."""
-    dpkg_query = module.get_bin_path('dpkg-query')
-    if dpkg_query and os.path.exists('/var/lib/dpkg/status'):
-        return 'dpkg', dpkg_query
-    rpm = module.get_bin_path('rpm')
-    if rpm:
-        return 'rpm', rpm
-    return None, None
-
-
 def collect_packages(module, names):
-    """(packages, error): one rpm -q or dpkg-query -W call for every name."""
+    """(packages, error): {name: installed version | None} from one rpm -q or dpkg-query -W call for every name
+    (_packages.read_packages); error is None, or why the package database could not be read (then every name is
+    None)."""
     wanted = []
     for name in names:
         if check_package_name(name) not in wanted:
             wanted.append(name)
     if not wanted:
         return {}, None
-    kind, path = package_manager(module)
-    if kind is None:
-        return dict((name, None) for name in wanted), 'neither dpkg-query nor rpm found in PATH'
-    if kind == 'rpm':
-        # rc is the number of names not installed: not an error.
-        rc, out, err = module.run_command(rpm_argv(path, wanted), environ_update=ENV)
-        parsed = parse_rpm_query(out, wanted)
-        if rc != 0 and rc != sum(1 for value in parsed.values() if value is None):
-            return parsed, 'rpm -q failed (rc={0}): {1}'.format(rc, err.strip())
-        return parsed, None
-    # dpkg-query -W: rc 1 when a name is unknown ("no packages found matching"), lines for the others still printed.
-    rc, out, err = module.run_command(dpkg_argv(path, wanted), environ_update=ENV)
-    parsed = parse_dpkg_query(out, wanted)
-    if rc not in (0, 1):
-        return parsed, 'dpkg-query -W failed (rc={0}): {1}'.format(rc, err.strip())
-    return parsed, None
+    try:
+        dummy, packages, dummy2 = read_packages(module, wanted)
+    except PackagesError as exc:
+        return dict((name, None) for name in wanted), str(exc)
+    return installed_versions(packages, wanted), None
 
 
 # ---------------------------------------------------------------- decisions on the controller

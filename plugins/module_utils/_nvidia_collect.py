@@ -6,40 +6,21 @@
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # It may change or disappear in any release without notice.
 #
-# Runs ``nvidia-smi -q -x`` with a hard timeout and turns its output into the
-# ``ansible_facts.nvidia`` namespace (see docs/contracts.md). Used by the
-# nvidia_gpu_facts, nvidia_gpu and gpu_node_facts modules.
-#
-# AnsibleModule.run_command has no timeout in ansible-core 2.16 (the last one
-# that manages EL8's Python 3.6), and nvidia-smi can block for minutes when a
-# GPU has fallen off the bus, so commands run through run_with_timeout().
+# Runs ``nvidia-smi -q -x`` with a hard timeout (through _runner.run, which puts coreutils timeout(1) around it and
+# kills the process group of a hung nvidia-smi) and turns its output into the ``ansible_facts.nvidia`` namespace (see
+# docs/contracts.md). Used by the nvidia_gpu_facts, nvidia_gpu and gpu_node_facts modules.
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import signal
-import subprocess  # runs nvidia-smi by absolute path with a fixed argv list, no shell  # nosec B404
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import FactsReadError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import (
     NvidiaSmiParseError,
     parse_nvsmi_xml,
 )
-
-C_LOCALE = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
-
-
-class CommandTimeout(Exception):
-    """A command did not finish within its timeout; it and its process group were killed."""
-
-    def __init__(self, argv, timeout, stdout='', stderr=''):
-        self.argv = list(argv)
-        self.timeout = timeout
-        self.stdout = stdout
-        self.stderr = stderr
-        super(CommandTimeout, self).__init__(
-            '{0} did not finish within {1} seconds and was killed'.format(' '.join(self.argv), timeout))
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import CommandNotFound, run
 
 
 class NvidiaCollectError(FactsReadError):
@@ -51,46 +32,6 @@ class NvidiaCollectError(FactsReadError):
 
 class NvidiaSmiTimeout(NvidiaCollectError):
     """``nvidia-smi`` hung (typically a GPU that fell off the bus) and was killed."""
-
-
-def _to_text(data):
-    if data is None:
-        return ''
-    if isinstance(data, bytes):
-        return data.decode('utf-8', 'replace')
-    return data
-
-
-def run_with_timeout(argv, timeout, env=None):
-    """Run ``argv`` (a list, never a shell string) and return ``(rc, stdout, stderr)`` as text.
-
-    ``env`` entries are added to the current environment (the C locale is always
-    pinned). The command runs in its own session; on timeout the whole process
-    group is killed with SIGKILL and CommandTimeout is raised.
-    """
-    argv = [str(arg) for arg in argv]
-    environ = dict(os.environ)
-    environ.update(C_LOCALE)
-    if env:
-        environ.update(env)
-    # argv is a list built by the collection, never a shell string. Not run_command (ansible-core 2.21's pylint asks
-    # for it): it has no timeout in any ansible-core, and waits for the pipes of a hung nvidia-smi for ever.
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,  # nosec B603  # pylint: disable=ansible-bad-function
-                            stderr=subprocess.PIPE, env=environ, close_fds=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            out, err = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:
-            # A child that left the group may still hold the pipes; give up on them.
-            out, err = b'', b''
-        raise CommandTimeout(argv, timeout, _to_text(out), _to_text(err))
-    return proc.returncode, _to_text(out), _to_text(err)
 
 
 def find_nvidia_smi(module, nvidia_smi=None):
@@ -155,19 +96,20 @@ def facts_from_output(argv, rc, out, err, include_supported_clocks=True):
     return facts
 
 
-def query_xml(binary, timeout):
-    """Run ``nvidia-smi -q -x``; return (argv, rc, stdout, stderr). Raises NvidiaSmiTimeout."""
+def query_xml(module, binary, timeout):
+    """Run ``nvidia-smi -q -x``; return (argv, rc, stdout, stderr). Raises NvidiaSmiTimeout when it hangs and
+    NvidiaCollectError when it cannot be run."""
     argv = [binary, '-q', '-x']
     try:
-        rc, out, err = run_with_timeout(argv, timeout)
-    except CommandTimeout as exc:
+        result = run(module, argv, timeout=timeout)
+    except CommandNotFound as exc:
+        raise NvidiaCollectError(str(exc), cmd=argv)
+    if result.timed_out:
         raise NvidiaSmiTimeout(
             'nvidia-smi -q -x did not answer within the timeout of {0} seconds and was killed; '
             'a GPU may have fallen off the bus (check dmesg for Xid 79) or the driver is hung'.format(timeout),
-            cmd=argv, rc=None, stdout=exc.stdout, stderr=exc.stderr)
-    except OSError as exc:
-        raise NvidiaCollectError('cannot run {0}: {1}'.format(binary, exc), cmd=argv)
-    return argv, rc, out, err
+            cmd=argv, rc=None, stdout=result.stdout, stderr=result.stderr)
+    return argv, result.rc, result.stdout, result.stderr
 
 
 def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvidia_smi=None):
@@ -182,7 +124,7 @@ def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvid
     if binary is None:
         return empty_facts('nvidia-smi not found{0}'.format(
             ' at {0}'.format(nvidia_smi) if nvidia_smi else ' in PATH, /usr/bin or /usr/local/bin'))
-    argv, rc, out, err = query_xml(binary, timeout)
+    argv, rc, out, err = query_xml(module, binary, timeout)
     facts = facts_from_output(argv, rc, out, err, include_supported_clocks)
     # The binary that was read: the gpu_settings plan builds its commands (and the replay file) with this path and
     # passes it to nvidia_gpu, so that the module runs what the plan compared.

@@ -334,6 +334,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state impo
     collect_units, unit_name)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import (
     exit_facts, facts_warnings, fail_kwargs)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import CommandError
 
 SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic')
 # Read only when their option lists something; kept by keep_gathered like the others.
@@ -341,7 +342,8 @@ STATE_SUBSETS = ('units', 'files', 'packages', 'contents')
 NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics'}
 # The shared memory mount point that is reported, not a place for temporary files.
 SHM_PATH = '/dev/shm'  # nosec B108
-READER_ERRORS = (NvidiaCollectError, KernelError, LimitsError, ShmError, NicError, EthtoolError, IOError, OSError)
+READER_ERRORS = (NvidiaCollectError, KernelError, LimitsError, ShmError, NicError, EthtoolError, CommandError, IOError,
+                 OSError)
 
 
 def wanted_subsets(requested):
@@ -456,7 +458,6 @@ def main():
     )
     if module.params['nvidia_timeout'] < 1:
         module.fail_json(msg='nvidia_timeout must be at least 1 second, got {0}'.format(module.params['nvidia_timeout']))
-    module.run_command_environ_update = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
     check_state_options(module)
     subsets = wanted_subsets(module.params['gather_subset'])
     facts, errors, timings = gather(module, subsets)

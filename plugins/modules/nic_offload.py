@@ -185,8 +185,8 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import (
     nm_managed,
     persistence_method,
     read_features,
-    run,
 )
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import run_status
 
 
 def _onoff(value):
@@ -241,7 +241,7 @@ def configure(module, ethtool, ifname, wanted, states, results):
         argv = [ethtool, '-K', ifname] + plan['args']
         result['cmd'] = argv
         if not module.check_mode:
-            rc, out, err = run(module, argv)
+            rc, out, err = run_status(module, argv)
             if rc != 0:
                 # ethtool -K may have applied some features before failing on another: say whether it did.
                 result['changed'] = _applied_any(module, ethtool, ifname, plan['changes'])

@@ -335,12 +335,11 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import (
     parse_nvsmi_xml,
 )
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvidia_collect import (
-    CommandTimeout,
     NvidiaCollectError,
     find_nvidia_smi,
     query_xml,
-    run_with_timeout,
 )
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import CommandNotFound, run
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._gpu_settings import (
     GpuSettingsError,
     LOCKS,
@@ -374,7 +373,7 @@ def boot_id(path='/proc/sys/kernel/random/boot_id'):
         return None
 
 
-def persistenced_running(proc='/proc', systemctl=None):
+def persistenced_running(proc='/proc', systemctl=None, module=None):
     """Whether nvidia-persistenced runs: a process of that name, or (when ``systemctl`` is given) its unit active.
 
     The unit state also covers a daemon whose process has another name (the simulated fleet's runs as gpu-double).
@@ -392,12 +391,12 @@ def persistenced_running(proc='/proc', systemctl=None):
                     return True
         except (IOError, OSError):
             continue
-    if systemctl:
+    if systemctl and module is not None:
         try:
-            rc, out, err = run_with_timeout([systemctl, 'is-active', PERSISTENCED_UNIT], 30)
-        except (CommandTimeout, OSError):
+            result = run(module, [systemctl, 'is-active', PERSISTENCED_UNIT], timeout=30)
+        except CommandNotFound:
             return False
-        return rc == 0 and out.strip() == 'active'
+        return not result.timed_out and result.rc == 0 and result.stdout.strip() == 'active'
     return False
 
 
@@ -463,7 +462,7 @@ class NvidiaGpu(object):
 
     def read_state(self):
         try:
-            argv, rc, out, err = query_xml(self.binary, self.params['timeout'])
+            argv, rc, out, err = query_xml(self.module, self.binary, self.params['timeout'])
         except NvidiaCollectError as exc:
             self.fail(**exc.fail_kwargs())
         said = '\n'.join(p.strip() for p in (out, err) if p and p.strip())
@@ -486,7 +485,7 @@ class NvidiaGpu(object):
         if self.binary is None:
             return False
         try:
-            dummy, rc, out, dummy2 = query_xml(self.binary, self.params['timeout'])
+            dummy, rc, out, dummy2 = query_xml(self.module, self.binary, self.params['timeout'])
         except NvidiaCollectError:
             return False
         return '<nvidia_smi_log' in (out or '')
@@ -516,12 +515,14 @@ class NvidiaGpu(object):
     # -- acting -----------------------------------------------------------
     def run_write(self, argv):
         try:
-            rc, out, err = run_with_timeout(argv, self.params['timeout'])
-        except CommandTimeout as exc:
+            result = run(self.module, argv, timeout=self.params['timeout'])
+        except CommandNotFound as exc:
+            self.fail(str(exc), cmd=argv)
+        if result.timed_out:
             self.fail('{0} did not finish within the timeout of {1} seconds and was killed'.format(
-                ' '.join(argv), self.params['timeout']), cmd=argv, rc=None, stdout=exc.stdout, stderr=exc.stderr)
-        except OSError as exc:
-            self.fail('cannot run {0}: {1}'.format(' '.join(argv), exc), cmd=argv)
+                ' '.join(argv), self.params['timeout']), cmd=argv, rc=None, stdout=result.stdout,
+                stderr=result.stderr)
+        rc, out, err = result.rc, result.stdout, result.stderr
         self.commands.append(argv)
         said = '\n'.join(p.strip() for p in (out, err) if p and p.strip())
         lowered = said.lower()
@@ -601,7 +602,7 @@ class NvidiaGpu(object):
                                                              state['error']))
         daemon = params['persistenced']
         if daemon is None:
-            daemon = persistenced_running(systemctl=self.module.get_bin_path('systemctl'))
+            daemon = persistenced_running(systemctl=self.module.get_bin_path('systemctl'), module=self.module)
         record = LockRecord(self.module, params['state_dir'])
         try:
             decided = plan_settings(state, wanted, params['gpus'], record.known, daemon, self.argv,

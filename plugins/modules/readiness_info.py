@@ -225,8 +225,8 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness impor
     summarize,
     FAIL,
 )
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import run_status
 
-_C_LOCALE = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
 _SYSTEMD_RUN_DIR = '/run/systemd/system'
 
 
@@ -240,7 +240,7 @@ def read_kernel_log(module, lines):
     journalctl = module.get_bin_path('journalctl')
     if journalctl:
         argv = [journalctl, '-k', '-b', '0', '--no-pager', '-q', '-o', 'short-iso', '-n', str(lines)]
-        rc, out, err = module.run_command(argv, environ_update=_C_LOCALE)
+        rc, out, err = run_status(module, argv)
         if rc == 0:
             result['source'] = 'journalctl -k -b 0 (last {0} lines)'.format(lines)
             result['lines'] = [line for line in out.splitlines() if 'NVRM: Xid' in line]
@@ -248,7 +248,7 @@ def read_kernel_log(module, lines):
         errors.append('journalctl rc={0}: {1}'.format(rc, err.strip()))
     dmesg = module.get_bin_path('dmesg')
     if dmesg:
-        rc, out, err = module.run_command([dmesg], environ_update=_C_LOCALE)
+        rc, out, err = run_status(module, [dmesg])
         if rc == 0:
             result['source'] = 'dmesg (last {0} lines)'.format(lines)
             result['lines'] = [line for line in out.splitlines()[-lines:] if 'NVRM: Xid' in line]
@@ -272,7 +272,7 @@ def read_services(module, names):
         return dict((name, {'load_state': None, 'active_state': None, 'unit_file_state': None,
                             'error': reason}) for name in names)
     argv = units_argv(systemctl, names)
-    rc, out, err = module.run_command(argv, environ_update=_C_LOCALE)
+    rc, out, err = run_status(module, argv)
     if rc != 0:
         module.fail_json(msg='systemctl show failed for units {0}'.format(', '.join(names)), rc=rc, stdout=out,
                          stderr=err, cmd=argv)
@@ -319,7 +319,6 @@ def main():
         ),
         supports_check_mode=True,
     )
-    module.run_command_environ_update = _C_LOCALE
     if module.params['kernel_log_lines'] < 0:
         module.fail_json(msg='kernel_log_lines={0} is negative; allowed: 0 (do not read the kernel log) or a positive '
                              'number of lines'.format(module.params['kernel_log_lines']))

@@ -98,6 +98,12 @@ def patch_module_args(args):
             setattr(basic, name, value)
 
 
+def real_module(args=None):
+    """A real AnsibleModule (no options) whose run_command and get_bin_path run for real."""
+    with patch_module_args(args or {}):
+        return basic.AnsibleModule(argument_spec={})
+
+
 def run_main_rc(main, args, capsys):
     """Run a module's main() with args; return (exit code, result dict)."""
     with patch_module_args(args):
@@ -174,7 +180,7 @@ def fake_script(folder, name, body):
 
 
 def fake_smi(folder, body):
-    """A real executable nvidia-smi in folder (runs through run_with_timeout for real)."""
+    """A real executable nvidia-smi in folder (runs through _runner.run for real)."""
     return fake_script(folder, 'nvidia-smi', body)
 
 

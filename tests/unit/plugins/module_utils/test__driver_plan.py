@@ -458,16 +458,6 @@ def test_parse_repo_files():
     assert repos['cuda-rhel9']['gpgcheck'] is True and repos['cuda-rhel9']['baseurl'] == 'u'
 
 
-def test_parse_rpm_and_dpkg():
-    assert P.parse_rpm_list('nvidia-open\t3\t580.95.05\t1.el9\tnoarch\nbad line\n') == {
-        'nvidia-open': [{'epoch': 3, 'version': '580.95.05', 'release': '1.el9', 'arch': 'noarch'}]}
-    packages, holds = P.parse_dpkg_list('nvidia-fabricmanager\t580.95.05-1\thi \tamd64\n'
-                                        'nvidia-open\t580.95.05-0ubuntu1\tii \tamd64\n'
-                                        'gone\t1.0-1\trc \tamd64\n')
-    assert packages['nvidia-fabricmanager'] == [{'epoch': 0, 'version': '580.95.05', 'release': '1', 'arch': 'amd64'}]
-    assert 'gone' not in packages and holds == ['nvidia-fabricmanager']
-
-
 def test_parse_module_file():
     assert P.parse_module_file('[nvidia-driver]\nname=nvidia-driver\nstream=580-open\nprofiles=\nstate=enabled\n') \
         == '580-open'

@@ -25,7 +25,7 @@ DPKG = ('nvidia-fabricmanager\t580.95.05-1\thi \tamd64\n'
 def test_plan_on_ubuntu(capsys, monkeypatch):
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, required=False, opt_dirs=None:
                         '/usr/bin/' + name)
-    argv = ('/usr/bin/dpkg-query', '-W', '-f', '${Package}\\t${Version}\\t${db:Status-Abbrev}\\t${Architecture}\\n')
+    argv = ('/usr/bin/dpkg-query', '-W', '-f', '${Package}\t${Version}\t${db:Status-Abbrev}\t${Architecture}\n')
     facts = {'os': UBUNTU, 'services': {},
              'kernel_state': {'running': K, 'default': K, 'nouveau': {'loaded': False},
                               'nvidia_module': {'loaded': True, 'version': '580.95.05', 'flavour': 'open'},

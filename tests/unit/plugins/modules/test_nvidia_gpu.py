@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FI
 
 from ansible_collections.gpufleet.nodeprep.plugins.modules import nvidia_gpu
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nvidia_collect
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import Result
 
 SMI = '/usr/bin/nvidia-smi'
 QUERY = [SMI, '-q', '-x']
@@ -52,21 +53,27 @@ def edit(xml, bus_ids, tag, value):
     return ''.join(out)
 
 
-class FakeRunner(object):
-    """Stands in for run_with_timeout: every call must be the next expected argv."""
+# The reply of a command that _runner.run killed after its timeout.
+TIMED_OUT = 'timed out'
 
-    def __init__(self, calls):
+
+class FakeRunner(object):
+    """Stands in for _runner.run: every call must be the next expected argv, with the module's timeout."""
+
+    def __init__(self, calls, timeout=30):
         self.calls = list(calls)
+        self.timeout = timeout
         self.seen = []
 
-    def __call__(self, argv, timeout, env=None):
+    def __call__(self, module, argv, timeout=None, env=None):
         self.seen.append(list(argv))
         assert self.calls, 'unexpected command {0}'.format(argv)
+        assert timeout == self.timeout
         expected, reply = self.calls.pop(0)
         assert list(argv) == expected
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
+        if reply == TIMED_OUT:
+            return Result(list(argv), 124, '', '', True)
+        return Result(list(argv), reply[0], reply[1], reply[2], False)
 
 
 @pytest.fixture
@@ -83,9 +90,9 @@ def env(monkeypatch, tmp_path):
 
 
 def run(monkeypatch, capsys, env, args, calls, check_mode=False):
-    runner = FakeRunner(calls)
-    monkeypatch.setattr(nvidia_gpu, 'run_with_timeout', runner)
-    monkeypatch.setattr(_nvidia_collect, 'run_with_timeout', runner)
+    runner = FakeRunner(calls, timeout=args.get('timeout', 60))
+    monkeypatch.setattr(nvidia_gpu, 'run', runner)
+    monkeypatch.setattr(_nvidia_collect, 'run', runner)
     args = dict(args)
     args.setdefault('state_dir', env['state_dir'])
     if check_mode:
@@ -302,7 +309,7 @@ FAIL_CASES = [
      [(cmd(B200_BUS[0], '-pl', '300'), (2, '', 'Invalid combination of input arguments.\n'))],
      '/usr/bin/nvidia-smi -i 00000000:8F:00.0 -pl 300 failed with rc 2: Invalid combination of input arguments.'),
     ('write-hangs', B200, {'gpus': ['0'], 'power_limit': 300, 'timeout': 5},
-     [(cmd(B200_BUS[0], '-pl', '300'), _nvidia_collect.CommandTimeout(cmd(B200_BUS[0], '-pl', '300'), 5))],
+     [(cmd(B200_BUS[0], '-pl', '300'), TIMED_OUT)],
      '/usr/bin/nvidia-smi -i 00000000:8F:00.0 -pl 300 did not finish within the timeout of 5 seconds and was '
      'killed'),
 ]
@@ -348,7 +355,7 @@ def test_query_needs_permissions(monkeypatch, capsys, env):
 
 def test_query_hangs(monkeypatch, capsys, env):
     code, result = run(monkeypatch, capsys, env, {'persistence_mode': True, 'timeout': 7},
-                       [(QUERY, _nvidia_collect.CommandTimeout(QUERY, 7))])
+                       [(QUERY, TIMED_OUT)])
     assert code == 1
     assert result['msg'] == ('nvidia-smi -q -x did not answer within the timeout of 7 seconds and was killed; a GPU '
                              'may have fallen off the bus (check dmesg for Xid 79) or the driver is hung')
@@ -375,14 +382,23 @@ def test_persistenced_detection_by_unit(tmp_path, monkeypatch):
     (tmp_path / '7' / 'comm').write_text('gpu-double\n')
     calls = []
 
-    def fake(argv, timeout, env=None):
+    module = object()
+
+    def fake(run_module, argv, timeout=None, env=None):
+        assert (run_module, timeout) == (module, 30)
         calls.append(argv)
-        return (0, 'active\n', '') if argv[-1] == 'nvidia-persistenced.service' else (3, 'inactive\n', '')
-    monkeypatch.setattr(nvidia_gpu, 'run_with_timeout', fake)
-    assert nvidia_gpu.persistenced_running(str(tmp_path), systemctl='/usr/bin/systemctl') is True
+        if argv[-1] == 'nvidia-persistenced.service':
+            return Result(argv, 0, 'active\n', '', False)
+        return Result(argv, 3, 'inactive\n', '', False)
+    monkeypatch.setattr(nvidia_gpu, 'run', fake)
+    assert nvidia_gpu.persistenced_running(str(tmp_path), systemctl='/usr/bin/systemctl', module=module) is True
     assert calls == [['/usr/bin/systemctl', 'is-active', 'nvidia-persistenced.service']]
-    monkeypatch.setattr(nvidia_gpu, 'run_with_timeout', lambda argv, timeout, env=None: (3, 'inactive\n', ''))
-    assert nvidia_gpu.persistenced_running(str(tmp_path), systemctl='/usr/bin/systemctl') is False
+    inactive = Result(['/usr/bin/systemctl'], 3, 'inactive\n', '', False)
+    monkeypatch.setattr(nvidia_gpu, 'run', lambda run_module, argv, timeout=None: inactive)
+    assert nvidia_gpu.persistenced_running(str(tmp_path), systemctl='/usr/bin/systemctl', module=module) is False
+    # A systemctl that hangs: killed after 30 seconds, and the daemon is not taken for running.
+    monkeypatch.setattr(nvidia_gpu, 'run', lambda run_module, argv, timeout=None: Result(argv, 124, '', '', True))
+    assert nvidia_gpu.persistenced_running(str(tmp_path), systemctl='/usr/bin/systemctl', module=module) is False
     assert nvidia_gpu.persistenced_running(str(tmp_path)) is False
 
 

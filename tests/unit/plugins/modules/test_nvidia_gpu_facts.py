@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_smi, run_main_rc
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_smi, real_module, run_main_rc
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nvidia_collect
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
@@ -128,19 +128,10 @@ def test_hang_is_killed_with_its_children(tmp_path, capsys):
     assert _gone(int(pidfile.read_text()))
 
 
-def test_run_with_timeout_pins_locale(tmp_path):
-    script = fake_smi(tmp_path, 'echo "$LC_ALL/$LANGUAGE/$EXTRA"; echo err >&2; exit 3')
-    assert _nvidia_collect.run_with_timeout([script], 5, env={'EXTRA': 'x'}) == (3, 'C/C/x\n', 'err\n')
-
-
 def test_collector_raises_its_own_timeout_class(tmp_path):
     smi = fake_smi(tmp_path, 'sleep 30')
-
-    class Module(object):
-        pass
-
     with pytest.raises(_nvidia_collect.NvidiaSmiTimeout) as excinfo:
-        _nvidia_collect.collect_nvidia_facts(Module(), timeout=1, nvidia_smi=smi)
+        _nvidia_collect.collect_nvidia_facts(real_module(), timeout=1, nvidia_smi=smi)
     assert isinstance(excinfo.value, _nvidia_collect.NvidiaCollectError)
     assert excinfo.value.cmd == [smi, '-q', '-x']
 
