@@ -369,6 +369,7 @@ def _epel(os_facts, settings, node, needed):
         'needed': wanted,
         'define': define,
         'id': EPEL_REPO_ID,
+        'description': 'Extra Packages for Enterprise Linux {0} (gpufleet.nodeprep)'.format(major),
         'url': url,
         'gpgkey': gpgkey,
         'provided_by': other_epel[0] if other_epel else (EPEL_REPO_ID if define else None),
@@ -650,6 +651,22 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
                                '--kernel-module-type=' + module_type, '--no-opengl-files', '--kernel-name=' + boot,
                                '--kernel-source-path=/lib/modules/{0}/build'.format(boot)]
     return plan
+
+
+def run_state(run):
+    """What driver_plan reads of the run so far: ``start_version``, ``installing`` and ``modprobe`` (``rc``,
+    ``stdout``, ``stderr``; empty when ``modprobe nvidia`` did not run).  ``modprobe`` may be the registered result of
+    the command task as it is (skipped or not)."""
+    run = run if isinstance(run, dict) else {}
+    modprobe = run.get('modprobe') if isinstance(run.get('modprobe'), dict) else {}
+    installing = run.get('installing')
+    if not isinstance(installing, bool):
+        installing = str(installing).strip().lower() in ('true', 'yes', 'on', '1')
+    out = {'start_version': str(run.get('start_version') or ''), 'installing': installing, 'modprobe': {}}
+    if modprobe.get('rc') is not None:
+        out['modprobe'] = {'rc': int(modprobe['rc']), 'stdout': str(modprobe.get('stdout') or ''),
+                           'stderr': str(modprobe.get('stderr') or '')}
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------- the no-op
