@@ -237,6 +237,18 @@ def nvswitch_fabric(kernel_state):
     return 'pci' if pci.get('nvswitch_count') else 'none'
 
 
+def fabric_text(kernel_state, kind):
+    """How the node's NVSwitches were found, in words (readiness reports it)."""
+    pci = (kernel_state or {}).get('pci') or {}
+    if kind == 'nvlink5':
+        bridges = pci.get('nvlink5_bridge_count')
+        return 'NVLink 5 switch fabric ({0} NVLink 5 bridges; its NVSwitches are not on the PCI bus)'.format(
+            bridges if bridges is not None else 'unknown number of')
+    if kind == 'pci':
+        return '{0} NVSwitches on the PCI bus'.format(pci.get('nvswitch_count') or 0)
+    return 'no NVSwitch on the PCI bus and no NVLink 5 switch bridge'
+
+
 def installed_driver_version(kernel_state, nvidia, packages, boot_kernel):
     """The installed driver: DKMS build for the kernel that boots next, else the driver package, else nvidia-smi."""
     for entry in kernel_state.get('dkms') or []:
