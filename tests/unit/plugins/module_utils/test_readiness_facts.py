@@ -206,8 +206,10 @@ def driver_facts(facts, probe, settings):
         kernel_state.setdefault('driver_node', {'repos': {}, 'packages': packages, 'versionlock': [],
                                                 'versionlock_plugin': True, 'module_stream': '580-open'})
     request = _plan_nvidia_driver.gather(settings)
-    units = unit_states(probe, request['units'])
-    units.update(out.get('nodeprep_units') or {})
+    # The units as the gather read them; a probe given (what the tests change) says their state now.
+    units = dict(out.get('nodeprep_units') or {})
+    if probe is not None or not units:
+        units.update(unit_states(probe, request['units']))
     out['nodeprep_units'] = units
     files = dict((path, {'exists': False}) for path in request['files'])
     files.update(out.get('nodeprep_files') or {})
@@ -300,6 +302,8 @@ def converged():
                      'nvlsm.service': dict(active), 'nodeprep-gpu-settings.service': dict(active)},
     }
     facts['nodeprep_files'].update(memlock_files())
+    # The units the nvidia_driver plan reads, as the gather read them on this node.
+    facts['nodeprep_units'] = unit_states(probe, _plan_nvidia_driver.gather(_plan.defaults(_plan_nvidia_driver))['units'])
     return facts, settings, probe
 
 
