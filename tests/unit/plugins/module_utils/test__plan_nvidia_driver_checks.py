@@ -51,8 +51,9 @@ def blackwell(flavour='open', arch='Blackwell', device='0x2901'):
     return state
 
 
-def no_nvswitch(fm_installed=True, fm_unit=T.RUNNING):
-    state = T.facts('converged', nodeprep_units=_units(**{'nvidia-fabricmanager.service': fm_unit}))
+def no_nvswitch(fm_installed=True, fm_unit=None):
+    state = T.facts('converged', nodeprep_units=_units(**{
+        'nvidia-fabricmanager.service': T.RUNNING if fm_unit is None else fm_unit}))
     pci = state['kernel_state']['pci']
     pci.update(nvswitches=[], nvswitch_count=0, nvswitch_fabric='none')
     if not fm_installed:
