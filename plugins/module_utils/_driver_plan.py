@@ -237,6 +237,18 @@ def nvswitch_fabric(kernel_state):
     return 'pci' if pci.get('nvswitch_count') else 'none'
 
 
+def fabric_text(kernel_state, kind):
+    """How the node's NVSwitches were found, in words (readiness reports it)."""
+    pci = (kernel_state or {}).get('pci') or {}
+    if kind == 'nvlink5':
+        bridges = pci.get('nvlink5_bridge_count')
+        return 'NVLink 5 switch fabric ({0} NVLink 5 bridges; its NVSwitches are not on the PCI bus)'.format(
+            bridges if bridges is not None else 'unknown number of')
+    if kind == 'pci':
+        return '{0} NVSwitches on the PCI bus'.format(pci.get('nvswitch_count') or 0)
+    return 'no NVSwitch on the PCI bus and no NVLink 5 switch bridge'
+
+
 def installed_driver_version(kernel_state, nvidia, packages, boot_kernel):
     """The installed driver: DKMS build for the kernel that boots next, else the driver package, else nvidia-smi."""
     for entry in kernel_state.get('dkms') or []:
@@ -369,6 +381,7 @@ def _epel(os_facts, settings, node, needed):
         'needed': wanted,
         'define': define,
         'id': EPEL_REPO_ID,
+        'description': 'Extra Packages for Enterprise Linux {0} (gpufleet.nodeprep)'.format(major),
         'url': url,
         'gpgkey': gpgkey,
         'provided_by': other_epel[0] if other_epel else (EPEL_REPO_ID if define else None),
@@ -650,6 +663,22 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
                                '--kernel-module-type=' + module_type, '--no-opengl-files', '--kernel-name=' + boot,
                                '--kernel-source-path=/lib/modules/{0}/build'.format(boot)]
     return plan
+
+
+def run_state(run):
+    """What driver_plan reads of the run so far: ``start_version``, ``installing`` and ``modprobe`` (``rc``,
+    ``stdout``, ``stderr``; empty when ``modprobe nvidia`` did not run).  ``modprobe`` may be the registered result of
+    the command task as it is (skipped or not)."""
+    run = run if isinstance(run, dict) else {}
+    modprobe = run.get('modprobe') if isinstance(run.get('modprobe'), dict) else {}
+    installing = run.get('installing')
+    if not isinstance(installing, bool):
+        installing = str(installing).strip().lower() in ('true', 'yes', 'on', '1')
+    out = {'start_version': str(run.get('start_version') or ''), 'installing': installing, 'modprobe': {}}
+    if modprobe.get('rc') is not None:
+        out['modprobe'] = {'rc': int(modprobe['rc']), 'stdout': str(modprobe.get('stdout') or ''),
+                           'stderr': str(modprobe.get('stderr') or '')}
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------- the no-op

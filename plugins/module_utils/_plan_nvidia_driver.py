@@ -20,12 +20,18 @@ __metaclass__ = type
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import (
-    PERSISTENCED_DROPIN, PERSISTENCED_WANTS, IB_UMAD_CONF, driver_plan, driver_work)
+    PERSISTENCED_DROPIN, PERSISTENCED_WANTS, IB_UMAD_CONF, _file_is, _unit_is, driver_plan, driver_work,
+    fabric_package_names, fabric_text, wanted_match)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import os_facts
 
 ROLE = 'nvidia_driver'
-# The readiness checks whose verdict is this plan (none yet: driver.* and fabric.manager still read the facts).
-CHECKS = ()
+# The readiness checks whose verdict is this plan: each passes exactly when the plan has no drift for it
+# (_readiness.plan_check).  What no role decides stays in readiness: whether nvidia-smi answered (driver.loaded) and
+# the GPUs' fabric state (fabric.manager).
+CHECKS = ('driver.nouveau_blacklisted', 'driver.loaded', 'driver.open_modules', 'driver.persistenced',
+          'fabric.manager')
+FABRIC_UNIT = 'nvidia-fabricmanager'
+PERSISTENCED_UNIT = 'nvidia-persistenced'
 
 PREFIX = 'nodeprep_nvidia_driver_'
 # The units the plan and the no-op decision look at besides the conflicting ones, and the files the role writes.
@@ -362,6 +368,7 @@ def plan(facts, settings, context):
     errors = facts.get('nodeprep_errors') if isinstance(facts.get('nodeprep_errors'), dict) else {}
     if 'kernel' in errors:
         out['errors'].append('The kernel facts could not be read: {0}'.format(errors['kernel']))
+        _not_judged(out, 'the kernel facts could not be read: {0}'.format(errors['kernel']))
         return out
     wanted = driver_facts(facts)
     out['args']['runfile_url'] = settings[PREFIX + 'runfile_url'] or RUNFILE_URL.format(
@@ -371,6 +378,8 @@ def plan(facts, settings, context):
         # An older gather, or an OS the roles do not support: the role asks the nvidia_driver_plan module, which
         # reads the node itself.
         out['reasons'] = ['driver facts to gather']
+        _not_judged(out, 'the driver packages were not read (kernel_state.driver_node){0}'.format(
+            '' if wanted['os'].get('os_family') is not None else ' and the OS is not known'))
         return out
     start = driver_plan(wanted, out['args']['driver_settings'], node=node, stage='start',
                         run={'start_version': '', 'installing': False, 'modprobe': {}},
@@ -386,4 +395,204 @@ def plan(facts, settings, context):
     if not start.get('refusals'):
         out['reboot'] = {'needed': bool(start['reboot']['needed']), 'why': list(start['reboot']['reasons']),
                          'allowed': bool(start['reboot']['allowed'])}
+        judge(out, start, wanted, settings, facts.get('nodeprep_units'), facts.get('nodeprep_files'))
+    elif 'platform' in start.get('refused', {}):
+        _not_judged(out, start['refused']['platform'])
     return out
+
+
+# ----------------------------------------------------------------------------------------------------- readiness
+
+def _not_judged(out, why):
+    """Drift for every check of the role when the plan could not be made: the checks fail with the reason."""
+    for check in CHECKS:
+        _plan.add_drift(out, check, why, fixable=False)
+
+
+def _drift(out, check, msg, level='fail'):
+    # The role's reasons are driver_work's (the tasks' conditions); the drift says what readiness reports.
+    out['drift'].append({'check': check, 'msg': msg, 'level': level, 'fixable': True})
+
+
+def unit_text(units, name):
+    """A unit as readiness reports it: ``name: active state, unit file state``, or not installed."""
+    unit = (units or {}).get(name + '.service') or {}
+    if not unit or unit.get('load') in (None, 'not-found'):
+        return '{0}: not installed'.format(name)
+    return '{0}: {1}, {2}'.format(name, unit.get('active'), unit.get('enabled'))
+
+
+def _has_gpus(facts):
+    pci_count = ((facts.get('kernel_state') or {}).get('pci') or {}).get('gpu_count')
+    return not (pci_count == 0 and not (facts.get('nvidia') or {}).get('gpus'))
+
+
+def _gpu_label(gpu):
+    where = gpu.get('pci_bus_id') or gpu.get('uuid')
+    return 'GPU {0} ({1})'.format(gpu.get('index'), where) if where else 'GPU {0}'.format(gpu.get('index'))
+
+
+def judge(out, start, facts, settings, units, files):
+    """The readiness checks of the role (CHECKS) from the driver plan of the start: their words (``checks``) and
+    the drift that fails or warns them.  Every rule is the plan's: the open-only GPUs (start['open_required_reasons']),
+    the branch match (wanted_match), the fabric detection and the fabric manager switch (start['fabric']), the
+    persistence daemon's unit rule (_unit_is, as driver_work reads it)."""
+    _nouveau(out, facts, settings)
+    _loaded(out, start, facts, settings)
+    _open_modules(out, start, facts, settings)
+    _persistenced(out, start, facts, settings, units, files)
+    _fabric(out, start, facts, settings, units)
+
+
+def _nouveau(out, facts, settings):
+    check = 'driver.nouveau_blacklisted'
+    if not settings[PREFIX + 'blacklist_nouveau']:
+        _plan.set_check(out, check, 'not managed ({0}blacklist_nouveau false)'.format(PREFIX), skip='not checked')
+        return
+    expected = 'nouveau blacklisted and not loaded'
+    nouveau = (facts.get('kernel_state') or {}).get('nouveau')
+    if not isinstance(nouveau, dict):
+        _plan.set_check(out, check, expected, skip='kernel facts were not gathered')
+        return
+    if nouveau.get('loaded'):
+        _drift(out, check, 'nouveau is loaded (reboot after blacklisting)')
+    if not nouveau.get('blacklisted'):
+        _drift(out, check, 'nouveau is not blacklisted')
+    files_text = ', '.join(nouveau.get('blacklist_files') or []) or 'blacklist file'
+    _plan.set_check(out, check, expected, '' if _plan.drift_for(out, check) else
+                    'blacklisted in {0}, not loaded'.format(files_text))
+
+
+def _loaded(out, start, facts, settings):
+    check = 'driver.loaded'
+    branch = str(settings[PREFIX + 'branch'] or '').strip()
+    version = str(settings[PREFIX + 'version'] or '').strip()
+    if version:
+        expected = 'driver {0} loaded and answering'.format(version)
+    elif branch:
+        expected = 'a driver of branch {0} loaded and answering'.format(branch)
+    else:
+        expected = 'an NVIDIA driver loaded and answering'
+    if not _has_gpus(facts):
+        _plan.set_check(out, check, expected, skip='no NVIDIA GPU on the PCI bus')
+        return
+    module = (facts.get('kernel_state') or {}).get('nvidia_module') or {}
+    loaded = (facts.get('nvidia') or {}).get('driver_version')
+    if module and not module.get('loaded'):
+        _drift(out, check, 'the nvidia kernel module is not loaded')
+    if loaded:
+        if not wanted_match(loaded, branch, version):
+            _drift(out, check, 'driver {0} is loaded, {1} wanted'.format(
+                loaded, version if version else 'branch {0}'.format(branch)))
+        if module.get('version') and module['version'] != loaded:
+            _drift(out, check, 'kernel module {0} differs from user-space driver {1} (reboot or reload)'.format(
+                module['version'], loaded))
+    installed = start.get('installed_version')
+    if module.get('loaded') and module.get('version') and installed and module['version'] != installed and \
+            installed != loaded and wanted_match(installed, branch, version):
+        _drift(out, check, 'driver {0} is installed ({1}), the loaded module is {2} (reboot to load it)'.format(
+            installed, start.get('installed_source'), module['version']))
+    _plan.set_check(out, check, expected, '' if _plan.drift_for(out, check) or not loaded else
+                    'driver {0} loaded ({1} modules)'.format(loaded, module.get('flavour') or 'unknown'))
+
+
+def _open_modules(out, start, facts, settings):
+    check = 'driver.open_modules'
+    module = (facts.get('kernel_state') or {}).get('nvidia_module') or {}
+    flavour = module.get('flavour')
+    wanted = settings[PREFIX + 'module_type']
+    reasons = start.get('open_required_reasons') or []
+    if reasons:
+        expected = 'open kernel modules ({0})'.format(reasons[0])
+        if flavour == 'open' and module.get('loaded'):
+            _plan.set_check(out, check, expected, 'open modules loaded')
+        elif not module.get('loaded'):
+            _plan.set_check(out, check, expected)
+            _drift(out, check, 'no nvidia kernel module loaded')
+        else:
+            _plan.set_check(out, check, expected)
+            _drift(out, check, '{0} modules loaded; Blackwell and newer GPUs need the open ones ({1})'.format(
+                flavour or 'unknown', '; '.join(reasons)))
+        return
+    expected = '{0} kernel modules ({1}module_type)'.format(wanted, PREFIX)
+    if not module.get('loaded') or not flavour:
+        _plan.set_check(out, check, expected, skip='no nvidia kernel module loaded')
+    elif flavour != wanted:
+        _plan.set_check(out, check, expected)
+        _drift(out, check, '{0} modules loaded, {1}module_type={2} (the role reboots into them)'.format(
+            flavour, PREFIX, wanted), level='warn')
+    else:
+        _plan.set_check(out, check, expected, '{0} modules loaded'.format(flavour))
+
+
+def _persistenced(out, start, facts, settings, units, files):
+    check = 'driver.persistenced'
+    if not settings[PREFIX + 'persistenced']:
+        _plan.set_check(out, check, 'not managed ({0}persistenced false)'.format(PREFIX), skip='not checked')
+        return
+    expected = 'nvidia-persistenced enabled and running'
+    if not _has_gpus(facts):
+        _plan.set_check(out, check, expected, skip='no NVIDIA GPU on the PCI bus')
+        return
+    persist = start['persistenced']
+    seen = unit_text(units, PERSISTENCED_UNIT)
+    # The role's rule (driver_work): the packaged Ubuntu unit is static, started at boot by the wants link.
+    enabled = _unit_is(units, PERSISTENCED_UNIT, not persist['dropin'], False)
+    running = _unit_is(units, PERSISTENCED_UNIT, False, True)
+    gpus = (facts.get('nvidia') or {}).get('gpus') or []
+    off = [_gpu_label(g) for g in gpus if g.get('persistence_mode') is not True]
+    if running and not enabled:
+        _drift(out, check, seen + ' (not started at boot)')
+    elif not running:
+        if gpus and not off:
+            _drift(out, check, seen + '; persistence mode set by the legacy nvidia-smi -pm 1 on all GPUs',
+                   level='warn')
+        elif gpus:
+            _drift(out, check, seen + '; persistence mode off on {0}'.format(', '.join(off)))
+        else:
+            _drift(out, check, seen)
+    if persist['dropin'] and not (
+            _file_is(files, persist['dropin_path'].rsplit('/', 1)[0], mode='0755', kind='directory') and
+            _file_is(files, persist['dropin_path'], persist['dropin_content']) and
+            _file_is(files, persist['wants_link'], kind='link', target=persist['unit_path'])):
+        _drift(out, check, 'the drop-in {0} (persistence mode on) or the wants link {1} is missing or '
+                           'different'.format(persist['dropin_path'], persist['wants_link']))
+    mode = settings[PREFIX + 'persistence_conflicts']
+    if start.get('persistence_conflicts') and mode in ('disable', 'fail'):
+        _drift(out, check, '{0} also set persistence mode and conflict with nvidia-persistenced ({1}'
+                           'persistence_conflicts={2})'.format(', '.join(start['persistence_conflicts']), PREFIX,
+                                                               mode))
+    _plan.set_check(out, check, expected, '' if _plan.drift_for(out, check) else seen)
+
+
+def _fabric(out, start, facts, settings, units):
+    check = 'fabric.manager'
+    expected = ('{0} active and enabled (on NVLink 5 systems it starts NVLSM itself), every GPU fabric state '
+                'Completed/Success'.format(FABRIC_UNIT))
+    kernel_state = facts.get('kernel_state') or {}
+    if not isinstance(kernel_state.get('pci'), dict):
+        _plan.set_check(out, check, expected, skip='kernel facts were not gathered')
+        return
+    fabric = start['fabric']
+    found = fabric_text(kernel_state, fabric['kind'])
+    mode = settings[PREFIX + 'fabricmanager']
+    if not fabric['fabricmanager']:
+        # Not wanted (auto on a node without NVSwitch, or never): the role removes what is installed of it.
+        names = fabric_package_names(start['family'])
+        stale = [name for name in start['extras']['remove'] if names.match(name)]
+        if stale:
+            _plan.set_check(out, check, expected)
+            _drift(out, check, '{0}; {1} installed, not wanted ({2}fabricmanager={3}): the role removes {4}'.format(
+                found, ', '.join(stale), PREFIX, mode, 'them' if len(stale) > 1 else 'it'), level='warn')
+        elif mode == 'never':
+            _plan.set_check(out, check, 'not managed ({0}fabricmanager never)'.format(PREFIX),
+                            skip='{0}; not managed ({1}fabricmanager never)'.format(found, PREFIX))
+        else:
+            _plan.set_check(out, check, expected, skip=found)
+        return
+    seen = '{0}; {1}'.format(found, unit_text(units, FABRIC_UNIT))
+    if not _unit_is(units, FABRIC_UNIT, True, True):
+        _plan.set_check(out, check, expected)
+        _drift(out, check, seen)
+    else:
+        _plan.set_check(out, check, expected, seen)

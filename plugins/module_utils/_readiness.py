@@ -60,27 +60,16 @@ _SEVERITY = (FAIL, WARN, PASS, SKIP)
 SETTING_NAMES = (
     'nodeprep_expected_gpus',
     'nodeprep_kernel_source',
-    'nodeprep_nvidia_driver_branch',
-    'nodeprep_nvidia_driver_version',
-    'nodeprep_nvidia_driver_module_type',
-    'nodeprep_nvidia_driver_blacklist_nouveau',
-    'nodeprep_nvidia_driver_persistenced',
-    'nodeprep_nvidia_driver_fabricmanager',
-    'nodeprep_nvidia_driver_open_required_device_ids',
     'nodeprep_readiness_xid_fail',
     'nodeprep_readiness_skip_checks',
 )
 
 # The role variables of SETTING_NAMES that a role planning in Python owns: the readiness role passes none of them,
-# evaluate() reads them from that role's plan (``plans[role]['settings']``, typed once by the node_plan action, so
-# ``-e nodeprep_nvidia_driver_persistenced=false`` is false here as in the role).  A caller without plans may still
-# give them in ``settings``.
+# evaluate() reads them from that role's plan (``plans[role]['settings']``, typed once by the node_plan action).  A
+# caller without plans may still give them in ``settings``.  (The nvidia_driver role's variables are read by no
+# function here: its checks are its plan's.)
 PLAN_SETTINGS = {
     'kernel': ('nodeprep_kernel_source',),
-    'nvidia_driver': ('nodeprep_nvidia_driver_branch', 'nodeprep_nvidia_driver_version',
-                      'nodeprep_nvidia_driver_module_type', 'nodeprep_nvidia_driver_blacklist_nouveau',
-                      'nodeprep_nvidia_driver_persistenced', 'nodeprep_nvidia_driver_fabricmanager',
-                      'nodeprep_nvidia_driver_open_required_device_ids'),
 }
 # The names the readiness role passes (roles/readiness/vars/main.yml).
 PASSED_SETTING_NAMES = tuple(name for name in SETTING_NAMES
@@ -92,8 +81,6 @@ SHM_PATH = '/dev/shm'  # nosec B108
 _XID_RE = re.compile(r'NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): ([0-9]+)(?:, (.*))?$')
 _BUS_RE = re.compile(r'^(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})(?:\.([0-7]))?$')
 _PAGE = 4096
-# Marks a skip of an unmanaged check (popped by evaluate()).
-_UNMANAGED = '_unmanaged'
 
 
 # ---------------------------------------------------------------------------
@@ -114,13 +101,6 @@ def _check(check_id, status, expected, observed):
         'observed': observed,
         'remedy': REMEDIES[check_id],
     }
-
-
-def _unmanaged(check_id, expected, observed):
-    """A ``skip`` because the settings leave this part of the node alone (never turned into a failure)."""
-    result = _check(check_id, SKIP, expected, observed)
-    result[_UNMANAGED] = True
-    return result
 
 
 def worst(statuses):
@@ -204,35 +184,6 @@ def _gpus(facts):
     return gpus if isinstance(gpus, list) else []
 
 
-def is_open_only(facts, extra_ids=()):
-    """True when a GPU of the node needs NVIDIA's open kernel modules (Blackwell or newer), and the first reason:
-    the nvidia_driver role's own rule (_driver_plan.open_required_reasons)."""
-    reasons = driver_rules.open_required_reasons(_get(facts, 'kernel_state') or {}, _get(facts, 'nvidia') or {},
-                                                 extra_ids or ())
-    return bool(reasons), (reasons[0] if reasons else None)
-
-
-def _unit(probe, name):
-    services = _get(probe, 'services') or {}
-    return services.get(name) or services.get(name + '.service') or {}
-
-
-def _unit_running(unit):
-    return unit.get('active_state') == 'active'
-
-
-def _unit_enabled(unit):
-    return unit.get('unit_file_state') in ('enabled', 'enabled-runtime', 'static', 'alias', 'indirect', 'generated')
-
-
-def _unit_text(name, unit):
-    if unit and unit.get('error'):
-        return '{0}: unknown ({1})'.format(name, unit['error'])
-    if not unit or unit.get('load_state') in (None, 'not-found'):
-        return '{0}: not installed'.format(name)
-    return '{0}: {1}, {2}'.format(name, unit.get('active_state'), unit.get('unit_file_state'))
-
-
 # ---------------------------------------------------------------------------
 # the checks, one function each
 
@@ -267,103 +218,15 @@ def _kernel_devel(facts, settings, probe):
     return _check('kernel.devel_matched', PASS, expected, 'devel/headers present for {0}'.format(running))
 
 
-def _nouveau(facts, settings, probe):
-    nouveau = _get(facts, 'kernel_state', 'nouveau')
-    expected = 'nouveau blacklisted and not loaded'
-    if not _setting(settings, 'nodeprep_nvidia_driver_blacklist_nouveau'):
-        return _unmanaged('driver.nouveau_blacklisted', 'not managed (nodeprep_nvidia_driver_blacklist_nouveau '
-                          'false)', 'not checked')
-    if not isinstance(nouveau, dict):
-        return _check('driver.nouveau_blacklisted', SKIP, expected, 'kernel facts were not gathered')
-    problems = []
-    if nouveau.get('loaded'):
-        problems.append('nouveau is loaded (reboot after blacklisting)')
-    if not nouveau.get('blacklisted'):
-        problems.append('nouveau is not blacklisted')
-    if problems:
-        return _check('driver.nouveau_blacklisted', FAIL, expected, '; '.join(problems))
-    files = ', '.join(nouveau.get('blacklist_files') or []) or 'blacklist file'
-    return _check('driver.nouveau_blacklisted', PASS, expected, 'blacklisted in {0}, not loaded'.format(files))
-
-
-def _driver_loaded(facts, settings, probe):
+def _driver_answers(facts, settings, probe):
+    """driver.loaded beyond the nvidia_driver plan: whether nvidia-smi answered (driver health as observed; the
+    wanted version, the loaded module and its match with the installed driver are the plan's drift)."""
     nvidia = facts.get('nvidia') or {}
-    module = _get(facts, 'kernel_state', 'nvidia_module') or {}
-    pci_count = _get(facts, 'kernel_state', 'pci', 'gpu_count')
-    branch = str(_setting(settings, 'nodeprep_nvidia_driver_branch') or '').strip()
-    version = str(_setting(settings, 'nodeprep_nvidia_driver_version') or '').strip()
-    if version:
-        expected = 'driver {0} loaded and answering'.format(version)
-    elif branch:
-        expected = 'a driver of branch {0} loaded and answering'.format(branch)
-    else:
-        expected = 'an NVIDIA driver loaded and answering'
-    if pci_count == 0 and not _gpus(facts):
-        return _check('driver.loaded', SKIP, expected, 'no NVIDIA GPU on the PCI bus')
-    problems = []
-    if module and not module.get('loaded'):
-        problems.append('the nvidia kernel module is not loaded')
+    if _get(facts, 'kernel_state', 'pci', 'gpu_count') == 0 and not _gpus(facts):
+        return []
     if _nvsmi_failed(nvidia):
-        problems.append('nvidia-smi failed: {0}'.format(nvidia.get('error') or 'not found'))
-    loaded = nvidia.get('driver_version')
-    if loaded:
-        if version and loaded != version:
-            problems.append('driver {0} is loaded, {1} wanted'.format(loaded, version))
-        elif not version and branch and not driver_rules.wanted_match(loaded, branch, ''):
-            problems.append('driver {0} is loaded, branch {1} wanted'.format(loaded, branch))
-        if module.get('version') and module['version'] != loaded:
-            problems.append('kernel module {0} differs from user-space driver {1} (reboot or reload)'.format(
-                module['version'], loaded))
-    if problems:
-        return _check('driver.loaded', FAIL, expected, '; '.join(problems))
-    return _check('driver.loaded', PASS, expected, 'driver {0} loaded ({1} modules)'.format(
-        loaded, module.get('flavour') or 'unknown'))
-
-
-def _open_modules(facts, settings, probe):
-    module = _get(facts, 'kernel_state', 'nvidia_module') or {}
-    flavour = module.get('flavour')
-    wanted = _setting(settings, 'nodeprep_nvidia_driver_module_type')
-    needed, reason = is_open_only(facts, _as_list(_setting(settings, 'nodeprep_nvidia_driver_open_required_device_ids'),
-                                                  'nodeprep_nvidia_driver_open_required_device_ids'))
-    if needed:
-        expected = 'open kernel modules ({0})'.format(reason)
-        if flavour == 'open':
-            return _check('driver.open_modules', PASS, expected, 'open modules loaded')
-        if not module.get('loaded'):
-            return _check('driver.open_modules', FAIL, expected, 'no nvidia kernel module loaded')
-        return _check('driver.open_modules', FAIL, expected,
-                      '{0} modules loaded; Blackwell and newer GPUs need the open ones'.format(flavour or 'unknown'))
-    expected = '{0} kernel modules (nodeprep_nvidia_driver_module_type)'.format(wanted)
-    if not module.get('loaded') or not flavour:
-        return _check('driver.open_modules', SKIP, expected, 'no nvidia kernel module loaded')
-    if flavour != wanted:
-        return _check('driver.open_modules', WARN, expected, '{0} modules loaded'.format(flavour))
-    return _check('driver.open_modules', PASS, expected, '{0} modules loaded'.format(flavour))
-
-
-def _persistenced(facts, settings, probe):
-    expected = 'nvidia-persistenced enabled and running'
-    gpus = _gpus(facts)
-    if not _setting(settings, 'nodeprep_nvidia_driver_persistenced'):
-        return _unmanaged('driver.persistenced', 'not managed (nodeprep_nvidia_driver_persistenced false)',
-                          'not checked')
-    if not gpus and not _get(facts, 'kernel_state', 'pci', 'gpu_count'):
-        return _check('driver.persistenced', SKIP, expected, 'no NVIDIA GPU on the PCI bus')
-    unit = _unit(probe, 'nvidia-persistenced')
-    if _unit_running(unit) and _unit_enabled(unit):
-        return _check('driver.persistenced', PASS, expected, _unit_text('nvidia-persistenced', unit))
-    off = [_gpu_label(g) for g in gpus if g.get('persistence_mode') is not True]
-    observed = _unit_text('nvidia-persistenced', unit)
-    if _unit_running(unit) and not _unit_enabled(unit):
-        return _check('driver.persistenced', FAIL, expected, observed + ' (not started at boot)')
-    if gpus and not off:
-        return _check('driver.persistenced', WARN, expected,
-                      observed + '; persistence mode set by the legacy nvidia-smi -pm 1 on all GPUs')
-    if not gpus:
-        return _check('driver.persistenced', FAIL, expected, observed)
-    return _check('driver.persistenced', FAIL, expected,
-                  observed + '; persistence mode off on {0}'.format(', '.join(off)))
+        return ['nvidia-smi failed: {0}'.format(nvidia.get('error') or 'not found')]
+    return []
 
 
 def _nvsmi_bus_ids(gpus):
@@ -513,15 +376,6 @@ def nvidia_unreadable(facts):
     return 'nvidia-smi failed: {0}'.format(nvidia.get('error') or 'not found')
 
 
-def _want(setting, auto):
-    """The nvidia_driver role's always/auto/never switches (booleans accepted)."""
-    if setting is True or str(setting).lower() in ('always', 'true', 'yes'):
-        return True
-    if str(setting).lower() == 'auto':
-        return auto
-    return False
-
-
 def fabric_kind(facts):
     """How the node's GPUs reach their NVSwitches: ``none``, ``pci`` (NVSwitches on the PCI bus, HGX H100/H200),
     ``nvlink5`` (HGX B200 and later: the NVSwitches are not on the PCI bus; kernel_facts finds their NVLink 5
@@ -534,34 +388,10 @@ def fabric_kind(facts):
     return driver_rules.nvswitch_fabric(kernel_state)
 
 
-def _fabric_text(facts, kind):
-    pci = _get(facts, 'kernel_state', 'pci') or {}
-    if kind == 'nvlink5':
-        bridges = pci.get('nvlink5_bridge_count')
-        return 'NVLink 5 switch fabric ({0} NVLink 5 bridges; its NVSwitches are not on the PCI bus)'.format(
-            bridges if bridges is not None else 'unknown number of')
-    if kind == 'pci':
-        return '{0} NVSwitches on the PCI bus'.format(pci.get('nvswitch_count') or 0)
-    return 'no NVSwitch on the PCI bus and no NVLink 5 switch bridge'
-
-
-def _fabric(facts, settings, probe):
-    kind = fabric_kind(facts)
-    unit_name = 'nvidia-fabricmanager'
-    expected = ('{0} active and enabled (on NVLink 5 systems it starts NVLSM itself), every GPU fabric state '
-                'Completed/Success'.format(unit_name))
-    if kind is None:
-        return _check('fabric.manager', SKIP, expected, 'kernel facts were not gathered')
-    want_fm = _want(_setting(settings, 'nodeprep_nvidia_driver_fabricmanager'), kind != 'none')
-    if kind == 'none' and not want_fm:
-        return _check('fabric.manager', SKIP, expected, _fabric_text(facts, kind))
-    if not want_fm:
-        return _unmanaged('fabric.manager', expected, '{0}; not managed (nodeprep_nvidia_driver_fabricmanager '
-                          'never)'.format(_fabric_text(facts, kind)))
+def _fabric_states(facts, settings, probe):
+    """fabric.manager beyond the nvidia_driver plan: the GPUs' fabric state as nvidia-smi reports it (health as
+    observed; whether the fabric manager is wanted and runs is the plan's drift)."""
     problems = []
-    unit = _unit(probe, unit_name)
-    seen = _unit_text(unit_name, unit)
-    units_bad = probe is not None and not (_unit_running(unit) and _unit_enabled(unit))
     for gpu in _gpus(facts):
         fabric = gpu.get('fabric')
         if not fabric:
@@ -569,12 +399,7 @@ def _fabric(facts, settings, probe):
         state, status = fabric.get('state'), fabric.get('status')
         if state != 'Completed' or (status not in (None, 'Success')):
             problems.append('{0}: fabric {1}/{2}'.format(_gpu_label(gpu), state, status))
-    observed = '{0}; {1}'.format(_fabric_text(facts, kind), seen)
-    if problems:
-        return _check('fabric.manager', FAIL, expected, observed + '; ' + '; '.join(problems))
-    if units_bad:
-        return _check('fabric.manager', FAIL, expected, observed)
-    return _check('fabric.manager', PASS, expected, observed)
+    return problems
 
 
 _ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
@@ -585,10 +410,12 @@ _ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
 # plan decides it (plan_check).
 CHECKS = (
     ('kernel.devel_matched', _ROLE.format('kernel'), _kernel_devel, ('kernel_state',)),
-    ('driver.nouveau_blacklisted', _ROLE.format('nvidia_driver'), _nouveau, ('kernel_state',)),
-    ('driver.loaded', _ROLE.format('nvidia_driver'), _driver_loaded, ('nvidia', 'kernel_state')),
-    ('driver.open_modules', _ROLE.format('nvidia_driver'), _open_modules, ('kernel_state',)),
-    ('driver.persistenced', _ROLE.format('nvidia_driver'), _persistenced, ()),
+    # Judged by the nvidia_driver plan (PLAN_CHECKS); driver.loaded and fabric.manager add what no role decides
+    # (whether nvidia-smi answered, the GPUs' fabric state): their function here returns those failures.
+    ('driver.nouveau_blacklisted', _ROLE.format('nvidia_driver'), None, ('kernel_state',)),
+    ('driver.loaded', _ROLE.format('nvidia_driver'), _driver_answers, ('nvidia', 'kernel_state')),
+    ('driver.open_modules', _ROLE.format('nvidia_driver'), None, ('kernel_state',)),
+    ('driver.persistenced', _ROLE.format('nvidia_driver'), None, ('kernel_state',)),
     ('gpu.count', 'playbooks/recover_gpu.yml (GPU missing from nvidia-smi); a GPU missing from the PCI bus as '
                   'well needs a reboot and then hardware service', _gpu_count, ('nvidia', 'kernel_state')),
     # Judged by the gpu_settings plan (PLAN_CHECKS): no function here.
@@ -601,7 +428,7 @@ CHECKS = (
     ('shm.size', _ROLE.format('shm'), None, ('shm',)),
     ('nccl.config', _ROLE.format('nccl'), None, ()),
     ('nic.offload', _ROLE.format('nic_offload'), None, ('nics',)),
-    ('fabric.manager', _ROLE.format('nvidia_driver'), _fabric, ('kernel_state',)),
+    ('fabric.manager', _ROLE.format('nvidia_driver'), _fabric_states, ('kernel_state',)),
 )
 CHECK_IDS = tuple(entry[0] for entry in CHECKS)
 REMEDIES = dict((entry[0], entry[1]) for entry in CHECKS)
@@ -609,23 +436,6 @@ REMEDIES = dict((entry[0], entry[1]) for entry in CHECKS)
 # gpu_node_facts' subsets and the namespaces they fill.
 _SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm',
                       'nic': 'nics'}
-
-_BOOL_SETTINGS = (
-    'nodeprep_nvidia_driver_blacklist_nouveau', 'nodeprep_nvidia_driver_persistenced',
-)
-_TRUE = ('true', 'yes', 'on', '1')
-_FALSE = ('false', 'no', 'off', '0')
-
-
-def _as_bool(value, name):
-    """true/false as Ansible's bool filter reads them (so an extra var given as text works)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
-        return value.strip().lower() in _TRUE
-    raise ReadinessError('{0}: {1!r} is not true or false'.format(name, value))
 
 
 def normalize_settings(settings):
@@ -637,8 +447,6 @@ def normalize_settings(settings):
         raise ReadinessError('settings: missing {0}; give every variable the checks read (the readiness role '
                              'passes them all; docs/readiness.md lists them)'.format(', '.join(missing)))
     out = dict(settings)
-    for name in _BOOL_SETTINGS:
-        out[name] = _as_bool(out[name], name)
     codes = []
     for code in _as_list(out['nodeprep_readiness_xid_fail'], 'nodeprep_readiness_xid_fail'):
         if isinstance(code, bool):
@@ -680,7 +488,22 @@ def _unread(facts, namespace):
 # gpufleet.nodeprep.node_plan action): the check passes exactly when that plan has no drift for it.  Their settings
 # are the role's own, typed once by the action; none of them is in SETTING_NAMES.
 PLAN_CHECKS = {'gpu.power_limit': 'gpu_settings', 'gpu.clocks': 'gpu_settings', 'memlock.users': 'memlock',
-               'memlock.services': 'memlock', 'shm.size': 'shm', 'nccl.config': 'nccl', 'nic.offload': 'nic_offload'}
+               'memlock.services': 'memlock', 'shm.size': 'shm', 'nccl.config': 'nccl', 'nic.offload': 'nic_offload',
+               'driver.nouveau_blacklisted': 'nvidia_driver', 'driver.loaded': 'nvidia_driver',
+               'driver.open_modules': 'nvidia_driver', 'driver.persistenced': 'nvidia_driver',
+               'fabric.manager': 'nvidia_driver'}
+
+
+def with_health(result, problems):
+    """A plan check's ``result`` with the failures no role decides (``problems``, observed on the node): they fail
+    a check that applies (never one the plan skips), after the plan's own words."""
+    if not problems or result['status'] == SKIP:
+        return result
+    text = '; '.join(problems)
+    plain_pass = result['status'] == PASS and result['observed'] in ('', 'as wanted')
+    result['observed'] = text if plain_pass else '{0}; {1}'.format(result['observed'], text)
+    result['status'] = FAIL
+    return result
 
 
 def plan_check(check_id, plan):
@@ -763,9 +586,11 @@ def evaluate(facts, settings, probe=None, plans=None):
             continue
         if check_id in PLAN_CHECKS:
             result = plan_check(check_id, plans[PLAN_CHECKS[check_id]])
+            if func is not None:
+                result = with_health(result, func(facts, settings, probe))
         else:
             result = func(facts, settings, probe)
-        unmanaged = result.pop(_UNMANAGED, False) or str(result['expected']).startswith('not managed')
+        unmanaged = str(result['expected']).startswith('not managed')
         unread = [errors[namespace] for namespace in needs if namespace in errors]
         if unread and check_id in PLAN_CHECKS and plans[PLAN_CHECKS[check_id]].get('missing'):
             # What the gather said is the reason; the plan only knows the facts are missing.
@@ -865,7 +690,8 @@ def checked_values(facts, settings, probe=None, plans=None):
         add('max GPU / memory clock', ', '.join(clocks))
     pci = _get(facts, 'kernel_state', 'pci')
     if isinstance(pci, dict):
-        add('PCI bus', '{0} GPUs; {1}'.format(pci.get('gpu_count'), _fabric_text(facts, fabric_kind(facts))))
+        add('PCI bus', '{0} GPUs; {1}'.format(pci.get('gpu_count'), driver_rules.fabric_text(
+            _get(facts, 'kernel_state'), fabric_kind(facts))))
     elif 'kernel_state' in errors:
         add('PCI bus', 'could not be read: {0}'.format(errors['kernel_state']))
     running = _get(facts, 'kernel_state', 'running')

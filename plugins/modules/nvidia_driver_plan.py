@@ -30,17 +30,21 @@ options:
     description:
       - C(os) (C(os_family), C(distribution), C(distribution_version), C(distribution_major_version),
         C(architecture), C(kernel)), C(kernel_state) (from M(gpufleet.nodeprep.kernel_facts)), C(nvidia) (from
-        M(gpufleet.nodeprep.gpu_node_facts)) and C(services) (from M(ansible.builtin.service_facts)).
+        M(gpufleet.nodeprep.gpu_node_facts)), C(services) (from M(ansible.builtin.service_facts)) and C(units)
+        (the C(nodeprep_units) of M(gpufleet.nodeprep.gpu_node_facts)).
+      - When not given, the action plugin builds them on the controller from the play's C(ansible_facts) with the
+        function the role's node plan uses (C(_plan_nvidia_driver.driver_facts)), so the later stages plan from the
+        same inputs as the start.
     type: dict
-    required: true
   settings:
     description:
       - The role's settings without the C(nodeprep_nvidia_driver_) prefix - C(method), C(branch), C(version),
         C(module_type), C(package_set), C(fabricmanager), C(nvlsm), C(nscq), C(imex), C(persistenced),
         C(persistence_conflicting_units), C(repo_url), C(repo_gpgcheck), C(repo_gpgkey), C(epel), C(epel_url),
         C(epel_gpgkey), C(open_required_device_ids), C(reboot_ok).
+      - When not given, those the role's node plan typed (C(ansible_facts.nodeprep_plans.nvidia_driver.args.
+        driver_settings), made by M(gpufleet.nodeprep.node_plan)); the task fails when the play has no such plan.
     type: dict
-    required: true
   stage:
     description:
       - V(start) when the role begins, V(installed) after the driver and extras were installed (facts re-read),
@@ -51,7 +55,8 @@ options:
   run:
     description:
       - What this run did so far - C(start_version) (the driver when the role began), C(installing) (the driver
-        packages changed or are predicted to), C(modprobe) (C(rc), C(stderr) of C(modprobe nvidia)).
+        packages changed or are predicted to), C(modprobe) (the registered result of C(modprobe nvidia) as it is,
+        skipped or not; only its C(rc), C(stdout) and C(stderr) are read).
     type: dict
     default: {}
 attributes:
@@ -63,16 +68,17 @@ attributes:
 """
 
 EXAMPLES = r"""
-- name: Plan the driver
+- name: Plan the driver role (types its settings, gathers what the play lacks)
+  gpufleet.nodeprep.node_plan:
+    roles: [nvidia_driver]
+
+- name: Plan the driver again after modprobe, from the current facts and the typed settings
   gpufleet.nodeprep.nvidia_driver_plan:
-    facts:
-      os: "{{ ansible_facts }}"
-      kernel_state: "{{ ansible_facts.kernel_state }}"
-      nvidia: "{{ ansible_facts.nvidia }}"
-      services: "{{ ansible_facts.services | default({}) }}"
-    settings:
-      branch: "580"
-      module_type: open
+    stage: installed
+    run:
+      start_version: "580.95.05"
+      installing: false
+      modprobe: "{{ modprobe_result }}"
   register: driver_plan
 
 - name: Show why a reboot is needed
@@ -136,26 +142,29 @@ plan:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_node import DriverNodeError, read_driver_node
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import driver_plan, family_of
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import driver_plan, family_of, run_state
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            facts=dict(type='dict', required=True),
-            settings=dict(type='dict', required=True),
+            facts=dict(type='dict'),
+            settings=dict(type='dict'),
             stage=dict(type='str', default='start', choices=['start', 'installed', 'rebooted']),
             run=dict(type='dict', default={}),
         ),
         supports_check_mode=True,
     )
     facts = module.params['facts']
+    if facts is None or module.params['settings'] is None:
+        module.fail_json(msg='facts and settings are required when the module runs without its action plugin '
+                             '(gpufleet.nodeprep.nvidia_driver_plan fills them from the play on the controller)')
     try:
         node = read_driver_node(module, family_of(facts.get('os') or {}))
     except DriverNodeError as exc:
         module.fail_json(msg=str(exc))
     plan = driver_plan(facts, module.params['settings'], node=node, stage=module.params['stage'],
-                       run=module.params['run'], check_mode=module.check_mode)
+                       run=run_state(module.params['run']), check_mode=module.check_mode)
     for warning in plan.get('warnings', []):
         module.warn(warning)
     module.exit_json(changed=False, plan=plan, node=node)

@@ -16,8 +16,8 @@ description:
   - Evaluates the readiness checks of the P(gpufleet.nodeprep.readiness#role) role on one node and returns them.
   - Takes the facts that M(gpufleet.nodeprep.gpu_node_facts) gathered (passed in O(facts), so the node is asked only
     once) and reads on the node what those facts do not hold, in the same call - the
-    NVIDIA Xid lines of the kernel log of the current boot and the state of a few systemd units. The files the
-    roles write (such as C(/etc/nccl.conf)) are judged by the roles' plans (O(plans)), by SHA-1; no file's
+    NVIDIA Xid lines of the kernel log of the current boot and the state of a few systemd units (returned only).
+    The files the roles write (such as C(/etc/nccl.conf)) are judged by the roles' plans (O(plans)), by SHA-1; no file's
     content is read or sent back.
   - Each check has a stable id, a status (V(pass), V(warn), V(fail), V(skip)), what was expected, what was observed
     and the role or playbook that fixes it. The check ids are C(kernel.devel_matched), C(driver.nouveau_blacklisted),
@@ -58,8 +58,8 @@ options:
     default: {}
   services:
     description:
-      - systemd units whose state the checks read (persistence daemon, fabric manager, NVLSM, the unit that
-        re-applies GPU settings at boot).
+      - systemd units whose state is read and returned (RV(probe.services)). The checks owned by a role judge the
+        units as that role's plan read them (O(plans); the gather's C(nodeprep_units)).
     type: list
     elements: str
     default: [nvidia-persistenced.service, nvidia-fabricmanager.service, nodeprep-gpu-settings.service]

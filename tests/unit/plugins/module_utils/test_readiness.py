@@ -214,7 +214,9 @@ FAULTS = [
      'driver.loaded', 'fail', 'kernel module 580.95.05 differs from user-space driver 580.105.08 (reboot or reload)'),
     ('proprietary modules on Blackwell',
      _set((0, 'kernel_state', 'nvidia_module', 'flavour'), 'proprietary'),
-     'driver.open_modules', 'fail', 'proprietary modules loaded; Blackwell and newer GPUs need the open ones'),
+     'driver.open_modules', 'fail', 'proprietary modules loaded; Blackwell and newer GPUs need the open ones '
+                                    '(nvidia-smi reports GPU 0, 1, 2, 3, 4, 5, 6, 7 as Blackwell; PCI device ID 0x2901 '
+                                    'is Blackwell or newer)'),
     ('daemon stopped, legacy persistence mode on',
      _unit('nvidia-persistenced.service', active_state='inactive', unit_file_state='disabled'),
      'driver.persistenced', 'warn',
@@ -427,9 +429,17 @@ def test_unmanaged_settings_skip():
     assert got['memlock.services'] == ('skip', 'not managed (nodeprep_memlock_systemd_default false, no service)')
     assert got['driver.persistenced'] == ('skip', 'not checked')
     assert got['driver.nouveau_blacklisted'] == ('skip', 'not checked')
+    # never: the role removes the fabric manager it finds installed (the nvidia_driver plan's extras), so readiness
+    # warns until it is gone, and skips the check on a node without it.
+    assert got['fabric.manager'] == ('warn', '2 NVSwitches on the PCI bus; libnvidia-nscq, nvidia-fabricmanager '
+                                             'installed, not wanted (nodeprep_nvidia_driver_fabricmanager=never): the '
+                                             'role removes them')
+    assert got['nic.offload'] == ('skip', 'no NIC offload setting managed')
+    facts['kernel_state']['driver_node'] = {'repos': {}, 'packages': {}, 'versionlock': [], 'versionlock_plugin': True,
+                                            'module_stream': '580-open'}
+    got = dict((c['id'], (c['status'], c['observed'])) for c in F.evaluate(facts, settings, probe))
     assert got['fabric.manager'] == ('skip', '2 NVSwitches on the PCI bus; not managed '
                                              '(nodeprep_nvidia_driver_fabricmanager never)')
-    assert got['nic.offload'] == ('skip', 'no NIC offload setting managed')
     assert got['gpu.count'] == ('pass', 'nvidia-smi: 8, PCI bus: 8')
     # shm from the role defaults: half of 8 x 183359 MiB rounded up to a GiB
     assert got['shm.size'] == ('fail', 'live 716.0 GiB, fstab 716.0 GiB; live: /dev/shm is 716.0 GiB, wanted 717.0 GiB; '
@@ -449,10 +459,12 @@ def test_skip_checks_and_missing_namespaces():
     checks = F.evaluate({'shm': facts['shm'], 'nodeprep_gathered': ['shm']}, settings, None)
     assert statuses(checks) == [
         ('kernel.devel_matched', 'skip', 'kernel facts were not gathered'),
-        ('driver.nouveau_blacklisted', 'skip', 'kernel facts were not gathered'),
-        ('driver.loaded', 'fail', 'nvidia-smi failed: not found'),
-        ('driver.open_modules', 'skip', 'no nvidia kernel module loaded'),
-        ('driver.persistenced', 'skip', 'no NVIDIA GPU on the PCI bus'),
+        # The nvidia_driver role's plan needs the kernel and NVIDIA facts: its checks fail (never skip, never pass);
+        # driver.loaded adds what readiness observes itself.
+        ('driver.nouveau_blacklisted', 'fail', 'not gathered: subsets: kernel, nvidia'),
+        ('driver.loaded', 'fail', 'not gathered: subsets: kernel, nvidia; nvidia-smi failed: not found'),
+        ('driver.open_modules', 'fail', 'not gathered: subsets: kernel, nvidia'),
+        ('driver.persistenced', 'fail', 'not gathered: subsets: kernel, nvidia'),
         ('gpu.count', 'skip', 'neither kernel nor nvidia facts were gathered'),
         ('gpu.power_limit', 'skip', 'nvidia-smi lists no GPU'),
         ('gpu.clocks', 'skip', 'nvidia-smi lists no GPU'),
@@ -469,7 +481,7 @@ def test_skip_checks_and_missing_namespaces():
                                 '/etc/systemd/system/sys-subsystem-net-devices-*.device.wants, '
                                 '/etc/systemd/system/sys-subsystem-net-devices-*.device.wants/nodeprep-nic-offload@*'
                                 '.service'),
-        ('fabric.manager', 'skip', 'kernel facts were not gathered'),
+        ('fabric.manager', 'fail', 'not gathered: subsets: kernel, nvidia'),
     ]
 
 
@@ -511,7 +523,7 @@ def test_plans_are_required():
     assert str(exc.value) == ("plans: no plan for role {0}; the checks {1} read the roles' plans (the readiness role "
                               "makes them with gpufleet.nodeprep.node_plan)".format(
                                   ', '.join(roles), ', '.join(sorted(r.PLAN_CHECKS))))
-    assert roles == ['gpu_settings', 'memlock', 'nccl', 'nic_offload', 'shm']
+    assert roles == ['gpu_settings', 'memlock', 'nccl', 'nic_offload', 'nvidia_driver', 'shm']
 
 
 def test_applications_clocks_deprecated_driver_warns():

@@ -19,6 +19,7 @@ import re
 import jinja2
 import yaml
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _driver_plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_kernel
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_memlock
@@ -45,7 +46,7 @@ def role_settings():
         match = _FALLBACK_RE.match(template)
         assert match and match.group(1) == name, template
         settings[name] = own[name] if match.group(2) is None else env.compile_expression(match.group(2))()
-    # The kernel and nvidia_driver variables come from those roles' plans: their typed defaults.
+    # The kernel variables come from that role's plan: its typed defaults.
     for role, names in r.PLAN_SETTINGS.items():
         typed = _plan.defaults({'kernel': _plan_kernel, 'nvidia_driver': _plan_nvidia_driver}[role])
         settings.update((name, typed[name]) for name in names)
@@ -165,7 +166,55 @@ def memlock_files(written=True, want='unlimited'):
 
 
 # The rule module of each role whose readiness checks read its plan (_readiness.PLAN_CHECKS).
-RULE_MODULES = {'memlock': _plan_memlock, 'shm': _plan_shm, 'nccl': _plan_nccl, 'nic_offload': _plan_nic_offload}
+RULE_MODULES = {'memlock': _plan_memlock, 'shm': _plan_shm, 'nccl': _plan_nccl, 'nic_offload': _plan_nic_offload,
+                'nvidia_driver': _plan_nvidia_driver}
+
+# The OS of the node (kernel_state.os, read from /etc/os-release by the gather) and its driver packages as the gather
+# reads them (kernel_state.driver_node): NVIDIA's EL9 repository, the driver of nvidia-smi installed.
+EL9 = {'os_family': 'RedHat', 'distribution': 'Rocky', 'distribution_version': '9.6',
+       'distribution_major_version': '9', 'architecture': 'x86_64'}
+
+
+def unit_states(probe, names):
+    """gpu_node_facts' ``nodeprep_units`` of ``names`` from the probe's systemctl show states."""
+    services = (probe or {}).get('services') or {}
+    out = {}
+    for name in names:
+        name = name if name.endswith('.service') else name + '.service'
+        unit = services.get(name) or {}
+        active = unit.get('active_state') or 'inactive'
+        out[name] = {'load': unit.get('load_state') or 'not-found', 'active': active,
+                     'sub': 'running' if active == 'active' else 'dead', 'enabled': unit.get('unit_file_state')}
+    return out
+
+
+def driver_facts(facts, probe, settings):
+    """The facts the nvidia_driver plan reads on this node: these facts, the OS and driver packages, the units of
+    the probe, the role's files absent."""
+    out = copy.deepcopy(facts)
+    kernel_state = out.get('kernel_state')
+    if isinstance(kernel_state, dict):
+        kernel_state.setdefault('os', dict(EL9))
+        version = (out.get('nvidia') or {}).get('driver_version')
+        packages = {}
+        names = ['nvidia-open', 'kmod-nvidia-open-dkms', 'nvidia-driver', 'nvidia-persistenced']
+        if _driver_plan.nvswitch_fabric(kernel_state) != 'none':
+            names += ['nvidia-fabricmanager', 'libnvidia-nscq']
+        if version:
+            for name in names:
+                packages[name] = [{'epoch': 3, 'version': version, 'release': '1.el9', 'arch': 'x86_64'}]
+        kernel_state.setdefault('driver_node', {'repos': {}, 'packages': packages, 'versionlock': [],
+                                                'versionlock_plugin': True, 'module_stream': '580-open'})
+    request = _plan_nvidia_driver.gather(settings)
+    # The units as the gather read them; a probe given (what the tests change) says their state now.
+    units = dict(out.get('nodeprep_units') or {})
+    if probe is not None or not units:
+        units.update(unit_states(probe, request['units']))
+    out['nodeprep_units'] = units
+    files = dict((path, {'exists': False}) for path in request['files'])
+    files.update(out.get('nodeprep_files') or {})
+    out['nodeprep_files'] = files
+    return out
 
 
 def plans(facts, settings, probe=None, host='gpu-a01'):
@@ -179,6 +228,14 @@ def plans(facts, settings, probe=None, host='gpu-a01'):
             out[role] = gpu_settings_plan(facts, settings, probe)
             continue
         module = RULE_MODULES[role]
+        if role == 'nvidia_driver':
+            # Typed as the node_plan action types them (a value that does not type is a problem of the plan).
+            from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+            typed, problems = _plans.typed_settings(role, dict(
+                (name, copy.deepcopy(settings[name])) for name in module.SETTINGS if name in settings))
+            out[role] = _plan.plan_with(module, driver_facts(facts, probe, typed), typed, problems,
+                                        _plan.new_context(host=host))
+            continue
         typed = _plan.defaults(module)
         typed.update((name, copy.deepcopy(settings[name])) for name in module.SETTINGS if name in settings)
         out[role] = _plan.plan_with(module, facts, typed, (), _plan.new_context(host=host))
@@ -245,6 +302,8 @@ def converged():
                      'nvlsm.service': dict(active), 'nodeprep-gpu-settings.service': dict(active)},
     }
     facts['nodeprep_files'].update(memlock_files())
+    # The units the nvidia_driver plan reads, as the gather read them on this node.
+    facts['nodeprep_units'] = unit_states(probe, _plan_nvidia_driver.gather(_plan.defaults(_plan_nvidia_driver))['units'])
     return facts, settings, probe
 
 

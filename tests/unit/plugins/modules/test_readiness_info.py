@@ -106,8 +106,14 @@ def test_xid_from_dmesg_when_journald_has_no_log(monkeypatch, capsys):
 
 
 def test_services_missing(monkeypatch, capsys):
+    """The units read here are returned; the driver checks judge the units as the nvidia_driver plan read them."""
+    facts, settings, probe = F.converged()
+    probe['services']['nvidia-persistenced.service'] = {'load_state': 'not-found', 'active_state': 'inactive',
+                                                        'unit_file_state': None}
+    probe['services']['nvidia-fabricmanager.service']['active_state'] = 'failed'
+    args = {'facts': facts, 'settings': settings, 'plans': F.plans(facts, settings, probe)}
     states = [('not-found', 'inactive', ''), ('loaded', 'failed', 'enabled'), ('loaded', 'active', 'enabled')]
-    result, _calls = run(monkeypatch, capsys, base_args(), [
+    result, _calls = run(monkeypatch, capsys, args, [
         (JOURNAL, (0, '', '')), (SHOW, (0, show_output(states), '')),
     ])
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
@@ -130,8 +136,8 @@ def test_nothing_to_read_runs_no_command(monkeypatch, capsys):
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
     assert got['nccl.config'] == ('pass', '/etc/nccl.conf: as wanted')
     assert got['gpu.health'] == ('warn', 'kernel log not read: not read (kernel_log_lines is 0)')
-    assert got['driver.persistenced'] == ('warn', 'nvidia-persistenced: not installed; persistence mode set by the '
-                                                  'legacy nvidia-smi -pm 1 on all GPUs')
+    # The unit as the nvidia_driver plan read it in the gather (no unit is read here).
+    assert got['driver.persistenced'] == ('pass', 'nvidia-persistenced: active, enabled')
 
 
 def test_lost_gpu_reported(monkeypatch, capsys):
@@ -177,10 +183,11 @@ def test_no_log_tool_and_no_systemctl(monkeypatch, capsys):
 def test_not_booted_with_systemd(monkeypatch, capsys):
     result, calls = run(monkeypatch, capsys, base_args(), [(JOURNAL, (0, '', ''))], systemd=False)
     assert [argv for argv, _env in calls] == [JOURNAL]
+    assert result['probe']['services']['nvidia-persistenced.service']['error'] == (
+        'not booted with systemd (/nonexistent/systemd is missing)')
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
-    assert got['driver.persistenced'] == (
-        'warn', 'nvidia-persistenced: unknown (not booted with systemd (/nonexistent/systemd is missing)); '
-                'persistence mode set by the legacy nvidia-smi -pm 1 on all GPUs')
+    # The unit as the nvidia_driver plan read it in the gather.
+    assert got['driver.persistenced'] == ('pass', 'nvidia-persistenced: active, enabled')
 
 
 def test_bad_setting_fails_with_the_reason(monkeypatch, capsys):

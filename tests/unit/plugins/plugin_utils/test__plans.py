@@ -108,18 +108,16 @@ def test_site_roles_lists_every_role_once():
 
 
 def test_the_driver_settings_come_typed_from_the_plan():
-    """-e nodeprep_nvidia_driver_persistenced=false reaches readiness as the plan typed it: not managed."""
+    """-e nodeprep_nvidia_driver_persistenced=false reaches readiness as the plan typed it: not managed.  The driver
+    checks are the nvidia_driver plan's: readiness reads none of that role's variables itself."""
     facts, settings, probe = F.converged()
-    for name in r.PLAN_SETTINGS['nvidia_driver']:
-        settings.pop(name)
-    typed = _plans.typed_settings('nvidia_driver', {'nodeprep_nvidia_driver_persistenced': 'false',
-                                                    'nodeprep_nvidia_driver_blacklist_nouveau': 'no'})[0]
-    plans = dict(F.plans(facts, settings, probe), kernel={'settings': _plans.typed_settings('kernel', {})[0]},
-                 nvidia_driver={'settings': typed})
-    checks = dict((c['id'], c) for c in r.evaluate(facts, settings, probe, plans))
+    settings.update({'nodeprep_nvidia_driver_persistenced': 'false', 'nodeprep_nvidia_driver_blacklist_nouveau': 'no'})
+    plans = F.plans(facts, settings, probe)
+    assert plans['nvidia_driver']['settings']['nodeprep_nvidia_driver_persistenced'] is False
+    readiness_settings = dict((name, value) for name, value in settings.items()
+                              if not name.startswith('nodeprep_nvidia_driver_'))
+    checks = dict((c['id'], c) for c in r.evaluate(facts, readiness_settings, probe, plans))
     assert (checks['driver.persistenced']['expected'], checks['driver.persistenced']['status']) == (
         'not managed (nodeprep_nvidia_driver_persistenced false)', 'skip')
-    assert checks['driver.nouveau_blacklisted']['expected'] == (
-        'not managed (nodeprep_nvidia_driver_blacklist_nouveau false)')
-    with pytest.raises(r.ReadinessError, match='settings: missing nodeprep_nvidia_driver_branch'):
-        r.evaluate(facts, settings, probe, dict(F.plans(facts, settings, probe), kernel=plans['kernel']))
+    assert (checks['driver.nouveau_blacklisted']['expected'], checks['driver.nouveau_blacklisted']['status']) == (
+        'not managed (nodeprep_nvidia_driver_blacklist_nouveau false)', 'skip')
