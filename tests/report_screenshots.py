@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -29,11 +30,15 @@ _SPEC.loader.exec_module(importlib.util.module_from_spec(_SPEC))
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_report as rr  # noqa: E402
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.plugin_utils import report_fleet  # noqa: E402
 
-# name, report, window size, extra Chromium flags
+# name, report and URL fragment, window size, extra Chromium flags
 SHOTS = (
     ('readiness-report-4-nodes', '4-nodes', '1400,1250', []),
     ('readiness-report-500-nodes', '500-nodes', '1400,1400', []),
-    ('readiness-report-500-nodes-noscript', '500-nodes', '1400,1000', ['--blink-settings=scriptEnabled=false']),
+    # a filter given in the URL: the hosts where gpu.health failed or warned, ready ones hidden
+    ('readiness-report-500-nodes-filtered', '500-nodes#status=f,u,w&check=gpu.health', '1400,1900', []),
+    # the page as a browser with scripts off shows it: the same HTML without its <script> (Chromium's own switch,
+    # --blink-settings=scriptEnabled=false, leaves --screenshot with no picture)
+    ('readiness-report-500-nodes-noscript', '500-nodes-noscript', '1400,1000', []),
 )
 
 
@@ -55,6 +60,11 @@ def main(argv):
     images = argv[2] if len(argv) > 2 else os.path.join(ROOT, 'docs', 'images')
     pages = {'4-nodes': write(os.path.join(out, '4-nodes'), report_fleet.four_nodes()),
              '500-nodes': write(os.path.join(out, '500-nodes'), report_fleet.fleet(500))}
+    with open(pages['500-nodes']) as handle:
+        page = handle.read()
+    pages['500-nodes-noscript'] = pages['500-nodes'].replace('report.html', 'report-noscript.html')
+    with open(pages['500-nodes-noscript'], 'w') as handle:
+        handle.write(page[:page.index('<script>')] + page[page.index('</script>') + len('</script>'):])
     chromium = os.environ.get('CHROMIUM') or shutil.which('chromium') or shutil.which('chromium-browser')
     if not chromium:
         print('report-screenshots: no chromium on PATH; install Debian\'s package (apt-get install chromium) or set '
@@ -62,13 +72,25 @@ def main(argv):
         return 1
     if not os.path.isdir(images):
         os.makedirs(images)
-    for name, page, size, flags in SHOTS:
+    for name, target, size, flags in SHOTS:
+        page, _sep, fragment = target.partition('#')
         png = os.path.join(os.path.abspath(images), name + '.png')
+        if os.path.exists(png):
+            os.unlink(png)
+        # A profile of its own per shot: a second Chromium on a busy profile hands the page to the first and exits.
+        profile = tempfile.mkdtemp(prefix='chromium-', dir=os.path.abspath(out))
         argv = [chromium, '--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars',
-                '--user-data-dir=' + os.path.join(os.path.abspath(out), 'chromium-profile'),
-                '--window-size=' + size, '--screenshot=' + png] + flags + ['file://' + pages[page]]
+                '--user-data-dir=' + profile, '--window-size=' + size, '--screenshot=' + png] + flags + [
+                    'file://' + pages[page] + _sep + fragment]
         env = dict(os.environ, LC_ALL='C')
-        subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        try:
+            subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=300)
+        finally:
+            shutil.rmtree(profile, ignore_errors=True)
+        if not os.path.isfile(png):
+            print('report-screenshots: {0} wrote no {1}'.format(chromium, png), file=sys.stderr)
+            return 1
         print(png)
     return 0
 

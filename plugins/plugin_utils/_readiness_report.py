@@ -233,6 +233,7 @@ _CSS = (
     'th,td{border:1px solid #c8ced5;padding:3px 6px;vertical-align:top}',
     'th{background:#f3f5f7;font-weight:600;text-align:left}',
     '#checks td.n0{color:#8c959f}',
+    '#checks a{white-space:nowrap}',
     '#matrix th.c{font-size:11px;max-width:80px;text-align:center;vertical-align:bottom}',
     '#matrix th.c span{display:block;color:#57606a;font-weight:400}',
     '#matrix td{text-align:center;white-space:nowrap;padding:2px 4px}',
@@ -250,21 +251,32 @@ _CSS = (
 )
 
 # The filters: hidden in the HTML, shown by this script. With scripts off the page is the same minus the filters.
+# A filter is also a URL: report.html#status=f,u&check=gpu.health&host=r07 (status letters: f not ready,
+# u unreachable, w warnings, p ready); changing a filter rewrites the address bar's fragment that way.
 _JS = (
     '(function(){var d=document,F=d.getElementById("filters");if(!F)return;F.hidden=false;',
-    'var R=[].slice.call(d.querySelectorAll("#matrix tr[id]")),C=d.getElementById("fc"),'
-    'Q=d.getElementById("fq"),N=d.getElementById("fn"),B=[].slice.call(F.querySelectorAll("input[type=checkbox]"));',
+    'var R=[].slice.call(d.querySelectorAll("#matrix tr[id]")),C=d.getElementById("fc"),Q=d.getElementById("fq"),',
+    'N=d.getElementById("fn"),B=[].slice.call(F.querySelectorAll("input[type=checkbox]")),',
+    'I=[].map.call(d.querySelectorAll("#matrix th.c"),function(t){return t.title});',
     'function go(){var on={},n=0,i=C.value,q=Q.value.toLowerCase();B.forEach(function(b){on[b.value]=b.checked});',
     'R.forEach(function(r){var c=i===""?null:r.cells[2+ +i],s=d.getElementById("detail-"+r.id.slice(5)),',
     'ok=on[r.className]&&(!q||r.cells[0].textContent.toLowerCase().indexOf(q)>=0)&&',
     '(c===null||(r.className!=="hu"&&(c.className==="f"||c.className==="w")));',
     'r.hidden=!ok;if(s)s.hidden=!ok;if(ok)n++});N.textContent=n+" of "+R.length+" hosts shown"}',
-    'F.addEventListener("input",go);F.addEventListener("change",go);',
-    '[].slice.call(d.querySelectorAll("#checks a[data-i]")).forEach(function(a){a.addEventListener("click",',
-    'function(){C.value=a.getAttribute("data-i");go()})});',
-    'function show(){var t=null;try{t=d.getElementById(decodeURIComponent(location.hash.slice(1)))}catch(e){}',
-    'if(t&&t.hidden){B.forEach(function(b){b.checked=true});C.value="";Q.value="";go();t.scrollIntoView()}}',
-    'window.addEventListener("hashchange",show);go();show()})();',
+    'function url(){var w=B.filter(function(b){return b.checked}).map(function(b){return b.value.slice(1)});',
+    'return "#status="+w.join(",")+(C.value===""?"":"&check="+encodeURIComponent(I[+C.value]))+',
+    '(Q.value?"&host="+encodeURIComponent(Q.value):"")}',
+    'function user(){go();if(history.replaceState)history.replaceState(null,"",url())}',
+    'function read(){var h=location.hash.slice(1),p={},t=null;',
+    'try{h.split("&").forEach(function(x){var k=x.indexOf("=");if(k>0)p[x.slice(0,k)]=decodeURIComponent(x.slice(k+1))});',
+    'if(h.indexOf("=")<0)t=d.getElementById(decodeURIComponent(h))}catch(e){}',
+    'if(p.status!==undefined){var w=p.status.split(",");B.forEach(function(b){b.checked=w.indexOf(b.value.slice(1))>=0})}',
+    'if(p.check!==undefined){var k=I.indexOf(p.check);C.value=k<0?"":String(k)}if(p.host!==undefined)Q.value=p.host;',
+    'go();if(t&&t.hidden){B.forEach(function(b){b.checked=true});C.value="";Q.value="";go();t.scrollIntoView()}}',
+    'F.addEventListener("input",user);F.addEventListener("change",user);',
+    '[].slice.call(d.querySelectorAll("a[data-i]")).forEach(function(a){a.addEventListener("click",',
+    'function(e){C.value=a.getAttribute("data-i");user();e.preventDefault();F.scrollIntoView()})});',
+    'window.addEventListener("hashchange",read);read()})();',
 )
 
 

@@ -14,6 +14,8 @@ from html.parser import HTMLParser
 
 import pytest
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_report as rr
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.plugin_utils import report_fleet as RF
@@ -280,6 +282,21 @@ def test_prometheus_textfile_follows_the_exposition_format(fleet):
     assert families['nodeprep_readiness_exit_status']['samples'] == [({}, 2.0)]
     # 2026-01-05T08:00:00Z
     assert families['nodeprep_readiness_last_run_timestamp_seconds']['samples'] == [({}, 1767600000.0)]
+
+
+def test_prometheus_client_parses_the_same(fleet, variants):
+    """A second opinion: Prometheus's Python client reads the same families, samples, labels and values."""
+    host = 'gpu\\a01 "quoted"\nnext'
+    for report in (fleet, rr.build_report([host], {host: variants['gpu_lost']}, '2026-01-05T08:00:00Z')):
+        text = rr.render_prometheus(report)
+        ours = parse_exposition(text)
+        theirs = dict((family.name, family) for family in text_string_to_metric_families(text))
+        assert sorted(theirs) == sorted(ours)
+        for name, family in theirs.items():
+            assert family.type == 'gauge'
+            assert family.documentation == ours[name]['help'].replace('\\n', '\n').replace('\\\\', '\\')
+            assert [(s.name, s.labels, s.value) for s in family.samples] == [
+                (name, labels, value) for labels, value in ours[name]['samples']]
 
 
 def test_prometheus_label_values_are_escaped(variants):
