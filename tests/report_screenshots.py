@@ -50,8 +50,8 @@ def write(dest, report):
             handle.write(render(report))
     size = os.path.getsize(os.path.join(dest, 'report.html'))
     hosts = len(report['host_order'])
-    print('{0}: report.html {1} bytes, {2} hosts, {3:.0f} bytes per host'.format(dest, size, hosts,
-                                                                               float(size) / hosts))
+    print('{0}: report.html {1} bytes, {2} hosts, {3:.0f} bytes per host'.format(
+        dest, size, hosts, float(size) / hosts))
     return os.path.join(os.path.abspath(dest), 'report.html')
 
 

@@ -367,8 +367,8 @@ def render_html(report):
             '<a href="#hosts" data-i="{0}">{1}</a>'.format(i, _h(ids[i])) for i in sorted(clean))))
     unreachable = [host for host in order if states[host] == UNREACHABLE]
     if unreachable:
-        out.append('<p>Could not be checked ({0}): {1}</p>'.format(len(unreachable),
-                                                                 _host_links(unreachable, SUMMARY_HOSTS)))
+        out.append('<p>Could not be checked ({0}): {1}</p>'.format(
+            len(unreachable), _host_links(unreachable, SUMMARY_HOSTS)))
 
     # the filters (the script shows them) and the matrix
     out.append('<h2 id="hosts">Hosts</h2>')
@@ -409,8 +409,8 @@ def render_html(report):
                     row.append('<td class="p">ok</td>')
                 else:
                     cell_css, text = _CELLS.get(check['status'], ('n', check['status']))
-                    row.append('<td class="{0}" title="{1}">{2}</td>'.format(cell_css, _h(check['observed']),
-                                                                            _h(text)))
+                    row.append('<td class="{0}" title="{1}">{2}</td>'.format(
+                        cell_css, _h(check['observed']), _h(text)))
         row.append('</tr>')
         out.append(''.join(row))
     out.append('</table>')
@@ -523,6 +523,7 @@ def render_prometheus(report):
         lines.append('# TYPE {0} gauge'.format(name))
         lines.extend(name + sample for sample in samples[name])
     return '\n'.join(lines) + '\n'
+
 
 def render_text(report):
     """The plain-text report (report.txt): the matrix, then per host the values checked and what did not pass."""

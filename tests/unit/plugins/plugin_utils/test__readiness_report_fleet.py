@@ -116,8 +116,8 @@ def test_counts_per_state_and_per_check(fleet):
         statuses = [c['status'] for h in fleet['host_order'] for c in fleet['hosts'][h]['checks']
                     if c['id'] == check_id]
         row = fleet['by_check'][check_id]
-        assert [row[s] for s in ('pass', 'warn', 'fail', 'skip')] == [statuses.count(s) for s in
-                                                                   ('pass', 'warn', 'fail', 'skip')]
+        names = ('pass', 'warn', 'fail', 'skip')
+        assert [row[s] for s in names] == [statuses.count(s) for s in names]
         assert row['fail_hosts'] == [h for h in fleet['host_order'] for c in fleet['hosts'][h]['checks']
                                      if c['id'] == check_id and c['status'] == 'fail']
     # the checks table: the checks that failed or warned, most failures first, with their counts and hosts
@@ -130,8 +130,8 @@ def test_counts_per_state_and_per_check(fleet):
     assert fails == sorted(fails, reverse=True)
     for row in rows:
         check = fleet['by_check'][row['cells'][0]['text']]
-        assert [int(c['text']) for c in row['cells'][1:5]] == [check['fail'], check['warn'], check['skip'],
-                                                             check['pass']]
+        counts = [check['fail'], check['warn'], check['skip'], check['pass']]
+        assert [int(c['text']) for c in row['cells'][1:5]] == counts
         named = check['fail_hosts'][:rr.SUMMARY_HOSTS]
         text = row['cells'][5]['text']
         assert text.split(' and ')[0].split(', ') == (named or [''])
@@ -272,11 +272,11 @@ def test_prometheus_textfile_follows_the_exposition_format(fleet):
     assert all(f['type'] == 'gauge' and f['help'] for f in families.values())
     checks = families['nodeprep_readiness_check']['samples']
     expected = [(h, c['id'], c['status']) for h in fleet['host_order'] for c in fleet['hosts'][h]['checks']]
-    assert [(l['host'], l['check'], l['status']) for l, _v in checks] == expected
-    assert all(v == (0.0 if l['status'] == 'fail' else 1.0) for l, v in checks)
-    ready = dict((l['host'], v) for l, v in families['nodeprep_readiness_host_ready']['samples'])
+    assert [(lab['host'], lab['check'], lab['status']) for lab, _v in checks] == expected
+    assert all(v == (0.0 if lab['status'] == 'fail' else 1.0) for lab, v in checks)
+    ready = dict((lab['host'], v) for lab, v in families['nodeprep_readiness_host_ready']['samples'])
     assert ready == dict((h, 1.0 if fleet['hosts'][h]['status'] == 'ready' else 0.0) for h in fleet['host_order'])
-    checked = dict((l['host'], v) for l, v in families['nodeprep_readiness_host_checked']['samples'])
+    checked = dict((lab['host'], v) for lab, v in families['nodeprep_readiness_host_checked']['samples'])
     assert sorted(h for h, v in checked.items() if v == 0) == sorted(
         h for h in fleet['host_order'] if fleet['hosts'][h]['status'] == 'unreachable')
     assert families['nodeprep_readiness_exit_status']['samples'] == [({}, 2.0)]
@@ -306,7 +306,7 @@ def test_prometheus_label_values_are_escaped(variants):
     text = rr.render_prometheus(report)
     assert 'host="gpu\\\\a01 \\"quoted\\"\\nnext"' in text
     families = parse_exposition(text)
-    assert set(l['host'] for l, _v in families['nodeprep_readiness_check']['samples']) == {host, 'gpu-a02'}
+    assert set(lab['host'] for lab, _v in families['nodeprep_readiness_check']['samples']) == {host, 'gpu-a02'}
     # a gather failure: its facts.gather check fails, and the host counts as not checked
     assert ({'host': 'gpu-a02', 'check': 'facts.gather', 'status': 'fail'}, 0.0) in \
         families['nodeprep_readiness_check']['samples']
