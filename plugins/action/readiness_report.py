@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Controller side of gpufleet.nodeprep.readiness_report: collect every host's readiness result from hostvars
-and write report.json, junit.xml, report.html, report.txt,
-readiness.prom and exit-status. Documentation: plugins/modules/readiness_report.py.
+and write report.json, junit.xml, report.html, report.txt, readiness.prom and exit-status. Documentation:
+plugins/modules/readiness_report.py.
 The renderers live in plugins/plugin_utils/_readiness_report.py, which only this plugin imports."""
 
 from __future__ import absolute_import, division, print_function
@@ -19,9 +19,7 @@ from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._readiness_report import (
-    EXIT_NOT_CHECKED,
-    EXIT_NOT_READY,
-    EXIT_READY,
+    EXIT_MEANINGS,
     FILES,
     build_report,
     render_matrix,
@@ -139,7 +137,6 @@ class ActionModule(ActionBase):
             not_ready_hosts=[h for h in order if report['hosts'][h]['status'] == 'not_ready'],
             unreachable_hosts=[h for h in order if report['hosts'][h]['status'] == 'unreachable'],
             exit_status=report['exit_status'],
-            exit_status_meaning={EXIT_READY: 'every host checked and ready', EXIT_NOT_READY: 'some hosts not ready',
-                                 EXIT_NOT_CHECKED: 'some hosts could not be checked'}[report['exit_status']],
+            exit_status_meaning=EXIT_MEANINGS[report['exit_status']],
         )
         return result

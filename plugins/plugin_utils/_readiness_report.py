@@ -7,7 +7,8 @@
 #
 # The controller side of readiness: build_report() gathers the per-host results
 # of readiness_info into one report, and render_json() / render_junit() /
-# render_html() / render_text() / render_matrix() write it. Only the action
+# render_html() / render_text() / render_matrix() / render_prometheus() /
+# render_exit_status() write it. Only the action
 # plugin plugins/action/readiness_report.py imports this file, so none of it is
 # shipped to the managed nodes (module_utils are). The checks themselves, their
 # ids and remedies live in plugins/module_utils/_readiness.py.
@@ -158,6 +159,8 @@ _STATE_WORDS = {FAIL: 'not ready', UNREACHABLE: 'unreachable', WARN: 'ready, war
 EXIT_READY = 0
 EXIT_NOT_READY = 1
 EXIT_NOT_CHECKED = 2
+EXIT_MEANINGS = {EXIT_READY: 'every host checked and ready', EXIT_NOT_READY: 'some hosts not ready',
+                 EXIT_NOT_CHECKED: 'some hosts could not be checked'}
 
 
 def host_state(entry):
