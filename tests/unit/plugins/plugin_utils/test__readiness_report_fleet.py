@@ -262,7 +262,7 @@ def parse_exposition(text):
     # a family's samples are together: a name's HELP/TYPE were seen before all of them (checked above), and no
     # other family's line comes between two of its samples
     order = [line.split('{')[0].split(' ')[0] for line in text.splitlines() if not line.startswith('#')]
-    assert order == sorted(order, key=[name for name in families].index)
+    assert order == sorted(order, key=list(families).index)
     return families
 
 
