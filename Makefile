@@ -42,7 +42,7 @@ TARBALL      = $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
 
 
 .PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix units-matrix lint py36 py36-units security \
-        build docs-rst importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo bench clean
+        build docs-rst importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo report-screenshots bench clean
 
 deps: ## Install the Debian packages the gates and the simulated fleet need (root)
 	bash .ci/install-deps.sh
@@ -214,6 +214,11 @@ molecule: collection-link ## Molecule scenarios on the simulated fleet (needs ro
 
 demo: deps collection-link ## The main job on a simulated fleet: up, converge, converge again (changed=0), readiness
 	bash tests/testbed/demo.sh
+
+report-screenshots: venv ## Readiness report at 4 and 500 nodes: HTML size per host, headless Chromium PNGs in docs/images/
+	@command -v chromium >/dev/null || [ -n "$${CHROMIUM:-}" ] || { echo "make report-screenshots: no chromium;" \
+	  "install Debian's package (apt-get install chromium) or set CHROMIUM=/path/to/chromium" >&2; exit 1; }
+	$(PY) tests/report_screenshots.py $(TMP)/report-screenshots docs/images
 
 bench: deps collection-link ## Benchmarks: the parser, then the simulated fleet (root; BENCH_SIZES, BENCH_REPEATS: docs/performance.md)
 	$(PY) bench/bench_nvsmi.py || echo "bench: the parser missed its goal (see above); going on with the fleet"

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Controller side of gpufleet.nodeprep.readiness_report: collect every host's readiness result from hostvars
-and write report.json, junit.xml, report.html and report.txt. Documentation: plugins/modules/readiness_report.py.
+and write report.json, junit.xml, report.html, report.txt, readiness.prom and exit-status. Documentation:
+plugins/modules/readiness_report.py.
 The renderers live in plugins/plugin_utils/_readiness_report.py, which only this plugin imports."""
 
 from __future__ import absolute_import, division, print_function
@@ -18,10 +19,27 @@ from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._readiness_report import (
+    EXIT_MEANINGS,
     FILES,
     build_report,
     render_matrix,
+    render_prometheus,
 )
+
+
+def write_atomic(path, text):
+    """Write ``text`` to ``path`` through a temporary file of the same directory and a rename, so a reader (the
+    node_exporter textfile collector, a browser) never sees half a file; the temporary name does not end in .prom."""
+    folder, name = os.path.split(path)
+    handle, tmp = tempfile.mkstemp(prefix='.' + name + '.', dir=folder or '.')
+    try:
+        with os.fdopen(handle, 'wb') as out:
+            out.write(to_bytes(text))
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def write_report(dest, report):
@@ -34,17 +52,23 @@ def write_report(dest, report):
     written = []
     for name, render in FILES:
         path = os.path.join(dest, name)
-        handle, tmp = tempfile.mkstemp(prefix='.' + name + '.', dir=dest)
-        try:
-            with os.fdopen(handle, 'wb') as out:
-                out.write(to_bytes(render(report)))
-            os.chmod(tmp, 0o644)
-            os.rename(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        write_atomic(path, render(report))
         written.append(path)
     return written
+
+
+def write_textfile(path, report):
+    """Write readiness.prom's metrics to ``path`` for the node_exporter textfile collector (its directory must
+    exist; the collector reads only names ending in .prom)."""
+    path = os.path.abspath(os.path.expanduser(path))
+    if not path.endswith('.prom'):
+        raise AnsibleActionFail('prometheus_textfile {0}: the textfile collector reads only files whose name ends '
+                                'in .prom; give a name such as nodeprep_readiness.prom'.format(path))
+    if not os.path.isdir(os.path.dirname(path)):
+        raise AnsibleActionFail('prometheus_textfile {0}: the directory {1} does not exist; give the directory of '
+                                'node_exporter --collector.textfile.directory'.format(path, os.path.dirname(path)))
+    write_atomic(path, render_prometheus(report))
+    return path
 
 
 def _plain(value):
@@ -61,7 +85,7 @@ def _plain(value):
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(('dest', 'hosts', 'result_var'))
+    _VALID_ARGS = frozenset(('dest', 'hosts', 'result_var', 'prometheus_textfile'))
     _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
@@ -73,6 +97,7 @@ class ActionModule(ActionBase):
             dest=dict(type='path', default='./readiness-report'),
             hosts=dict(type='list', elements='str'),
             result_var=dict(type='str', default='nodeprep_readiness'),
+            prometheus_textfile=dict(type='path'),
         ))
         hosts = args['hosts']
         if hosts is None:
@@ -95,6 +120,12 @@ class ActionModule(ActionBase):
         except (IOError, OSError) as exc:
             raise AnsibleActionFail('cannot write the readiness report into {0}: {1}'.format(
                 args['dest'], to_native(exc)))
+        if args['prometheus_textfile']:
+            try:
+                files.append(write_textfile(args['prometheus_textfile'], report))
+            except (IOError, OSError) as exc:
+                raise AnsibleActionFail('cannot write prometheus_textfile {0}: {1}'.format(
+                    args['prometheus_textfile'], to_native(exc)))
         order = report['host_order']
         result.update(
             changed=False,
@@ -105,5 +136,7 @@ class ActionModule(ActionBase):
             ready=report['summary']['not_ready'] == 0 and report['summary']['unreachable'] == 0,
             not_ready_hosts=[h for h in order if report['hosts'][h]['status'] == 'not_ready'],
             unreachable_hosts=[h for h in order if report['hosts'][h]['status'] == 'unreachable'],
+            exit_status=report['exit_status'],
+            exit_status_meaning=EXIT_MEANINGS[report['exit_status']],
         )
         return result

@@ -17,16 +17,26 @@ version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
 description:
   - Reads every host's readiness result (what M(gpufleet.nodeprep.readiness_info) returned, kept in the host
-    variable named by O(result_var)) from hostvars and writes four files into O(dest) on the controller.
-  - C(report.json) - hosts with their checks (id, status, expected, observed, remedy) and a summary.
+    variable named by O(result_var)) from hostvars and writes six files into O(dest) on the controller.
+  - C(report.json) - hosts with their checks (id, status, expected, observed, remedy), a summary, the counts and
+    failing hosts per check (C(by_check)) and the C(exit_status).
   - C(junit.xml) - a testsuite per host and a testcase per check, for CI systems; V(fail) is a C(<failure>),
     V(skip) a C(<skipped>), V(warn) a passed testcase with C(<system-out>); an unreachable host is one errored
     testcase C(host.reachable).
-  - C(report.html) - a self-contained page, hosts as rows and checks as columns, coloured by status, the details
-    in each cell's tooltip; then a section per host with the values that were checked (power limit in W and in %
-    of the default, C(/dev/shm) against the GPU memory, memlock, NICs, NCCL file, ...) and the checks that did not
-    pass.
+  - C(report.html) - one self-contained page (inline CSS and a small script, nothing fetched, readable with
+    scripts off) - the host counts, the checks that failed or warned with how many hosts and which, filters by
+    status, check and host name, the matrix of hosts and checks with the hosts that need attention first, then a
+    section per such host with its checks that did not pass and the values checked. Each host's row has the id
+    C(host-<name>), every byte of the name outside C([A-Za-z0-9._-]) written C(~xx).
   - C(report.txt) - the same matrix, values and failed checks as plain text.
+  - C(readiness.prom) - the node_exporter textfile collector's format - C(nodeprep_readiness_check{host,check,status})
+    (1 unless the check failed), C(nodeprep_readiness_host_ready{host}), C(nodeprep_readiness_host_checked{host}),
+    C(nodeprep_readiness_exit_status) and C(nodeprep_readiness_last_run_timestamp_seconds), all gauges.
+  - C(exit-status) - one line, the NHC-style exit status of the run - V(0) every host was checked and is ready,
+    V(1) a checked host is not ready, V(2) a host could not be checked (unreachable, or its facts gather failed);
+    V(2) wins over V(1). A script runs the playbook with C(nodeprep_readiness_fail=false) and then
+    C(exit "$(cat readiness-report/exit-status)").
+  - Every file is written to a temporary name in its directory and renamed, so no reader sees half a file.
   - A host of O(hosts) without a result, or whose result says it was unreachable, appears everywhere as
     C(unreachable), never as missing.
   - A host of O(hosts) that the inventory does not have is refused, naming it.
@@ -46,6 +56,12 @@ options:
       - Defaults to C(ansible_play_hosts_all), so hosts that became unreachable are still listed.
     type: list
     elements: str
+  prometheus_textfile:
+    description:
+      - Also write C(readiness.prom)'s metrics to this file, for the node_exporter textfile collector (the
+        directory of its C(--collector.textfile.directory) option, which must exist; the name must end in C(.prom)).
+      - Written atomically - a temporary file in the same directory, then a rename.
+    type: path
   result_var:
     description:
       - Name of the host variable that holds each host's readiness result.
@@ -76,6 +92,12 @@ EXAMPLES = r"""
   run_once: true
   register: report
 
+- name: Write the report, and the metrics for the controller's node_exporter
+  gpufleet.nodeprep.readiness_report:
+    dest: /srv/reports/readiness
+    prometheus_textfile: /var/lib/node_exporter/textfile_collector/nodeprep_readiness.prom
+  run_once: true
+
 - name: Print the matrix
   ansible.builtin.debug:
     msg: "{{ report.matrix.splitlines() }}"
@@ -94,7 +116,8 @@ files:
   type: list
   elements: str
   sample: [/home/ops/fleet/readiness-report/report.json, /home/ops/fleet/readiness-report/junit.xml,
-           /home/ops/fleet/readiness-report/report.html, /home/ops/fleet/readiness-report/report.txt]
+           /home/ops/fleet/readiness-report/report.html, /home/ops/fleet/readiness-report/report.txt,
+           /home/ops/fleet/readiness-report/readiness.prom, /home/ops/fleet/readiness-report/exit-status]
 summary:
   description: Host and check counts.
   returned: success
@@ -143,4 +166,17 @@ unreachable_hosts:
   returned: success
   type: list
   elements: str
+exit_status:
+  description:
+    - NHC-style - V(0) every host checked and ready, V(1) some checked hosts not ready, V(2) some hosts could not be
+      checked (unreachable, or their facts gather failed), which wins over V(1). Also in C(report.json) and the file
+      C(exit-status).
+  returned: success
+  type: int
+  sample: 1
+exit_status_meaning:
+  description: The exit status in words.
+  returned: success
+  type: str
+  sample: some hosts not ready
 """

@@ -7,7 +7,8 @@
 #
 # The controller side of readiness: build_report() gathers the per-host results
 # of readiness_info into one report, and render_json() / render_junit() /
-# render_html() / render_text() / render_matrix() write it. Only the action
+# render_html() / render_text() / render_matrix() / render_prometheus() /
+# render_exit_status() write it. Only the action
 # plugin plugins/action/readiness_report.py imports this file, so none of it is
 # shipped to the managed nodes (module_utils are). The checks themselves, their
 # ids and remedies live in plugins/module_utils/_readiness.py.
@@ -15,7 +16,9 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import calendar
 import json
+import time
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness import (
     CHECK_IDS,
@@ -74,8 +77,11 @@ def build_report(hosts, results, generated, unreachable=None):
         for check in out_hosts[host]['checks']:
             if check['id'] not in check_ids:
                 check_ids.append(check['id'])
-    return {'generated': generated, 'summary': summary, 'check_ids': check_ids, 'host_order': order,
-            'hosts': out_hosts}
+    report = {'generated': generated, 'summary': summary, 'check_ids': check_ids, 'host_order': order,
+              'hosts': out_hosts}
+    report['by_check'] = by_check(report)
+    report['exit_status'] = exit_status(report)
+    return report
 
 
 def render_json(report):
@@ -142,39 +148,138 @@ def render_junit(report):
     return '\n'.join(lines) + '\n'
 
 
-_HTML_COLOURS = {
-    PASS: ('#14612c', '#e3f2e6'),
-    WARN: ('#7a4f00', '#fff1cc'),
-    FAIL: ('#a1211a', '#fbe3e1'),
-    SKIP: ('#4a4f55', '#eef0f2'),
-    UNREACHABLE: ('#ffffff', '#6b2c91'),
-}
+# ---------------------------------------------------------------------------
+# what a host needs, and the exit status for scripts
+
+# A host's state on the page, worst first: the page's order and its status filter.
+HOST_STATES = (FAIL, UNREACHABLE, WARN, PASS)
+_STATE_WORDS = {FAIL: 'not ready', UNREACHABLE: 'unreachable', WARN: 'ready, warnings', PASS: 'ready'}
+
+# NHC-style exit status (report.json ``exit_status``, the file ``exit-status``, the action's ``exit_status``).
+EXIT_READY = 0
+EXIT_NOT_READY = 1
+EXIT_NOT_CHECKED = 2
+EXIT_MEANINGS = {EXIT_READY: 'every host checked and ready', EXIT_NOT_READY: 'some hosts not ready',
+                 EXIT_NOT_CHECKED: 'some hosts could not be checked'}
+
+
+def host_state(entry):
+    """``fail`` (a check failed), ``unreachable`` (no result), ``warn`` (ready, a check warned) or ``pass``."""
+    if entry['status'] == UNREACHABLE:
+        return UNREACHABLE
+    if entry['status'] == 'not_ready':
+        return FAIL
+    return WARN if entry.get('worst') == WARN else PASS
+
+
+def not_checked(entry):
+    """True for a host whose checks could not run: unreachable, or its facts could not be gathered."""
+    return entry['status'] == UNREACHABLE or any(c['id'] == 'facts.gather' for c in entry['checks'])
+
+
+def attention_order(report):
+    """The hosts, those that need attention first: failed, unreachable, warned, ready; inventory order within each."""
+    rank = dict((state, index) for index, state in enumerate(HOST_STATES))
+    return sorted(report['host_order'], key=lambda host: rank[host_state(report['hosts'][host])])
+
+
+def exit_status(report):
+    """0 when every host was checked and is ready, 1 when a checked host is not ready, 2 when a host could not be
+    checked (unreachable, or its facts gather failed) or the report has no host. 2 wins over 1: the verdict on the
+    fleet is incomplete."""
+    entries = [report['hosts'][host] for host in report['host_order']]
+    if not entries or any(not_checked(entry) for entry in entries):
+        return EXIT_NOT_CHECKED
+    if any(entry['status'] == 'not_ready' for entry in entries):
+        return EXIT_NOT_READY
+    return EXIT_READY
+
+
+def by_check(report):
+    """Per check id: how many hosts had each status, and which hosts failed or warned (in report order)."""
+    out = {}
+    for check_id in report['check_ids']:
+        row = dict((status, 0) for status in STATUSES)
+        row.update(fail_hosts=[], warn_hosts=[])
+        out[check_id] = row
+    for host in report['host_order']:
+        for check in report['hosts'][host]['checks']:
+            row = out[check['id']]
+            row[check['status']] = row.get(check['status'], 0) + 1
+            if check['status'] in (FAIL, WARN):
+                row[check['status'] + '_hosts'].append(host)
+    return out
+
+
+def render_exit_status(report):
+    return '{0}\n'.format(report['exit_status'])
+
+
+# ---------------------------------------------------------------------------
+# report.html
+
+# One class per status: the cells of the matrix and the badges. Rows carry h<state> (hf, hu, hw, hp), unstyled.
+_CELLS = {PASS: ('p', 'ok'), WARN: ('w', 'warn'), FAIL: ('f', 'fail'), SKIP: ('s', 'skip')}
+_STATE_CLASS = {FAIL: 'f', UNREACHABLE: 'u', WARN: 'w', PASS: 'p'}
+_COLOURS = (('p', '#14612c', '#e3f2e6'), ('w', '#7a4f00', '#fff1cc'), ('f', '#a1211a', '#fbe3e1'),
+            ('s', '#4a4f55', '#eef0f2'), ('n', '#4a4f55', '#ffffff'), ('u', '#ffffff', '#6b2c91'))
+# How many hosts the summary names per check and status; the filter by check shows them all.
+SUMMARY_HOSTS = 20
 
 _CSS = (
-    'body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1f2328;'
-    'line-height:1.4;max-width:1600px}',
-    'h1{font-size:24px;margin:0 0 6px}',
-    'h2{font-size:19px;margin:28px 0 8px;padding-top:8px;border-top:2px solid #d0d7de}',
-    'h3{font-size:15px;margin:14px 0 6px}',
-    '#summary{margin:0 0 16px;font-size:15px}',
-    '.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;margin-right:4px}',
+    'body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:20px;color:#1f2328}',
+    'h1{font-size:22px;margin:0 0 4px}',
+    'h2{font-size:18px;margin:22px 0 6px;padding-top:6px;border-top:2px solid #d0d7de}',
+    'h3{font-size:15px;margin:14px 0 4px}',
+    '.b{display:inline-block;padding:0 7px;border-radius:9px;font-weight:600;margin-right:3px}',
     'table{border-collapse:collapse;font-size:13px}',
-    'th,td{border:1px solid #c8ced5;padding:4px 7px;vertical-align:top}',
-    'th{background:#f3f5f7;font-weight:600}',
-    '#matrix th.check{font-size:11.5px;max-width:84px;padding:4px 4px;text-align:center;vertical-align:bottom}',
-    '#matrix th.check span{display:block;color:#57606a;font-weight:400}',
-    '#matrix td{text-align:center;white-space:nowrap;padding:4px 5px}',
-    '#matrix td.host,#matrix td.msg{text-align:left}',
-    'td.host{font-weight:600;white-space:nowrap}',
-    'td.host a{color:inherit}',
-    'table.values td:first-child{white-space:nowrap;color:#57606a;width:14em}',
-    'table.values td{max-width:1100px}',
-    'table.checks td:first-child{white-space:nowrap;font-family:ui-monospace,Menlo,Consolas,monospace}',
-    'table.checks td.status{text-align:center;font-weight:600;white-space:nowrap}',
-    'table.checks td{max-width:520px}',
-    'details{margin:8px 0}',
-    'summary{cursor:pointer;color:#0969da}',
-    '.legend{font-size:13px;color:#57606a;margin:6px 0 0}',
+    'th,td{border:1px solid #c8ced5;padding:3px 6px;vertical-align:top}',
+    'th{background:#f3f5f7;font-weight:600;text-align:left}',
+    '#checks td.n0{color:#8c959f}',
+    '#checks a{white-space:nowrap}',
+    '#matrix th.c{font-size:11px;max-width:80px;text-align:center;vertical-align:bottom}',
+    '#matrix th.c span{display:block;color:#57606a;font-weight:400}',
+    '#matrix td{text-align:center;white-space:nowrap;padding:2px 4px}',
+    '#matrix td.h,#matrix td.m{text-align:left;font-weight:600}',
+    '#matrix td.m{white-space:normal;font-weight:400}',
+    'a{color:inherit}',
+    'tr[hidden],section[hidden]{display:none}',
+    '#filters{margin:8px 0;padding:6px 8px;background:#f6f8fa;border:1px solid #d0d7de}',
+    '#filters label{margin-right:14px;white-space:nowrap}',
+    'table.values td:first-child{white-space:nowrap;color:#57606a}',
+    'table.checks td:first-child,#checks td:first-child{font-family:ui-monospace,Menlo,Consolas,monospace;'
+    'white-space:nowrap}',
+    'table.checks td{max-width:560px}',
+    '.note{color:#57606a;font-size:13px;margin:4px 0}',
+)
+
+# The filters: hidden in the HTML, shown by this script. With scripts off the page is the same minus the filters.
+# A filter is also a URL: report.html#status=f,u&check=gpu.health&host=r07 (status letters: f not ready,
+# u unreachable, w warnings, p ready); changing a filter rewrites the address bar's fragment that way.
+_JS = (
+    '(function(){var d=document,F=d.getElementById("filters");if(!F)return;F.hidden=false;',
+    'var R=[].slice.call(d.querySelectorAll("#matrix tr[id]")),C=d.getElementById("fc"),Q=d.getElementById("fq"),',
+    'N=d.getElementById("fn"),B=[].slice.call(F.querySelectorAll("input[type=checkbox]")),',
+    'I=[].map.call(d.querySelectorAll("#matrix th.c"),function(t){return t.title});',
+    'function go(){var on={},n=0,i=C.value,q=Q.value.toLowerCase();B.forEach(function(b){on[b.value]=b.checked});',
+    'R.forEach(function(r){var c=i===""?null:r.cells[2+ +i],s=d.getElementById("detail-"+r.id.slice(5)),',
+    'ok=on[r.className]&&(!q||r.cells[0].textContent.toLowerCase().indexOf(q)>=0)&&',
+    '(c===null||(r.className!=="hu"&&(c.className==="f"||c.className==="w")));',
+    'r.hidden=!ok;if(s)s.hidden=!ok;if(ok)n++});N.textContent=n+" of "+R.length+" hosts shown"}',
+    'function url(){var w=B.filter(function(b){return b.checked}).map(function(b){return b.value.slice(1)});',
+    'return "#status="+w.join(",")+(C.value===""?"":"&check="+encodeURIComponent(I[+C.value]))+',
+    '(Q.value?"&host="+encodeURIComponent(Q.value):"")}',
+    'function user(){go();if(history.replaceState)history.replaceState(null,"",url())}',
+    'function read(){var h=location.hash.slice(1),p={},t=null;',
+    'try{h.split("&").forEach(function(x){var k=x.indexOf("=");if(k>0)p[x.slice(0,k)]=decodeURIComponent(x.slice(k+1))});',
+    'if(h.indexOf("=")<0)t=d.getElementById(decodeURIComponent(h))}catch(e){}',
+    'if(p.status!==undefined){var w=p.status.split(",");B.forEach(function(b){b.checked=w.indexOf(b.value.slice(1))>=0})}',
+    'if(p.check!==undefined){var k=I.indexOf(p.check);C.value=k<0?"":String(k)}if(p.host!==undefined)Q.value=p.host;',
+    'go();if(t&&t.hidden){B.forEach(function(b){b.checked=true});C.value="";Q.value="";go();t.scrollIntoView()}}',
+    'F.addEventListener("input",user);F.addEventListener("change",user);',
+    '[].slice.call(d.querySelectorAll("a[data-i]")).forEach(function(a){a.addEventListener("click",',
+    'function(e){C.value=a.getAttribute("data-i");user();e.preventDefault();F.scrollIntoView()})});',
+    'window.addEventListener("hashchange",read);read()})();',
 )
 
 
@@ -190,85 +295,150 @@ def _check_header(check_id):
     return '<span>{0}</span>{1}'.format(_h(area), '_<wbr>'.join(_h(part) for part in name.split('_')))
 
 
-def _anchor(host):
-    return 'host-' + ''.join(c if c.isalnum() or c in '-_.' else '_' for c in host)
+def anchor(host):
+    """The id of a host's row in report.html: ``host-`` and the name, with each UTF-8 byte outside
+    ``[A-Za-z0-9._-]`` written ``~xx`` (``~`` too). The same name always gives the same id, two names never give
+    one, and the id needs no quoting in a URL: ``report.html#host-gpu-a01``."""
+    out = []
+    for byte in bytearray(str(host).encode('utf-8')):
+        char = chr(byte)
+        out.append(char if byte < 128 and (char.isalnum() or char in '._-') else '~{0:02x}'.format(byte))
+    return 'host-' + ''.join(out)
 
 
-def _badge(status, text):
-    return '<span class="badge {0}">{1}</span>'.format(_h(status), _h(text))
+def _detail_id(host):
+    return 'detail-' + anchor(host)[len('host-'):]
+
+
+def _badge(css, text):
+    return '<span class="b {0}">{1}</span>'.format(css, _h(text))
+
+
+def _host_links(hosts, limit):
+    links = ', '.join('<a href="#{0}">{1}</a>'.format(anchor(host), _h(host)) for host in hosts[:limit])
+    if len(hosts) > limit:
+        links += ' and {0} more'.format(len(hosts) - limit)
+    return links
 
 
 def render_html(report):
-    """A self-contained HTML page: a matrix of hosts and checks coloured by status, then one section per host
-    with the values that were checked and every check that did not pass (the passing ones folded below)."""
+    """One self-contained page (inline CSS and a small script, nothing fetched), readable without the script:
+    the counts per host state and per check (with the hosts that failed or warned), filters (status, check,
+    host name; shown by the script), the matrix of hosts and checks with the hosts that need attention first,
+    then a section per host that needs attention with its checks that did not pass and the values checked.
+    Every host's row has the id ``anchor(host)``."""
     ids = report['check_ids']
-    summary = report['summary']
+    order = attention_order(report)
+    states = dict((host, host_state(report['hosts'][host])) for host in order)
+    counts = dict((state, 0) for state in HOST_STATES)
+    for state in states.values():
+        counts[state] += 1
+    per_check = report.get('by_check') or by_check(report)
+    status = report.get('exit_status', exit_status(report))
+
     out = ['<!DOCTYPE html>', '<html lang="en">', '<head>', '<meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            '<title>gpufleet.nodeprep readiness report</title>', '<style>']
     out.extend(_CSS)
-    for status, (fg, bg) in sorted(_HTML_COLOURS.items()):
-        out.append('.{0}{{color:{1};background:{2}}}'.format(status, fg, bg))
+    out.extend('.{0}{{color:{1};background:{2}}}'.format(*colour) for colour in _COLOURS)
     out += ['</style>', '</head>', '<body>', '<h1>gpufleet.nodeprep readiness report</h1>']
-    line = '<p id="summary">Generated {0} &middot; {1} hosts: {2} {3} {4} &middot; checks: {5} {6} {7} {8}</p>'
-    out.append(line.format(
-        _h(report['generated']), summary['hosts'], _badge(PASS, '{0} ready'.format(summary['ready'])),
-        _badge(FAIL, '{0} not ready'.format(summary['not_ready'])),
-        _badge(UNREACHABLE, '{0} unreachable'.format(summary['unreachable'])),
-        _badge(PASS, '{0} pass'.format(summary[PASS])), _badge(WARN, '{0} warn'.format(summary[WARN])),
-        _badge(FAIL, '{0} fail'.format(summary[FAIL])), _badge(SKIP, '{0} skip'.format(summary[SKIP]))))
+    out.append('<p id="summary">Generated {0} &middot; {1} hosts: {2} &middot; exit status {3}</p>'.format(
+        _h(report['generated']), len(order),
+        ' '.join(_badge(_STATE_CLASS[state], '{0} {1}'.format(counts[state], _STATE_WORDS[state]))
+                 for state in HOST_STATES),
+        status))
+
+    # the checks, those that failed on most hosts first
+    out.append('<h2>Checks</h2>')
+    out.append('<table id="checks"><tr><th>check</th><th>fail</th><th>warn</th><th>skip</th><th>pass</th>'
+               '<th>failed on</th><th>warned on</th></tr>')
+    ranked = sorted(range(len(ids)), key=lambda i: (-per_check[ids[i]][FAIL], -per_check[ids[i]][WARN], i))
+    clean = [i for i in ranked if not (per_check[ids[i]][FAIL] or per_check[ids[i]][WARN] or per_check[ids[i]][SKIP])]
+    for index in ranked:
+        if index in clean:
+            continue
+        row = per_check[ids[index]]
+        cells = ''.join('<td class="{0}">{1}</td>'.format(
+            (_CELLS[s][0] if s in (FAIL, WARN) else '') if row[s] else 'n0', row[s])
+            for s in (FAIL, WARN, SKIP, PASS))
+        out.append('<tr><td><a href="#hosts" data-i="{0}">{1}</a></td>{2}<td>{3}</td><td>{4}</td></tr>'.format(
+            index, _h(ids[index]), cells, _host_links(row['fail_hosts'], SUMMARY_HOSTS),
+            _host_links(row['warn_hosts'], SUMMARY_HOSTS)))
+    out.append('</table>')
+    if clean:
+        out.append('<p>Passed on every host checked ({0}): {1}</p>'.format(len(clean), ', '.join(
+            '<a href="#hosts" data-i="{0}">{1}</a>'.format(i, _h(ids[i])) for i in sorted(clean))))
+    unreachable = [host for host in order if states[host] == UNREACHABLE]
+    if unreachable:
+        out.append('<p>Could not be checked ({0}): {1}</p>'.format(
+            len(unreachable), _host_links(unreachable, SUMMARY_HOSTS)))
+
+    # the filters (the script shows them) and the matrix
+    out.append('<h2 id="hosts">Hosts</h2>')
+    out.append('<form id="filters" hidden>')
+    out.append(''.join('<label><input type="checkbox" value="h{0}" checked> {1} ({2})</label>'.format(
+        _STATE_CLASS[state], _h(_STATE_WORDS[state]), counts[state]) for state in HOST_STATES))
+    out.append('<label>check <select id="fc"><option value="">any</option>' + ''.join(
+        '<option value="{0}">{1} failed or warned ({2})</option>'.format(
+            i, _h(check_id), per_check[check_id][FAIL] + per_check[check_id][WARN])
+        for i, check_id in enumerate(ids)) + '</select></label>')
+    out.append('<label>host <input type="search" id="fq" placeholder="name contains"></label> <span id="fn"></span>')
+    out.append('</form>')
+    out.append('<p class="note">Hosts that need attention first (not ready, unreachable, warnings), then the ready '
+               'ones; inventory order within each. Hover a cell for what was observed. The hosts that need attention '
+               'have a section below; report.json and report.txt hold every host\'s values.</p>')
     out.append('<table id="matrix">')
     out.append('<tr><th>host</th><th>status</th>' + ''.join(
-        '<th class="check" title="{0}">{1}</th>'.format(_h(check_id), _check_header(check_id)) for check_id in ids)
+        '<th class="c" title="{0}">{1}</th>'.format(_h(check_id), _check_header(check_id)) for check_id in ids)
         + '</tr>')
-    for host in report['host_order']:
+    for host in order:
         entry = report['hosts'][host]
-        by_id = dict((c['id'], c) for c in entry['checks'])
-        row = ['<tr><td class="host"><a href="#{0}">{1}</a></td>'.format(_h(_anchor(host)), _h(host))]
-        if entry['status'] == UNREACHABLE:
-            row.append('<td class="unreachable" title="{0}">unreachable</td>'.format(_h(entry['msg'])))
-            row.append('<td class="unreachable msg" colspan="{0}" title="{1}">{2}</td>'.format(
-                len(ids), _h(entry['msg']), _h(entry['msg'])))
+        state = states[host]
+        css = _STATE_CLASS[state]
+        word = _h(_STATE_WORDS[state])
+        if state != PASS:
+            word = '<a href="#{0}">{1}</a>'.format(_detail_id(host), word)
+        row = ['<tr id="{0}" class="h{1}"><td class="h"><a href="#{0}">{2}</a></td><td class="{1}">{3}</td>'.format(
+            anchor(host), css, _h(host), word)]
+        if state == UNREACHABLE:
+            row.append('<td class="u m" colspan="{0}">{1}</td>'.format(len(ids), _h(entry['msg'])))
         else:
-            row.append('<td class="{0}">{1}</td>'.format(_h(entry['worst']), _h(entry['status'].replace('_', ' '))))
+            by_id = dict((c['id'], c) for c in entry['checks'])
             for check_id in ids:
                 check = by_id.get(check_id)
                 if check is None:
-                    row.append('<td class="skip" title="not run">-</td>')
-                    continue
-                title = 'expected: {0}\nobserved: {1}\nremedy: {2}'.format(
-                    check['expected'], check['observed'], check['remedy'])
-                row.append('<td class="{0}" title="{1}">{2}</td>'.format(
-                    _h(check['status']), _h(title), _h(check['status'])))
+                    row.append('<td class="n" title="not run">-</td>')
+                elif check['status'] == PASS:
+                    row.append('<td class="p">ok</td>')
+                else:
+                    cell_css, text = _CELLS.get(check['status'], ('n', check['status']))
+                    row.append('<td class="{0}" title="{1}">{2}</td>'.format(
+                        cell_css, _h(check['observed']), _h(text)))
         row.append('</tr>')
         out.append(''.join(row))
     out.append('</table>')
-    out.append('<p class="legend">Hover a cell for what was expected and observed; every host has its section '
-               'below.</p>')
-    for host in report['host_order']:
+
+    # a section per host that needs attention
+    attention = [host for host in order if states[host] != PASS]
+    if attention:
+        out.append('<h2>Hosts that need attention</h2>')
+    for host in attention:
         entry = report['hosts'][host]
-        colour = UNREACHABLE if entry['status'] == UNREACHABLE else entry.get('worst') or FAIL
-        out.append('<h2 id="{0}">{1} {2}</h2>'.format(_h(_anchor(host)), _h(host),
-                                                      _badge(colour, entry['status'].replace('_', ' '))))
-        if entry['status'] == UNREACHABLE:
+        state = states[host]
+        out.append('<section id="{0}"><h3><a href="#{1}">{2}</a> {3}</h3>'.format(
+            _detail_id(host), anchor(host), _h(host), _badge(_STATE_CLASS[state], _STATE_WORDS[state])))
+        if state == UNREACHABLE:
             out.append('<p>{0}</p>'.format(_h(entry['msg'])))
-            continue
-        if entry.get('values'):
-            out.append('<h3>Values checked</h3>')
-            out.append('<table class="values">')
-            for label, text in entry['values']:
-                out.append('<tr><td>{0}</td><td>{1}</td></tr>'.format(_h(label), _h(text)))
-            out.append('</table>')
-        problems = [c for c in entry['checks'] if c['status'] != PASS]
-        passing = [c for c in entry['checks'] if c['status'] == PASS]
-        if problems:
-            out.append('<h3>Checks that did not pass</h3>')
-            out.append(_checks_table(problems))
-        if passing:
-            out.append('<details><summary>{0} checks passed</summary>'.format(len(passing)))
-            out.append(_checks_table(passing))
-            out.append('</details>')
-    out += ['</body>', '</html>']
+        else:
+            out.append(_checks_table([c for c in entry['checks'] if c['status'] != PASS]))
+            if entry.get('values'):
+                out.append('<details><summary>values checked</summary><table class="values">' + ''.join(
+                    '<tr><td>{0}</td><td>{1}</td></tr>'.format(_h(label), _h(text))
+                    for label, text in entry['values']) + '</table></details>')
+        out.append('</section>')
+    out.append('<script>')
+    out.extend(_JS)
+    out += ['</script>', '</body>', '</html>']
     return '\n'.join(out) + '\n'
 
 
@@ -276,11 +446,86 @@ def _checks_table(checks):
     rows = ['<table class="checks">', '<tr><th>check</th><th>status</th><th>expected</th><th>observed</th>'
             '<th>remedy</th></tr>']
     for check in checks:
-        rows.append('<tr><td>{0}</td><td class="status {1}">{1}</td><td>{2}</td><td>{3}</td><td>{4}</td></tr>'.format(
-            _h(check['id']), _h(check['status']), _h(check['expected']), _h(check['observed']),
+        css = _CELLS.get(check['status'], ('n', ''))[0]
+        rows.append('<tr><td>{0}</td><td class="{1}">{2}</td><td>{3}</td><td>{4}</td><td>{5}</td></tr>'.format(
+            _h(check['id']), css, _h(check['status']), _h(check['expected']), _h(check['observed']),
             _h(check['remedy'])))
     rows.append('</table>')
     return '\n'.join(rows)
+
+
+# ---------------------------------------------------------------------------
+# readiness.prom: the node_exporter textfile collector's input
+#
+# The rules followed (and checked by tests/unit/plugins/plugin_utils/test__readiness_report.py): the text
+# exposition format, https://prometheus.io/docs/instrumenting/exposition_formats/ (lines end with \n, the last one
+# too; at most one HELP and one TYPE line per metric name, before its samples; label values in double quotes with
+# \\, \" and \n escaped; HELP text with \\ and \n escaped), and the data model's names,
+# https://prometheus.io/docs/concepts/data_model/ (metric names [a-zA-Z_:][a-zA-Z0-9_:]*, no colon in an
+# exporter's; label names [a-zA-Z_][a-zA-Z0-9_]*, none starting with __). The collector reads *.prom files of its
+# directory, so the file is written to a temporary name in that directory and renamed
+# (https://github.com/prometheus/node_exporter#textfile-collector).
+
+PROMETHEUS_FAMILIES = (
+    ('nodeprep_readiness_check', 'Readiness check per host: 1 when the check did not fail (its status label says '
+                                 'pass, warn or skip), 0 when it failed.'),
+    ('nodeprep_readiness_host_ready', 'Readiness per host: 1 when it was checked and no check failed, else 0.'),
+    ('nodeprep_readiness_host_checked', 'Readiness per host: 1 when its checks ran, 0 when it was unreachable or its '
+                                        'facts could not be gathered.'),
+    ('nodeprep_readiness_exit_status', 'The readiness run\'s exit status: 0 all hosts ready, 1 some not ready, '
+                                       '2 some could not be checked.'),
+    ('nodeprep_readiness_last_run_timestamp_seconds', 'When the readiness report was generated, in seconds since '
+                                                      'the epoch.'),
+)
+
+
+def prometheus_label_value(text):
+    """A label value for the text format: backslash, double quote and line feed escaped."""
+    return str(text).replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
+
+
+def _prometheus_help(text):
+    return str(text).replace('\\', '\\\\').replace('\n', '\\n')
+
+
+def _timestamp(generated):
+    try:
+        return calendar.timegm(time.strptime(str(generated), '%Y-%m-%dT%H:%M:%SZ'))
+    except ValueError:
+        return None
+
+
+def render_prometheus(report):
+    """readiness.prom: every family is a gauge; one sample per host and check (none for a host that could not be
+    checked: its host_checked is 0), one per host for ready and checked, one for the exit status and one for the
+    time of the report."""
+    samples = dict((name, []) for name, _help in PROMETHEUS_FAMILIES)
+    for host in report['host_order']:
+        entry = report['hosts'][host]
+        label = 'host="{0}"'.format(prometheus_label_value(host))
+        seen = set()
+        for check in entry['checks']:
+            if check['id'] in seen:
+                continue
+            seen.add(check['id'])
+            samples['nodeprep_readiness_check'].append('{{{0},check="{1}",status="{2}"}} {3}'.format(
+                label, prometheus_label_value(check['id']), prometheus_label_value(check['status']),
+                0 if check['status'] == FAIL else 1))
+        samples['nodeprep_readiness_host_ready'].append('{{{0}}} {1}'.format(
+            label, 1 if entry['status'] == 'ready' else 0))
+        samples['nodeprep_readiness_host_checked'].append('{{{0}}} {1}'.format(label, 0 if not_checked(entry) else 1))
+    samples['nodeprep_readiness_exit_status'].append(' {0}'.format(report.get('exit_status', exit_status(report))))
+    stamp = _timestamp(report['generated'])
+    if stamp is not None:
+        samples['nodeprep_readiness_last_run_timestamp_seconds'].append(' {0}'.format(stamp))
+    lines = []
+    for name, text in PROMETHEUS_FAMILIES:
+        if not samples[name]:
+            continue
+        lines.append('# HELP {0} {1}'.format(name, _prometheus_help(text)))
+        lines.append('# TYPE {0} gauge'.format(name))
+        lines.extend(name + sample for sample in samples[name])
+    return '\n'.join(lines) + '\n'
 
 
 def render_text(report):
@@ -332,4 +577,5 @@ def render_matrix(report):
 
 
 FILES = (('report.json', render_json), ('junit.xml', render_junit), ('report.html', render_html),
-         ('report.txt', lambda report: render_text(report) + '\n'))
+         ('report.txt', lambda report: render_text(report) + '\n'), ('readiness.prom', render_prometheus),
+         ('exit-status', render_exit_status))

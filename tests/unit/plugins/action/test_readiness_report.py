@@ -46,14 +46,17 @@ def task_vars():
     }
 
 
-def test_writes_the_three_files(tmp_path):
+FILES = ['exit-status', 'junit.xml', 'readiness.prom', 'report.html', 'report.json', 'report.txt']
+
+
+def test_writes_the_report_files(tmp_path):
     dest = tmp_path / 'out' / 'readiness-report'
     result = make_action({'dest': str(dest)}).run(task_vars=task_vars())
     assert result['changed'] is False
     assert result['dest'] == str(dest)
     assert result['files'] == [str(dest / 'report.json'), str(dest / 'junit.xml'), str(dest / 'report.html'),
-                               str(dest / 'report.txt')]
-    assert sorted(os.listdir(str(dest))) == ['junit.xml', 'report.html', 'report.json', 'report.txt']
+                               str(dest / 'report.txt'), str(dest / 'readiness.prom'), str(dest / 'exit-status')]
+    assert sorted(os.listdir(str(dest))) == FILES
     assert result['summary'] == {'hosts': 3, 'ready': 1, 'not_ready': 1, 'unreachable': 1,
                                  'pass': 15, 'warn': 0, 'fail': 15, 'skip': 0}
     assert result['ready'] is False
@@ -64,8 +67,14 @@ def test_writes_the_three_files(tmp_path):
     suites = [s.get('name') for s in ET.parse(str(dest / 'junit.xml')).getroot().findall('testsuite')]
     assert suites == ['gpu-a01', 'gpu-a02', 'gpu-a03']
     html = (dest / 'report.html').read_text()
-    assert ('<td class="host"><a href="#host-gpu-a03">gpu-a03</a></td><td class="unreachable" title="no result: '
-            'the host was unreachable or failed before the check">unreachable</td>') in html
+    assert ('<tr id="host-gpu-a03" class="hu"><td class="h"><a href="#host-gpu-a03">gpu-a03</a></td><td class="u">'
+            '<a href="#detail-gpu-a03">unreachable</a></td><td class="u m" colspan="15">no result: the host was '
+            'unreachable or failed before the check</td></tr>') in html
+    # one host could not be checked: exit status 2, in the result, report.json, exit-status and readiness.prom
+    assert (result['exit_status'], result['exit_status_meaning']) == (2, 'some hosts could not be checked')
+    assert data['exit_status'] == 2
+    assert (dest / 'exit-status').read_text() == '2\n'
+    assert 'nodeprep_readiness_exit_status 2\n' in (dest / 'readiness.prom').read_text()
     text = (dest / 'report.txt').read_text()
     assert '== gpu-a01: ready\n' in text and 'power limit' in text
     assert result['matrix'].splitlines()[-1] == ('legend: . pass  W warn  F fail  - skip  ? unreachable; hosts 3: '
@@ -101,4 +110,43 @@ def test_dest_is_a_file(tmp_path):
 def test_rewrite_keeps_no_temporary_files(tmp_path):
     for _round in range(2):
         make_action({'dest': str(tmp_path)}).run(task_vars=task_vars())
-    assert sorted(os.listdir(str(tmp_path))) == ['junit.xml', 'report.html', 'report.json', 'report.txt']
+    assert sorted(os.listdir(str(tmp_path))) == FILES
+
+
+@pytest.mark.parametrize('hosts, status, meaning', [
+    (['gpu-a01'], 0, 'every host checked and ready'),
+    (['gpu-a01', 'gpu-a02'], 1, 'some hosts not ready'),
+    (['gpu-a02', 'gpu-a03'], 2, 'some hosts could not be checked'),
+])
+def test_exit_status(tmp_path, hosts, status, meaning):
+    result = make_action({'dest': str(tmp_path), 'hosts': hosts}).run(task_vars=task_vars())
+    assert (result['exit_status'], result['exit_status_meaning']) == (status, meaning)
+    assert (tmp_path / 'exit-status').read_text() == '{0}\n'.format(status)
+
+
+def test_prometheus_textfile(tmp_path):
+    collector = tmp_path / 'textfile_collector'
+    collector.mkdir()
+    target = collector / 'nodeprep_readiness.prom'
+    for _round in range(2):
+        result = make_action({'dest': str(tmp_path / 'report'),
+                              'prometheus_textfile': str(target)}).run(task_vars=task_vars())
+    assert result['files'][-1] == str(target)
+    assert os.listdir(str(collector)) == ['nodeprep_readiness.prom']  # no temporary file left behind
+    assert target.read_text() == (tmp_path / 'report' / 'readiness.prom').read_text()
+    assert 'nodeprep_readiness_check{host="gpu-a02",check="gpu.count",status="fail"} 0\n' in target.read_text()
+    assert oct(os.stat(str(target)).st_mode & 0o777) == '0o644'
+
+
+@pytest.mark.parametrize('name, message', [
+    ('textfile_collector/readiness.txt', 'the textfile collector reads only files whose name ends in .prom; give a '
+                                         'name such as nodeprep_readiness.prom'),
+    ('missing/readiness.prom', 'the directory {tmp}/missing does not exist; give the directory of node_exporter '
+                               '--collector.textfile.directory'),
+])
+def test_prometheus_textfile_refused(tmp_path, name, message):
+    (tmp_path / 'textfile_collector').mkdir()
+    with pytest.raises(AnsibleActionFail) as exc:
+        make_action({'dest': str(tmp_path / 'report'),
+                     'prometheus_textfile': str(tmp_path / name)}).run(task_vars=task_vars())
+    assert str(exc.value) == 'prometheus_textfile {0}: {1}'.format(tmp_path / name, message.format(tmp=tmp_path))

@@ -118,34 +118,35 @@ def test_json_junit_html_agree():
     assert header == ['host', 'status'] + data['check_ids']
     # two lines per header, horizontal: the area, then the check (breakable at '_')
     assert parser.rows[0][2]['text'] == 'kerneldevel_matched'
-    html = {}
+    # the hosts that need attention first: not ready, unreachable, then ready; inventory order within each
+    assert [row[0]['text'] for row in parser.rows[1:]] == ['gpu-a02', 'gpu-a05', 'gpu-a03', 'gpu-a04', 'gpu-a01']
+    marks = {'pass': ('p', 'ok'), 'fail': ('f', 'fail'), 'warn': ('w', 'warn'), 'skip': ('s', 'skip')}
     for row in parser.rows[1:]:
         host = row[0]['text']
-        html[host] = [c['class'] for c in row[1:]]
         entry = data['hosts'][host]
         if entry['status'] == 'unreachable':
             assert [c['text'] for c in row[1:]] == ['unreachable', entry['msg']]
             assert row[2]['colspan'] == str(len(data['check_ids']))
-            assert row[2]['title'] == entry['msg']
             continue
+        assert row[1]['text'] == {'ready': 'ready', 'not_ready': 'not ready'}[entry['status']]
         by_check = dict((c['id'], c) for c in entry['checks'])
         for cell, check_id in zip(row[2:], data['check_ids']):
             check = by_check.get(check_id)
             if check is None:
-                assert (cell['class'], cell['text']) == ('skip', '-')
+                assert (cell['class'], cell['text'], cell['title']) == ('n', '-', 'not run')
             else:
-                assert (cell['class'], cell['text']) == (check['status'], check['status'])
-                assert cell['title'] == 'expected: {0}\nobserved: {1}\nremedy: {2}'.format(
-                    check['expected'], check['observed'], check['remedy'])
-    assert sorted(html) == sorted(data['host_order'])
+                assert (cell['class'], cell['text']) == marks[check['status']]
+                assert cell['title'] == (None if check['status'] == 'pass' else check['observed'])
     page = rr.render_html(report)
     assert '<after 60 s> &' not in page
-    # every host has its section with the values checked, linked from the matrix
+    assert 'nvidia-smi timed out &lt;after 60 s&gt; &amp; gave up' in page
+    # every host has its row's anchor, linked from the row itself; the hosts that need attention have a section
     for host in data['host_order']:
-        assert '<h2 id="host-{0}">'.format(host) in page
+        assert '<tr id="host-{0}" '.format(host) in page
         assert '<a href="#host-{0}">{0}</a>'.format(host) in page
-    assert '<tr><td>power limit</td><td>700 W = 70% of the default 1000 W (range 200-1000 W) on 8 GPUs</td></tr>' \
-        in page
+        assert ('<section id="detail-{0}">'.format(host) in page) == (host != 'gpu-a01')
+    label, text = data['hosts']['gpu-a02']['values'][0]
+    assert '<tr><td>{0}</td><td>{1}</td></tr>'.format(rr._escape(label), rr._escape(text)) in page
 
 
 def test_render_text_lists_values_and_problems():
