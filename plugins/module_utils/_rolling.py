@@ -424,6 +424,23 @@ def preflight(config, partitions, records, batch_list, reboot_timeout, min_avail
     return problems
 
 
+def summary(changes):
+    """``nvidia_driver: x; nvidia_driver: reboot (y); shm: z`` -> ``nvidia_driver (2, reboot), shm (1)``."""
+    roles = []
+    counts = {}
+    reboot = set()
+    for change in changes:
+        role, _sep, what = change.partition(': ')
+        if role not in counts:
+            roles.append(role)
+            counts[role] = 0
+        if what.startswith('reboot ('):
+            reboot.add(role)
+        else:
+            counts[role] += 1
+    return ', '.join('{0} ({1}{2})'.format(r, counts[r], ', reboot' if r in reboot else '') for r in roles) or '-'
+
+
 def table(decisions, batch_of, jobs):
     """Rows of the plan table: node, state, what changes, Slurm state, jobs, batch, why."""
     rows = []
@@ -431,7 +448,7 @@ def table(decisions, batch_of, jobs):
         rows.append({
             'node': d['node'],
             'state': d['state'],
-            'changes': '; '.join(d['changes']) or '-',
+            'changes': summary(d['changes']),
             'slurm': d['slurm_state'] or '-',
             'jobs': ','.join(jobs.get(d['node']) or []) or '-',
             'batch': batch_of.get(d['node'], '-'),
@@ -449,3 +466,51 @@ def format_table(rows):
     for c in cells:
         lines.append('  '.join(c[i].ljust(widths[i]) for i in range(len(heads))).rstrip())
     return '\n'.join(lines) + '\n'
+
+
+def plan_run(nodes, slurm, options):
+    """The whole plan of a run.
+
+    ``nodes``: [{'node', 'plans', 'marker'}] in play order (``marker``: MARKER's text or None); ``slurm``: the
+    backend's state answer ({'records', 'config', 'partitions', 'jobs'}) or None when it was not asked;
+    ``options``: run_id, batch, include_held, retry_failed, min_available, reboot_timeout, busy, max_failed.
+    Returns {'need_slurm': nodes Slurm must be asked about, 'decisions', 'work': nodes to take through the run in
+    order, 'batches', 'batch_of', 'rows', 'text', 'problems'}.  With ``slurm`` None only ``need_slurm`` counts.
+    """
+    check_run_id(options['run_id'])
+    if options.get('busy', 'skip') not in BUSY_POLICIES:
+        raise RollingError('nodeprep_rolling_busy: {0!r} is not one of {1}'.format(
+            options.get('busy'), ', '.join(BUSY_POLICIES)))
+    for key in ('min_available', 'max_failed', 'reboot_timeout'):
+        value = options.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise RollingError('nodeprep_rolling_{0}: {1!r} is not allowed; give a whole number, 0 or more'.format(
+                key, value))
+    need = [n['node'] for n in nodes if disruptive(n['plans']) or parse_marker(n.get('marker')) is not None]
+    out = {'need_slurm': need, 'decisions': [], 'work': [], 'batches': [], 'batch_of': {}, 'rows': [], 'text': '',
+           'problems': []}
+    if slurm is None and need:
+        return out
+    records = (slurm or {}).get('records') or {}
+    decisions = []
+    for n in nodes:
+        marker = parse_marker(n.get('marker'))
+        record = records.get(n['node']) if slurm is not None else None
+        d = decide(n['node'], n['plans'], marker, record, options)
+        d['marker'] = format_marker(options['run_id'], 'taken', d['held'], d['original_reason']) \
+            if d['start'] else ''
+        decisions.append(d)
+    work = [d['node'] for d in decisions if d['start']]
+    batch_list = batches(work, options.get('batch', 1))
+    batch_of = dict((name, i + 1) for i, b in enumerate(batch_list) for name in b)
+    # Only the nodes we drain leave a partition; held and already-drained nodes count as not usable anyway.
+    to_drain = [[name for name in b if next(d for d in decisions if d['node'] == name)['start'] == 'drain']
+                for b in batch_list]
+    problems = preflight((slurm or {}).get('config') or {}, (slurm or {}).get('partitions') or {}, records,
+                         [b for b in to_drain if b], options.get('reboot_timeout', 0),
+                         options.get('min_available', 0)) if work else []
+    jobs = (slurm or {}).get('jobs') or {}
+    rows = table(decisions, batch_of, jobs)
+    out.update(decisions=decisions, work=work, batches=batch_list, batch_of=batch_of, rows=rows,
+               text=format_table(rows), problems=problems)
+    return out

@@ -344,10 +344,16 @@ def test_preflight_no_resume_timeout():
 def test_table():
     decisions = [R.decide(EL, DRIVER, None, MIXED[EL], {}), R.decide(UB, plans(), None, None, {})]
     rows = R.table(decisions, {EL: 1}, {EL: ['1']})
-    assert rows[0] == {'node': EL, 'state': 'candidate', 'changes': 'nvidia_driver: branch 570 -> 580',
+    assert rows[0] == {'node': EL, 'state': 'candidate', 'changes': 'nvidia_driver (1)',
                        'slurm': 'MIXED', 'jobs': '1', 'batch': 1,
                        'why': 'disruptive work: drain, work, verify, resume'}
     assert rows[1]['state'] == 'on-target' and rows[1]['slurm'] == '-' and rows[1]['batch'] == '-'
     text = R.format_table(rows)
     assert text.splitlines()[0].split() == ['node', 'state', 'batch', 'slurm', 'jobs', 'changes']
     assert text.splitlines()[1].split()[:5] == [EL, 'candidate', '1', 'MIXED', '1']
+
+
+def test_summary():
+    assert R.summary(R.disruptive(plans(kernel=['a'], driver=['b', 'c'], reboot=True))) == \
+        'kernel (1), nvidia_driver (2, reboot)'
+    assert R.summary([]) == '-'
