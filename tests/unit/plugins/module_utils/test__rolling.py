@@ -357,3 +357,54 @@ def test_summary():
     assert R.summary(R.disruptive(plans(kernel=['a'], driver=['b', 'c'], reboot=True))) == \
         'kernel (1), nvidia_driver (2, reboot)'
     assert R.summary([]) == '-'
+
+
+# --- the whole plan --------------------------------------------------------------------------------------------
+
+OPTIONS = {'run_id': 'r1', 'batch': 1, 'busy': 'skip', 'min_available': 0, 'max_failed': 1, 'reboot_timeout': 600}
+STATE = {'records': IDLE, 'config': CONFIG, 'partitions': PARTS, 'jobs': {EL: [], UB: []}}
+
+
+def test_plan_run_on_target_asks_slurm_nothing():
+    got = R.plan_run([{'node': EL, 'plans': plans(), 'marker': None},
+                      {'node': UB, 'plans': plans(settings=['size']), 'marker': None}], None, OPTIONS)
+    assert got['need_slurm'] == []
+    assert [d['state'] for d in got['decisions']] == ['on-target', 'in-place']
+    assert got['work'] == [] and got['batches'] == [] and got['problems'] == []
+
+
+def test_plan_run_asks_slurm_then_batches():
+    nodes = [{'node': EL, 'plans': DRIVER, 'marker': None}, {'node': UB, 'plans': DRIVER, 'marker': None}]
+    first = R.plan_run(nodes, None, OPTIONS)
+    assert first['need_slurm'] == [EL, UB] and first['decisions'] == []
+    got = R.plan_run(nodes, STATE, OPTIONS)
+    assert got['work'] == [EL, UB] and got['batches'] == [[EL], [UB]] and got['batch_of'] == {EL: 1, UB: 2}
+    assert got['problems'] == []
+    assert R.parse_marker(got['decisions'][0]['marker']) == {'run_id': 'r1', 'phase': 'taken', 'held': False,
+                                                              'original_reason': ''}
+
+
+def test_plan_run_a_marker_alone_asks_slurm():
+    got = R.plan_run([{'node': EL, 'plans': plans(), 'marker': 'r0 taken ours\n'}], None, OPTIONS)
+    assert got['need_slurm'] == [EL]
+
+
+def test_plan_run_skips_held_and_checks_min_available():
+    state = dict(STATE, records=REBOOTED_ADMIN)
+    nodes = [{'node': UB, 'plans': DRIVER, 'marker': None}]
+    got = R.plan_run(nodes, state, OPTIONS)
+    assert got['decisions'][0]['state'] == 'skipped-held' and got['work'] == []
+    got = R.plan_run([{'node': EL, 'plans': DRIVER, 'marker': None}], STATE, dict(OPTIONS, min_available=2))
+    assert got['problems'] == ['batch 1 (el9-b200-01) would leave partition gpu with 1 usable node(s) '
+                               '(ubuntu2404-h200-01); nodeprep_rolling_min_available is 2']
+
+
+@pytest.mark.parametrize('key, value, match', [
+    ('busy', 'later', 'nodeprep_rolling_busy'),
+    ('min_available', -1, 'nodeprep_rolling_min_available'),
+    ('max_failed', True, 'nodeprep_rolling_max_failed'),
+    ('run_id', 'a:b', 'nodeprep_rolling_run_id'),
+])
+def test_plan_run_refuses_options(key, value, match):
+    with pytest.raises(R.RollingError, match=match):
+        R.plan_run([], None, dict(OPTIONS, **{key: value}))
