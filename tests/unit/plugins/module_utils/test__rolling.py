@@ -132,8 +132,8 @@ def test_run_id_refused(run_id):
 
 
 def test_marker_round_trip():
-    assert R.parse_marker(R.format_marker('r1', 'taken')) == {'run_id': 'r1', 'phase': 'taken', 'held': False,
-                                                               'original_reason': ''}
+    assert R.parse_marker(R.format_marker('r1', 'taken')) == \
+        {'run_id': 'r1', 'phase': 'taken', 'held': False, 'original_reason': ''}
     assert R.parse_marker(R.format_marker('r1', 'work', True, 'admin: bad fan')) == \
         {'run_id': 'r1', 'phase': 'work', 'held': True, 'original_reason': 'admin: bad fan'}
     assert R.parse_marker('') is None
@@ -380,8 +380,8 @@ def test_plan_run_asks_slurm_then_batches():
     got = R.plan_run(nodes, STATE, OPTIONS)
     assert got['work'] == [EL, UB] and got['batches'] == [[EL], [UB]] and got['batch_of'] == {EL: 1, UB: 2}
     assert got['problems'] == []
-    assert R.parse_marker(got['decisions'][0]['marker']) == {'run_id': 'r1', 'phase': 'taken', 'held': False,
-                                                              'original_reason': ''}
+    assert R.parse_marker(got['decisions'][0]['marker']) == \
+        {'run_id': 'r1', 'phase': 'taken', 'held': False, 'original_reason': ''}
 
 
 def test_plan_run_a_marker_alone_asks_slurm():
