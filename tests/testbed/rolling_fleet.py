@@ -55,7 +55,7 @@ def playbook_env():
                               'import sysconfig; print(sysconfig.get_paths()["purelib"])'],
                              stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
     env.update(ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.tmp', 'collections') + ':' + purelib,
-               ANSIBLE_COLLECTIONS_SCAN_SYS_PATH='false', ANSIBLE_NOCOLOR='1',
+               ANSIBLE_COLLECTIONS_SCAN_SYS_PATH='false', ANSIBLE_NOCOLOR='1', LC_ALL='C.UTF-8',
                PATH=VENV_BIN + ':' + env.get('PATH', ''))
     return env
 
