@@ -31,6 +31,7 @@ import os
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,15 +46,14 @@ REUSE = os.environ.get('ROLLING_FLEET_REUSE') == '1'
 EL, UB, HEAD = sf.EL, sf.UBUNTU, sf.HEAD
 INVENTORY = os.path.join(sf.STATE_DIR, 'inventory.yml')
 REPORT = os.path.join(REPO, '.tmp', 'rolling-fleet')
-VENV_BIN = os.path.join(REPO, '.venv', 'bin')
+# The Python that runs this script (make: the virtualenv's) has ansible-playbook beside it.
+VENV_BIN = os.path.dirname(os.path.abspath(sys.executable))
 check, say, head, ssh, timed = sf.check, sf.say, sf.head, sf.ssh, sf.timed
 
 
 def playbook_env():
     env = dict(sf.ENV)
-    purelib = subprocess.run([os.path.join(VENV_BIN, 'python'), '-c',
-                              'import sysconfig; print(sysconfig.get_paths()["purelib"])'],
-                             stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
+    purelib = sysconfig.get_paths()['purelib']
     env.update(ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.tmp', 'collections') + ':' + purelib,
                ANSIBLE_COLLECTIONS_SCAN_SYS_PATH='false', ANSIBLE_NOCOLOR='1', LC_ALL='C.UTF-8',
                PATH=VENV_BIN + ':' + env.get('PATH', ''))
