@@ -17,7 +17,7 @@ author: gpufleet maintainers (@gpufleet)
 description:
   - One operation of C(gpufleet.nodeprep.rolling_upgrade) on Slurm nodes, run on the host the task runs on (use
     C(delegate_to) the Slurm controller and C(run_once)). Every command is an argument list run by
-    M(ansible.builtin.command) with C(LC_ALL=C): C(scontrol show node -o), C(scontrol show config),
+    M(ansible.builtin.command) with C(LC_ALL=C) - C(scontrol show node -o), C(scontrol show config),
     C(scontrol show partition -o), C(squeue -h -w <node> -o %i|%T|%u), C(scontrol update).
   - O(op=state) reads every node's record, the configuration and the partitions, and the jobs of O(nodes); it
     changes nothing and runs in check mode too when the task sets C(check_mode=false).
