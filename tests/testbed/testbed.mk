@@ -3,6 +3,7 @@
 #   make testbed-up SLURM=1 [KINDS=el9-b200,ubuntu2404-h200]
 #                                        the same plus a Slurm head (slurmctld) and slurmd on every GPU node
 #   make slurm-fleet                     a Slurm fleet of its own (prefix npsl): jobs, drain, reboots; then down
+#   make rolling-fleet                   playbooks/rolling_upgrade.yml on a Slurm fleet of its own (prefix nprr); then down
 #   make testbed-down                    stop it; no namespace, mount or process is left
 #   make testbed-status
 #   make testbed-selftest                 ethtool -K, signed repositories and key refusals on the running nodes
@@ -17,7 +18,7 @@ NODES ?= 4
 SLURM ?=
 KINDS ?=
 
-.PHONY: testbed-up testbed-down testbed-status testbed-fault testbed-heal testbed-selftest slurm-fleet
+.PHONY: testbed-up testbed-down testbed-status testbed-fault testbed-heal testbed-selftest slurm-fleet rolling-fleet
 
 testbed-up:
 	$(TESTBED) up --nodes $(NODES) $(if $(filter 1 yes true,$(SLURM)),--slurm) $(if $(KINDS),--kinds $(KINDS))
@@ -45,3 +46,10 @@ testbed-selftest:
 # 10.236, .testbed-slurm): sbatch, squeue, drain/resume, reboots under ReturnToService 1 and 2; taken down at the end.
 slurm-fleet:
 	$(TESTBED_PYTHON) tests/testbed/slurm_fleet.py
+
+# playbooks/rolling_upgrade.yml on a real Slurm fleet of its own (head + 2 GPU nodes; TESTBED_PREFIX nprr, TESTBED_SUBNET
+# 10.239, .testbed-rolling; ROLLING_FLEET_PREFIX/SUBNET/DIR change them): check mode, a busy node under skip, an
+# admin's drain, a killed run and its rerun, a fleet on target; taken down at the end. Not part of `make test` (about
+# 15 minutes on 2 shared cores).
+rolling-fleet: collection-link
+	$(TESTBED_PYTHON) tests/testbed/rolling_fleet.py

@@ -1,0 +1,155 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# The work is done by the action plugin plugins/action/rolling_slurm.py; this file only documents it.
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: rolling_slurm
+short_description: The Slurm backend of the rolling maintenance run (state, drain, set_reason, wait_empty, resume)
+version_added: 0.1.0
+author: gpufleet maintainers (@gpufleet)
+description:
+  - One operation of C(gpufleet.nodeprep.rolling_upgrade) on Slurm nodes, run on the host the task runs on (use
+    C(delegate_to) the Slurm controller and C(run_once)). Every command is an argument list run by
+    M(ansible.builtin.command) with C(LC_ALL=C) - C(scontrol show node -o), C(scontrol show config),
+    C(scontrol show partition -o), C(squeue -h -w <node> -o %i|%T|%u), C(scontrol update).
+  - O(op=state) reads every node's record, the configuration and the partitions, and the jobs of O(nodes); it
+    changes nothing and runs in check mode too when the task sets C(check_mode=false).
+  - O(op=drain) drains O(nodes) with O(reason) (V(nodeprep:<run id>:drain)) in one C(scontrol update); it refuses
+    a node that is already drained, down, failed, has a reboot pending or carries any reason, so that nothing is
+    drained twice and no one else's state is taken over.
+  - O(op=set_reason) sets O(reason) (or the node's entry of O(reasons)) on the nodes whose current reason is ours
+    (V(nodeprep:...)); other nodes are left alone and returned in C(not_ours).
+  - O(op=wait_empty) polls until every node of O(nodes) is drained and C(squeue -w) lists no running or completing
+    job there, or O(timeout) seconds passed; it returns the nodes still busy with their job ids.
+  - O(op=resume) resumes only the nodes whose current reason is ours and that have no reboot pending
+    (C(State=RESUME) would cancel it), then waits up to O(resume_timeout) seconds until they are IDLE, MIXED or
+    ALLOCATED again.
+  - The decisions are the pure functions of C(plugins/module_utils/_rolling.py); a site with another workload
+    manager implements the same operations in a tasks file (docs/rolling-maintenance.md, "Backend").
+extends_documentation_fragment:
+  - gpufleet.nodeprep.attributes
+options:
+  op:
+    description: The operation.
+    type: str
+    required: true
+    choices: [state, drain, set_reason, wait_empty, resume]
+  nodes:
+    description: Slurm node names.
+    type: list
+    elements: str
+    default: []
+  reason:
+    description: The reason for O(op=drain) and O(op=set_reason), V(nodeprep:<run id>:<phase>).
+    type: str
+  reasons:
+    description: Per node reasons for O(op=set_reason) (a node not named gets O(reason)).
+    type: dict
+    default: {}
+  timeout:
+    description: Seconds O(op=wait_empty) waits at most.
+    type: int
+    default: 3600
+  interval:
+    description: Seconds between two polls.
+    type: int
+    default: 5
+  resume_timeout:
+    description: Seconds O(op=resume) waits for the nodes to be back in service.
+    type: int
+    default: 60
+  bin_dir:
+    description: Directory of C(scontrol) and C(squeue) when they are not on the C(PATH).
+    type: str
+    default: ''
+attributes:
+  check_mode:
+    support: full
+    details:
+      - O(op=state) and O(op=wait_empty) only read; the other operations report what they would do and run nothing.
+  diff_mode:
+    support: none
+  action:
+    support: full
+    description: Runs through an action plugin that executes M(ansible.builtin.command) on the delegated host.
+seealso:
+  - module: gpufleet.nodeprep.rolling_plan
+"""
+
+EXAMPLES = r"""
+- name: Drain two nodes for run 20260101
+  gpufleet.nodeprep.rolling_slurm:
+    op: drain
+    nodes: [gpu-01, gpu-02]
+    reason: nodeprep:20260101:drain
+  delegate_to: slurm-head
+  run_once: true
+
+- name: Wait until they are empty, at most 1 hour
+  gpufleet.nodeprep.rolling_slurm:
+    op: wait_empty
+    nodes: [gpu-01, gpu-02]
+    timeout: 3600
+  delegate_to: slurm-head
+  run_once: true
+  register: waited
+"""
+
+RETURN = r"""
+commands:
+  description: The Slurm commands run, in order.
+  returned: always
+  type: list
+  elements: str
+  sample: ["scontrol show node -o", "scontrol update nodename=gpu-01 state=DRAIN reason=nodeprep:r1:drain"]
+records:
+  description: O(op=state) - every node's C(scontrol show node -o) record, by node name.
+  returned: op=state
+  type: dict
+config:
+  description: O(op=state) - C(ResumeTimeout), C(ReturnToService), C(RebootProgram), C(SLURM_VERSION).
+  returned: op=state
+  type: dict
+partitions:
+  description: O(op=state) - C(scontrol show partition -o) records, by partition name.
+  returned: op=state
+  type: dict
+jobs:
+  description: O(op=state) - the running or completing job ids of each node of O(nodes).
+  returned: op=state
+  type: dict
+empty:
+  description: O(op=wait_empty) - the nodes drained and without jobs.
+  returned: op=wait_empty
+  type: list
+  elements: str
+busy:
+  description: O(op=wait_empty) - the nodes still busy, with their job ids.
+  returned: op=wait_empty
+  type: dict
+timed_out:
+  description: O(op=wait_empty) - whether O(timeout) passed before every node was empty.
+  returned: op=wait_empty
+  type: bool
+resumed:
+  description: O(op=resume) - the nodes resumed.
+  returned: op=resume
+  type: list
+  elements: str
+back:
+  description: O(op=resume) - the resumed nodes back in service (IDLE, MIXED or ALLOCATED).
+  returned: op=resume
+  type: list
+  elements: str
+not_ours:
+  description: O(op=resume) and O(op=set_reason) - the nodes left alone because their reason is not ours.
+  returned: op=resume or op=set_reason
+  type: raw
+"""
