@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import glob
 import os
+import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import (
     keep_package,
@@ -28,6 +29,10 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan imp
 )
 
 ENV = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
+# The installed kernel packages the kernel role's plan reads (_kernel.kernel_packages), from the same package list:
+# EL kernel / kernel-core and the ELRepo kernel-lt / kernel-ml ones, Debian/Ubuntu linux-image / linux-headers and
+# the linux-generic meta packages.
+KERNEL_PACKAGE_RE = re.compile(r'^(kernel(-lt|-ml)?(-core|-devel)?|linux-(image|headers|generic)(-.+)?)$')
 RPM_QF = '%{NAME}\\t%{EPOCHNUM}\\t%{VERSION}\\t%{RELEASE}\\t%{ARCH}\\n'
 DPKG_FORMAT = '${Package}\\t${Version}\\t${db:Status-Abbrev}\\t${Architecture}\\n'
 
@@ -45,8 +50,9 @@ def _read(path):
 
 
 def read_driver_node(module, family):
-    """{repos, versionlock, versionlock_plugin, module_stream, packages} (EL) or {apt_sources_content,
-    apt_keyring_present, apt_holds, packages} (Debian family); {'packages': {}} elsewhere.  ``module`` only runs
+    """{repos, versionlock, versionlock_plugin, module_stream, packages, kernel_packages} (EL) or
+    {apt_sources_content, apt_keyring_present, apt_holds, packages, kernel_packages} (Debian family); {'packages': {},
+    'kernel_packages': {}} elsewhere.  ``module`` only runs
     rpm / dpkg-query (LC_ALL=C).  Raises DriverNodeError when the package database cannot be read."""
     node = {}
     if family == 'el':
@@ -81,4 +87,5 @@ def read_driver_node(module, family):
     else:
         packages = {}
     node['packages'] = dict((k, v) for k, v in packages.items() if keep_package(k))
+    node['kernel_packages'] = dict((k, v) for k, v in packages.items() if KERNEL_PACKAGE_RE.match(k))
     return node

@@ -59,7 +59,6 @@ _SEVERITY = (FAIL, WARN, PASS, SKIP)
 # lacks one. No default lives here: a default has one home, the owning role's defaults/main.yml.
 SETTING_NAMES = (
     'nodeprep_expected_gpus',
-    'nodeprep_kernel_source',
     'nodeprep_nvidia_driver_branch',
     'nodeprep_nvidia_driver_version',
     'nodeprep_nvidia_driver_module_type',
@@ -76,7 +75,6 @@ SETTING_NAMES = (
 # ``-e nodeprep_nvidia_driver_persistenced=false`` is false here as in the role).  A caller without plans may still
 # give them in ``settings``.
 PLAN_SETTINGS = {
-    'kernel': ('nodeprep_kernel_source',),
     'nvidia_driver': ('nodeprep_nvidia_driver_branch', 'nodeprep_nvidia_driver_version',
                       'nodeprep_nvidia_driver_module_type', 'nodeprep_nvidia_driver_blacklist_nouveau',
                       'nodeprep_nvidia_driver_persistenced', 'nodeprep_nvidia_driver_fabricmanager',
@@ -235,36 +233,6 @@ def _unit_text(name, unit):
 
 # ---------------------------------------------------------------------------
 # the checks, one function each
-
-
-def _kernel_devel(facts, settings, probe):
-    ks = facts.get('kernel_state')
-    if not isinstance(ks, dict) or not ks.get('running'):
-        return _check('kernel.devel_matched', SKIP, 'kernel facts', 'kernel facts were not gathered')
-    running = ks['running']
-    default = ks.get('default') or running
-    devel = ks.get('devel') or {}
-    source = _setting(settings, 'nodeprep_kernel_source')
-    expected = 'devel/headers installed for the running kernel {0}'.format(running)
-    if default != running:
-        expected += ' and for the next boot kernel {0}'.format(default)
-    problems = []
-    notes = []
-    for release in sorted(set([running, default])):
-        if not devel.get(release):
-            problems.append('no devel/headers tree for {0} (/lib/modules/{0}/build)'.format(release))
-    if default != running:
-        notes.append('the next boot runs {0}, not the running {1}: reboot pending'.format(default, running))
-    if source in ('elrepo-lt', 'elrepo-ml') and 'elrepo' not in running:
-        notes.append('nodeprep_kernel_source is {0} but the running kernel {1} is not an ELRepo kernel'.format(
-            source, running))
-    if source == 'distro' and 'elrepo' in running:
-        notes.append('nodeprep_kernel_source is distro but the running kernel {0} comes from ELRepo'.format(running))
-    if problems:
-        return _check('kernel.devel_matched', FAIL, expected, '; '.join(problems + notes))
-    if notes:
-        return _check('kernel.devel_matched', WARN, expected, '; '.join(notes))
-    return _check('kernel.devel_matched', PASS, expected, 'devel/headers present for {0}'.format(running))
 
 
 def _nouveau(facts, settings, probe):
@@ -584,7 +552,8 @@ _ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
 # unless their settings leave that part of the node alone. A check of PLAN_CHECKS has no function here: its role's
 # plan decides it (plan_check).
 CHECKS = (
-    ('kernel.devel_matched', _ROLE.format('kernel'), _kernel_devel, ('kernel_state',)),
+    # Judged by the kernel plan (PLAN_CHECKS): the devel/headers tree of the kernel that must boot next.
+    ('kernel.devel_matched', _ROLE.format('kernel'), None, ('kernel_state',)),
     ('driver.nouveau_blacklisted', _ROLE.format('nvidia_driver'), _nouveau, ('kernel_state',)),
     ('driver.loaded', _ROLE.format('nvidia_driver'), _driver_loaded, ('nvidia', 'kernel_state')),
     ('driver.open_modules', _ROLE.format('nvidia_driver'), _open_modules, ('kernel_state',)),
@@ -679,7 +648,8 @@ def _unread(facts, namespace):
 # The checks whose verdict is a role's plan (plugins/module_utils/_plan_<role>.py, made on the controller by the
 # gpufleet.nodeprep.node_plan action): the check passes exactly when that plan has no drift for it.  Their settings
 # are the role's own, typed once by the action; none of them is in SETTING_NAMES.
-PLAN_CHECKS = {'gpu.power_limit': 'gpu_settings', 'gpu.clocks': 'gpu_settings', 'memlock.users': 'memlock',
+PLAN_CHECKS = {'kernel.devel_matched': 'kernel',
+               'gpu.power_limit': 'gpu_settings', 'gpu.clocks': 'gpu_settings', 'memlock.users': 'memlock',
                'memlock.services': 'memlock', 'shm.size': 'shm', 'nccl.config': 'nccl', 'nic.offload': 'nic_offload'}
 
 

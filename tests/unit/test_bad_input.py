@@ -389,8 +389,9 @@ NCCL_STRICT = NCCL_ASSERT  # one task fails on every problem of the plan
 SHM_ASSERT = 'Refuse invalid settings, and a node the role cannot size'
 MEMLOCK_ASSERT = 'Refuse settings the plan cannot use, before changing anything'
 NIC_ASSERT = 'Refuse settings and NIC states the role cannot use, before changing anything'
-KERNEL_SOURCE = 'Check that the kernel source exists on this distribution'
-KERNEL_ELREPO = 'Check that ELRepo publishes the requested kernel for this EL release'
+# The kernel role's plan (_plan_kernel) refuses a source the platform lacks; the role fails on it first.
+KERNEL_SOURCE = 'Check the settings and the facts the plan read'
+KERNEL_ELREPO = KERNEL_SOURCE
 # The nvidia_driver role's plan (node_plan, _plan_nvidia_driver) makes the cross-field refusals settings problems; the
 # role fails on them in its first check, before anything else (they were separate asserts in validate.yml).
 DRIVER_PLAN = 'Check the settings and the facts the plan read'
