@@ -261,7 +261,6 @@ def test_os_identity(text, debian_version, expected):
     assert K.os_identity(text, debian_version, 'x86_64') == expected
 
 
-
 # ------------------------------------------------------------------------------------------------ kernel packages
 
 def test_kernel_packages_el_releases_are_uname_r():

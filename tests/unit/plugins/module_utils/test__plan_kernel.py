@@ -92,7 +92,6 @@ def test_os_vars_name_takes_the_most_specific_entry(os_info, name):
     assert K.os_vars_name(os_info) == name
 
 
-
 # --------------------------------------------------------------------------------------- facts + settings -> plan
 
 NO_INSTALL = {'module': None, 'name': [], 'enablerepo': None}
@@ -332,9 +331,9 @@ def test_elrepo_repository_of_the_plan():
         'name': 'elrepo-kernel', 'baseurl': 'https://elrepo.org/linux/kernel/el10/x86_64/', 'gpgcheck': True,
         'description': 'ELRepo.org Community Enterprise Linux Kernel Repository - el10',
         'gpgkey': ['http://a/k1', 'http://a/k2']}
-    mirror = make_plan(facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-lt',
-                                                         'nodeprep_kernel_elrepo_url': 'http://mirror/el9/',
-                                                         'nodeprep_kernel_elrepo_gpgcheck': 'no'})
+    mirror = make_plan(facts(EL9, K9, K9, {K9: True}), {
+        'nodeprep_kernel_source': 'elrepo-lt', 'nodeprep_kernel_elrepo_url': 'http://mirror/el9/',
+        'nodeprep_kernel_elrepo_gpgcheck': 'no'})
     assert mirror['args']['kernel']['elrepo']['baseurl'] == 'http://mirror/el9/'
     assert mirror['args']['kernel']['elrepo']['gpgkey'] is None
     default_keys = make_plan(facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-lt'})
