@@ -14,6 +14,8 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+# Ansible's own OS facts, when the play has them (setup), win over the gather's /etc/os-release (_kernel.os_facts).
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import OS_FACT_KEYS
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
 
@@ -21,7 +23,8 @@ GATHER_MODULE = 'gpufleet.nodeprep.gpu_node_facts'
 GATHER_MODES = ('auto', 'always', 'never')
 # The fact namespaces a plan may read (only these are copied out of ansible_facts).
 FACT_NAMES = ('nvidia', 'kernel_state', 'limits', 'shm', 'nics', 'nodeprep_gathered', 'nodeprep_errors',
-              'nodeprep_units', 'nodeprep_files', 'nodeprep_packages', 'nodeprep_contents', 'nodeprep_file_patterns')
+              'nodeprep_units', 'nodeprep_files', 'nodeprep_packages', 'nodeprep_contents', 'nodeprep_file_patterns') \
+    + OS_FACT_KEYS
 # Gathered namespaces that a gather adds to instead of replacing (what it did not read again stays).
 _MERGED = ('nodeprep_units', 'nodeprep_files', 'nodeprep_packages', 'nodeprep_contents', 'nodeprep_errors')
 

@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import glob
 import os
+import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import (
     keep_package,
@@ -25,6 +26,11 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan imp
     parse_repo_files,
 )
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._packages import PackagesError, read_packages
+
+# The installed kernel packages the kernel role's plan reads (_kernel.kernel_packages), from the same package list:
+# EL kernel / kernel-core and the ELRepo kernel-lt / kernel-ml ones, Debian/Ubuntu linux-image / linux-headers and
+# the linux-generic meta packages.
+KERNEL_PACKAGE_RE = re.compile(r'^(kernel(-lt|-ml)?(-core|-devel)?|linux-(image|headers|generic)(-.+)?)$')
 
 
 class DriverNodeError(Exception):
@@ -40,10 +46,10 @@ def _read(path):
 
 
 def read_driver_node(module, family):
-    """{repos, versionlock, versionlock_plugin, module_stream, packages} (EL) or {apt_sources_content,
-    apt_keyring_present, apt_holds, packages} (Debian family); {'packages': {}} elsewhere.  The installed packages
-    come from the collection's one package reader (_packages.read_packages: rpm -qa / dpkg-query -W).  Raises
-    DriverNodeError when the package database cannot be read."""
+    """{repos, versionlock, versionlock_plugin, module_stream, packages, kernel_packages} (EL) or
+    {apt_sources_content, apt_keyring_present, apt_holds, packages, kernel_packages} (Debian family); {'packages': {},
+    'kernel_packages': {}} elsewhere.  The installed
+    packages come from the collection's one package reader (_packages.read_packages: rpm -qa / dpkg-query -W).  Raises DriverNodeError when the package database cannot be read."""
     node = {}
     if family == 'el':
         files = {}
@@ -69,4 +75,5 @@ def read_driver_node(module, family):
     if family == 'debian':
         node['apt_holds'] = holds
     node['packages'] = dict((k, v) for k, v in packages.items() if keep_package(k))
+    node['kernel_packages'] = dict((k, v) for k, v in packages.items() if KERNEL_PACKAGE_RE.match(k))
     return node

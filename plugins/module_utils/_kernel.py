@@ -435,44 +435,6 @@ def os_identity(os_release_text, debian_version_text=None, machine=None):
             'distribution_major_version': version.split('.')[0], 'architecture': machine or None}
 
 
-# ---------------------------------------------------------------- the no-op
-
-def kernel_work(kernel_state, settings, packages=None):
-    """Why the kernel role must run its tasks on this node: [] when the kernel facts show the wanted kernel booting
-    next and running, with its development tree.  settings: source, family ('el', 'debian' or other),
-    manage_devel, set_default, packages (the image and devel meta packages the role installs on Debian/Ubuntu).
-    packages: {name: version or None} as the gather read them (None: not read, which counts as work on
-    Debian/Ubuntu, where apt checks the meta packages).  Other kernel sources than distro are always work (their
-    repository and package lists are the tasks' to check)."""
-    work = []
-    family = settings.get('family')
-    source = settings.get('source', 'distro')
-    running = kernel_state.get('running') or ''
-    default = kernel_state.get('default') or ''
-    nxt = default or running
-    if family not in ('el', 'debian'):
-        return ['platform: not supported (the tasks say why)']
-    if source != 'distro':
-        work.append('kernel source {0}: its repository and packages are checked by the tasks'.format(source))
-    if family == 'el':
-        if '.elrepo.' in nxt:
-            work.append('kernel: {0} (ELRepo) boots next, the distribution kernel is wanted'.format(nxt))
-        if settings.get('set_default', True) and default != nxt:
-            work.append('kernel: the boot loader default is unknown')
-    else:
-        wanted = list(settings.get('packages') or [])
-        missing = [n for n in wanted if not (packages or {}).get(n)]
-        if missing:
-            work.append('packages: {0} not known to be installed'.format(', '.join(missing)))
-    if settings.get('manage_devel', True) and not (kernel_state.get('devel') or {}).get(nxt):
-        work.append('devel: /lib/modules/{0}/build does not resolve'.format(nxt))
-    if nxt and running and nxt != running:
-        work.append('reboot: running {0}, {1} boots next'.format(running, nxt))
-    if not nxt:
-        work.append('kernel: the running kernel is unknown')
-    return work
-
-
 # ---------------------------------------------------------------- collector
 
 def installed_kernels(root='/'):
@@ -735,6 +697,7 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
     running = _running_release(root)
     installed, module_dirs = installed_kernels(root)
     default, default_source = _default_kernel(module, root, warnings)
+    driver_node = _driver_node(module, root, identity, warnings)
     devel = {}
     build_paths = {}
     for release in [running] + ([default] if default else []) + installed:
@@ -759,7 +722,9 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
         'pci': scan_pci(root),
         'secure_boot': _secure_boot(module, root, warnings),
         'os': identity,
-        'driver_node': _driver_node(module, root, identity, warnings),
+        'driver_node': driver_node,
+        'packages': kernel_packages((driver_node or {}).pop('kernel_packages', None),
+                                    family_of(identity) if identity else None) if driver_node else None,
         'warnings': warnings,
     }
 
@@ -774,6 +739,27 @@ def _driver_node(module, root, identity, warnings):
     except DriverNodeError as exc:
         warnings.append('driver packages: {0}'.format(exc))
         return None
+
+
+def kernel_packages(raw, family):
+    """The installed kernel packages for the kernel role's plan: {name: [release, ...]} from the package list
+    ({name: [{epoch, version, release, arch}]}, _driver_node.KERNEL_PACKAGE_RE).  On EL a release is what
+    ``uname -r`` shows for that kernel (``<version>-<release>.<arch>``, as the kernel packages of EL and ELRepo name
+    their /lib/modules directory); on Debian/Ubuntu the package version.  None when the list was not read."""
+    if raw is None:
+        return None
+    out = {}
+    for name in sorted(raw):
+        releases = []
+        for entry in raw[name] or []:
+            if family == 'el':
+                text = '{0}-{1}.{2}'.format(entry.get('version'), entry.get('release'), entry.get('arch'))
+            else:
+                text = '-'.join(part for part in (entry.get('version'), entry.get('release')) if part)
+            if text not in releases:
+                releases.append(text)
+        out[name] = sorted(releases, key=version_key)
+    return out
 
 
 # The OS facts the kernel and nvidia_driver roles read, named as Ansible's setup module names them.

@@ -5,11 +5,15 @@
 
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # Its functions may change without notice; do not import it from other collections.
-"""The kernel role's plan (see _plan.py): its settings, what it gathers, and whether it has work on a node.
+"""The kernel role's plan (see _plan.py): its settings, what it gathers, and every decision of the role.
 
-The decision is _kernel.kernel_work (the same function the role's site reasons called before); this module gives it
-the typed settings and the per-OS constants of roles/kernel/vars/<os>.yml (OS_VARS below; a unit test keeps the two
-equal), so that neither site.yml nor the plan needs the role's include_vars.
+From the kernel facts of the one gather (``kernel_state``: the running kernel, the one that boots next, the devel
+trees, the installed kernel packages, the OS) and the typed settings, the plan decides which kernel must boot next
+(the target), what to install (the ELRepo repository, the kernel packages, the devel/headers package of the target),
+whether grubby must change the default and whether the node must reboot.  The role's tasks only read
+``args['kernel']``; where a step changes the facts (an installed kernel), the role plans again from a new gather.
+The per-OS constants are OS_VARS below (the role has no per-OS vars files).  The readiness check
+kernel.devel_matched is this plan's drift.
 Pure functions; no Ansible import (Python 3.6+).
 """
 
@@ -17,15 +21,20 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import kernel_work, os_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import ELREPO_KEYS, elrepo_keys
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import os_facts, version_key
 
 ROLE = 'kernel'
-# The readiness checks whose verdict is this plan (none yet: kernel.devel_matched still reads the facts).
-CHECKS = ()
+# The readiness check whose verdict is this plan (the devel/headers tree of the kernel that must boot next).
+CHECK = 'kernel.devel_matched'
+CHECKS = (CHECK,)
 
-# The per-OS constants of roles/kernel/vars/<name>.yml that the decision reads, by file name (chosen like the
-# role's first_found chain: distribution_version, distribution_major_version, distribution, os_family, default).
-# `{distribution_version}` in a package name stands for that OS fact.
+# The per-OS constants, by name, the most specific first (distribution_version, distribution_major_version,
+# distribution, os_family, default).  `{distribution_version}` in a package name stands for that OS fact.
+# image_packages: the packages whose installed releases are the kernels of each source (EL: `kernel` is a meta
+# package on EL 8+ and may be absent on minimal images, `kernel-core` carries the image); devel_meta_packages: what
+# is installed with a missing kernel so its devel tree has the same version (linux-generic and
+# linux-generic-hwe-* already depend on their headers meta package).
 OS_VARS = {
     'RedHat': {
         'family': 'el',
@@ -55,6 +64,16 @@ OS_VARS = {
 
 # ELRepo's kernel repository when nodeprep_kernel_elrepo_url is empty.
 ELREPO_URL = 'https://elrepo.org/linux/kernel/el{major}/{arch}/'
+# The repository definition the role writes (/etc/yum.repos.d/<name>.repo), disabled like ELRepo's own
+# elrepo-release package writes it; the role enables it for its own transactions only.
+ELREPO_REPO_NAME = 'elrepo-kernel'
+# ELRepo's kernel package per source, and the EL major versions ELRepo publishes it for (no kernel-lt for EL 10).
+ELREPO_PACKAGES = {'elrepo-lt': 'kernel-lt', 'elrepo-ml': 'kernel-ml'}
+ELREPO_MAJORS = {'elrepo-lt': ['8', '9'], 'elrepo-ml': ['8', '9', '10']}
+# grubby sets the kernel that boots next on EL.
+GRUBBY = '/usr/sbin/grubby'
+# Stands for the release a check-mode run cannot know yet (the kernel package is not installed).
+PLACEHOLDER = '(newest {0} to be installed)'
 
 SETTINGS = {
     'nodeprep_kernel_source': {
@@ -161,7 +180,7 @@ SHARED = ('nodeprep_reboot_ok',)
 
 
 def os_vars_name(os_info):
-    """The roles/kernel/vars file the role loads for this OS (its first_found chain), or 'default'."""
+    """The OS_VARS entry for this OS (most specific first), or 'default'."""
     candidates = ['{0}_{1}'.format(os_info.get('distribution'), os_info.get('distribution_version')),
                   '{0}_{1}'.format(os_info.get('distribution'), os_info.get('distribution_major_version')),
                   os_info.get('distribution'), os_info.get('os_family')]
@@ -179,60 +198,219 @@ def os_vars(os_info):
     return out
 
 
+def sources_here(chosen, major):
+    """The sources this OS can use: its own, less the ELRepo ones ELRepo does not publish for this EL release."""
+    return [source for source in chosen['sources']
+            if source not in ELREPO_MAJORS or str(major) in ELREPO_MAJORS[source]]
+
+
 def reboot_ok(settings):
     """May the role reboot: nodeprep_kernel_reboot_ok, else the collection-wide nodeprep_reboot_ok."""
     own = settings.get('nodeprep_kernel_reboot_ok')
     return bool(settings.get('nodeprep_reboot_ok') if own is None else own)
 
 
-def work_settings(settings, chosen):
-    """The settings _kernel.kernel_work reads (what the role's __nodeprep_kernel_work_settings held)."""
-    source = settings['nodeprep_kernel_source']
-    packages = list(chosen['image_packages'].get(source) or [])
-    if settings['nodeprep_kernel_manage_devel']:
-        packages += list(chosen['devel_meta_packages'].get(source) or [])
-    return {'source': source, 'family': chosen['family'],
-            'manage_devel': bool(settings['nodeprep_kernel_manage_devel']),
-            'set_default': bool(settings['nodeprep_kernel_set_default']), 'packages': packages}
+def elrepo_gpgkeys(major, keys=None, base=''):
+    """ELRepo's signing keys for an EL major version (EL 10: the v2 key only: its rpm rejects the original key, and
+    dnf then aborts the transaction), optionally below another ``base`` URL.  With ``keys`` (URLs the user gave),
+    those, less any ELRepo key file this release must not list.  ValueError for a release ELRepo does not serve."""
+    major = str(major)
+    if major not in ELREPO_KEYS:
+        raise ValueError('EL major version {0!r} is not one ELRepo publishes for; allowed: {1}'.format(
+            major, ', '.join(sorted(ELREPO_KEYS, key=int))))
+    wanted = elrepo_keys(major)
+    if keys:
+        keys = keys if isinstance(keys, list) else [keys]
+        names = [key.rsplit('/', 1)[-1] for key in wanted]
+        known = [key.rsplit('/', 1)[-1] for release in ELREPO_KEYS.values() for key in release]
+        return [key for key in keys if key.rsplit('/', 1)[-1] in names or key.rsplit('/', 1)[-1] not in known]
+    if base:
+        return [base.rstrip('/') + '/' + key.rsplit('/', 1)[1] for key in wanted]
+    return wanted
+
+
+def devel_package(family, source, release, arch):
+    """The package that installs /lib/modules/<release>/build for exactly that release.  EL distro kernels: the
+    kernel-devel-uname-r provide of the release (what kernel-devel-matched resolves to, but for exactly this
+    release rather than the newest); ELRepo: <kernel>-devel of that version-release; Debian/Ubuntu:
+    linux-headers-<release>."""
+    if family == 'el' and source in ELREPO_PACKAGES:
+        suffix = '.' + (arch or 'x86_64')
+        bare = release[:-len(suffix)] if release.endswith(suffix) else release
+        return '{0}-devel-{1}'.format(ELREPO_PACKAGES[source], bare)
+    if family == 'el':
+        return 'kernel-devel-uname-r = {0}'.format(release)
+    return 'linux-headers-{0}'.format(release)
+
+
+def installed_releases(packages, names):
+    """The releases (uname -r) the packages ``names`` hold, oldest first (kernel_state.packages)."""
+    found = []
+    for name in names:
+        for release in (packages or {}).get(name) or []:
+            if release not in found:
+                found.append(release)
+    return sorted(found, key=version_key)
 
 
 def gather(settings):
-    """The kernel subset (it carries the OS facts, kernel_state.os)."""
+    """The kernel subset (it carries the OS facts, kernel_state.os, and the installed kernel packages)."""
     request = _plan.new_gather()
     request['subsets'] = ['kernel']
     return request
 
 
-def plan(facts, settings, context):
-    """Whether the kernel role has work on the node: _kernel.kernel_work from the typed settings and the facts.
+def _refuse(out, msg, allowed):
+    """The role cannot run on this node with these settings: it fails there, and readiness says why."""
+    out['errors'].append(msg)
+    _plan.set_check(out, CHECK, 'devel/headers installed for the kernel that boots next')
+    _plan.add_drift(out, CHECK, 'the kernel role cannot run here: ' + msg, fixable=False)
+    out['reboot'] = {'needed': False, 'why': [], 'allowed': allowed}
+    out['args']['kernel'] = None
+    return out
 
-    ``args['kernel']`` holds what the role's tasks read: the OS family, the work settings, the ELRepo URL and
-    whether a reboot is allowed."""
+
+def _devel_check(out, settings, state, target, pending, package, kernel_package):
+    """Readiness kernel.devel_matched: the devel/headers tree of the kernel that must boot next."""
+    if not settings['nodeprep_kernel_manage_devel']:
+        _plan.set_check(out, CHECK, 'not managed (nodeprep_kernel_manage_devel is false)', '',
+                        skip='nodeprep_kernel_manage_devel is false: the role leaves the devel/headers trees alone')
+        return
+    expected = 'devel/headers installed for the kernel that boots next, {0}'.format(target)
+    if pending:
+        _plan.set_check(out, CHECK, expected)
+        _plan.add_drift(out, CHECK, 'devel: no kernel of the chosen source is installed yet ({0}), so neither is its '
+                                    'devel/headers package'.format(kernel_package))
+        return
+    if (state.get('devel') or {}).get(target):
+        _plan.set_check(out, CHECK, expected, 'devel/headers present for {0} (/lib/modules/{0}/build)'.format(target))
+        return
+    _plan.set_check(out, CHECK, expected)
+    _plan.add_drift(out, CHECK, 'devel: /lib/modules/{0}/build does not resolve: {1} is not installed'.format(
+        target, package))
+
+
+def plan(facts, settings, context):
+    """Every decision of the kernel role for the node.
+
+    ``args['kernel']`` holds what the tasks read: ``family``, ``source``, ``target`` (the release that must boot next,
+    or PLACEHOLDER's text while the source has no kernel installed: ``pending``), ``install`` (``{module, name,
+    enablerepo}``: the packages to install, empty when the facts show them installed), ``elrepo`` (the repository
+    definition, None for other sources), ``devel`` (``{needed, package}`` for the target), ``boot_devel`` (the same
+    for the kernel that boots next, whatever it is: the nvidia_driver role's entry point), ``set_default`` (grubby
+    must change the default), ``grubby``, ``reboot_ok``."""
     out = _plan.new_plan(ROLE)
-    kernel_state = facts.get('kernel_state') if isinstance(facts.get('kernel_state'), dict) else {}
+    state = facts.get('kernel_state') if isinstance(facts.get('kernel_state'), dict) else {}
     os_info = os_facts(facts)
     allowed = reboot_ok(settings)
+    source = settings['nodeprep_kernel_source']
     if os_info.get('os_family') is None or os_info.get('distribution_major_version') is None:
-        # The role reads them with the setup module itself.
-        out['reasons'] = ['kernel facts to gather']
-        out['args']['kernel'] = None
+        # Neither Ansible's facts nor the gather's /etc/os-release name the OS: the role runs setup, plans again.
+        out['reasons'] = ['kernel facts to gather: the OS (the role reads it with the setup module)']
+        _plan.set_check(out, CHECK, 'devel/headers installed for the kernel that boots next',
+                        skip='the OS of the node is not known (no supported /etc/os-release)')
         out['reboot'] = {'needed': False, 'why': [], 'allowed': allowed}
+        out['args']['kernel'] = None
         return out
     chosen = os_vars(os_info)
-    wanted = work_settings(settings, chosen)
-    packages = facts.get('nodeprep_packages') if isinstance(facts.get('nodeprep_packages'), dict) else None
-    out['reasons'] = kernel_work(kernel_state, wanted, packages)
-    running = kernel_state.get('running') or ''
-    nxt = kernel_state.get('default') or running
-    why = [] if not nxt or nxt == running else [
-        'kernel: running {0}, the kernel that boots next is {1}'.format(running, nxt)]
+    family = chosen['family']
+    major = os_info.get('distribution_major_version')
+    where = '{0} {1}'.format(os_info.get('distribution'), os_info.get('distribution_version'))
+    if family == 'unsupported':
+        return _refuse(out, 'gpufleet.nodeprep.kernel supports EL 8/9/10, Ubuntu 22.04/24.04 and Debian 12; this host '
+                            'runs {0} (os_family {1})'.format(where, os_info.get('os_family')), allowed)
+    here = sources_here(chosen, major)
+    if family == 'el' and source in ELREPO_MAJORS and source not in here:
+        note = ' (there is no kernel-lt for EL10, only kernel-ml)' if source == 'elrepo-lt' else ''
+        return _refuse(out, 'nodeprep_kernel_source={0} is not available on EL{1}: ELRepo publishes {2} only for EL{3}'
+                            '{4}. Allowed here: {5}.'.format(source, major, ELREPO_PACKAGES[source],
+                                                             '/EL'.join(ELREPO_MAJORS[source]), note, ', '.join(here)),
+                       allowed)
+    if source not in here:
+        return _refuse(out, 'nodeprep_kernel_source={0} is not available on {1}; allowed here: {2} (hwe exists on '
+                            'Ubuntu only, elrepo-lt and elrepo-ml on EL only).'.format(source, where, ', '.join(here)),
+                       allowed)
+
+    running = state.get('running') or ''
+    default = state.get('default') or None
+    nxt = default or running
+    if not nxt:
+        return _refuse(out, 'the kernel facts name no running kernel', allowed)
+    manage_devel = bool(settings['nodeprep_kernel_manage_devel'])
+    images = chosen['image_packages'].get(source) or []
+    meta = (chosen['devel_meta_packages'].get(source) or []) if manage_devel else []
+    packages = state.get('packages') if isinstance(state.get('packages'), dict) else None
+    placeholder = PLACEHOLDER.format(images[0] if images else 'kernel')
+    install = {'module': None, 'name': [], 'enablerepo': None}
+    target = nxt
+    if family == 'el' and not (source == 'distro' and '.elrepo.' not in nxt):
+        # The kernels of the chosen source, from the package database: keep the one that boots next when it is one
+        # of them, else take the newest; install the source's kernel when none is installed.
+        if packages is None:
+            return _refuse(out, 'the installed kernel packages could not be read (rpm -qa; see the warnings of the '
+                                'gather), so the kernels of nodeprep_kernel_source={0} cannot be told'.format(source),
+                           allowed)
+        releases = installed_releases(packages, images)
+        if nxt in releases:
+            target = nxt
+        elif releases:
+            target = releases[-1]
+        else:
+            target = placeholder
+            install = {'module': 'dnf', 'name': ([ELREPO_PACKAGES[source]] if source in ELREPO_PACKAGES else ['kernel'])
+                       + meta, 'enablerepo': ELREPO_REPO_NAME if source in ELREPO_PACKAGES else None}
+    elif family == 'debian' and images + meta:
+        if packages is None:
+            return _refuse(out, 'the installed kernel packages could not be read (dpkg-query -W; see the warnings of '
+                                'the gather), so whether {0} is installed cannot be told'.format(
+                                    ', '.join(images + meta)),
+                           allowed)
+        if [name for name in images + meta if not packages.get(name)]:
+            # GRUB boots the newest installed kernel: which one that is, the gather after the installation says.
+            install = {'module': 'apt', 'name': images + meta, 'enablerepo': None}
+            target = placeholder
+    pending = target == placeholder
+    package = None if pending else devel_package(family, source, target, os_info.get('architecture'))
+    devel_needed = manage_devel and not pending and not (state.get('devel') or {}).get(target)
+    set_default = family == 'el' and bool(settings['nodeprep_kernel_set_default']) and target != default
+    elrepo = None
+    if family == 'el' and source in ELREPO_PACKAGES:
+        url = settings['nodeprep_kernel_elrepo_url'] or ELREPO_URL.format(
+            major=major, arch=os_info.get('architecture') or 'x86_64')
+        gpgcheck = bool(settings['nodeprep_kernel_elrepo_gpgcheck'])
+        elrepo = {'name': ELREPO_REPO_NAME, 'baseurl': url, 'gpgcheck': gpgcheck,
+                  'description': 'ELRepo.org Community Enterprise Linux Kernel Repository - el{0}'.format(major),
+                  'gpgkey': elrepo_gpgkeys(major, settings['nodeprep_kernel_elrepo_gpgkey']) if gpgcheck else None}
+
+    # Why the role must run, in the order its tasks act.
+    if elrepo:
+        out['reasons'].append('kernel source {0}: the tasks check the repository {1}'.format(source, ELREPO_REPO_NAME))
+    if install['name']:
+        out['reasons'].append('install: {0} ({1} has no kernel installed of nodeprep_kernel_source={2})'.format(
+            ', '.join(install['name']), where, source) if family == 'el' else
+            'install: {0} (not installed)'.format(', '.join(install['name'])))
+    _devel_check(out, settings, state, target, pending, package, images[0] if images else 'kernel')
+    if set_default:
+        out['reasons'].append('kernel: {0} must boot next (the boot loader default is {1})'.format(
+            target, default or 'unknown'))
+    why = [] if target == running else [
+        'kernel: running {0}, the kernel that boots next is {1}'.format(running, target)]
+    if why:
+        out['reasons'].append('reboot: running {0}, {1} boots next'.format(running, target))
     out['reboot'] = {'needed': bool(why), 'why': why, 'allowed': allowed}
+    boot_package = devel_package(family, source, nxt, os_info.get('architecture'))
     out['args']['kernel'] = {
-        'family': chosen['family'],
-        'sources': chosen['sources'],
-        'work_settings': wanted,
-        'elrepo_url': settings['nodeprep_kernel_elrepo_url'] or ELREPO_URL.format(
-            major=os_info.get('distribution_major_version'), arch=os_info.get('architecture') or 'x86_64'),
+        'family': family,
+        'source': source,
+        'sources': here,
+        'target': target,
+        'pending': pending,
+        'install': install,
+        'elrepo': elrepo,
+        'devel': {'release': target, 'needed': devel_needed, 'package': package},
+        'boot_devel': {'release': nxt, 'needed': not (state.get('devel') or {}).get(nxt), 'package': boot_package},
+        'set_default': set_default,
+        'grubby': GRUBBY,
         'reboot_ok': allowed,
     }
     return out

@@ -59,7 +59,6 @@ _SEVERITY = (FAIL, WARN, PASS, SKIP)
 # lacks one. No default lives here: a default has one home, the owning role's defaults/main.yml.
 SETTING_NAMES = (
     'nodeprep_expected_gpus',
-    'nodeprep_kernel_source',
     'nodeprep_readiness_xid_fail',
     'nodeprep_readiness_skip_checks',
 )
@@ -69,7 +68,6 @@ SETTING_NAMES = (
 # caller without plans may still give them in ``settings``.  (The nvidia_driver role's variables are read by no
 # function here: its checks are its plan's.)
 PLAN_SETTINGS = {
-    'kernel': ('nodeprep_kernel_source',),
 }
 # The names the readiness role passes (roles/readiness/vars/main.yml).
 PASSED_SETTING_NAMES = tuple(name for name in SETTING_NAMES
@@ -186,36 +184,6 @@ def _gpus(facts):
 
 # ---------------------------------------------------------------------------
 # the checks, one function each
-
-
-def _kernel_devel(facts, settings, probe):
-    ks = facts.get('kernel_state')
-    if not isinstance(ks, dict) or not ks.get('running'):
-        return _check('kernel.devel_matched', SKIP, 'kernel facts', 'kernel facts were not gathered')
-    running = ks['running']
-    default = ks.get('default') or running
-    devel = ks.get('devel') or {}
-    source = _setting(settings, 'nodeprep_kernel_source')
-    expected = 'devel/headers installed for the running kernel {0}'.format(running)
-    if default != running:
-        expected += ' and for the next boot kernel {0}'.format(default)
-    problems = []
-    notes = []
-    for release in sorted(set([running, default])):
-        if not devel.get(release):
-            problems.append('no devel/headers tree for {0} (/lib/modules/{0}/build)'.format(release))
-    if default != running:
-        notes.append('the next boot runs {0}, not the running {1}: reboot pending'.format(default, running))
-    if source in ('elrepo-lt', 'elrepo-ml') and 'elrepo' not in running:
-        notes.append('nodeprep_kernel_source is {0} but the running kernel {1} is not an ELRepo kernel'.format(
-            source, running))
-    if source == 'distro' and 'elrepo' in running:
-        notes.append('nodeprep_kernel_source is distro but the running kernel {0} comes from ELRepo'.format(running))
-    if problems:
-        return _check('kernel.devel_matched', FAIL, expected, '; '.join(problems + notes))
-    if notes:
-        return _check('kernel.devel_matched', WARN, expected, '; '.join(notes))
-    return _check('kernel.devel_matched', PASS, expected, 'devel/headers present for {0}'.format(running))
 
 
 def _driver_answers(facts, settings, probe):
@@ -409,7 +377,8 @@ _ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
 # unless their settings leave that part of the node alone. A check of PLAN_CHECKS has no function here: its role's
 # plan decides it (plan_check).
 CHECKS = (
-    ('kernel.devel_matched', _ROLE.format('kernel'), _kernel_devel, ('kernel_state',)),
+    # Judged by the kernel plan (PLAN_CHECKS): the devel/headers tree of the kernel that must boot next.
+    ('kernel.devel_matched', _ROLE.format('kernel'), None, ('kernel_state',)),
     # Judged by the nvidia_driver plan (PLAN_CHECKS); driver.loaded and fabric.manager add what no role decides
     # (whether nvidia-smi answered, the GPUs' fabric state): their function here returns those failures.
     ('driver.nouveau_blacklisted', _ROLE.format('nvidia_driver'), None, ('kernel_state',)),
@@ -487,7 +456,8 @@ def _unread(facts, namespace):
 # The checks whose verdict is a role's plan (plugins/module_utils/_plan_<role>.py, made on the controller by the
 # gpufleet.nodeprep.node_plan action): the check passes exactly when that plan has no drift for it.  Their settings
 # are the role's own, typed once by the action; none of them is in SETTING_NAMES.
-PLAN_CHECKS = {'gpu.power_limit': 'gpu_settings', 'gpu.clocks': 'gpu_settings', 'memlock.users': 'memlock',
+PLAN_CHECKS = {'kernel.devel_matched': 'kernel',
+               'gpu.power_limit': 'gpu_settings', 'gpu.clocks': 'gpu_settings', 'memlock.users': 'memlock',
                'memlock.services': 'memlock', 'shm.size': 'shm', 'nccl.config': 'nccl', 'nic.offload': 'nic_offload',
                'driver.nouveau_blacklisted': 'nvidia_driver', 'driver.loaded': 'nvidia_driver',
                'driver.open_modules': 'nvidia_driver', 'driver.persistenced': 'nvidia_driver',

@@ -293,6 +293,18 @@ ansible_facts:
             - Null with O(root) other than C(/), on a distribution the roles do not support, or when the package
               database cannot be read (then RV(ansible_facts.kernel_state.warnings) says why).
           type: dict
+        packages:
+          description:
+            - The installed kernel packages, from the same package list as RV(ansible_facts.kernel_state.driver_node)
+              (EL C(kernel), C(kernel-core), C(kernel-devel) and the ELRepo C(kernel-lt*), C(kernel-ml*); Debian
+              family C(linux-image-*), C(linux-headers-*), C(linux-generic*)), each a list of releases, oldest first.
+            - On EL a release is C(<version>-<release>.<arch>), what C(uname -r) prints for that kernel; on Debian and
+              Ubuntu the package version.
+            - The kernel role's plan (M(gpufleet.nodeprep.node_plan)) picks the kernel that must boot next from it.
+            - Null when RV(ansible_facts.kernel_state.driver_node) is null.
+          type: dict
+          sample: {"kernel-core": ["5.14.0-570.el9.x86_64", "5.14.0-611.el9.x86_64"],
+                   "kernel-lt-core": ["6.1.100-1.el9.elrepo.x86_64"]}
         warnings:
           description: Commands that failed without making the facts useless.
           type: list

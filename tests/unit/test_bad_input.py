@@ -389,8 +389,9 @@ NCCL_STRICT = NCCL_ASSERT  # one task fails on every problem of the plan
 SHM_ASSERT = 'Refuse invalid settings, and a node the role cannot size'
 MEMLOCK_ASSERT = 'Refuse settings the plan cannot use, before changing anything'
 NIC_ASSERT = 'Refuse settings and NIC states the role cannot use, before changing anything'
-KERNEL_SOURCE = 'Check that the kernel source exists on this distribution'
-KERNEL_ELREPO = 'Check that ELRepo publishes the requested kernel for this EL release'
+# The kernel role's plan (_plan_kernel) refuses a source the platform lacks; the role fails on it first.
+KERNEL_SOURCE = 'Check the settings and the facts the plan read'
+KERNEL_ELREPO = KERNEL_SOURCE
 # The nvidia_driver role's plan (node_plan, _plan_nvidia_driver) makes the cross-field refusals settings problems; the
 # role fails on them in its first check, before anything else (they were separate asserts in validate.yml).
 DRIVER_PLAN = 'Check the settings and the facts the plan read'
@@ -904,10 +905,11 @@ READINESS_CASES = [
                            '\'nodeprep_shm_gpu_memory_ratio\' is of type str and we were unable to convert to float: '
                            '...')}),
     ('readiness no plans', _no_plans,
-     {'msg': "readiness check: plans: no plan for role gpu_settings, memlock, nccl, nic_offload, nvidia_driver, shm; "
-             "the checks driver.loaded, driver.nouveau_blacklisted, driver.open_modules, driver.persistenced, "
-             "fabric.manager, gpu.clocks, gpu.power_limit, memlock.services, memlock.users, nccl.config, nic.offload, "
-             "shm.size read the roles' plans (the readiness role makes them with gpufleet.nodeprep.node_plan)"}),
+     {'msg': "readiness check: plans: no plan for role gpu_settings, kernel, memlock, nccl, nic_offload, nvidia_driver, "
+             "shm; the checks driver.loaded, driver.nouveau_blacklisted, driver.open_modules, driver.persistenced, "
+             "fabric.manager, gpu.clocks, gpu.power_limit, kernel.devel_matched, memlock.services, memlock.users, "
+             "nccl.config, nic.offload, shm.size read the roles' plans (the readiness role makes them with "
+             "gpufleet.nodeprep.node_plan)"}),
     ('readiness ratio inf', _settings(nodeprep_shm_gpu_memory_ratio='inf'),
      {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio=Infinity: must be a number '
                            'greater than 0 (0.5: half of the GPU memory)')}),

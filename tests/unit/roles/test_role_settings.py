@@ -22,9 +22,8 @@ KEYS = ('type', 'default', 'elements', 'choices', 'required')
 SHARED = ('nodeprep_reboot_ok', 'nodeprep_expected_gpus')
 # A role variable whose default is a shared one: null in SETTINGS (the plan falls back), that expression in defaults.
 INHERITS = re.compile(r'^\{\{ (nodeprep_[a-z0-9_]+) \| default\((.*)\) \}\}$')
-# Roles whose tasks still read decisions of vars/main.yml (the kernel's per-OS lists): the next step of the one-plan
-# redesign (issue 22) moves them into the plan.
-VARS_WITH_EXPRESSIONS = ('kernel',)
+# Roles whose tasks still read decisions of vars/main.yml: none (issue 22 moved them into the plans).
+VARS_WITH_EXPRESSIONS = ()
 ROW = re.compile(r'^\| `(nodeprep_[a-z0-9_]+)` \| ([a-z/ ]+) \| (.*?) \|')
 
 

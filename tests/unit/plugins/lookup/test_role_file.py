@@ -24,8 +24,8 @@ def test_a_file_of_a_role_is_found():
 
 
 def test_several_terms_give_several_paths():
-    paths = role_file.LookupModule().run(['gpu_settings/files/nodeprep-gpu-settings', 'kernel/vars/default.yml'])
-    assert [os.path.basename(p) for p in paths] == ['nodeprep-gpu-settings', 'default.yml']
+    paths = role_file.LookupModule().run(['gpu_settings/files/nodeprep-gpu-settings', 'kernel/defaults/main.yml'])
+    assert [os.path.basename(p) for p in paths] == ['nodeprep-gpu-settings', 'main.yml']
 
 
 @pytest.mark.parametrize('term', ['../galaxy.yml', 'nccl/../../galaxy.yml', '/etc/passwd', '', 'nccl'])

@@ -12,6 +12,8 @@ import shutil
 import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _kernel as K
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_node import KERNEL_PACKAGE_RE
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import parse_dpkg_list, parse_rpm_list
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 
@@ -259,30 +261,30 @@ def test_os_identity(text, debian_version, expected):
     assert K.os_identity(text, debian_version, 'x86_64') == expected
 
 
-EL_SETTINGS = {'source': 'distro', 'family': 'el', 'manage_devel': True, 'set_default': True, 'packages': []}
-RIGHT = {'running': '5.14.0-570.el9.x86_64', 'default': '5.14.0-570.el9.x86_64',
-         'devel': {'5.14.0-570.el9.x86_64': True}}
+# ------------------------------------------------------------------------------------------------ kernel packages
+
+def test_kernel_packages_el_releases_are_uname_r():
+    """rpm -qa's NAME, EPOCH, VERSION, RELEASE, ARCH (parse_rpm_list) -> the releases the kernel role's plan picks
+    from: <version>-<release>.<arch>, what the EL and ELRepo kernel packages name their /lib/modules directory."""
+    raw = parse_rpm_list('kernel-core\t0\t5.14.0\t611.el9\tx86_64\nkernel-core\t0\t5.14.0\t570.el9\tx86_64\n'
+                         'kernel-lt-core\t0\t6.1.100\t1.el9.elrepo\tx86_64\n')
+    assert K.kernel_packages(raw, 'el') == {'kernel-core': ['5.14.0-570.el9.x86_64', '5.14.0-611.el9.x86_64'],
+                                            'kernel-lt-core': ['6.1.100-1.el9.elrepo.x86_64']}
 
 
-def test_kernel_work_none_when_right():
-    assert K.kernel_work(RIGHT, EL_SETTINGS) == []
+def test_kernel_packages_debian_versions():
+    raw, _holds = parse_dpkg_list('linux-generic-hwe-22.04\t6.8.0.60.63~22.04.1\tii \tamd64\n'
+                                  'linux-image-6.8.0-60-generic\t6.8.0-60.63~22.04.1\tii \tamd64\n')
+    assert K.kernel_packages(raw, 'debian') == {'linux-generic-hwe-22.04': ['6.8.0.60.63~22.04.1'],
+                                                'linux-image-6.8.0-60-generic': ['6.8.0-60.63~22.04.1']}
+    assert K.kernel_packages(None, 'el') is None
 
 
-@pytest.mark.parametrize('change, settings, reason', [
-    ({'devel': {}}, {}, 'devel: /lib/modules/5.14.0-570.el9.x86_64/build does not resolve'),
-    ({'default': '5.14.0-611.el9.x86_64', 'devel': {'5.14.0-611.el9.x86_64': True}}, {},
-     'reboot: running 5.14.0-570.el9.x86_64, 5.14.0-611.el9.x86_64 boots next'),
-    ({'default': None}, {}, 'kernel: the boot loader default is unknown'),
-    ({}, {'source': 'elrepo-lt'}, 'kernel source elrepo-lt: its repository and packages are checked by the tasks'),
-    ({}, {'family': 'unsupported'}, 'platform: not supported (the tasks say why)'),
-    ({}, {'family': 'debian', 'packages': ['linux-generic-hwe-24.04']},
-     'packages: linux-generic-hwe-24.04 not known to be installed'),
+@pytest.mark.parametrize('name, kept', [
+    ('kernel', True), ('kernel-core', True), ('kernel-devel', True), ('kernel-lt-core', True), ('kernel-ml', True),
+    ('kernel-headers', False), ('kernel-tools', False), ('linux-generic-hwe-24.04', True),
+    ('linux-image-6.8.0-60-generic', True), ('linux-headers-6.8.0-60-generic', True), ('linux-firmware', False),
+    ('nvidia-driver', False),
 ])
-def test_kernel_work_reasons(change, settings, reason):
-    assert reason in K.kernel_work(dict(RIGHT, **change), dict(EL_SETTINGS, **settings))
-
-
-def test_kernel_work_debian_meta_package_installed():
-    settings = dict(EL_SETTINGS, family='debian', packages=['linux-generic-hwe-24.04'])
-    assert K.kernel_work(RIGHT, settings, {'linux-generic-hwe-24.04': '6.8.0-50.51'}) == []
-    assert K.kernel_work(dict(RIGHT, default=None), dict(EL_SETTINGS, family='debian')) == []
+def test_kernel_package_names_kept_from_the_package_list(name, kept):
+    assert bool(KERNEL_PACKAGE_RE.match(name)) is kept

@@ -2,19 +2,20 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The kernel role's plan (plugins/module_utils/_plan_kernel.py): facts + settings -> plan, settings typed once
-(``-e nodeprep_reboot_ok=false`` never allows a reboot), and its per-OS constants equal to roles/kernel/vars."""
+"""The kernel role's plan (plugins/module_utils/_plan_kernel.py): facts + settings -> plan (every decision the role's
+tasks read: the target kernel, the installation, the devel package, grubby, the reboot), settings typed once
+(``-e nodeprep_reboot_ok=false`` never allows a reboot), and the readiness check kernel.devel_matched as its drift."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import re
 
 import pytest
 import yaml
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_kernel as K
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ROOT
 
@@ -34,12 +35,21 @@ U_GA = '5.15.0-140-generic'
 U_HWE = '6.8.0-60-generic'
 
 
+LT_OLD = '6.1.90-1.el9.elrepo.x86_64'
+ML = '6.15.2-1.el9.elrepo.x86_64'
+K8 = '4.18.0-553.el8_10.x86_64'
+K10 = '6.12.0-55.el10.x86_64'
+DEB = '6.1.0-37-amd64'
+# kernel_state.packages as _kernel.kernel_packages makes them from rpm -qa / dpkg-query -W.
+EL9_DISTRO = {'kernel': [K9], 'kernel-core': [K9]}
+UBUNTU_GA = {'linux-generic': ['5.15.0.140.135'], 'linux-image-' + U_GA: ['5.15.0-140.150']}
+
+
 def facts(os_info, running, default=None, devel=None, packages=None):
-    out = {'nodeprep_gathered': ['kernel'],
-           'kernel_state': {'running': running, 'default': default, 'devel': devel or {}, 'os': dict(os_info)}}
-    if packages is not None:
-        out['nodeprep_packages'] = packages
-    return out
+    """ansible_facts after the kernel gather: kernel_state with the OS and the installed kernel packages."""
+    return {'nodeprep_gathered': ['kernel'],
+            'kernel_state': {'running': running, 'default': default, 'devel': devel or {}, 'os': dict(os_info),
+                             'packages': EL9_DISTRO if packages is None else packages}}
 
 
 def make_plan(ansible_facts, given=None):
@@ -76,73 +86,214 @@ def test_defaults_are_the_settings_defaults():
             assert value == K.SETTINGS[name]['default'], name
 
 
-@pytest.mark.parametrize('name', sorted(K.OS_VARS))
-def test_os_vars_are_the_role_vars_files(name):
-    """roles/kernel/vars/<name>.yml (which the role's tasks load) and OS_VARS (which the plan reads) agree."""
-    role_vars = _role_yaml('vars', name + '.yml')
-    python = K.OS_VARS[name]
-    assert role_vars['__nodeprep_kernel_family'] == python['family']
-    assert role_vars['__nodeprep_kernel_sources'] == python['sources']
-
-    def jinja_to_format(names):
-        return [re.sub(r'\{\{ __nodeprep_kernel_os\.(\w+) \}\}', r'{\1}', n) for n in names]
-    assert dict((k, jinja_to_format(v)) for k, v in role_vars['__nodeprep_kernel_image_packages'].items()) == \
-        python['image_packages']
-    assert role_vars.get('__nodeprep_kernel_devel_meta_packages') == python.get('devel_meta_packages')
-
-
-def test_every_vars_file_of_the_role_has_its_constants():
-    files = sorted(f[:-len('.yml')] for f in os.listdir(os.path.join(ROOT, 'roles', 'kernel', 'vars'))
-                   if f != 'main.yml')
-    assert files == sorted(K.OS_VARS)
-
-
 @pytest.mark.parametrize('os_info, name', [(EL9, 'RedHat'), (EL10, 'RedHat'), (UBUNTU, 'Ubuntu'),
                                            (DEBIAN, 'Debian'), (SUSE, 'default')])
-def test_os_vars_name_follows_the_first_found_chain(os_info, name):
+def test_os_vars_name_takes_the_most_specific_entry(os_info, name):
     assert K.os_vars_name(os_info) == name
 
 
 # --------------------------------------------------------------------------------------- facts + settings -> plan
 
-@pytest.mark.parametrize('name, state, given, reasons, reboot', [
-    ('EL9 distro kernel booting with its devel tree', facts(EL9, K9, K9, {K9: True}), {}, [], []),
-    ('EL9 devel tree missing', facts(EL9, K9, K9, {}), {},
-     ['devel: /lib/modules/5.14.0-570.el9.x86_64/build does not resolve'], []),
-    ('EL9 devel tree missing, manage_devel false as text', facts(EL9, K9, K9, {}),
-     {'nodeprep_kernel_manage_devel': 'false'}, [], []),
-    ('EL9 a newer kernel boots next', facts(EL9, K9, K9_NEW, {K9_NEW: True}), {},
-     ['reboot: running 5.14.0-570.el9.x86_64, 5.14.0-611.el9.x86_64 boots next'],
-     ['kernel: running 5.14.0-570.el9.x86_64, the kernel that boots next is 5.14.0-611.el9.x86_64']),
-    ('EL9 boot loader default unknown', facts(EL9, K9, None, {K9: True}), {},
-     ['kernel: the boot loader default is unknown'], []),
-    ('EL9 boot loader default unknown, set_default off as text', facts(EL9, K9, None, {K9: True}),
-     {'nodeprep_kernel_set_default': 'no'}, [], []),
-    ('EL9 an ELRepo kernel boots, distro wanted', facts(EL9, LT, LT, {LT: True}), {},
-     ['kernel: 6.1.100-1.el9.elrepo.x86_64 (ELRepo) boots next, the distribution kernel is wanted'], []),
-    ('EL9 ELRepo wanted: the tasks check the repository', facts(EL9, LT, LT, {LT: True}),
+NO_INSTALL = {'module': None, 'name': [], 'enablerepo': None}
+
+
+def distro_devel(release):
+    return 'kernel-devel-uname-r = ' + release
+
+
+# name, facts, settings, then what the tasks read: target, install, devel {needed, package}, set_default, reasons
+DECISIONS = [
+    ('EL9 distro kernel booting with its devel tree',
+     facts(EL9, K9, K9, {K9: True}), {},
+     K9, NO_INSTALL, (False, distro_devel(K9)), False, []),
+    ('EL9 devel tree missing',
+     facts(EL9, K9, K9, {}), {},
+     K9, NO_INSTALL, (True, distro_devel(K9)), False,
+     ['devel: /lib/modules/5.14.0-570.el9.x86_64/build does not resolve: kernel-devel-uname-r = '
+      '5.14.0-570.el9.x86_64 is not installed']),
+    ('EL9 devel tree missing, manage_devel false as text',
+     facts(EL9, K9, K9, {}), {'nodeprep_kernel_manage_devel': 'false'},
+     K9, NO_INSTALL, (False, distro_devel(K9)), False, []),
+    ('EL9 devel tree of another release only',
+     facts(EL9, K9, K9, {K9_NEW: True}), {},
+     K9, NO_INSTALL, (True, distro_devel(K9)), False,
+     ['devel: /lib/modules/5.14.0-570.el9.x86_64/build does not resolve: kernel-devel-uname-r = '
+      '5.14.0-570.el9.x86_64 is not installed']),
+    ('EL9 a newer distro kernel boots next: kept, reboot into it',
+     facts(EL9, K9, K9_NEW, {K9_NEW: True}, {'kernel-core': [K9, K9_NEW]}), {},
+     K9_NEW, NO_INSTALL, (False, distro_devel(K9_NEW)), False,
+     ['reboot: running 5.14.0-570.el9.x86_64, 5.14.0-611.el9.x86_64 boots next']),
+    ('EL9 an older distro kernel chosen by the admin boots next: kept',
+     facts(EL9, K9, K9, {K9: True}, {'kernel-core': [K9, K9_NEW]}), {},
+     K9, NO_INSTALL, (False, distro_devel(K9)), False, []),
+    ('EL9 boot loader default unknown: grubby sets the running kernel',
+     facts(EL9, K9, None, {K9: True}), {},
+     K9, NO_INSTALL, (False, distro_devel(K9)), True,
+     ['kernel: 5.14.0-570.el9.x86_64 must boot next (the boot loader default is unknown)']),
+    ('EL9 boot loader default unknown, set_default off as text',
+     facts(EL9, K9, None, {K9: True}), {'nodeprep_kernel_set_default': 'no'},
+     K9, NO_INSTALL, (False, distro_devel(K9)), False, []),
+    ('EL9 an ELRepo kernel boots, distro wanted: the newest distro kernel',
+     facts(EL9, LT, LT, {LT: True, K9_NEW: True}, {'kernel-core': [K9, K9_NEW], 'kernel-lt-core': [LT]}), {},
+     K9_NEW, NO_INSTALL, (False, distro_devel(K9_NEW)), True,
+     ['kernel: 5.14.0-611.el9.x86_64 must boot next (the boot loader default is 6.1.100-1.el9.elrepo.x86_64)',
+      'reboot: running 6.1.100-1.el9.elrepo.x86_64, 5.14.0-611.el9.x86_64 boots next']),
+    ('EL9 an ELRepo kernel boots, distro wanted, no distro kernel installed',
+     facts(EL9, LT, LT, {LT: True}, {'kernel-lt': [LT], 'kernel-lt-core': [LT]}), {},
+     '(newest kernel to be installed)', {'module': 'dnf', 'name': ['kernel'], 'enablerepo': None}, (False, None),
+     True,
+     ['install: kernel (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=distro)',
+      'devel: no kernel of the chosen source is installed yet (kernel), so neither is its devel/headers package',
+      'kernel: (newest kernel to be installed) must boot next (the boot loader default is '
+      '6.1.100-1.el9.elrepo.x86_64)',
+      'reboot: running 6.1.100-1.el9.elrepo.x86_64, (newest kernel to be installed) boots next']),
+    ('EL9 ELRepo kernel-lt installed and booting: only the repository to check',
+     facts(EL9, LT, LT, {LT: True}, {'kernel-lt': [LT], 'kernel-lt-core': [LT]}), {'nodeprep_kernel_source': 'elrepo-lt'},
+     LT, NO_INSTALL, (False, 'kernel-lt-devel-6.1.100-1.el9.elrepo'), False,
+     ['kernel source elrepo-lt: the tasks check the repository elrepo-kernel']),
+    ('EL9 ELRepo kernel-lt installed twice, distro kernel boots next: the newest kernel-lt',
+     facts(EL9, K9, K9, {K9: True}, dict(EL9_DISTRO, **{'kernel-lt-core': [LT_OLD, LT]})),
      {'nodeprep_kernel_source': 'elrepo-lt'},
-     ['kernel source elrepo-lt: its repository and packages are checked by the tasks',
-      'kernel: 6.1.100-1.el9.elrepo.x86_64 (ELRepo) boots next, the distribution kernel is wanted'], []),
-    ('Ubuntu GA kernel with headers', facts(UBUNTU, U_GA, U_GA, {U_GA: True}, packages={}), {}, [], []),
-    ('Ubuntu HWE wanted, its meta package not installed', facts(UBUNTU, U_GA, U_GA, {U_GA: True}, packages={}),
+     LT, NO_INSTALL, (True, 'kernel-lt-devel-6.1.100-1.el9.elrepo'), True,
+     ['kernel source elrepo-lt: the tasks check the repository elrepo-kernel',
+      'devel: /lib/modules/6.1.100-1.el9.elrepo.x86_64/build does not resolve: kernel-lt-devel-6.1.100-1.el9.elrepo is '
+      'not installed',
+      'kernel: 6.1.100-1.el9.elrepo.x86_64 must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
+      'reboot: running 5.14.0-570.el9.x86_64, 6.1.100-1.el9.elrepo.x86_64 boots next']),
+    ('EL9 ELRepo kernel-ml not installed yet (the check-mode placeholder)',
+     facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-ml'},
+     '(newest kernel-ml to be installed)',
+     {'module': 'dnf', 'name': ['kernel-ml', 'kernel-ml-devel'], 'enablerepo': 'elrepo-kernel'}, (False, None), True,
+     ['kernel source elrepo-ml: the tasks check the repository elrepo-kernel',
+      'install: kernel-ml, kernel-ml-devel (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
+      'devel: no kernel of the chosen source is installed yet (kernel-ml), so neither is its devel/headers package',
+      'kernel: (newest kernel-ml to be installed) must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
+      'reboot: running 5.14.0-570.el9.x86_64, (newest kernel-ml to be installed) boots next']),
+    ('EL9 ELRepo kernel-ml installed by the run (the gather after the installation)',
+     facts(EL9, K9, K9, {K9: True, ML: True}, dict(EL9_DISTRO, **{'kernel-ml': [ML], 'kernel-ml-core': [ML]})),
+     {'nodeprep_kernel_source': 'elrepo-ml'},
+     ML, NO_INSTALL, (False, 'kernel-ml-devel-6.15.2-1.el9.elrepo'), True,
+     ['kernel source elrepo-ml: the tasks check the repository elrepo-kernel',
+      'kernel: 6.15.2-1.el9.elrepo.x86_64 must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
+      'reboot: running 5.14.0-570.el9.x86_64, 6.15.2-1.el9.elrepo.x86_64 boots next']),
+    ('EL9 ELRepo kernel-ml wanted without its devel package',
+     facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_kernel_manage_devel': False},
+     '(newest kernel-ml to be installed)',
+     {'module': 'dnf', 'name': ['kernel-ml'], 'enablerepo': 'elrepo-kernel'}, (False, None), True,
+     ['kernel source elrepo-ml: the tasks check the repository elrepo-kernel',
+      'install: kernel-ml (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
+      'kernel: (newest kernel-ml to be installed) must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
+      'reboot: running 5.14.0-570.el9.x86_64, (newest kernel-ml to be installed) boots next']),
+    ('EL8 distro kernel devel by its uname-r provide',
+     facts(dict(EL9, distribution_version='8.10', distribution_major_version='8'), K8, K8, {}), {},
+     K8, NO_INSTALL, (True, distro_devel(K8)), False,
+     ['devel: /lib/modules/4.18.0-553.el8_10.x86_64/build does not resolve: kernel-devel-uname-r = '
+      '4.18.0-553.el8_10.x86_64 is not installed']),
+    ('EL10 kernel-ml is published',
+     facts(EL10, K10, K10, {K10: True}, {'kernel-core': [K10], 'kernel-ml-core': [ML]}),
+     {'nodeprep_kernel_source': 'elrepo-ml'},
+     ML, NO_INSTALL, (True, 'kernel-ml-devel-6.15.2-1.el9.elrepo'), True,
+     ['kernel source elrepo-ml: the tasks check the repository elrepo-kernel',
+      'devel: /lib/modules/6.15.2-1.el9.elrepo.x86_64/build does not resolve: kernel-ml-devel-6.15.2-1.el9.elrepo is '
+      'not installed',
+      'kernel: 6.15.2-1.el9.elrepo.x86_64 must boot next (the boot loader default is 6.12.0-55.el10.x86_64)',
+      'reboot: running 6.12.0-55.el10.x86_64, 6.15.2-1.el9.elrepo.x86_64 boots next']),
+    ('Ubuntu GA kernel with headers',
+     facts(UBUNTU, U_GA, U_GA, {U_GA: True}, UBUNTU_GA), {},
+     U_GA, NO_INSTALL, (False, 'linux-headers-' + U_GA), False, []),
+    ('Ubuntu custom kernel without a headers package: the package is named, the install will say it is missing',
+     facts(UBUNTU, '6.9.0-custom', '6.9.0-custom', {}, UBUNTU_GA), {},
+     '6.9.0-custom', NO_INSTALL, (True, 'linux-headers-6.9.0-custom'), False,
+     ['devel: /lib/modules/6.9.0-custom/build does not resolve: linux-headers-6.9.0-custom is not installed']),
+    ('Ubuntu HWE wanted, its meta package not installed (the check-mode placeholder)',
+     facts(UBUNTU, U_GA, U_GA, {U_GA: True}, UBUNTU_GA), {'nodeprep_kernel_source': 'hwe'},
+     '(newest linux-generic-hwe-22.04 to be installed)',
+     {'module': 'apt', 'name': ['linux-generic-hwe-22.04'], 'enablerepo': None}, (False, None), False,
+     ['install: linux-generic-hwe-22.04 (not installed)',
+      'devel: no kernel of the chosen source is installed yet (linux-generic-hwe-22.04), so neither is its '
+      'devel/headers package',
+      'reboot: running 5.15.0-140-generic, (newest linux-generic-hwe-22.04 to be installed) boots next']),
+    ('Ubuntu HWE installed, boots next',
+     facts(UBUNTU, U_GA, U_HWE, {U_HWE: True}, dict(UBUNTU_GA, **{'linux-generic-hwe-22.04': ['6.8.0.60.63']})),
      {'nodeprep_kernel_source': 'hwe'},
-     ['kernel source hwe: its repository and packages are checked by the tasks',
-      'packages: linux-generic-hwe-22.04 not known to be installed'], []),
-    ('Ubuntu HWE installed, boots next', facts(UBUNTU, U_GA, U_HWE, {U_HWE: True}), {},
-     ['reboot: running 5.15.0-140-generic, 6.8.0-60-generic boots next'],
-     ['kernel: running 5.15.0-140-generic, the kernel that boots next is 6.8.0-60-generic']),
-    ('Debian without a boot loader default', facts(DEBIAN, '6.1.0-37-amd64', None, {'6.1.0-37-amd64': True}), {},
-     [], []),
-    ('an OS the role does not support', facts(SUSE, '6.4.0-150600', None, {}), {},
-     ['platform: not supported (the tasks say why)'], []),
-])
-def test_plan_table(name, state, given, reasons, reboot):
+     U_HWE, NO_INSTALL, (False, 'linux-headers-' + U_HWE), False,
+     ['reboot: running 5.15.0-140-generic, 6.8.0-60-generic boots next']),
+    ('Debian without a boot loader default',
+     facts(DEBIAN, DEB, None, {DEB: True}, {'linux-image-amd64': ['6.1.137-1']}), {},
+     DEB, NO_INSTALL, (False, 'linux-headers-' + DEB), False, []),
+]
+
+
+@pytest.mark.parametrize('name, state, given, target, install, devel, set_default, reasons', DECISIONS,
+                         ids=[case[0] for case in DECISIONS])
+def test_decision_table(name, state, given, target, install, devel, set_default, reasons):
     plan = make_plan(state, given)
-    assert plan['problems'] == [] and plan['errors'] == [] and plan['missing'] == [], name
-    assert plan['reasons'] == reasons, name
-    assert plan['reboot'] == {'needed': bool(reboot), 'why': reboot, 'allowed': False}, name
-    assert plan['run'] == reasons, name
+    assert (plan['problems'], plan['errors'], plan['missing']) == ([], [], [])
+    args = plan['args']['kernel']
+    assert args['target'] == target
+    assert args['pending'] is target.startswith('(newest ')
+    assert args['install'] == install
+    assert (args['devel']['needed'], args['devel']['package']) == devel
+    assert args['devel']['release'] == target
+    assert args['set_default'] is set_default
+    assert plan['reasons'] == reasons
+    running = state['kernel_state']['running']
+    why = [] if target == running else ['kernel: running {0}, the kernel that boots next is {1}'.format(running, target)]
+    assert plan['reboot'] == {'needed': bool(why), 'why': why, 'allowed': False}
+    assert plan['run'] == reasons
+
+
+REFUSALS = [
+    ('EL10 has no kernel-lt', facts(EL10, K10, K10, {}), {'nodeprep_kernel_source': 'elrepo-lt'},
+     'nodeprep_kernel_source=elrepo-lt is not available on EL10: ELRepo publishes kernel-lt only for EL8/EL9 (there is '
+     'no kernel-lt for EL10, only kernel-ml). Allowed here: distro, elrepo-ml.'),
+    ('Debian has no HWE kernel', facts(DEBIAN, DEB, None, {}), {'nodeprep_kernel_source': 'hwe'},
+     'nodeprep_kernel_source=hwe is not available on Debian 12; allowed here: distro (hwe exists on Ubuntu only, '
+     'elrepo-lt and elrepo-ml on EL only).'),
+    ('ELRepo on Ubuntu', facts(UBUNTU, U_GA, U_GA, {}), {'nodeprep_kernel_source': 'elrepo-ml'},
+     'nodeprep_kernel_source=elrepo-ml is not available on Ubuntu 22.04; allowed here: distro, hwe (hwe exists on '
+     'Ubuntu only, elrepo-lt and elrepo-ml on EL only).'),
+    ('HWE on EL', facts(EL9, K9, K9, {}), {'nodeprep_kernel_source': 'hwe'},
+     'nodeprep_kernel_source=hwe is not available on Rocky 9.6; allowed here: distro, elrepo-lt, elrepo-ml (hwe exists '
+     'on Ubuntu only, elrepo-lt and elrepo-ml on EL only).'),
+    ('an OS the role does not support', facts(SUSE, '6.4.0-150600', None, {}), {},
+     'gpufleet.nodeprep.kernel supports EL 8/9/10, Ubuntu 22.04/24.04 and Debian 12; this host runs SLES 15.6 '
+     '(os_family Suse)'),
+    ('the package database could not be read', facts(EL9, K9, K9, {K9: True}, packages=False),
+     {'nodeprep_kernel_source': 'elrepo-lt'},
+     'the installed kernel packages could not be read (rpm -qa; see the warnings of the gather), so the kernels of '
+     'nodeprep_kernel_source=elrepo-lt cannot be told'),
+]
+
+
+@pytest.mark.parametrize('name, state, given, error', REFUSALS, ids=[case[0] for case in REFUSALS])
+def test_refusals_name_the_value_and_what_is_allowed(name, state, given, error):
+    if state['kernel_state']['packages'] is False:
+        state['kernel_state']['packages'] = None
+    plan = make_plan(state, given)
+    assert plan['problems'] == [] and plan['errors'] == [error]
+    assert plan['args']['kernel'] is None and plan['reasons'] == []
+    assert plan['run'] == [error]
+    check = _readiness.plan_check(K.CHECK, plan)
+    assert (check['status'], check['observed']) == ('fail', 'the kernel role cannot run here: ' + error)
+
+
+def test_a_distro_kernel_needs_no_package_list():
+    """A distro kernel wanted and booting: the package list is not read (a custom kernel no package owns stays)."""
+    state = facts(EL9, '6.9.0-custom', '6.9.0-custom', {'6.9.0-custom': True})
+    state['kernel_state']['packages'] = None
+    plan = make_plan(state)
+    assert plan['errors'] == [] and plan['reasons'] == [] and plan['args']['kernel']['target'] == '6.9.0-custom'
+
+
+def test_boot_devel_is_for_the_kernel_that_boots_next():
+    """The nvidia_driver role's entry point (devel_for_boot.yml): the kernel that boots next, whatever the target."""
+    plan = make_plan(facts(EL9, K9, LT, {K9: True}, {'kernel-core': [K9], 'kernel-lt-core': [LT]}),
+                     {'nodeprep_kernel_source': 'elrepo-lt'})
+    assert plan['args']['kernel']['boot_devel'] == {'release': LT, 'needed': True,
+                                                    'package': 'kernel-lt-devel-6.1.100-1.el9.elrepo'}
+    plan = make_plan(facts(EL9, K9, K9, {K9: True}))
+    assert plan['args']['kernel']['boot_devel'] == {'release': K9, 'needed': False, 'package': distro_devel(K9)}
 
 
 @pytest.mark.parametrize('given, allowed', [
@@ -156,9 +307,12 @@ def test_plan_table(name, state, given, reasons, reboot):
     ({}, False),
 ])
 def test_a_reboot_only_when_allowed(given, allowed):
-    plan = make_plan(facts(EL9, K9, K9_NEW, {K9_NEW: True}), given)
+    plan = make_plan(facts(EL9, K9, K9_NEW, {K9_NEW: True}, {'kernel-core': [K9, K9_NEW]}), given)
     assert plan['problems'] == []
-    assert plan['reboot']['allowed'] is allowed and plan['args']['kernel']['reboot_ok'] is allowed
+    assert plan['reboot'] == {'needed': True, 'allowed': allowed,
+                              'why': ['kernel: running 5.14.0-570.el9.x86_64, the kernel that boots next is '
+                                      '5.14.0-611.el9.x86_64']}
+    assert plan['args']['kernel']['reboot_ok'] is allowed
 
 
 def test_every_bool_setting_given_as_text_false_is_false():
@@ -169,17 +323,43 @@ def test_every_bool_setting_given_as_text_false_is_false():
     assert K.reboot_ok(settings) is False
 
 
-def test_args_hold_what_the_tasks_read():
+def test_elrepo_repository_of_the_plan():
     given = {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_kernel_elrepo_gpgkey': 'http://a/k1,http://a/k2'}
-    plan = make_plan(facts(EL10, K9, K9, {K9: True}), given)
-    assert plan['args']['kernel'] == {
-        'family': 'el', 'sources': ['distro', 'elrepo-lt', 'elrepo-ml'],
-        'work_settings': {'source': 'elrepo-ml', 'family': 'el', 'manage_devel': True, 'set_default': True,
-                          'packages': ['kernel-ml', 'kernel-ml-core', 'kernel-ml-devel']},
-        'elrepo_url': 'https://elrepo.org/linux/kernel/el10/x86_64/', 'reboot_ok': False}
+    plan = make_plan(facts(EL10, K10, K10, {K10: True}, {'kernel-core': [K10]}), given)
     assert plan['settings']['nodeprep_kernel_elrepo_gpgkey'] == ['http://a/k1', 'http://a/k2']
-    mirror = make_plan(facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_elrepo_url': 'http://mirror/el9/'})
-    assert mirror['args']['kernel']['elrepo_url'] == 'http://mirror/el9/'
+    assert plan['args']['kernel']['elrepo'] == {
+        'name': 'elrepo-kernel', 'baseurl': 'https://elrepo.org/linux/kernel/el10/x86_64/', 'gpgcheck': True,
+        'description': 'ELRepo.org Community Enterprise Linux Kernel Repository - el10',
+        'gpgkey': ['http://a/k1', 'http://a/k2']}
+    mirror = make_plan(facts(EL9, K9, K9, {K9: True}), {
+        'nodeprep_kernel_source': 'elrepo-lt', 'nodeprep_kernel_elrepo_url': 'http://mirror/el9/',
+        'nodeprep_kernel_elrepo_gpgcheck': 'no'})
+    assert mirror['args']['kernel']['elrepo']['baseurl'] == 'http://mirror/el9/'
+    assert mirror['args']['kernel']['elrepo']['gpgkey'] is None
+    default_keys = make_plan(facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-lt'})
+    assert default_keys['args']['kernel']['elrepo']['gpgkey'] == [
+        'https://www.elrepo.org/RPM-GPG-KEY-elrepo.org', 'https://www.elrepo.org/RPM-GPG-KEY-v2-elrepo.org']
+    assert make_plan(facts(EL9, K9, K9, {K9: True}))['args']['kernel']['elrepo'] is None
+
+
+@pytest.mark.parametrize('major, keys, base, expected', [
+    ('9', None, '', ['https://www.elrepo.org/RPM-GPG-KEY-elrepo.org',
+                     'https://www.elrepo.org/RPM-GPG-KEY-v2-elrepo.org']),
+    ('10', None, '', ['https://www.elrepo.org/RPM-GPG-KEY-v2-elrepo.org']),
+    ('10', None, 'file:///srv/elrepo/', ['file:///srv/elrepo/RPM-GPG-KEY-v2-elrepo.org']),
+    # EL 10's rpm rejects the original key: a given list loses it there, keeps any other key.
+    ('10', ['file:///k/RPM-GPG-KEY-elrepo.org', 'file:///k/RPM-GPG-KEY-v2-elrepo.org', 'http://x/mine.asc'], '',
+     ['file:///k/RPM-GPG-KEY-v2-elrepo.org', 'http://x/mine.asc']),
+    ('8', ['file:///k/RPM-GPG-KEY-elrepo.org'], '', ['file:///k/RPM-GPG-KEY-elrepo.org']),
+])
+def test_elrepo_gpgkeys(major, keys, base, expected):
+    assert K.elrepo_gpgkeys(major, keys, base) == expected
+
+
+def test_elrepo_gpgkeys_refuses_a_release_elrepo_does_not_serve():
+    with pytest.raises(ValueError) as exc:
+        K.elrepo_gpgkeys('7')
+    assert str(exc.value) == "EL major version '7' is not one ELRepo publishes for; allowed: 8, 9, 10"
 
 
 def test_an_unknown_source_is_a_problem():
@@ -187,24 +367,97 @@ def test_an_unknown_source_is_a_problem():
     assert len(plan['problems']) == 1 and plan['problems'][0].startswith('nodeprep_kernel_source="mainline": ')
     assert 'distro, hwe, elrepo-lt, elrepo-ml' in plan['problems'][0]
     assert plan['reasons'] == []
+    assert _readiness.plan_check(K.CHECK, plan)['status'] == 'fail'
 
 
 def test_os_facts_not_read_are_work_for_the_tasks():
     state = facts(EL9, K9, K9, {K9: True})
     del state['kernel_state']['os']
     plan = make_plan(state)
-    assert plan['reasons'] == ['kernel facts to gather'] and plan['args']['kernel'] is None
+    assert plan['reasons'] == ['kernel facts to gather: the OS (the role reads it with the setup module)']
+    assert plan['args']['kernel'] is None
+    # The role's setup gives Ansible's own OS facts: the plan made from them decides.
+    state.update(EL9)
+    assert make_plan(state)['args']['kernel']['target'] == K9
 
 
 def test_kernel_facts_not_gathered_are_missing():
     plan = make_plan({})
     assert plan['missing'] == ['subsets: kernel'] and plan['run'] == ['facts to gather: subsets: kernel']
+    check = _readiness.plan_check(K.CHECK, plan)
+    assert (check['status'], check['observed']) == ('fail', 'not gathered: subsets: kernel')
 
 
-def test_idempotence_after_the_reboot_into_the_wanted_kernel():
-    """The node after the role's work and its reboot: the kernel that booted is the one that boots next, with its
-    devel tree: nothing left to do."""
-    before = make_plan(facts(EL9, K9, K9_NEW, {}), {'nodeprep_reboot_ok': 'true'})
-    assert before['reboot']['needed'] is True and before['reasons'] != []
-    after = make_plan(facts(EL9, K9_NEW, K9_NEW, {K9_NEW: True}), {'nodeprep_reboot_ok': 'true'})
-    assert after['reasons'] == [] and after['reboot'] == {'needed': False, 'why': [], 'allowed': True}
+# --------------------------------------------------------------------------------------- idempotence
+
+def applied(state, plan):
+    """The node after the role's work as the plan says it (what dnf/apt, grubby and the reboot leave), when allowed
+    to reboot: the target installed with its devel tree, booting next and running."""
+    args = plan['args']['kernel']
+    ks = dict(state['kernel_state'])
+    target = args['target']
+    packages = dict(ks['packages'])
+    if args['pending']:
+        target = {'kernel-ml': ML, 'kernel': K9_NEW, 'linux-generic-hwe-22.04': U_HWE}[args['install']['name'][0]]
+        for name in args['install']['name']:
+            packages[name] = packages.get(name, []) + [target if args['family'] == 'el' else '6.8.0.60.63']
+        packages[args['install']['name'][0] + '-core'] = [target]
+    devel = dict(ks['devel'])
+    if args['devel']['needed'] or args['pending']:
+        devel[target] = True
+    ks.update(running=target, default=target, devel=devel, packages=packages)
+    return dict(state, kernel_state=ks)
+
+
+@pytest.mark.parametrize('name, state, given', [(c[0], c[1], c[2]) for c in DECISIONS],
+                         ids=[case[0] for case in DECISIONS])
+def test_planning_again_after_the_work_finds_nothing_to_do(name, state, given):
+    plan = make_plan(state, given)
+    after = make_plan(applied(state, plan), given)
+    # The ELRepo repository is the tasks' to check on every run (yum_repository compares it).
+    assert [r for r in after['reasons'] if not r.startswith('kernel source elrepo-')] == []
+    assert after['drift'] == [] and after['reboot']['needed'] is False
+
+
+# --------------------------------------------------------------------------------------- readiness agreement
+
+@pytest.mark.parametrize('name, state, given', [(c[0], c[1], c[2]) for c in DECISIONS + REFUSALS],
+                         ids=[case[0] for case in DECISIONS + REFUSALS])
+def test_devel_check_passes_exactly_when_the_plan_has_no_devel_reason(name, state, given):
+    """kernel.devel_matched is the plan's drift: it passes exactly when the plan has no devel reason (and the role
+    can run here); with manage_devel false it says the trees are not managed."""
+    if state['kernel_state']['packages'] is False:
+        state = dict(state, kernel_state=dict(state['kernel_state'], packages=None))
+    plan = make_plan(state, given)
+    check = _readiness.plan_check(K.CHECK, plan)
+    devel_reasons = [r for r in plan['reasons'] if r.startswith('devel: ')]
+    settings = plan['settings']
+    if not settings['nodeprep_kernel_manage_devel']:
+        assert devel_reasons == [] and check['status'] == 'skip'
+        assert check['expected'].startswith('not managed')
+        return
+    assert (check['status'] == 'pass') == (devel_reasons == [] and plan['errors'] == [])
+    if plan['errors']:
+        assert (check['status'], check['observed']) == ('fail', 'the kernel role cannot run here: ' + plan['errors'][0])
+    elif devel_reasons:
+        assert (check['status'], check['observed']) == ('fail', '; '.join(devel_reasons))
+    else:
+        target = plan['args']['kernel']['target']
+        assert check['observed'] == 'devel/headers present for {0} (/lib/modules/{0}/build)'.format(target)
+        assert check['expected'] == 'devel/headers installed for the kernel that boots next, ' + target
+
+
+def test_devel_check_names_the_release_and_the_package():
+    plan = make_plan(facts(UBUNTU, '6.9.0-custom', '6.9.0-custom', {U_GA: True}, UBUNTU_GA))
+    check = _readiness.plan_check(K.CHECK, plan)
+    assert (check['status'], check['expected'], check['observed']) == (
+        'fail', 'devel/headers installed for the kernel that boots next, 6.9.0-custom',
+        'devel: /lib/modules/6.9.0-custom/build does not resolve: linux-headers-6.9.0-custom is not installed')
+
+
+def test_devel_check_not_managed():
+    plan = make_plan(facts(EL9, K9, K9, {}), {'nodeprep_kernel_manage_devel': False})
+    check = _readiness.plan_check(K.CHECK, plan)
+    assert (check['status'], check['expected'], check['observed']) == (
+        'skip', 'not managed (nodeprep_kernel_manage_devel is false)',
+        'nodeprep_kernel_manage_devel is false: the role leaves the devel/headers trees alone')

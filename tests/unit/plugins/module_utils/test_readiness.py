@@ -34,7 +34,7 @@ def by_id(checks, check_id):
 # whole fact sets
 
 CONVERGED = [
-    ('kernel.devel_matched', 'pass', 'devel/headers present for ' + RUNNING),
+    ('kernel.devel_matched', 'pass', 'devel/headers present for {0} (/lib/modules/{0}/build)'.format(RUNNING)),
     ('driver.nouveau_blacklisted', 'pass', 'blacklisted in /etc/modprobe.d/nvidia-installer-disable-nouveau.conf, '
                                            'not loaded'),
     ('driver.loaded', 'pass', 'driver 580.105.08 loaded (open modules)'),
@@ -54,7 +54,9 @@ CONVERGED = [
 ]
 
 FRESH = [
-    ('kernel.devel_matched', 'fail', 'no devel/headers tree for {0} (/lib/modules/{0}/build)'.format(RUNNING)),
+    # The kernel role's plan: the devel package of the kernel that boots next is missing.
+    ('kernel.devel_matched', 'fail', 'devel: /lib/modules/{0}/build does not resolve: kernel-devel-uname-r = {0} is '
+                                     'not installed'.format(RUNNING)),
     ('driver.nouveau_blacklisted', 'fail', 'nouveau is loaded (reboot after blacklisting); nouveau is not blacklisted'),
     ('driver.loaded', 'fail', 'the nvidia kernel module is not loaded; nvidia-smi failed: nvidia-smi not found'),
     ('driver.open_modules', 'fail', 'no nvidia kernel module loaded'),
@@ -105,7 +107,7 @@ def test_expected_texts_of_the_converged_node():
     facts, settings, probe = F.converged()
     expected = dict((c['id'], c['expected']) for c in F.evaluate(facts, settings, probe))
     assert expected == {
-        'kernel.devel_matched': 'devel/headers installed for the running kernel ' + RUNNING,
+        'kernel.devel_matched': 'devel/headers installed for the kernel that boots next, ' + RUNNING,
         'driver.nouveau_blacklisted': 'nouveau blacklisted and not loaded',
         'driver.loaded': 'a driver of branch 580 loaded and answering',
         'driver.open_modules': 'open kernel modules (nvidia-smi reports GPU 0, 1, 2, 3, 4, 5, 6, 7 as Blackwell)',
@@ -192,17 +194,17 @@ FAULTS = [
      _both(_set((0, 'kernel_state', 'default'), '5.14.0-611.el9.x86_64'),
            _set((0, 'kernel_state', 'installed'), [RUNNING, '5.14.0-611.el9.x86_64'])),
      'kernel.devel_matched', 'fail',
-     'no devel/headers tree for 5.14.0-611.el9.x86_64 (/lib/modules/5.14.0-611.el9.x86_64/build); the next boot runs '
-     '5.14.0-611.el9.x86_64, not the running ' + RUNNING + ': reboot pending'),
+     'devel: /lib/modules/5.14.0-611.el9.x86_64/build does not resolve: kernel-devel-uname-r = 5.14.0-611.el9.x86_64 '
+     'is not installed'),
     ('reboot pending into a kernel with devel',
      _both(_set((0, 'kernel_state', 'default'), '5.14.0-611.el9.x86_64'),
            _set((0, 'kernel_state', 'devel'), {RUNNING: True, '5.14.0-611.el9.x86_64': True})),
-     'kernel.devel_matched', 'warn',
-     'the next boot runs 5.14.0-611.el9.x86_64, not the running ' + RUNNING + ': reboot pending'),
+     'kernel.devel_matched', 'pass',
+     'devel/headers present for 5.14.0-611.el9.x86_64 (/lib/modules/5.14.0-611.el9.x86_64/build)'),
     ('ELRepo kernel wanted, distro kernel running',
      _set((1, 'nodeprep_kernel_source'), 'elrepo-ml'),
-     'kernel.devel_matched', 'warn',
-     'nodeprep_kernel_source is elrepo-ml but the running kernel ' + RUNNING + ' is not an ELRepo kernel'),
+     'kernel.devel_matched', 'fail',
+     'devel: no kernel of the chosen source is installed yet (kernel-ml), so neither is its devel/headers package'),
     ('nouveau blacklisted but still loaded',
      _set((0, 'kernel_state', 'nouveau', 'loaded'), True),
      'driver.nouveau_blacklisted', 'fail', 'nouveau is loaded (reboot after blacklisting)'),
@@ -458,7 +460,8 @@ def test_skip_checks_and_missing_namespaces():
     settings['nodeprep_readiness_skip_checks'] = ['gpu.health']
     checks = F.evaluate({'shm': facts['shm'], 'nodeprep_gathered': ['shm']}, settings, None)
     assert statuses(checks) == [
-        ('kernel.devel_matched', 'skip', 'kernel facts were not gathered'),
+        # The kernel role's plan as well.
+        ('kernel.devel_matched', 'fail', 'not gathered: subsets: kernel'),
         # The nvidia_driver role's plan needs the kernel and NVIDIA facts: its checks fail (never skip, never pass);
         # driver.loaded adds what readiness observes itself.
         ('driver.nouveau_blacklisted', 'fail', 'not gathered: subsets: kernel, nvidia'),
@@ -523,7 +526,7 @@ def test_plans_are_required():
     assert str(exc.value) == ("plans: no plan for role {0}; the checks {1} read the roles' plans (the readiness role "
                               "makes them with gpufleet.nodeprep.node_plan)".format(
                                   ', '.join(roles), ', '.join(sorted(r.PLAN_CHECKS))))
-    assert roles == ['gpu_settings', 'memlock', 'nccl', 'nic_offload', 'nvidia_driver', 'shm']
+    assert roles == ['gpu_settings', 'kernel', 'memlock', 'nccl', 'nic_offload', 'nvidia_driver', 'shm']
 
 
 def test_applications_clocks_deprecated_driver_warns():
@@ -654,11 +657,11 @@ def test_role_passes_exactly_the_settings_the_checks_use():
 
 def test_missing_setting_is_refused_by_name():
     facts, settings, probe = F.converged()
-    del settings['nodeprep_kernel_source']
+    del settings['nodeprep_readiness_xid_fail']
     del settings['nodeprep_expected_gpus']
     with pytest.raises(r.ReadinessError) as exc:
         F.evaluate(facts, settings, probe)
-    assert str(exc.value) == ('settings: missing nodeprep_expected_gpus, nodeprep_kernel_source; give every '
+    assert str(exc.value) == ('settings: missing nodeprep_expected_gpus, nodeprep_readiness_xid_fail; give every '
                               'variable the checks read (the readiness role passes them all; docs/readiness.md '
                               'lists them)')
 

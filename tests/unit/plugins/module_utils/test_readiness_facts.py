@@ -166,7 +166,7 @@ def memlock_files(written=True, want='unlimited'):
 
 
 # The rule module of each role whose readiness checks read its plan (_readiness.PLAN_CHECKS).
-RULE_MODULES = {'memlock': _plan_memlock, 'shm': _plan_shm, 'nccl': _plan_nccl, 'nic_offload': _plan_nic_offload,
+RULE_MODULES = {'kernel': _plan_kernel, 'memlock': _plan_memlock, 'shm': _plan_shm, 'nccl': _plan_nccl, 'nic_offload': _plan_nic_offload,
                 'nvidia_driver': _plan_nvidia_driver}
 
 # The OS of the node (kernel_state.os, read from /etc/os-release by the gather) and its driver packages as the gather
@@ -267,6 +267,10 @@ def converged():
                         'blacklist_files': ['/etc/modprobe.d/nvidia-installer-disable-nouveau.conf']},
             'nvidia_module': {'loaded': True, 'version': '580.105.08', 'flavour': 'open'},
             'dkms': [], 'pci': pci(),
+            # The OS (from /etc/os-release) and the installed kernel packages the kernel plan reads.
+            'os': {'os_family': 'RedHat', 'distribution': 'Rocky', 'distribution_version': '9.6',
+                   'distribution_major_version': '9', 'architecture': 'x86_64'},
+            'packages': {'kernel': [RUNNING], 'kernel-core': [RUNNING]},
         },
         'limits': {
             'entries': [], 'effective': {'root': unlimited(), 'train': unlimited()}, 'errors': [],
