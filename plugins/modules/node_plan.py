@@ -98,7 +98,7 @@ gathered:
 ansible_facts:
   description:
     - The facts the gather read (when it ran) and the plans.
-    - The plans are returned here only (no C(plans) key in the task result): read
+    - The plans are returned here only, not a second time in the task result; read
       C(ansible_facts.nodeprep_plans.<role>), also after registering the task.
   returned: always
   type: dict
