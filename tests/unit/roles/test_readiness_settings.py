@@ -94,13 +94,12 @@ def test_the_role_alone_templates_its_settings(tmp_path, inventory, expected):
 
 
 def _modules(tasks):
+    found = []
     for task in tasks or []:
         for key in ('block', 'rescue', 'always'):
-            for name in _modules(task.get(key)):
-                yield name
-        for name in task:
-            if '.' in name:
-                yield name
+            found.extend(_modules(task.get(key)))
+        found.extend(name for name in task if '.' in name)
+    return found
 
 
 def test_the_role_runs_only_its_own_modules():
