@@ -161,8 +161,7 @@ class ActionModule(ActionBase):
                 result['warnings'] = module_result['warnings']
 
         if not args['plan']:
-            result.update({'changed': False, 'gathered': bool(gathered), 'plans': {}, 'run': {},
-                           'ansible_facts': gathered})
+            result.update({'changed': False, 'gathered': bool(gathered), 'ansible_facts': gathered})
             return result
         plans = self._plan_all(roles, facts, typed, context)
         known = task_vars.get('ansible_facts', {}).get('nodeprep_plans') or {}
@@ -171,11 +170,6 @@ class ActionModule(ActionBase):
         all_plans.update(plans)
         facts_out = dict(gathered)
         facts_out['nodeprep_plans'] = all_plans
-        result.update({
-            'changed': False,
-            'gathered': bool(gathered),
-            'plans': plans,
-            'run': dict((role, plan['run']) for role, plan in plans.items()),
-            'ansible_facts': facts_out,
-        })
+        # The plans live once, in the facts: the roles, site.yml and readiness read ansible_facts.nodeprep_plans.
+        result.update({'changed': False, 'gathered': bool(gathered), 'ansible_facts': facts_out})
         return result

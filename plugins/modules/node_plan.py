@@ -91,22 +91,15 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-plans:
-  description: The plans made by this task, by role (the same as C(ansible_facts.nodeprep_plans) for those roles).
-  returned: always
-  type: dict
-  sample: {shm: {problems: [], errors: [], missing: [], reasons: [], drift: [], reports: [], run: []}}
-run:
-  description: For each role, why its play runs on the node (empty when it has nothing to do or to say).
-  returned: always
-  type: dict
-  sample: {shm: [], memlock: ["/etc/security/limits.d/90-nodeprep-memlock.conf: missing"]}
 gathered:
   description: Whether this task ran M(gpufleet.nodeprep.gpu_node_facts).
   returned: always
   type: bool
 ansible_facts:
-  description: The facts the gather read (when it ran) and the plans.
+  description:
+    - The facts the gather read (when it ran) and the plans.
+    - The plans are returned here only, not a second time in the task result; read
+      C(ansible_facts.nodeprep_plans.<role>), also after registering the task.
   returned: always
   type: dict
   contains:
@@ -115,6 +108,6 @@ ansible_facts:
         - One plan per role. Keys C(problems), C(errors), C(missing), C(reasons), C(drift) (items C(check), C(msg)),
           C(reports), C(files) (items C(path), C(state), C(content), C(mode), C(owner), C(group), C(src), C(change)),
           C(units), C(args), C(reboot) (C(needed), C(why)), C(run) and C(settings) (the typed variables).
-      returned: always
+      returned: when O(plan) is true
       type: dict
 """

@@ -77,7 +77,8 @@ def test_gathers_what_is_missing_once_and_plans_with_typed_settings():
     assert plan['args']['seen'] == {'flag': False, 'check_mode': False, 'host': 'gpu-a01',
                                     'shm': {'path': '/dev/shm', 'size_bytes': 1}}
     assert plan['run'] == ['/etc/fake.conf: missing']
-    assert result['run'] == {'fake': ['/etc/fake.conf: missing']}
+    # The plans live once, in the facts: the task result has no second copy of them.
+    assert sorted(result) == ['ansible_facts', 'changed', 'gathered']
     assert result['gathered'] is True and result['changed'] is False
     assert result['ansible_facts']['shm'] == {'path': '/dev/shm', 'size_bytes': 1}
 
@@ -100,7 +101,7 @@ def test_gather_always_reads_everything_again():
 def test_gather_never_reports_what_is_missing():
     result, calls = run({'roles': ['fake'], 'gather': 'never'}, {})
     assert calls == []
-    assert result['plans']['fake']['missing'] == ['subsets: shm', 'files: /etc/fake.conf']
+    assert result['ansible_facts']['nodeprep_plans']['fake']['missing'] == ['subsets: shm', 'files: /etc/fake.conf']
 
 
 def test_a_failed_gather_is_the_result():
@@ -116,7 +117,7 @@ def test_plans_of_other_roles_are_kept():
 
 def test_check_mode_reaches_the_plan():
     result, _calls = run({'roles': ['fake']}, {'ansible_facts': GATHERED}, check_mode=True)
-    assert result['plans']['fake']['args']['seen']['check_mode'] is True
+    assert result['ansible_facts']['nodeprep_plans']['fake']['args']['seen']['check_mode'] is True
 
 
 def test_an_unknown_role_is_refused():
@@ -151,5 +152,6 @@ def test_a_subset_read_again_is_read_with_every_user_and_its_old_error_goes():
 def test_plan_false_only_gathers():
     result, calls = run({'roles': ['fake'], 'gather': 'always', 'plan': False}, {})
     assert len(calls) == 1
-    assert result['plans'] == {} and 'nodeprep_plans' not in result['ansible_facts']
+    assert sorted(result) == ['ansible_facts', 'changed', 'gathered']
+    assert 'nodeprep_plans' not in result['ansible_facts']
     assert result['ansible_facts']['shm'] == {'path': '/dev/shm', 'size_bytes': 1}

@@ -38,5 +38,6 @@ def test_os_facts_leave_out_what_no_source_has():
     # Neither setup nor the gather read the OS: os_family stays undefined, so the roles run setup.
     assert nodeprep_os_facts({'kernel_state': {'os': None}, 'architecture': 'aarch64'}) == {'architecture': 'aarch64'}
     assert nodeprep_os_facts({}) == {}
-    with pytest.raises(AnsibleFilterError):
+    with pytest.raises(AnsibleFilterError) as exc:
         nodeprep_os_facts(['not', 'facts'])
+    assert str(exc.value) == 'nodeprep_os_facts: the input must be ansible_facts (a dict), got list'

@@ -433,7 +433,7 @@ def test_driver_pending_when_nvidia_smi_cannot_read(monkeypatch, capsys, env):
                        [(QUERY, (9, 'NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver',
                                  ''))], check_mode=True)
     assert code == 0 and result['changed'] is True
-    assert result['predicted'][0].startswith('power limit 72.5%')
+    assert result['predicted'] == ['power limit 72.5%: the driver starts at the default limit']
 
 
 def test_driver_pending_reads_the_gpus_when_it_can(monkeypatch, capsys, env):

@@ -94,4 +94,6 @@ def test_the_power_cap_path_from_the_inventory_to_the_report():
     assert again['reasons'] == []
     check = _readiness.plan_check('gpu.power_limit', again)
     assert check['status'] == 'warn'
-    assert check['observed'].startswith('all 8 GPUs at 500 W; ' + ALL + ': the enforced power limit is 500 W')
+    assert check['observed'] == ('all 8 GPUs at 500 W; ' + ALL + ': the enforced power limit is 500 W, not the 700 W '
+                                 'set: a cap set out of band (a BMC, DCGM or another power policy) limits the GPU; no '
+                                 'run of gpu_settings changes it')
