@@ -42,7 +42,7 @@ TARBALL      = $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
 
 
 .PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix units-matrix lint py36 py36-units security \
-        build docs-rst importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo report-screenshots bench clean
+        build docs-rst docs-rst-check importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo report-screenshots bench clean
 
 deps: ## Install the Debian packages the gates and the simulated fleet need (root)
 	bash .ci/install-deps.sh
@@ -72,7 +72,7 @@ collection-link: venv
 	@ln -sfn $(SITE_PKGS)/ansible_collections $(BUNDLED)/ansible_collections
 
 # deps first: on a fresh Debian 12 machine (root) `make test` alone installs python3-venv, debootstrap, ... itself.
-test: deps units units-ansible-test units-matrix py36 py36-units security sanity sanity-matrix lint build importer docs-lint docsite ee changelog-lint \
+test: deps units units-ansible-test units-matrix py36 py36-units security sanity sanity-matrix lint docs-rst-check build importer docs-lint docsite ee changelog-lint \
       molecule slurm-fleet ## Run every gate (what CI runs)
 
 units: collection-link ## pytest unit tests (tests/unit mirrors plugins/)
@@ -154,10 +154,13 @@ units-matrix: sanity-copy $(foreach v,$(UNITS_MATRIX),$(TMP)/core-$(v)/.stamp) #
 lint: collection-link ## ansible-lint (production profile) on roles and playbooks
 	$(BIN)/ansible-lint --profile production
 
-docs-rst: venv ## docs/docsite/rst/*.rst (the docsite's guides) from docs/*.md
+docs-rst: venv ## Regenerate docs/docsite/rst/*.rst (the docsite's guides, committed) from docs/*.md
 	$(PY) .ci/docs_md2rst.py
 
-build: collection-link docs-rst ## Build the collection, install the tarball, render every module/role with ansible-doc
+docs-rst-check: venv ## docs/docsite/rst/*.rst as committed are what docs/*.md generates (a plain `ansible-galaxy collection build` ships them)
+	$(PY) .ci/docs_md2rst.py --check
+
+build: collection-link docs-rst-check ## Build the collection, install the tarball, render every module/role with ansible-doc
 	rm -rf $(TMP)/dist $(TMP)/install
 	$(BIN)/ansible-galaxy collection build --force --output-path $(TMP)/dist
 	ANSIBLE_COLLECTIONS_PATH=$(TMP)/install $(BIN)/ansible-galaxy collection install --no-deps --force -p $(TMP)/install \
@@ -170,10 +173,10 @@ importer: build ## galaxy-importer on the tarball (container steps off): no erro
 	  $(PY) -m galaxy_importer.main $(TARBALL) > importer.log 2>&1 || { cat importer.log; exit 1; }
 	$(PY) .ci/importer_check.py $(TMP)/importer/importer.log .ci/importer-allowed-warnings.txt
 
-docs-lint: collection-link docs-rst ## antsibull-docs lint-collection-docs --plugin-docs (markup, links, extra docs)
+docs-lint: collection-link docs-rst-check ## antsibull-docs lint-collection-docs --plugin-docs (markup, links, extra docs)
 	PATH=$(BIN):$$PATH $(BIN)/antsibull-docs lint-collection-docs --plugin-docs $(COLL_LINK)
 
-docsite: collection-link docs-rst ## Sphinx docsite (antsibull-docs sphinx-init): no warning but unreachable intersphinx
+docsite: collection-link docs-rst-check ## Sphinx docsite (antsibull-docs sphinx-init): no warning but unreachable intersphinx
 	rm -rf $(TMP)/docsite && mkdir -m 700 -p $(TMP)/docsite
 	PATH=$(BIN):$$PATH $(BIN)/antsibull-docs sphinx-init --use-current --dest-dir $(TMP)/docsite gpufleet.nodeprep
 	chmod og-w $(TMP)/docsite/rst

@@ -5,15 +5,19 @@
 
 The guides are written once, in Markdown, under docs/. antsibull-docs only takes reStructuredText extra docs, listed
 in docs/docsite/extra-docs.yml, so `make docs-rst` converts each guide with pandoc (the pinned pypandoc_binary wheel)
-and rewrites links between guides into :ref: links to the page labels. The generated files are not committed
-(.gitignore); `make build` and `make docsite` generate them first, so the tarball and the docsite always carry the
-current guides.
+and rewrites links between guides into :ref: links to the page labels. The generated files are committed, so a plain
+`ansible-galaxy collection build` (Galaxy's, an admin's) carries the current guides; `--check` (`make docs-rst-check`,
+run by `make test`, `build`, `docs-lint` and `docsite`) regenerates them in a scratch folder and fails when a
+committed page differs, is missing or has no guide any more.
 
 Fails when a guide in docs/ is not listed in extra-docs.yml, or extra-docs.yml lists a page that no guide produces.
 """
+import filecmp
 import os
 import re
+import shutil
 import sys
+import tempfile
 
 import pypandoc
 import yaml
@@ -89,7 +93,43 @@ def lua_str(value):
     return '"%s"' % value.replace('\\', '\\\\').replace('"', '\\"')
 
 
-def main():
+def generate(pages, out):
+    """Write every guide's page into the folder out (emptied of .rst files first)."""
+    os.makedirs(out, exist_ok=True)
+    for old in os.listdir(out):
+        if old.endswith('.rst'):
+            os.unlink(os.path.join(out, old))
+    for rel_md, name in sorted(pages.items()):
+        filter_path = os.path.join(out, '.links.lua')
+        with open(filter_path, 'w') as handle:
+            handle.write(lua_filter(rel_md, pages))
+        # No automatic section labels: antsibull-docs wants every label under the collection's prefix.
+        body = pypandoc.convert_file(os.path.join(DOCS, rel_md), 'rst', format='gfm-gfm_auto_identifiers',
+                                     extra_args=['--wrap=preserve', '--lua-filter=' + filter_path])
+        os.unlink(filter_path)
+        with open(os.path.join(out, name + '.rst'), 'w') as handle:
+            handle.write(HEADER % rel_md)
+            handle.write('.. _%s%s:\n\n' % (LABEL, name))
+            handle.write(body)
+
+
+def stale(fresh):
+    """What differs between the committed pages (RST) and the freshly generated ones (fresh)."""
+    def rst_files(folder):
+        return set(n for n in os.listdir(folder) if n.endswith('.rst')) if os.path.isdir(folder) else set()
+    committed, wanted = rst_files(RST), rst_files(fresh)
+    problems = ['docs/docsite/rst/%s is missing (generated from its guide)' % n for n in sorted(wanted - committed)]
+    problems += ['docs/docsite/rst/%s has no guide in docs/ any more' % n for n in sorted(committed - wanted)]
+    problems += ['docs/docsite/rst/%s is stale: its guide changed' % n for n in sorted(committed & wanted)
+                 if not filecmp.cmp(os.path.join(RST, n), os.path.join(fresh, n), shallow=False)]
+    return problems
+
+
+def main(argv):
+    check = argv[1:] == ['--check']
+    if argv[1:] and not check:
+        print('usage: docs_md2rst.py [--check]')
+        return 2
     pages = guides()
     with open(os.path.join(DOCS, 'docsite', 'extra-docs.yml')) as handle:
         extra = yaml.safe_load(handle)
@@ -102,25 +142,25 @@ def main():
         for problem in problems:
             print('FAIL ' + problem)
         return 1
-    os.makedirs(RST, exist_ok=True)
-    for old in os.listdir(RST):
-        if old.endswith('.rst'):
-            os.unlink(os.path.join(RST, old))
+    if check:
+        scratch = tempfile.mkdtemp(prefix='docs-rst-')
+        try:
+            generate(pages, scratch)
+            problems = stale(scratch)
+        finally:
+            shutil.rmtree(scratch)
+        for problem in problems:
+            print('FAIL ' + problem)
+        if problems:
+            print('FAIL run `make docs-rst` and commit docs/docsite/rst/ with the guides')
+            return 1
+        print('ok  docs/docsite/rst/: %d pages, each as docs/*.md generates it' % len(pages))
+        return 0
+    generate(pages, RST)
     for rel_md, name in sorted(pages.items()):
-        filter_path = os.path.join(RST, '.links.lua')
-        with open(filter_path, 'w') as handle:
-            handle.write(lua_filter(rel_md, pages))
-        # No automatic section labels: antsibull-docs wants every label under the collection's prefix.
-        body = pypandoc.convert_file(os.path.join(DOCS, rel_md), 'rst', format='gfm-gfm_auto_identifiers',
-                                     extra_args=['--wrap=preserve', '--lua-filter=' + filter_path])
-        os.unlink(filter_path)
-        with open(os.path.join(RST, name + '.rst'), 'w') as handle:
-            handle.write(HEADER % rel_md)
-            handle.write('.. _%s%s:\n\n' % (LABEL, name))
-            handle.write(body)
         print('ok  docs/%s -> docs/docsite/rst/%s.rst' % (rel_md, name))
     return 0
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(main(sys.argv))

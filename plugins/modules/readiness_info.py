@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: readiness_info
 short_description: Check that a GPU node is in the state the gpufleet.nodeprep roles leave it in
-version_added: 0.2.0
+version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
 description:
   - Evaluates the readiness checks of the P(gpufleet.nodeprep.readiness#role) role on one node and returns them.
@@ -25,8 +25,8 @@ description:
     C(gpu.clocks), C(gpu.health), C(memlock.users), C(memlock.services), C(shm.size), C(nccl.config),
     C(nic.offload) and C(fabric.manager).
   - Also returns the values the checks looked at (RV(checked_values)), for the report.
-  - Never changes the node. Called C(gpufleet.nodeprep.readiness_check) before 0.2.0; that name redirects here
-    until 1.0.0.
+  - Never changes the node. Called C(gpufleet.nodeprep.readiness_check) in development versions before the first
+    release; that name redirects here until 1.0.0.
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
   - gpufleet.nodeprep.attributes.INFO_MODULE
