@@ -39,10 +39,10 @@ _UNREACHABLE = (r'failed to download metadata|cannot download repomd|curl error|
                 r'cannot download|status code was -1')
 _NO_PACKAGE = r'no package .*(available|matching)|unable to locate package|nothing provides|no match for argument'
 HINTS = (
-    ('kernel', r'(kernel-(lt-|ml-)?devel|linux-headers)', _NO_PACKAGE,
+    ('kernel', r'(kernel-(lt-|ml-)?devel|linux-headers|development tree)', _NO_PACKAGE,
      'the devel/headers package of the running kernel is in no repository the node has (a custom kernel?): install '
      'its headers yourself and set nodeprep_kernel_manage_devel: false'),
-    ('nvidia_driver', r'(kernel-(lt-|ml-)?devel|linux-headers)', _NO_PACKAGE,
+    ('nvidia_driver', r'(kernel-(lt-|ml-)?devel|linux-headers|development tree)', _NO_PACKAGE,
      'the devel/headers package of the running kernel is in no repository the node has (a custom kernel?): install '
      'its headers yourself and set nodeprep_kernel_manage_devel: false'),
     ('kernel', r'elrepo', _UNREACHABLE,
