@@ -77,12 +77,12 @@ class ActionModule(ActionBase):
             if unknown:
                 raise AnsibleActionFail('record: {0} not a role of gpufleet.nodeprep; the roles: {1}'.format(
                     ', '.join(unknown), ', '.join(_plans.SITE_ROLES)))
-            before = plain(task_vars.get(RECORD_VAR) or {})
+            before = plain(facts.get(RECORD_VAR) or {})
             result.update(changed=False, ansible_facts={RECORD_VAR: _run_summary.record(
                 plain(facts.get('nodeprep_plans') or {}), args['record'], before)})
             return result
         if args['error'] is not None:
-            errors = plain(task_vars.get(ERRORS_VAR) or {})
+            errors = plain(facts.get(ERRORS_VAR) or {})
             role = args['error']['role']
             error = _run_summary.error_of(role, args['error']['task'], plain(args['error']['result']))
             errors.setdefault(role, error)
@@ -100,7 +100,9 @@ class ActionModule(ActionBase):
         nodes = {}
         for host in hosts:
             values = hostvars[host]
-            nodes[host] = plain({'record': values.get(RECORD_VAR) or {}, 'errors': values.get(ERRORS_VAR) or {},
+            # The facts this action set, read from their namespace (not as injected top-level variables).
+            host_facts = values.get('ansible_facts') or {}
+            nodes[host] = plain({'record': host_facts.get(RECORD_VAR) or {}, 'errors': host_facts.get(ERRORS_VAR) or {},
                                  'reboot_required': values.get('nodeprep_reboot_required') or False,
                                  'reboot_reasons': values.get('nodeprep_reboot_reasons') or []})
         summary = _run_summary.build(hosts, alive, nodes, check_mode=bool(self._play_context.check_mode),

@@ -116,6 +116,12 @@ ansible_facts:
       description: Role -> C(role), C(task), C(msg), C(hint) of its first error.
       type: dict
       returned: with error
+    nodeprep_run_unpredicted:
+      description: In check mode, the roles site.yml does not predict on the host after those errors (C(gpu_settings)
+        once the nvidia_driver role failed); empty otherwise.
+      type: list
+      elements: str
+      returned: with error
 error:
   description: With O(error), the error kept for that role (the first one).
   returned: with error
