@@ -29,15 +29,19 @@ VERSION = 1
 # prediction of these (the others are predicted as usual).
 DRIVER_DEPENDENT = ('gpu_settings',)
 
-# (role, pattern of the error text, what to set).  The first match names the variable.  Sources: the messages of
-# dnf ("No package ... available", "Failed to download metadata for repo", "Cannot download repomd.xml", "Curl
-# error"), apt ("Unable to locate package", "No package matching", "Failed to fetch") and get_url/uri ("Request
-# failed", "urlopen error", "Connection refused", "timed out", "Name or service not known").
+# (role, what the task or error is about, pattern of the error text, what to set).  The first match names the
+# variable.  Sources: the messages of dnf and Ansible's dnf module ("No package ... available", "All matches were
+# filtered out by exclude filtering", "Failed to download metadata for repo", "Cannot download repomd.xml", "Curl
+# error"), apt and Ansible's apt module ("Unable to locate package", "No package matching", "no available
+# installation candidate for", "Failed to fetch") and get_url/uri ("Request failed", "urlopen error", "Connection
+# refused", "timed out", "Name or service not known"); the two exclusion messages as measured on the fleet's
+# devel-missing fault.
 _UNREACHABLE = (r'failed to download metadata|cannot download repomd|curl error|failed to fetch|urlopen error|'
                 r'request failed|connection refused|timed out|name or service not known|no route to host|'
                 r'could not resolve host|temporary failure in name resolution|network is unreachable|'
                 r'cannot download|status code was -1')
-_NO_PACKAGE = r'no package .*(available|matching)|unable to locate package|nothing provides|no match for argument'
+_NO_PACKAGE = (r'no package .*(available|matching)|unable to locate package|nothing provides|no match for argument|'
+               r'installation candidate|filtered out by exclude')
 HINTS = (
     ('kernel', r'(kernel-(lt-|ml-)?devel|linux-headers|development tree)', _NO_PACKAGE,
      'the devel/headers package of the running kernel is in no repository the node has (a custom kernel?): install '
@@ -169,8 +173,8 @@ def build(hosts, alive, nodes, check_mode=False, roles=()):
             summary['reboot'][host] = why
         if host not in summary['failed'] and not changes and not why:
             summary['unchanged'].append(host)
-    summary['counts'] = dict((key, len(summary[key])) for key in ('changed', 'reboot', 'failed', 'no_gpu',
-                                                                    'unchanged'))
+    keys = ('changed', 'reboot', 'failed', 'no_gpu', 'unchanged')
+    summary['counts'] = dict((key, len(summary[key])) for key in keys)
     return summary
 
 

@@ -115,6 +115,13 @@ HINTS = [
      'nodeprep_kernel_manage_devel'),
     ('nvidia_driver', 'Install the kernel devel package', {'msg': 'Unable to locate package linux-headers-6.8.0-x'},
      'nodeprep_kernel_manage_devel'),
+    # As the fleet's devel-missing fault makes Ansible's apt and dnf modules say it (measured).
+    ('kernel', 'Install the development tree matched to the kernel that boots next',
+     {'msg': 'no available installation candidate for linux-headers-6.18.44-fc-v1045'}, 'nodeprep_kernel_manage_devel'),
+    ('kernel', 'Install the development tree matched to the kernel that boots next',
+     {'msg': 'Failed to install some of the specified packages', 'failures': [
+         'kernel-devel-uname-r = 6.18.44-fc-v1045 All matches were filtered out by exclude filtering for argument: '
+         'kernel-devel-uname-r = 6.18.44-fc-v1045'], 'rc': 1, 'results': []}, 'nodeprep_kernel_manage_devel'),
     ('nvidia_driver', 'Install the driver packages',
      {'msg': "Failed to download metadata for repo 'cuda-rhel9': Cannot download repomd.xml: Curl error (7): "
              "Couldn't connect to server"}, 'nodeprep_nvidia_driver_repo_url'),
