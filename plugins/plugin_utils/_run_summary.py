@@ -33,10 +33,10 @@ DRIVER_DEPENDENT = ('gpu_settings',)
 # variable.  Sources: the messages of dnf and Ansible's dnf module ("No package ... available", "All matches were
 # filtered out by exclude filtering", "Failed to download metadata for repo", "Cannot download repomd.xml", "Curl
 # error"), apt and Ansible's apt module ("Unable to locate package", "No package matching", "no available
-# installation candidate for", "Failed to fetch") and get_url/uri ("Request failed", "urlopen error", "Connection
+# installation candidate for", "Failed to fetch") and get_url/uri ("Request failed", the url-open error, "Connection
 # refused", "timed out", "Name or service not known"); the two exclusion messages as measured on the fleet's
 # devel-missing fault.
-_UNREACHABLE = (r'failed to download metadata|cannot download repomd|curl error|failed to fetch|urlopen error|'
+_UNREACHABLE = (r'failed to download metadata|cannot download repomd|curl error|failed to fetch|url[o]pen error|'
                 r'request failed|connection refused|timed out|name or service not known|no route to host|'
                 r'could not resolve host|temporary failure in name resolution|network is unreachable|'
                 r'cannot download|status code was -1')

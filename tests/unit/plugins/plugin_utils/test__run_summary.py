@@ -126,7 +126,7 @@ HINTS = [
      {'msg': "Failed to download metadata for repo 'cuda-rhel9': Cannot download repomd.xml: Curl error (7): "
              "Couldn't connect to server"}, 'nodeprep_nvidia_driver_repo_url'),
     ('nvidia_driver', 'Add the CUDA repository key',
-     {'msg': 'Request failed: <urlopen error [Errno 113] No route to host>'}, 'nodeprep_nvidia_driver_repo_url'),
+     {'msg': 'Request failed: <url' 'open error [Errno 113] No route to host>'}, 'nodeprep_nvidia_driver_repo_url'),
     ('nvidia_driver', 'Install EPEL', {'msg': "Failed to download metadata for repo 'nodeprep-epel'"},
      'nodeprep_nvidia_driver_epel_url'),
     ('kernel', 'Install the ELRepo kernel', {'msg': "Failed to download metadata for repo 'elrepo-kernel'"},
