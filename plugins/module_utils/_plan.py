@@ -60,6 +60,9 @@ The plan's keys:
 ``run``
     why the role's play runs on the node (filled by :func:`finish`): problems, errors, missing facts, reports and
     reasons.  site.yml runs a role's play only where this is not empty.
+``gpu_node``, ``gpu_skip`` (GPU roles only, _gpu_node.GPU_ROLES)
+    the node's GPU decision (``{'gpu': bool, 'why': ...}``) and, on a node that is not a GPU node, the one line that
+    says so (then the plan has no work, and ``run`` holds only settings problems).
 
 Pure functions; no Ansible import (Python 3.6+: the readiness module may import the rule modules on the node).
 """
@@ -71,6 +74,7 @@ import copy
 import hashlib
 import json
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import GLOB_CHARS, path_change, unit_name
 
 # The fact namespace each gather subset of gpu_node_facts fills.
@@ -245,10 +249,14 @@ def fixable_drift(plan):
 
 
 def finish(plan):
-    """Fill ``run``: why the role's play runs on the node (empty: nothing to do and nothing to say)."""
+    """Fill ``run``: why the role's play runs on the node (empty: nothing to do and nothing to say).  A GPU role on a
+    node that is not a GPU node (``gpu_skip``) runs only to refuse settings it cannot use."""
     run = []
     if plan['problems']:
         run.append('invalid settings: ' + '; '.join(plan['problems']))
+    if plan.get('gpu_skip'):
+        plan['run'] = run
+        return plan
     run.extend(plan['errors'])
     if plan['missing']:
         run.append('facts to gather: ' + '; '.join(plan['missing']))
@@ -258,12 +266,22 @@ def finish(plan):
     return plan
 
 
+def role_gather(module, settings):
+    """What the role whose rule module is ``module`` must gather: its own ``gather``, and for a GPU role whose
+    ``nodeprep_gpu_node`` is auto the kernel subset (the PCI scan the GPU rule reads, in the same round trip)."""
+    request = module.gather(settings)
+    if module.ROLE in _gpu_node.GPU_ROLES and _gpu_node.needs_pci(settings.get(_gpu_node.NAME)):
+        request = merge_gathers([request, {'subsets': ['kernel']}])
+    return request
+
+
 def plan_with(module, facts, settings, problems=(), context=None):
     """The finished plan of the role whose rule module is ``module`` (``run`` filled): the typing ``problems`` of its
     settings first (then nothing else is planned), the facts its ``gather`` asks for that ``facts`` lack (then only
-    that is said: what was planned from missing facts is not the node's state)."""
+    that is said: what was planned from missing facts is not the node's state).  A GPU role's plan then goes through
+    the GPU rule (_gpu_node.apply): on a node that is not a GPU node it has no work and says so in one line."""
     context = context if context is not None else new_context()
-    missing = missing_facts(module.gather(settings), facts)
+    missing = missing_facts(role_gather(module, settings), facts)
     plan = new_plan(module.ROLE) if problems else module.plan(facts, settings, context)
     plan['problems'] = list(problems) + [p for p in plan['problems'] if p not in problems]
     plan['missing'] = describe_missing(missing)
@@ -273,6 +291,11 @@ def plan_with(module, facts, settings, problems=(), context=None):
         plan['args'] = {}
         plan['drift'] = [{'check': check, 'msg': 'not gathered: ' + '; '.join(plan['missing']), 'level': 'fail',
                           'fixable': False} for check in getattr(module, 'CHECKS', ())]
+    if module.ROLE in _gpu_node.GPU_ROLES:
+        _gpu_node.apply(plan, _gpu_node.decide(facts, settings.get(_gpu_node.NAME, _gpu_node.AUTO)),
+                        getattr(module, 'CHECKS', ()))
+        if plan['gpu_skip']:
+            plan['missing'] = []
     plan['settings'] = settings
     return finish(plan)
 

@@ -31,6 +31,7 @@ import json
 import posixpath
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_settings as gs
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import path_change
 
@@ -117,6 +118,8 @@ SETTINGS = {
         'description': ['Where C(nvidia_gpu) writes the replay file (JSON argv lists) that '
                         'C(nodeprep-gpu-settings.service) runs at boot. Removed when there is nothing to replay.']},
 }
+# The collection-wide nodeprep_gpu_node: the role does nothing on a node that is not a GPU node (_gpu_node.py).
+SETTINGS.update(_gpu_node.SETTINGS)
 
 
 def _s(settings, name):

@@ -20,6 +20,7 @@ Pure functions; no Ansible import (Python 3.6+).
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import ELREPO_KEYS, elrepo_keys
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import os_facts, version_key
@@ -174,9 +175,11 @@ SETTINGS = {
         ],
     },
 }
+# The collection-wide nodeprep_gpu_node: the role does nothing on a node that is not a GPU node (_gpu_node.py).
+SETTINGS.update(_gpu_node.SETTINGS)
 
 # Collection-wide variables among SETTINGS (not nodeprep_kernel_*; defaults/main.yml does not set them).
-SHARED = ('nodeprep_reboot_ok',)
+SHARED = ('nodeprep_reboot_ok', _gpu_node.NAME)
 
 
 def os_vars_name(os_info):

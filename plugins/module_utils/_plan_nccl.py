@@ -25,6 +25,7 @@ except ImportError:  # Python 2 (sanity's compile test)
     from pipes import quote as shell_quote  # pylint: disable=deprecated-module
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nccl
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import NicError, parse_networks, select_nics
 
@@ -60,6 +61,8 @@ SETTINGS = {
         'type': 'path', 'default': '/etc/profile.d/nodeprep-torch-nccl.sh',
         'description': 'The profile.d file for the PyTorch variables.'},
 }
+# The collection-wide nodeprep_gpu_node: the role does nothing on a node that is not a GPU node (_gpu_node.py).
+SETTINGS.update(_gpu_node.SETTINGS)
 
 TORCH_ENV_HEADER = (
     '# gpufleet.nodeprep.nccl: PyTorch ProcessGroupNCCL settings for login shells. Batch systems and containers\n'

@@ -18,6 +18,7 @@ Pure functions; no Ansible import (Python 3.6+).
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import (
     PERSISTENCED_DROPIN, PERSISTENCED_WANTS, IB_UMAD_CONF, _file_is, _unit_is, driver_plan, driver_work,
@@ -307,9 +308,11 @@ SETTINGS = {
         ],
     },
 }
+# The collection-wide nodeprep_gpu_node: the role does nothing on a node that is not a GPU node (_gpu_node.py).
+SETTINGS.update(_gpu_node.SETTINGS)
 
 # Collection-wide variables among SETTINGS (not nodeprep_nvidia_driver_*; defaults/main.yml does not set them).
-SHARED = ('nodeprep_reboot_ok', 'nodeprep_expected_gpus')
+SHARED = ('nodeprep_reboot_ok', 'nodeprep_expected_gpus', _gpu_node.NAME)
 
 # The settings driver_plan reads, by their name there (nodeprep_nvidia_driver_<name>; reboot_ok is resolved).
 PLAN_KEYS = ('method', 'branch', 'version', 'module_type', 'package_set', 'fabricmanager', 'nvlsm', 'nscq', 'imex',

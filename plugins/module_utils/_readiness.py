@@ -36,6 +36,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _driver_plan as driver_rules
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as shm_rules
 
 
@@ -400,6 +401,11 @@ CHECKS = (
     ('fabric.manager', _ROLE.format('nvidia_driver'), _fabric_states, ('kernel_state',)),
 )
 CHECK_IDS = tuple(entry[0] for entry in CHECKS)
+# The checks of the GPU roles (_gpu_node.GPU_ROLES) and of the GPUs themselves: on a node that is not a GPU node
+# (no NVIDIA GPU on the PCI bus, or nodeprep_gpu_node false; the decision its GPU roles' plans record) they skip
+# with that reason, so such a node is never "not ready" for GPU reasons.
+GPU_CHECKS = tuple(check_id for check_id in CHECK_IDS
+                   if check_id.split('.')[0] in ('kernel', 'driver', 'gpu', 'nccl', 'fabric'))
 REMEDIES = dict((entry[0], entry[1]) for entry in CHECKS)
 
 # gpu_node_facts' subsets and the namespaces they fill.
@@ -549,10 +555,14 @@ def evaluate(facts, settings, probe=None, plans=None):
             ', '.join(unknown), ', '.join(CHECK_IDS)))
     errors = gather_errors(facts)
     plans = _plans_for(plans)
+    gpu = _gpu_node.from_plans(plans)
     results = []
     for check_id, _remedy, func, needs in CHECKS:
         if check_id in skipped:
             results.append(_check(check_id, SKIP, 'skipped by nodeprep_readiness_skip_checks', 'not checked'))
+            continue
+        if gpu is not None and not gpu['gpu'] and check_id in GPU_CHECKS:
+            results.append(_check(check_id, SKIP, 'a GPU node', 'not a GPU node: {0}'.format(gpu['why'])))
             continue
         if check_id in PLAN_CHECKS:
             result = plan_check(check_id, plans[PLAN_CHECKS[check_id]])

@@ -110,7 +110,7 @@ def typed_settings(role, provided):
 
 def gather_request(roles, settings_by_role):
     """One gather request (see _plan.new_gather) for ``roles``."""
-    return _plan.merge_gathers(rules(role).gather(settings_by_role[role]) for role in roles)
+    return _plan.merge_gathers(_plan.role_gather(rules(role), settings_by_role[role]) for role in roles)
 
 
 def role_files(role):

@@ -132,6 +132,26 @@ FAULTS = {
     'remapped-rows': {'flag': 'remapped-rows-pending', 'help': 'row remapping pending (--gpu; default every GPU)'},
     'shm-full': {'flag': 'shm-full', 'help': '/dev/shm filled to 0 bytes free (--value: most bytes of RAM to use, default 2 GiB)'},
     'node-down': {'flag': 'node-down', 'help': 'the node is cut off the network (host side of its veth down)'},
+    'devel-missing': {'flag': 'devel-missing',
+                      'help': 'a custom kernel whose devel/headers are in no repository: the installed ones removed, '
+                              'dnf excludes kernel*-devel*, apt pins linux-headers-* to -1 (heal lifts the exclusion)'},
+}
+
+# devel-missing, applied inside the node with its package manager's own configuration (dnf.conf(5) excludepkgs,
+# apt_preferences(5) a negative Pin-Priority): sh scripts run with nsenter; the marker line finds what heal removes.
+DEVEL_MISSING_MARK = '# testbed fault devel-missing'
+DEVEL_MISSING_APT = '/etc/apt/preferences.d/testbed-devel-missing'
+DEVEL_MISSING_APPLY = {
+    'rpm': ("grep -qx '{mark}' /etc/dnf/dnf.conf || printf '%s\\n' '{mark}' "
+            "'excludepkgs=kernel-devel* kernel-lt-devel* kernel-ml-devel*' >> /etc/dnf/dnf.conf; "
+            "rpm -qa --qf '%{{NAME}}\\n' | grep -E '^kernel(-lt|-ml)?-devel' | xargs -r rpm -e --nodeps"),
+    'deb': ("printf '%s\\n' 'Explanation: {mark}' 'Package: linux-headers-*' 'Pin: version *' 'Pin-Priority: -1' > {apt}; "
+            "dpkg-query -W -f '${{Package}}\\n' 'linux-headers-*' 2>/dev/null | "
+            "xargs -r env DEBIAN_FRONTEND=noninteractive apt-get -y -q purge"),
+}
+DEVEL_MISSING_HEAL = {
+    'rpm': "sed -i '/^{mark}$/,+1d' /etc/dnf/dnf.conf",
+    'deb': 'rm -f {apt}',
 }
 
 # Faults that change what the GPU double shows in sysfs (PCI devices, EFI variables): refreshed at once.
@@ -1457,6 +1477,12 @@ def cmd_fault(args):
             with open(os.path.join(faults, 'node-down'), 'w') as f:
                 f.write('veth {0} down\n'.format(node['veth_host']))
             run(['ip', 'link', 'set', node['veth_host'], 'down'])
+        elif args.kind == 'devel-missing':
+            with open(os.path.join(faults, 'devel-missing'), 'w') as f:
+                f.write('devel/headers removed and excluded\n')
+            script = DEVEL_MISSING_APPLY[FLAVOURS[node['flavour']]['pkg']].format(mark=DEVEL_MISSING_MARK,
+                                                                                  apt=DEVEL_MISSING_APT)
+            node_exec(node['name'], ['sh', '-c', script])
         else:
             flag = os.path.join(faults, FAULTS[args.kind]['flag'])
             with open(flag + '.tmp', 'w') as f:
@@ -1487,6 +1513,10 @@ def cmd_heal(args):
                 os.unlink(flag)
             if kind == 'node-down':
                 run(['ip', 'link', 'set', node['veth_host'], 'up'])
+            elif kind == 'devel-missing' and container_pid1(node['name']):
+                script = DEVEL_MISSING_HEAL[FLAVOURS[node['flavour']]['pkg']].format(mark=DEVEL_MISSING_MARK,
+                                                                                     apt=DEVEL_MISSING_APT)
+                node_exec(node['name'], ['sh', '-c', script])
             elif kind == 'shm-full' and container_pid1(node['name']):
                 node_exec(node['name'], ['/usr/local/lib/testbed/testbed-fault', 'heal', 'shm-full'])
             elif kind in GPU_DOUBLE_VIEW_FAULTS and container_pid1(node['name']):

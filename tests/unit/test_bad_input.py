@@ -555,11 +555,13 @@ ROLE_CASES = [
                   'nodeprep_nic_offload_interfaces=["nosuch0"], _drivers=[], _networks=[]; present: [']),
     ('kernel unknown source', 'localhost', 'kernel', {'nodeprep_kernel_source': 'mainline'},
      SPEC, ['nodeprep_kernel_source', 'mainline', 'distro, hwe, elrepo-lt, elrepo-ml']),
-    ('kernel hwe on Debian', 'localhost', 'kernel', {'nodeprep_kernel_source': 'hwe'},
+    # These fake hosts show no NVIDIA GPU on their PCI bus: nodeprep_gpu_node true keeps the kernel role's work (and
+    # its refusals) there (plugins/module_utils/_gpu_node.py).
+    ('kernel hwe on Debian', 'localhost', 'kernel', {'nodeprep_gpu_node': True, 'nodeprep_kernel_source': 'hwe'},
      KERNEL_SOURCE, ['nodeprep_kernel_source=hwe is not available on Debian', 'allowed here: distro']),
-    ('kernel elrepo-ml on Debian', 'localhost', 'kernel', {'nodeprep_kernel_source': 'elrepo-ml'},
+    ('kernel elrepo-ml on Debian', 'localhost', 'kernel', {'nodeprep_gpu_node': True, 'nodeprep_kernel_source': 'elrepo-ml'},
      KERNEL_SOURCE, ['nodeprep_kernel_source=elrepo-ml is not available on Debian', 'allowed here: distro']),
-    ('kernel elrepo-lt on EL10', 'el10', 'kernel', {'nodeprep_kernel_source': 'elrepo-lt'},
+    ('kernel elrepo-lt on EL10', 'el10', 'kernel', {'nodeprep_gpu_node': True, 'nodeprep_kernel_source': 'elrepo-lt'},
      KERNEL_ELREPO, ['nodeprep_kernel_source=elrepo-lt is not available on EL10', 'no kernel-lt for EL10',
                      'Allowed here: distro, elrepo-ml']),
     ('nvidia_driver branch not a branch', 'localhost', 'nvidia_driver', {'nodeprep_nvidia_driver_branch': '58'},

@@ -19,7 +19,7 @@ from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import RO
 KEYS = ('type', 'default', 'elements', 'choices', 'required')
 # Collection-wide variables a role's SETTINGS also reads (the inventory sets them once for every role); they are in
 # the argument specs of the roles that read them, not in any role's defaults or variables table.
-SHARED = ('nodeprep_reboot_ok', 'nodeprep_expected_gpus')
+SHARED = ('nodeprep_reboot_ok', 'nodeprep_expected_gpus', 'nodeprep_gpu_node')
 # A role variable whose default is a shared one: null in SETTINGS (the plan falls back), that expression in defaults.
 INHERITS = re.compile(r'^\{\{ (nodeprep_[a-z0-9_]+) \| default\((.*)\) \}\}$')
 # Roles whose tasks still read decisions of vars/main.yml: none (issue 22 moved them into the plans).

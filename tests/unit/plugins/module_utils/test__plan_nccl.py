@@ -45,8 +45,12 @@ NICS = {'eno1': {'addresses': {'ipv4': ['192.168.1.11/24'], 'ipv6': []}, 'driver
                       'driver': {'driver': 'mlx5_core'}}}
 
 
+# The PCI scan of an 8-GPU node (the GPU rule, _gpu_node.py, reads it: nccl is a GPU role).
+GPU_NODE = {'pci': {'gpu_count': 8}}
+
+
 def facts(files=None, **extra):
-    out = {'nodeprep_gathered': ['nic'], 'nics': copy.deepcopy(NICS),
+    out = {'nodeprep_gathered': ['nic', 'kernel'], 'nics': copy.deepcopy(NICS), 'kernel_state': GPU_NODE,
            'nodeprep_files': {CONF: MISSING, TORCH: MISSING}}
     out['nodeprep_files'].update(files or {})
     out.update(extra)
@@ -144,10 +148,11 @@ CASES = [
       'check': ('fail', 'the NIC facts of gpu-a01 could not be read, so NCCL_SOCKET_IFNAME for '
                         'nodeprep_nccl_socket_networks=["10.20.0.0/16"] is not known: nic facts: ip -j addr show '
                         'failed')}),
-    ('the NIC facts not gathered: missing, readiness fails', facts(nodeprep_gathered=[]),
+    ('the NIC facts not gathered: missing, readiness fails', facts(nodeprep_gathered=['kernel']),
      {'nodeprep_nccl_socket_networks': ['10.20.0.0/16']},
      {'reasons': [], 'files': {}, 'missing': ['subsets: nic'], 'check': ('fail', 'not gathered: subsets: nic')}),
-    ('the file state not gathered: missing', {'nodeprep_gathered': []}, {'nodeprep_nccl_conf': {'NCCL_DEBUG': 1}},
+    ('the file state not gathered: missing', {'nodeprep_gathered': ['kernel'], 'kernel_state': GPU_NODE},
+     {'nodeprep_nccl_conf': {'NCCL_DEBUG': 1}},
      {'reasons': [], 'files': {}, 'missing': ['files: /etc/nccl.conf'],
       'check': ('fail', 'not gathered: files: /etc/nccl.conf')}),
     # names nothing reads

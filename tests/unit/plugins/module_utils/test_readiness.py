@@ -477,7 +477,7 @@ def test_skip_checks_and_missing_namespaces():
         ('memlock.services', 'fail', 'not gathered: ' + MEMLOCK_NOT_GATHERED),
         ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
         # The nccl role's plan needs the file's state: not gathered fails (never skip, never pass).
-        ('nccl.config', 'fail', 'not gathered: files: /etc/nccl.conf'),
+        ('nccl.config', 'fail', 'not gathered: subsets: kernel; files: /etc/nccl.conf'),
         # Its verdict is the nic_offload plan, which says what it could not see: never a pass or a skip.
         ('nic.offload', 'fail', 'not gathered: subsets: nic; files: /etc/systemd/system/nodeprep-nic-offload@.service, '
                                 '/etc/nodeprep/nic-offload, /etc/nodeprep/nic-offload/*.env, '

@@ -1,0 +1,207 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE to the gpufleet.nodeprep collection; may change in any release.
+"""The end-of-run summary of playbooks/site.yml: pure functions, no Ansible import (the run_summary action plugin is
+their only caller).
+
+* ``record(plans, roles, before)``: what each role's plan said when site.yml decided to run it (the changes it makes,
+  or would make in check mode; the reboot it needs; the GPU rule's line), kept per host as
+  ``nodeprep_run_record`` because the roles plan again after their work.
+* ``error_of(role, task, result)``: the first error of a role on a host, with the variable to set when the error is
+  one this collection knows (``hint``).
+* ``build(hosts, alive, nodes, check_mode)``: the summary (nodes changed, nodes that need a reboot and why, nodes
+  failed with their first error, nodes that are not GPU nodes), ``render(summary)`` its lines.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
+
+FILE_NAME = 'run-summary.json'
+VERSION = 1
+# The roles that depend on the NVIDIA driver's result: in check mode, a node whose driver prediction failed gets no
+# prediction of these (the others are predicted as usual).
+DRIVER_DEPENDENT = ('gpu_settings',)
+
+# (role, what the task or error is about, pattern of the error text, what to set).  The first match names the
+# variable.  Sources: the messages of dnf and Ansible's dnf module ("No package ... available", "All matches were
+# filtered out by exclude filtering", "Failed to download metadata for repo", "Cannot download repomd.xml", "Curl
+# error"), apt and Ansible's apt module ("Unable to locate package", "No package matching", "no available
+# installation candidate for", "Failed to fetch") and get_url/uri ("Request failed", the url-open error, "Connection
+# refused", "timed out", "Name or service not known"); the two exclusion messages as measured on the fleet's
+# devel-missing fault.
+_UNREACHABLE = (r'failed to download metadata|cannot download repomd|curl error|failed to fetch|url[o]pen error|'
+                r'request failed|connection refused|timed out|name or service not known|no route to host|'
+                r'could not resolve host|temporary failure in name resolution|network is unreachable|'
+                r'cannot download|status code was -1')
+_NO_PACKAGE = (r'no package .*(available|matching)|unable to locate package|nothing provides|no match for argument|'
+               r'installation candidate|filtered out by exclude')
+HINTS = (
+    ('kernel', r'(kernel-(lt-|ml-)?devel|linux-headers|development tree)', _NO_PACKAGE,
+     'the devel/headers package of the running kernel is in no repository the node has (a custom kernel?): install '
+     'its headers yourself and set nodeprep_kernel_manage_devel: false'),
+    ('nvidia_driver', r'(kernel-(lt-|ml-)?devel|linux-headers|development tree)', _NO_PACKAGE,
+     'the devel/headers package of the running kernel is in no repository the node has (a custom kernel?): install '
+     'its headers yourself and set nodeprep_kernel_manage_devel: false'),
+    ('kernel', r'elrepo', _UNREACHABLE,
+     'the node cannot reach ELRepo: set nodeprep_kernel_elrepo_url (and nodeprep_kernel_elrepo_gpgkey) to a mirror it '
+     'can reach'),
+    ('nvidia_driver', r'epel', _UNREACHABLE,
+     'the node cannot reach EPEL: set nodeprep_nvidia_driver_epel_url (and nodeprep_nvidia_driver_epel_gpgkey) to a '
+     'mirror it can reach'),
+    ('nvidia_driver', r'', _UNREACHABLE,
+     "the node cannot reach NVIDIA's repository: set nodeprep_nvidia_driver_repo_url (and "
+     'nodeprep_nvidia_driver_repo_gpgkey) to a mirror it can reach'),
+)
+
+
+def _text(value):
+    if value is None:
+        return ''
+    if isinstance(value, (list, tuple)):
+        return '; '.join(_text(item) for item in value if _text(item))
+    return str(value)
+
+
+def error_text(result):
+    """The words of a failed task's result: its msg, then what dnf/apt list as failures, the end of stderr."""
+    result = result if isinstance(result, dict) else {}
+    parts = [_text(result.get('msg'))]
+    for key in ('failures', 'results'):
+        if isinstance(result.get(key), list):
+            parts.extend(_text(item) for item in result[key] if isinstance(item, str))
+    stderr = _text(result.get('stderr')).strip()
+    if stderr:
+        parts.append(stderr.splitlines()[-1])
+    words = []
+    for part in parts:
+        part = ' '.join(part.split())
+        if part and part not in words:
+            words.append(part)
+    return '; '.join(words) or 'failed (no message)'
+
+
+def hint(role, task, text):
+    """The variable to set for an error this collection knows (None for any other)."""
+    subject = '{0} {1}'.format(task or '', text or '').lower()
+    for hint_role, about, pattern, words in HINTS:
+        if hint_role == role and re.search(about, subject) and re.search(pattern, subject):
+            return words
+    return None
+
+
+def error_of(role, task, result):
+    """``{'role', 'task', 'msg', 'hint'}`` of a role's failed task (``result``: ansible_failed_result)."""
+    text = error_text(result)
+    return {'role': role, 'task': task or '', 'msg': text, 'hint': hint(role, task, text)}
+
+
+def unpredicted(errors, check_mode=True):
+    """The roles check mode does not predict on a host after ``errors`` (role -> error): those that depend on the
+    driver once the nvidia_driver role failed there (a real run stops the host at its first error instead)."""
+    if not check_mode or not isinstance(errors, dict) or 'nvidia_driver' not in errors:
+        return []
+    return list(DRIVER_DEPENDENT)
+
+
+def record(plans, roles, before=None):
+    """``before`` (a host's nodeprep_run_record) with, for each of ``roles`` that ``plans`` (its
+    ansible_facts.nodeprep_plans) has, what its plan says now: the changes (``reasons``), the reboot, the GPU line."""
+    out = dict(before) if isinstance(before, dict) else {}
+    plans = plans if isinstance(plans, dict) else {}
+    for role in roles:
+        plan = plans.get(role)
+        if not isinstance(plan, dict):
+            continue
+        reboot = plan.get('reboot') if isinstance(plan.get('reboot'), dict) else {}
+        out[role] = {'changes': [str(r) for r in plan.get('reasons') or []],
+                     'reboot': [str(r) for r in reboot.get('why') or []] if reboot.get('needed') else [],
+                     'reboot_allowed': bool(reboot.get('allowed')),
+                     'gpu_skip': plan.get('gpu_skip') or None}
+    return out
+
+
+def _node(node):
+    node = node if isinstance(node, dict) else {}
+    errors = node.get('errors') if isinstance(node.get('errors'), dict) else {}
+    return (node.get('record') if isinstance(node.get('record'), dict) else {}, errors,
+            bool(node.get('reboot_required')), [str(r) for r in node.get('reboot_reasons') or []])
+
+
+def build(hosts, alive, nodes, check_mode=False, roles=()):
+    """The summary of a site.yml run.
+
+    ``hosts``: every host of the run, in order (ansible_play_hosts_all).  ``alive``: those still in the run (not
+    failed, not unreachable).  ``nodes``: host -> ``{'record': nodeprep_run_record, 'errors': nodeprep_run_errors
+    (role -> error_of), 'reboot_required': nodeprep_reboot_required, 'reboot_reasons': nodeprep_reboot_reasons}``.
+    ``roles``: the roles in site.yml's order (the first error is the first of these that failed).
+    """
+    alive = set(alive or [])
+    summary = {'version': VERSION, 'check_mode': bool(check_mode), 'hosts': len(hosts), 'changed': {},
+               'reboot': {}, 'failed': {}, 'no_gpu': {}, 'unchanged': []}
+    for host in hosts:
+        record_, errors, reboot_required, reboot_reasons = _node(nodes.get(host))
+        order = [r for r in roles if r in errors] + sorted(r for r in errors if r not in roles)
+        if order:
+            summary['failed'][host] = dict(errors[order[0]], roles=order,
+                                           not_predicted=unpredicted(errors, check_mode))
+        elif host not in alive:
+            summary['failed'][host] = {'role': None, 'task': None, 'msg': 'unreachable, or failed before site.yml '
+                                       'could record the error (see the run output)', 'hint': None, 'roles': [],
+                                       'not_predicted': []}
+        skips = [r for r in _gpu_node.GPU_ROLES if (record_.get(r) or {}).get('gpu_skip')]
+        if skips:
+            summary['no_gpu'][host] = record_[skips[0]]['gpu_skip']
+        changes = dict((role, list(item['changes'])) for role, item in record_.items()
+                       if isinstance(item, dict) and item.get('changes') and role not in errors)
+        if changes and host not in summary['failed']:
+            summary['changed'][host] = changes
+        elif changes:
+            summary['failed'][host]['changes'] = changes
+        why = list(reboot_reasons) if reboot_required else []
+        if check_mode:
+            for role in roles:
+                item = record_.get(role) or {}
+                why.extend(r for r in item.get('reboot') or [] if r not in why)
+        if why:
+            summary['reboot'][host] = why
+        if host not in summary['failed'] and not changes and not why:
+            summary['unchanged'].append(host)
+    keys = ('changed', 'reboot', 'failed', 'no_gpu', 'unchanged')
+    summary['counts'] = dict((key, len(summary[key])) for key in keys)
+    return summary
+
+
+def _roles_text(changes, roles=()):
+    """The roles that change, in site.yml's order (the reasons are in the JSON: a line per node stays short)."""
+    return ', '.join([r for r in roles if r in changes] + sorted(r for r in changes if r not in roles))
+
+
+def render(summary, roles=()):
+    """The summary as lines a person reads (the run prints them once, at the end): the counts, then one line per
+    node that changed (its roles), needs a reboot (why), failed (its first error) or is not a GPU node."""
+    would = summary['check_mode']
+    counts = summary['counts']
+    lines = ['{0} host(s){1}: {2} {3}, {4} {5} a reboot, {6} failed, {7} not GPU nodes, {8} unchanged'.format(
+        summary['hosts'], ' (check mode: what a run would do)' if would else '', counts['changed'],
+        'would change' if would else 'changed', counts['reboot'], 'would need' if would else 'need',
+        counts['failed'], counts['no_gpu'], counts['unchanged'])]
+    for host, changes in sorted(summary['changed'].items()):
+        lines.append('{0} {1}: {2}'.format('would change' if would else 'changed', host,
+                                           _roles_text(changes, roles)))
+    for host, why in sorted(summary['reboot'].items()):
+        lines.append('reboot {0}: {1}'.format(host, '; '.join(why)))
+    for host, error in sorted(summary['failed'].items()):
+        where = '{0}: {1}: '.format(error['role'], error['task']) if error.get('role') else ''
+        lines.append('failed {0}: {1}{2}{3}{4}'.format(
+            host, where, error['msg'], ' -> ' + error['hint'] if error.get('hint') else '',
+            ' (not predicted: {0})'.format(', '.join(error['not_predicted'])) if error.get('not_predicted') else ''))
+    for host, line in sorted(summary['no_gpu'].items()):
+        lines.append('no GPU {0}: {1}'.format(host, line))
+    return lines
