@@ -10,22 +10,12 @@ __metaclass__ = type
 import os
 
 import pytest
-import yaml
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, ROOT
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test__plan_gpu_settings as PG
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_settings as gs
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
-
-try:
-    from ansible.template import trust_as_template
-except ImportError:  # ansible-core before 2.19 templates every string
-    def trust_as_template(value):
-        return value
 
 XML_DIR = os.path.join(FIXTURES, 'nvidia-smi-xml')
 
@@ -267,49 +257,6 @@ def test_lock_holding(clocks, reasons, result):
 
 # The role holds no rule of its own: its one nvidia_gpu task hands the module exactly the plan's arguments (the watts
 # worked out from a percentage, the GPUs selected, the inputs the plan decided with), templated here as Ansible does.
-OMIT = '__omit_place_holder__test'
-
-
-def _nvidia_gpu_task():
-    with open(os.path.join(ROOT, 'roles', 'gpu_settings', 'tasks', 'work.yml')) as handle:
-        tasks = yaml.safe_load(handle)
-    found = [task for task in tasks if 'gpufleet.nodeprep.nvidia_gpu' in task]
-    assert len(found) == 1
-    return found[0]
-
-
-def _trusted(value):
-    if isinstance(value, dict):
-        return dict((key, _trusted(item)) for key, item in value.items())
-    return trust_as_template(value) if isinstance(value, str) else value
-
-
-def _same(passed, planned):
-    # ansible-core before 2.19 renders an int as its text; the module's argument spec reads both alike.
-    return passed == planned or (isinstance(planned, int) and not isinstance(planned, bool) and passed == str(planned))
-
-
-@pytest.mark.parametrize('given, power_limit', [
-    ({'power_limit': '72.5%', 'locked_gpu_clocks': {'min': 1500, 'max': 1965}}, '725'),
-    ({'power_limit': '700W', 'persistence_mode': None}, '700'),
-    ({'power_limit': None, 'locked_memory_clocks': {'min': 3996, 'max': 3996}}, None),
-])
-def test_the_role_passes_the_plans_arguments_through(given, power_limit):
-    plan = PG.pg.plan(PG.node(), PG.settings(**given), PG.context())
-    args = plan['args']['nvidia_gpu']
-    assert args['power_limit'] == power_limit
-    task = _nvidia_gpu_task()
-    assert task['vars'] == {'__args': '{{ ansible_facts.nodeprep_plans.gpu_settings.args.nvidia_gpu }}'}
-    templar = Templar(loader=DataLoader(), variables={'__args': args, 'omit': OMIT})
-    passed = dict((key, value) for key, value in templar.template(_trusted(task['gpufleet.nodeprep.nvidia_gpu'])).items()
-                  if value != OMIT)
-    planned = dict((key, value) for key, value in args.items() if value is not None)
-    assert sorted(passed) == sorted(planned)
-    assert [key for key in planned if not _same(passed[key], planned[key])] == []
-    # Every argument the plan makes is a task argument (none is dropped on the way), and nothing else is.
-    assert sorted(task['gpufleet.nodeprep.nvidia_gpu']) == sorted(args)
-
-
 # -- check mode on a fresh node: the driver's defaults -----------------------------------------------------------------
 
 FRESH = dict(gpu(current=1001.0), persistence_mode=False, max_clocks={'graphics_mhz': 1965, 'mem_mhz': 3996},
