@@ -48,8 +48,9 @@ def _read(path):
 def read_driver_node(module, family):
     """{repos, versionlock, versionlock_plugin, module_stream, packages, kernel_packages} (EL) or
     {apt_sources_content, apt_keyring_present, apt_holds, packages, kernel_packages} (Debian family); {'packages': {},
-    'kernel_packages': {}} elsewhere.  The installed
-    packages come from the collection's one package reader (_packages.read_packages: rpm -qa / dpkg-query -W).  Raises DriverNodeError when the package database cannot be read."""
+    'kernel_packages': {}} elsewhere.  The installed packages come from the collection's one package reader
+    (_packages.read_packages: rpm -qa / dpkg-query -W).  Raises DriverNodeError when the package database cannot be
+    read."""
     node = {}
     if family == 'el':
         files = {}
@@ -67,6 +68,7 @@ def read_driver_node(module, family):
         node['apt_keyring_present'] = os.path.exists('/etc/apt/keyrings/nodeprep-cuda.asc')
     else:
         node['packages'] = {}
+        node['kernel_packages'] = {}
         return node
     try:
         dummy, packages, holds = read_packages(module, family=family)
