@@ -64,16 +64,6 @@ SETTING_NAMES = (
     'nodeprep_readiness_skip_checks',
 )
 
-# The role variables of SETTING_NAMES that a role planning in Python owns: the readiness role passes none of them,
-# evaluate() reads them from that role's plan (``plans[role]['settings']``, typed once by the node_plan action).  A
-# caller without plans may still give them in ``settings``.  (The nvidia_driver role's variables are read by no
-# function here: its checks are its plan's.)
-PLAN_SETTINGS = {
-}
-# The names the readiness role passes (roles/readiness/vars/main.yml).
-PASSED_SETTING_NAMES = tuple(name for name in SETTING_NAMES
-                             if not any(name in names for names in PLAN_SETTINGS.values()))
-
 # Only named in messages (no file is opened here); the shm facts say where they looked.
 SHM_PATH = '/dev/shm'  # nosec B108
 
@@ -522,18 +512,6 @@ def _plans_for(plans):
     return plans
 
 
-def settings_from_plans(settings, plans):
-    """``settings`` with the variables of PLAN_SETTINGS taken from the plans of their roles (when given)."""
-    out = dict(settings) if isinstance(settings, dict) else settings
-    if not isinstance(out, dict) or not isinstance(plans, dict):
-        return out
-    for role, names in PLAN_SETTINGS.items():
-        typed = plans.get(role).get('settings') if isinstance(plans.get(role), dict) else None
-        if isinstance(typed, dict):
-            out.update((name, typed[name]) for name in names if name in typed)
-    return out
-
-
 def evaluate(facts, settings, probe=None, plans=None):
     """Run every readiness check.
 
@@ -547,7 +525,7 @@ def evaluate(facts, settings, probe=None, plans=None):
     """
     if not isinstance(facts, dict):
         raise ReadinessError('facts: expected a dict of fact namespaces, got {0}'.format(type(facts).__name__))
-    settings = normalize_settings(settings_from_plans(settings, plans))
+    settings = normalize_settings(settings)
     skipped = set(_as_list(_setting(settings, 'nodeprep_readiness_skip_checks'), 'nodeprep_readiness_skip_checks'))
     unknown = sorted(skipped - set(CHECK_IDS))
     if unknown:
@@ -645,10 +623,9 @@ def _limit_pair(items):
 def checked_values(facts, settings, probe=None, plans=None):
     """What the checks looked at on this host, as ``[label, text]`` pairs for the report.
 
-    Only reads facts, the probe and the roles' plans (``plans``: which NICs the nic_offload plan chose; the kernel and
-    nvidia_driver settings, see settings_from_plans); ``settings`` must be complete (see SETTING_NAMES).
+    Only reads facts, the probe and the roles' plans (``plans``: which NICs the nic_offload plan chose); ``settings`` must be complete (see SETTING_NAMES).
     """
-    settings = normalize_settings(settings_from_plans(settings, plans))
+    settings = normalize_settings(settings)
     errors = gather_errors(facts)
     values = []
 

@@ -42,13 +42,13 @@ _UNREACHABLE = (r'failed to download metadata|cannot download repomd|curl error|
                 r'cannot download|status code was -1')
 _NO_PACKAGE = (r'no package .*(available|matching)|unable to locate package|nothing provides|no match for argument|'
                r'installation candidate|filtered out by exclude')
+# The kernel role and the nvidia_driver role (its kernel_devel step) both install the devel/headers package.
+_DEVEL = r'(kernel-(lt-|ml-)?devel|linux-headers|development tree)'
+_DEVEL_HINT = ('the devel/headers package of the running kernel is in no repository the node has (a custom kernel?): '
+               'install its headers yourself and set nodeprep_kernel_manage_devel: false')
 HINTS = (
-    ('kernel', r'(kernel-(lt-|ml-)?devel|linux-headers|development tree)', _NO_PACKAGE,
-     'the devel/headers package of the running kernel is in no repository the node has (a custom kernel?): install '
-     'its headers yourself and set nodeprep_kernel_manage_devel: false'),
-    ('nvidia_driver', r'(kernel-(lt-|ml-)?devel|linux-headers|development tree)', _NO_PACKAGE,
-     'the devel/headers package of the running kernel is in no repository the node has (a custom kernel?): install '
-     'its headers yourself and set nodeprep_kernel_manage_devel: false'),
+    ('kernel', _DEVEL, _NO_PACKAGE, _DEVEL_HINT),
+    ('nvidia_driver', _DEVEL, _NO_PACKAGE, _DEVEL_HINT),
     ('kernel', r'elrepo', _UNREACHABLE,
      'the node cannot reach ELRepo: set nodeprep_kernel_elrepo_url (and nodeprep_kernel_elrepo_gpgkey) to a mirror it '
      'can reach'),

@@ -57,10 +57,10 @@ def owning_defaults():
 
 def test_names_are_exactly_the_checks_settings():
     assert list(_load('roles', 'readiness', 'vars', 'main.yml')['__nodeprep_readiness_settings']) == \
-        list(r.PASSED_SETTING_NAMES)
+        list(r.SETTING_NAMES)
 
 
-@pytest.mark.parametrize('name', r.PASSED_SETTING_NAMES)
+@pytest.mark.parametrize('name', r.SETTING_NAMES)
 def test_fallback_is_the_owning_roles_default(name):
     fallback = F.role_settings()[name]
     owners = owning_defaults()

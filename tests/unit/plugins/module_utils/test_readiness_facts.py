@@ -46,10 +46,6 @@ def role_settings():
         match = _FALLBACK_RE.match(template)
         assert match and match.group(1) == name, template
         settings[name] = own[name] if match.group(2) is None else env.compile_expression(match.group(2))()
-    # The kernel variables come from that role's plan: its typed defaults.
-    for role, names in r.PLAN_SETTINGS.items():
-        typed = _plan.defaults({'kernel': _plan_kernel, 'nvidia_driver': _plan_nvidia_driver}[role])
-        settings.update((name, typed[name]) for name in names)
     return settings
 
 
