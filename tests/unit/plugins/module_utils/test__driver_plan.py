@@ -755,4 +755,3 @@ def test_rubin_is_told_by_nvidia_smi_only():
     assert P.rubin_reasons(FRESH_NVIDIA) == []
     assert P.rubin_reasons(smi('580.95.05', 'Hopper')) == []
     assert P.rubin_reasons(smi('615.71.09', 'RUBIN')) == ['nvidia-smi reports GPU 0 as Rubin']
-
