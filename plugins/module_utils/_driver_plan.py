@@ -178,7 +178,7 @@ def apt_compute_packages(branch, module_type):
     libnvidia-compute-580 -> libnvidia-compute, nvidia-dkms-580-open -> nvidia-dkms-open).  That set has no
     nvidia-smi: libnvidia-compute-<B> depends on libc6, libgcc-s1, libssl3t64, nvidia-kernel-common-<B>-<V> and
     ocl-icd-libopencl1, nvidia-dkms-<B>-open on dkms, nvidia-kernel-common-<B> and nvidia-kernel-source-<B>-open
-    (packages.ubuntu.com, 580); nvidia-smi is in nvidia-utils<-B>, which is added here.  nvidia-persistenced (not in
+    (packages.ubuntu.com, 580); nvidia-smi is in nvidia-utils(-<B>), which is added here.  nvidia-persistenced (not in
     the set either) is one of the extras the plan installs on every repo node."""
     sfx = '' if int(branch) >= 590 else '-{0}'.format(branch)
     dkms = 'nvidia-dkms{0}{1}'.format(sfx, '-open' if module_type == 'open' else '')
