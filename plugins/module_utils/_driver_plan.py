@@ -36,6 +36,21 @@ OPEN_ONLY_ARCHITECTURES = ('Blackwell', 'Rubin', 'Rubin Ultra', 'Feynman')
 OPEN_ONLY_DEVICE_ID_RANGES = ((0x2900, 0x29ff), (0x3180, 0x327f), (0x2b80, 0x2c7f), (0x2d00, 0x2dff), (0x2f00, 0x2f7f))
 BLACKWELL_MIN_VERSION = '570.133.20'
 
+# R28: from branch 620 on NVIDIA ships only the open kernel modules (NVIDIA Driver Installation Guide 620, "Kernel
+# Modules": open modules only; "Recent Updates": proprietary kernel modules removed).  610 still documents both.
+OPEN_ONLY_FROM_BRANCH = 620
+# Rubin: the first branch that runs Rubin GPUs is R615 (NVIDIA/cutlass discussion #3555, CUTLASS's release notes:
+# executing Rubin (SM107) kernels requires the R615 driver released with CUDA 13.4 GA; the R610 driver of the CUDA
+# 13.4 developer preview is not sufficient).
+RUBIN_MIN_BRANCH = 615
+RUBIN_ARCHITECTURES = ('Rubin', 'Rubin Ultra')
+# No PCI device ID of a Rubin GPU is public (checked 2026-12-02): the "Compatible GPUs" table of
+# NVIDIA/open-gpu-kernel-modules' README (newest public release 595.45.04) ends with Blackwell (B300, GB300),
+# NVIDIA/gpu-admin-tools' gpu/devid_chips.py lists Blackwell chips only, and pci.ids has no Rubin entry.  Rubin is
+# therefore recognised only from nvidia-smi's architecture name, i.e. only while a driver is loaded; on a node without
+# a driver, nodeprep_nvidia_driver_branch is not checked against Rubin.  Add ranges here once NVIDIA publishes them.
+RUBIN_DEVICE_ID_RANGES = ()
+
 # DKMS module names of the driver: EL packages register nvidia-open, the runfile and NVIDIA's apt packages nvidia,
 # Debian-family packages nvidia-current / nvidia-current-open (R8: NVIDIA/nvidia-container-toolkit issue #361).
 DKMS_MODULES = ('nvidia', 'nvidia-open', 'nvidia-current', 'nvidia-current-open')
@@ -51,6 +66,7 @@ ELREPO_KEY_V2 = 'https://www.elrepo.org/RPM-GPG-KEY-v2-elrepo.org'
 ELREPO_KEYS = {'8': [ELREPO_KEY_V1, ELREPO_KEY_V2], '9': [ELREPO_KEY_V1, ELREPO_KEY_V2], '10': [ELREPO_KEY_V2]}
 
 # EPEL (R4: dkms lives there) and the repository EPEL packages need beside it (EL8 powertools, EL9/10 crb).
+# EPEL_URL's {major} is the EPEL release directory (epel_release): the major version, or on EL10 the minor release.
 EPEL_REPO_ID = 'nodeprep-epel'
 EPEL_URL = 'https://dl.fedoraproject.org/pub/epel/{major}/Everything/{arch}/'
 EPEL_KEY = 'https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-{major}'
@@ -59,8 +75,7 @@ CRB_REPO_IDS = {'8': ('powertools', 'codeready-builder-for-rhel-8-{arch}-rpms'),
                 '10': ('crb', 'codeready-builder-for-rhel-10-{arch}-rpms')}
 
 # The packages of each set (R12).  EL: `nvidia-open` pulls the desktop stack; NVIDIA documents `nvidia-driver-cuda`
-# with the kmod for headless compute nodes.  apt: compute-only names are not confirmed by a public source, so only
-# the full set is offered there.
+# with the kmod for headless compute nodes.  apt: the compute-only set is apt_compute_packages (R26).
 EL_PACKAGES = {
     ('full', 'open'): ['nvidia-open'],
     ('full', 'proprietary'): ['cuda-drivers'],
@@ -154,6 +169,47 @@ def fabricmanager_package(family, branch):
 def nscq_package(family, branch):
     """R1: libnvidia-nscq-<branch> below 580 (EL and apt), libnvidia-nscq from 580 on (nscq_install())."""
     return 'libnvidia-nscq' if int(branch) >= 580 else 'libnvidia-nscq-{0}'.format(branch)
+
+
+def apt_compute_packages(branch, module_type):
+    """R26: NVIDIA's compute-only set on Debian/Ubuntu.  NVIDIA Driver Installation Guide, "Compute-only and Desktop
+    Installation" (Ubuntu/Debian: ``apt -V install libnvidia-compute nvidia-dkms-open``, ``nvidia-dkms`` for the
+    proprietary modules), with the branch in the names below 590 ("Ubuntu 590 and later packages":
+    libnvidia-compute-580 -> libnvidia-compute, nvidia-dkms-580-open -> nvidia-dkms-open).  That set has no
+    nvidia-smi: libnvidia-compute-<B> depends on libc6, libgcc-s1, libssl3t64, nvidia-kernel-common-<B>-<V> and
+    ocl-icd-libopencl1, nvidia-dkms-<B>-open on dkms, nvidia-kernel-common-<B> and nvidia-kernel-source-<B>-open
+    (packages.ubuntu.com, 580); nvidia-smi is in nvidia-utils(-<B>), which is added here.  nvidia-persistenced (not in
+    the set either) is one of the extras the plan installs on every repo node."""
+    sfx = '' if int(branch) >= 590 else '-{0}'.format(branch)
+    dkms = 'nvidia-dkms{0}{1}'.format(sfx, '-open' if module_type == 'open' else '')
+    return ['libnvidia-compute' + sfx, dkms, 'nvidia-utils' + sfx]
+
+
+def epel_release(os_facts):
+    """R27: the EPEL release directory under pub/epel/ for this host.  EPEL 8 and 9 are one repository per major
+    version; EPEL 10 has one per minor release of RHEL 10 (Fedora EPEL documentation, "EPEL branches"): epel/10 is the
+    leading minor, for CentOS Stream 10, and RHEL 10.x and its rebuilds (Rocky, AlmaLinux, Oracle Linux) use
+    epel/10.x.  epel-release's own repository file says the same
+    (``pub/epel/$releasever_major${releasever_minor:+.$releasever_minor}/``).  Ansible (and the gather) report
+    CentOS Stream as distribution CentOS with version 10, a RHEL-like 10.x as 10.x."""
+    major = str(os_facts.get('distribution_major_version', ''))
+    version = str(os_facts.get('distribution_version', ''))
+    if major != '10' or os_facts.get('distribution') == 'CentOS':
+        return major
+    match = re.match(r'^10\.(\d+)', version)
+    return '10.{0}'.format(match.group(1)) if match else major
+
+
+def rubin_reasons(nvidia):
+    """Why this node has Rubin GPUs (empty: none seen).  nvidia-smi's architecture name only: no Rubin PCI device ID
+    is public (RUBIN_DEVICE_ID_RANGES)."""
+    gpus = nvidia.get('gpus') or []
+    out = []
+    for arch in RUBIN_ARCHITECTURES:
+        hits = [str(g.get('index')) for g in gpus if str(g.get('architecture') or '').strip().lower() == arch.lower()]
+        if hits:
+            out.append('nvidia-smi reports GPU {0} as {1}'.format(', '.join(hits), arch))
+    return out
 
 
 def fabric_package_names(family):
@@ -289,9 +345,10 @@ def units_present(services):
 
 # ----------------------------------------------------------------------------------------------------- validation
 
-def refusals(os_facts, settings, open_reasons):
+def refusals(os_facts, settings, open_reasons, nvidia=None, host=None):
     """Cross-field rules argument_specs cannot express: [(check, message)], each message naming the value and what is
-    allowed.  check: platform, branch, version, runfile, package_set, proprietary, blackwell."""
+    allowed.  check: platform, branch, version, runfile, proprietary, blackwell, proprietary_branch, rubin.
+    ``nvidia`` (the nvidia facts) and ``host`` (the name the messages use) are optional."""
     out = []
     fam = family_of(os_facts)
     branch = str(settings.get('branch', ''))
@@ -316,10 +373,6 @@ def refusals(os_facts, settings, open_reasons):
         msg = ('nodeprep_nvidia_driver_method=runfile needs nodeprep_nvidia_driver_version (the exact version of the '
                '.run file, e.g. {0}.95.05); it is empty.'.format(branch))
         out.append(('runfile', msg))
-    if settings.get('package_set') == 'compute' and fam == 'debian':
-        msg = ('nodeprep_nvidia_driver_package_set=compute is offered on EL only (nvidia-driver-cuda + '
-               'kmod-nvidia-open-dkms); allowed on {0}: full.'.format(os_facts.get('distribution')))
-        out.append(('package_set', msg))
     if settings.get('module_type') == 'proprietary' and open_reasons:
         msg = ('nodeprep_nvidia_driver_module_type=proprietary is not supported on this node: {0}. Blackwell and '
                'newer GPUs run only with NVIDIA\'s open kernel modules; allowed here: open.'
@@ -332,6 +385,18 @@ def refusals(os_facts, settings, open_reasons):
                    branch, ' / nodeprep_nvidia_driver_version=' + version if version else '',
                    '; '.join(open_reasons), BLACKWELL_MIN_VERSION))
         out.append(('blackwell', msg))
+    where = host or 'this node'
+    if settings.get('module_type') == 'proprietary' and int(branch) >= OPEN_ONLY_FROM_BRANCH:
+        msg = ('nodeprep_nvidia_driver_module_type=proprietary cannot be installed on {0} with '
+               'nodeprep_nvidia_driver_branch={1}: NVIDIA ships only the open kernel modules from branch {2} on '
+               '(driver installation guide {2}, "Kernel Modules"); allowed: module_type open, or proprietary with a '
+               'branch below {2} (e.g. 580, the LTS branch).'.format(where, branch, OPEN_ONLY_FROM_BRANCH))
+        out.append(('proprietary_branch', msg))
+    rubin = rubin_reasons(nvidia or {})
+    if rubin and int(branch) < RUBIN_MIN_BRANCH:
+        msg = ('nodeprep_nvidia_driver_branch={0} cannot drive the GPUs of {1} ({2}): Rubin GPUs need branch {3} or '
+               'later; allowed here: {3} or a later branch.'.format(branch, where, '; '.join(rubin), RUBIN_MIN_BRANCH))
+        out.append(('rubin', msg))
     return out
 
 
@@ -369,7 +434,7 @@ def _epel(os_facts, settings, node, needed):
     wanted = family_of(os_facts) == 'el' and (mode == 'always' or (mode == 'auto' and needed))
     enabled_epel = [rid for rid, r in repos.items() if r.get('enabled', True) and rid in ('epel', EPEL_REPO_ID)]
     other_epel = [rid for rid in enabled_epel if rid != EPEL_REPO_ID]
-    url = settings.get('epel_url') or EPEL_URL.format(major=major, arch=arch)
+    url = settings.get('epel_url') or EPEL_URL.format(major=epel_release(os_facts), arch=arch)
     gpgkey = settings.get('epel_gpgkey') or (
         settings['epel_url'] + 'RPM-GPG-KEY-EPEL-' + major if settings.get('epel_url') else EPEL_KEY.format(major=major))
     define = wanted and not other_epel
@@ -397,6 +462,8 @@ def _wanted_packages(fam, os_facts, settings, version_change):
     key = (settings.get('package_set', 'full'), settings.get('module_type', 'open'))
     names = (EL_PACKAGES if fam == 'el' else APT_PACKAGES).get(key) or APT_PACKAGES[('full', key[1])]
     branch = str(settings['branch'])
+    if fam != 'el' and key[0] == 'compute':
+        names = apt_compute_packages(branch, key[1])
     version = settings.get('version') or ''
     streams = fam == 'el' and int(os_facts['distribution_major_version']) < 10
     if fam == 'el':
@@ -431,7 +498,7 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
     module_type = settings.get('module_type', 'open')
 
     open_reasons = open_required_reasons(kernel_state, nvidia, settings.get('open_required_device_ids') or [])
-    refused = refusals(os_facts, settings, open_reasons)
+    refused = refusals(os_facts, settings, open_reasons, nvidia=nvidia, host=facts.get('host'))
     plan = {'family': fam, 'refusals': [m for _c, m in refused], 'refused': dict(refused),
             'open_required': bool(open_reasons),
             'open_required_reasons': open_reasons, 'warnings': [], 'blockers': []}

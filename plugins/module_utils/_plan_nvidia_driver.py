@@ -57,7 +57,9 @@ SETTINGS = {
         'type': 'str',
         'default': '580',
         'description': [
-            'Driver branch, three digits. R580 is the long-term branch; HGX B200 needs 570.133.20 or newer.',
+            ('Driver branch, three digits. R580 is the long-term branch; HGX B200 needs 570.133.20 or newer, Rubin '
+             'GPUs branch 615 or later (refused below that when nvidia-smi reports a Rubin GPU; no Rubin PCI device '
+             'ID is public, so a node without a loaded driver is not checked).'),
             ('EL 8/9 enable the module stream C(<branch>-open) (C(<branch>-dkms) for proprietary modules); EL 10 '
              'locks C(*nvidia*<branch>*) with the versionlock plugin; apt installs '
              'C(nvidia-driver-pinning-<branch>).'),
@@ -78,9 +80,9 @@ SETTINGS = {
         'default': 'open',
         'description': [
             ("V(open) installs NVIDIA's open kernel modules (required on Blackwell and newer, recommended from "
-             'Turing on).'),
+             'Turing on, the only ones NVIDIA ships from branch 620 on).'),
             ('V(proprietary) installs the closed modules (C(cuda-drivers)); refused when a Blackwell or newer GPU is'
-             ' present.'),
+             ' present, and with O(nodeprep_nvidia_driver_branch) 620 or later.'),
         ],
     },
     'nodeprep_nvidia_driver_repo_url': {
@@ -116,9 +118,11 @@ SETTINGS = {
         'description': [
             ("V(full) installs C(nvidia-open) (C(cuda-drivers) for proprietary modules), NVIDIA's default set, which"
              ' pulls the desktop stack too. Default, because it is the same on every supported OS.'),
-            ("V(compute) installs NVIDIA's compute-only set for headless nodes (EL only) - C(nvidia-driver-cuda) "
-             'with C(kmod-nvidia-open-dkms) (C(kmod-nvidia-latest-dkms) for proprietary modules). Refused on '
-             'Debian/Ubuntu.'),
+            ("V(compute) installs NVIDIA's compute-only set for headless nodes - EL C(nvidia-driver-cuda) "
+             'with C(kmod-nvidia-open-dkms) (C(kmod-nvidia-latest-dkms) for proprietary modules); Debian/Ubuntu '
+             'C(libnvidia-compute) with C(nvidia-dkms-open) (C(nvidia-dkms) for proprietary modules), with the branch '
+             'in the names below 590 (C(libnvidia-compute-580), C(nvidia-dkms-580-open)), plus C(nvidia-utils) '
+             '(C(nvidia-utils-580)) for nvidia-smi, which that set lacks.'),
             'A node that already runs the wanted driver is left with the set it has.',
         ],
     },
@@ -138,7 +142,9 @@ SETTINGS = {
         'type': 'str',
         'default': '',
         'description': [
-            'EPEL C(baseurl). Empty means C(https://dl.fedoraproject.org/pub/epel/<major>/Everything/<arch>/).',
+            ('EPEL C(baseurl). Empty means C(https://dl.fedoraproject.org/pub/epel/<release>/Everything/<arch>/), '
+             'where C(<release>) is the major version on EL 8/9 and CentOS Stream 10, and C(10.<minor>) on RHEL 10.x '
+             'and its rebuilds (EPEL 10 has one repository per minor release).'),
         ],
     },
     'nodeprep_nvidia_driver_epel_gpgkey': {
@@ -384,6 +390,8 @@ def plan(facts, settings, context):
         _not_judged(out, 'the driver packages were not read (kernel_state.driver_node){0}'.format(
             '' if wanted['os'].get('os_family') is not None else ' and the OS is not known'))
         return out
+    # The host's name for the refusals' messages (_driver_plan.refusals).
+    wanted['host'] = context.get('host') or None
     start = driver_plan(wanted, out['args']['driver_settings'], node=node, stage='start',
                         run={'start_version': '', 'installing': False, 'modprobe': {}},
                         check_mode=bool(context.get('check_mode')))

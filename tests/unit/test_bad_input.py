@@ -576,6 +576,10 @@ ROLE_CASES = [
     ('nvidia_driver unknown module type', 'localhost', 'nvidia_driver',
      {'nodeprep_nvidia_driver_module_type': 'closed'},
      SPEC, ['nodeprep_nvidia_driver_module_type', 'closed', 'open, proprietary']),
+    ('nvidia_driver proprietary from branch 620', 'localhost', 'nvidia_driver',
+     {'nodeprep_nvidia_driver_module_type': 'proprietary', 'nodeprep_nvidia_driver_branch': '620'},
+     DRIVER_PLAN, ['nodeprep_nvidia_driver_module_type=proprietary cannot be installed on localhost with '
+                   'nodeprep_nvidia_driver_branch=620', 'allowed: module_type open']),
     ('nvidia_driver proprietary on Blackwell', 'blackwell', 'nvidia_driver',
      {'nodeprep_nvidia_driver_module_type': 'proprietary'},
      DRIVER_BLACKWELL, ['nodeprep_nvidia_driver_module_type=proprietary is not supported on this node',

@@ -453,7 +453,9 @@ def build_apt_cuda(cuda, work):
         pkg('nvidia-dkms' + sfx, [(p + '-ubuntu-proprietary', '/usr/src/nvidia-' + version)],
             ['nvidia-kernel-common' + sfx], {'Conflicts': 'nvidia-dkms{0}-open'.format(sfx), 'Pre-Depends': 'dkms'},
             dkms_scripts('nvidia', version))
-        pkg('libnvidia-compute' + sfx, [(p, '/usr/lib64/libcuda.so.' + version)])
+        # R26: libnvidia-compute needs the kernel common files and brings no nvidia-smi (nvidia-utils) and no
+        # nvidia-persistenced (REALITY.md).
+        pkg('libnvidia-compute' + sfx, [(p, '/usr/lib64/libcuda.so.' + version)], ['nvidia-kernel-common' + sfx])
         pkg('libnvidia-gl' + sfx, [(p, '/usr/lib64/libGLX_nvidia.so.' + version)])
         pkg('xserver-xorg-video-nvidia' + sfx, [(p, '/usr/lib64/xorg/modules/drivers/nvidia_drv.so')])
         pkg('nvidia-utils' + sfx, [(p, '/usr/bin/nvidia-smi')])

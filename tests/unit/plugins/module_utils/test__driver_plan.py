@@ -212,9 +212,11 @@ def test_package_sets(os_facts, package_set, module_type, version, expected):
 
 
 @pytest.mark.parametrize('os_facts, pci, kw, message', [
-    (UBUNTU, H100_PCI, {'package_set': 'compute'},
-     'nodeprep_nvidia_driver_package_set=compute is offered on EL only (nvidia-driver-cuda + kmod-nvidia-open-dkms); '
-     'allowed on Ubuntu: full.'),
+    (EL9, H100_PCI, {'module_type': 'proprietary', 'branch': '620'},
+     'nodeprep_nvidia_driver_module_type=proprietary cannot be installed on this node with '
+     'nodeprep_nvidia_driver_branch=620: NVIDIA ships only the open kernel modules from branch 620 on (driver '
+     'installation guide 620, "Kernel Modules"); allowed: module_type open, or proprietary with a branch below 620 '
+     '(e.g. 580, the LTS branch).'),
     (EL9, B200_PCI, {'module_type': 'proprietary'},
      "nodeprep_nvidia_driver_module_type=proprietary is not supported on this node: PCI device ID 0x2901 is Blackwell "
      "or newer. Blackwell and newer GPUs run only with NVIDIA's open kernel modules; allowed here: open."),
@@ -607,3 +609,149 @@ def test_ubuntu_dropin_and_wants_link_are_compared():
     files[persist['wants_link']] = _file(kind='link', target='/dev/null')
     assert 'nvidia-persistenced: drop-in or wants link missing or different' in P.driver_work(
         plan, facts, WORK_SETTINGS, facts['units'], files)
+
+
+# ------------------------------------------------------------------------------------------------ R26: apt compute set
+
+@pytest.mark.parametrize('os_facts, branch, module_type, expected', [
+    (UBUNTU, '570', 'open', ['libnvidia-compute-570', 'nvidia-dkms-570-open', 'nvidia-utils-570']),
+    (UBUNTU, '580', 'open', ['libnvidia-compute-580', 'nvidia-dkms-580-open', 'nvidia-utils-580']),
+    (UBUNTU, '580', 'proprietary', ['libnvidia-compute-580', 'nvidia-dkms-580', 'nvidia-utils-580']),
+    (UBUNTU, '590', 'open', ['libnvidia-compute', 'nvidia-dkms-open', 'nvidia-utils']),
+    (UBUNTU, '595', 'proprietary', ['libnvidia-compute', 'nvidia-dkms', 'nvidia-utils']),
+    (DEBIAN, '595', 'open', ['libnvidia-compute', 'nvidia-dkms-open', 'nvidia-utils']),
+])
+def test_apt_compute_set(os_facts, branch, module_type, expected):
+    facts = {'os': os_facts, 'kernel_state': kernel(H100_PCI), 'nvidia': FRESH_NVIDIA}
+    plan = P.driver_plan(facts, settings(package_set='compute', module_type=module_type, branch=branch))
+    assert plan['refusals'] == []
+    assert plan['install']['packages'] == expected
+    assert plan['install']['pinning_package'] == 'nvidia-driver-pinning-' + branch
+    # The set has no nvidia-persistenced either: the extras bring it.
+    assert 'nvidia-persistenced' in plan['extras']['packages']
+
+
+def test_apt_compute_set_on_a_branch_move_is_pinned_to_the_new_branch():
+    facts = {'os': UBUNTU, 'kernel_state': kernel(H100_PCI, loaded={'loaded': True, 'version': '580.95.05',
+                                                                    'flavour': 'open'},
+                                                  dkms=[{'module': 'nvidia', 'version': '580.95.05', 'kernel': K9,
+                                                         'status': 'installed'}]),
+             'nvidia': smi('580.95.05')}
+    plan = P.driver_plan(facts, settings(package_set='compute', branch='590'))
+    assert plan['version_change'] is True
+    assert plan['install']['packages'] == ['libnvidia-compute=590.*', 'nvidia-dkms-open=590.*', 'nvidia-utils=590.*']
+    assert plan['install']['unpin'] == ['nvidia-driver-pinning-580', 'nvidia-driver-pinning-580.95.05']
+
+
+# ------------------------------------------------------------------------------------------------ R27: EPEL 10.x
+
+ROCKY10_1 = dict(EL10, distribution_version='10.1')
+RHEL10_1 = dict(EL10, distribution='RedHat', distribution_version='10.1')
+ALMA10_0 = dict(EL10, distribution='AlmaLinux', distribution_version='10.0')
+ORACLE10_0 = dict(EL10, distribution='OracleLinux', distribution_version='10.0')
+STREAM10 = dict(EL10, distribution='CentOS', distribution_version='10')
+EL10_NO_MINOR = dict(EL10, distribution_version='10')
+EPEL = 'https://dl.fedoraproject.org/pub/epel/'
+
+
+@pytest.mark.parametrize('os_facts, release', [
+    (EL8, '8'), (EL9, '9'), (EL10, '10.0'), (ROCKY10_1, '10.1'), (RHEL10_1, '10.1'), (ALMA10_0, '10.0'),
+    (ORACLE10_0, '10.0'), (STREAM10, '10'), (EL10_NO_MINOR, '10'), (dict(EL10, architecture='aarch64'), '10.0'),
+])
+def test_epel_directory_per_release(os_facts, release):
+    assert P.epel_release(os_facts) == release
+    facts = {'os': os_facts, 'kernel_state': kernel(H100_PCI), 'nvidia': FRESH_NVIDIA}
+    epel = P.driver_plan(facts, settings())['epel']
+    assert epel['needed'] is True and epel['define'] is True
+    assert epel['url'] == '{0}{1}/Everything/{2}/'.format(EPEL, release, os_facts['architecture'])
+    # One key per major version (RPM-GPG-KEY-EPEL-10 for every EPEL 10 repository).
+    assert epel['gpgkey'] == EPEL + 'RPM-GPG-KEY-EPEL-' + os_facts['distribution_major_version']
+
+
+@pytest.mark.parametrize('os_release, release', [
+    ('NAME="Rocky Linux"\nID="rocky"\nVERSION_ID="10.0"\n', '10.0'),
+    ('NAME="Red Hat Enterprise Linux"\nID="rhel"\nVERSION_ID="10.1"\n', '10.1'),
+    ('NAME="AlmaLinux"\nID="almalinux"\nVERSION_ID="10.1"\n', '10.1'),
+    ('NAME="CentOS Stream"\nID="centos"\nVERSION_ID="10"\n', '10'),
+    ('NAME="Rocky Linux"\nID="rocky"\nVERSION_ID="9.6"\n', '9'),
+])
+def test_epel_directory_from_the_gathered_os_release(os_release, release):
+    """The gather's OS identity (_kernel.os_identity, from /etc/os-release) gives what epel_release needs."""
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _kernel
+    assert P.epel_release(_kernel.os_identity(os_release, machine='x86_64')) == release
+
+
+def test_epel_10_repository_of_an_older_minor_is_rewritten():
+    """A node upgraded from 10.0 to 10.1 keeps nodeprep-epel at epel/10.0/: the plan rewrites it."""
+    node = {'repos': {EPEL_ID: {'baseurl': EPEL + '10.0/Everything/x86_64/', 'enabled': True, 'gpgcheck': True,
+                                'gpgkey': EPEL + 'RPM-GPG-KEY-EPEL-10', 'file': '/etc/yum.repos.d/nodeprep-epel.repo'}}}
+    facts = {'os': ROCKY10_1, 'kernel_state': kernel(H100_PCI), 'nvidia': FRESH_NVIDIA}
+    assert P.driver_plan(facts, settings(), node=node)['epel']['changes'] is True
+    facts['os'] = EL10
+    assert P.driver_plan(facts, settings(), node=node)['epel']['changes'] is False
+
+
+def test_epel_mirror_url_is_used_as_given():
+    facts = {'os': ROCKY10_1, 'kernel_state': kernel(H100_PCI), 'nvidia': FRESH_NVIDIA}
+    epel = P.driver_plan(facts, settings(epel_url='https://mirror.example/epel/10.1/'))['epel']
+    assert epel['url'] == 'https://mirror.example/epel/10.1/'
+    assert epel['gpgkey'] == 'https://mirror.example/epel/10.1/RPM-GPG-KEY-EPEL-10'
+
+
+EPEL_ID = P.EPEL_REPO_ID
+
+
+# ------------------------------------------------------------------------------------------------ R28 and Rubin
+
+def rubin_smi(version, arch='Rubin'):
+    out = smi(version, arch)
+    out['gpus'].append({'index': 1, 'architecture': arch, 'pci_device_id': None})
+    return out
+
+
+@pytest.mark.parametrize('branch, module_type, nvidia, refused', [
+    # R28: no proprietary modules from 620 on, on any GPU.
+    ('620', 'proprietary', FRESH_NVIDIA, ['proprietary_branch']),
+    ('625', 'proprietary', smi('580.95.05'), ['proprietary_branch']),
+    ('615', 'proprietary', FRESH_NVIDIA, []),
+    ('610', 'proprietary', smi('580.95.05'), []),
+    ('620', 'open', FRESH_NVIDIA, []),
+    # Rubin (nvidia-smi's name): 615 or later.
+    ('610', 'open', rubin_smi('615.71.09'), ['rubin']),
+    ('590', 'open', rubin_smi('615.71.09', 'Rubin Ultra'), ['rubin']),
+    ('615', 'open', rubin_smi('615.71.09'), []),
+    ('620', 'open', rubin_smi('615.71.09'), []),
+    # Rubin and proprietary: the Blackwell-or-newer rule refuses it too.
+    ('620', 'proprietary', rubin_smi('615.71.09'), ['proprietary', 'proprietary_branch']),
+    ('580', 'proprietary', rubin_smi('615.71.09'), ['proprietary', 'rubin']),
+    # No driver loaded: no public Rubin PCI ID, so nothing tells a Rubin GPU (and 580 is not refused).
+    ('580', 'open', FRESH_NVIDIA, []),
+])
+def test_branch_and_architecture_refusals(branch, module_type, nvidia, refused):
+    facts = {'os': EL9, 'kernel_state': kernel(H100_PCI), 'nvidia': nvidia}
+    plan = P.driver_plan(facts, settings(branch=branch, module_type=module_type))
+    assert sorted(plan['refused']) == sorted(refused)
+    assert ('install' in plan) is (not refused)
+
+
+def test_rubin_refusal_names_host_gpus_value_and_what_is_allowed():
+    facts = {'os': UBUNTU, 'kernel_state': kernel(H100_PCI), 'nvidia': rubin_smi('615.71.09'), 'host': 'gpu07'}
+    plan = P.driver_plan(facts, settings(branch='595'))
+    assert plan['refusals'] == [
+        'nodeprep_nvidia_driver_branch=595 cannot drive the GPUs of gpu07 (nvidia-smi reports GPU 0, 1 as Rubin): '
+        'Rubin GPUs need branch 615 or later; allowed here: 615 or a later branch.']
+
+
+def test_proprietary_620_refusal_names_the_host():
+    facts = {'os': EL9, 'kernel_state': kernel(H100_PCI), 'nvidia': FRESH_NVIDIA, 'host': 'gpu07'}
+    plan = P.driver_plan(facts, settings(branch='620', module_type='proprietary'))
+    assert plan['refused']['proprietary_branch'].startswith(
+        'nodeprep_nvidia_driver_module_type=proprietary cannot be installed on gpu07 with '
+        'nodeprep_nvidia_driver_branch=620: ')
+
+
+def test_rubin_is_told_by_nvidia_smi_only():
+    """No Rubin PCI device ID is public (RUBIN_DEVICE_ID_RANGES): a GPU is Rubin only by nvidia-smi's name."""
+    assert P.rubin_reasons(FRESH_NVIDIA) == []
+    assert P.rubin_reasons(smi('580.95.05', 'Hopper')) == []
+    assert P.rubin_reasons(smi('615.71.09', 'RUBIN')) == ['nvidia-smi reports GPU 0 as Rubin']

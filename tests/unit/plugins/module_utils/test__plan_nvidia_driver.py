@@ -272,6 +272,28 @@ def test_refusals_are_problems(given, problems):
     assert plan['run'] == ['invalid settings: ' + '; '.join(problems)] + plan['reasons']
 
 
+RUBIN_SMI = {'present': True, 'error': None, 'driver_version': '615.71.09',
+             'gpus': [{'index': 0, 'architecture': 'Rubin', 'pci_device_id': None}]}
+
+
+@pytest.mark.parametrize('state, nvidia, given, check', [
+    ('converged', SMI, {D.PREFIX + 'module_type': 'proprietary', D.PREFIX + 'branch': '620'}, 'proprietary_branch'),
+    ('fresh', NO_SMI, {D.PREFIX + 'module_type': 'proprietary', D.PREFIX + 'branch': '620'}, 'proprietary_branch'),
+    ('converged', RUBIN_SMI, {D.PREFIX + 'branch': '595'}, 'rubin'),
+])
+@pytest.mark.parametrize('check_mode', [False, True])
+def test_branch_refusals_stop_the_role_before_anything_in_both_modes(state, nvidia, given, check, check_mode):
+    """R28 and Rubin: the plan of the start refuses (a settings problem naming the host), in check mode as in a real
+    run, so the role's first check fails the node before it installs anything."""
+    plan = make_plan(facts(state, nvidia=copy.deepcopy(nvidia)), given, check_mode=check_mode)
+    driver = plan['args']['driver']
+    assert sorted(driver['refused']) == [check]
+    assert 'install' not in driver
+    assert plan['problems'] == [driver['refused'][check]] and plan['errors'] == []
+    assert ' node1 ' in plan['problems'][0]
+    assert plan['reasons'] == ['refused: ' + plan['problems'][0]]
+
+
 def test_an_unsupported_platform_is_an_error():
     state = facts('converged')
     state['kernel_state']['os'] = {'os_family': 'Suse', 'distribution': 'SLES', 'distribution_version': '15.6',
