@@ -109,3 +109,36 @@ def test_fabric_in_progress_fault_fails_naming_the_gpu(node, name, text, index):
     assert status == 'fail'
     assert observed == ('GPU {0} ({1}): fabric state In Progress (status N/A); CUDA cannot use the GPU until the '
                         'fabric is Completed'.format(index, listed[index]['pci_bus_id']))
+
+
+def _testbed():
+    import os
+    import sys
+    from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ROOT
+    sys.path.insert(0, os.path.join(ROOT, 'tests', 'testbed'))
+    import testbed
+    return testbed
+
+
+@pytest.mark.parametrize('kind, gpu, value, content', [
+    ('fabric-in-progress', None, None, ''),
+    ('fabric-in-progress', '2', None, '2\n'),
+    ('nvlink-down', None, None, '0 1 0\n'),
+    ('nvlink-down', '3 4', '12', '3 4 12\n'),
+])
+def test_fleet_fault_files(kind, gpu, value, content):
+    tb = _testbed()
+
+    class Args(object):
+        pass
+    args = Args()
+    args.gpu, args.value = gpu, value
+    assert kind in tb.FAULTS
+    assert tb.fault_content(kind, args) == content
+
+
+def test_gb200_kind_only_when_asked_for():
+    tb = _testbed()
+    assert 'el9-gb200' not in [tb.template_key(t) for t in tb.select_templates(None)]
+    nodes = tb.plan_fleet(1, 'el9-gb200')
+    assert (nodes[0]['name'], nodes[0]['profile'], nodes[0]['branch']) == ('el9-gb200-01', 'gb200-4gpu', '580')
