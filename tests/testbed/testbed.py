@@ -1154,6 +1154,8 @@ ARTICLE_LOCKED_CLOCKS = {
     'h200': {'min': 1500, 'max': 1980},
 }
 ARTICLE_LOCKED_CLOCKS['gb200'] = {'min': 1500, 'max': 2062}
+# GPUs per node where a kind has fewer than the fleet-wide nodeprep_expected_gpus (8): a group variable of gpu_<model>.
+EXPECTED_GPUS = {'gb200': 4}
 
 
 def write_inventory(nodes, keyfile):
@@ -1220,6 +1222,8 @@ def write_inventory(nodes, keyfile):
         children['gpu_' + gpu] = {'hosts': {n['name']: {} for n in nodes if n['gpu'] == gpu}}
         if gpu in ARTICLE_LOCKED_CLOCKS:
             children['gpu_' + gpu]['vars'] = {'nodeprep_gpu_settings_locked_gpu_clocks': ARTICLE_LOCKED_CLOCKS[gpu]}
+        if gpu in EXPECTED_GPUS:
+            children['gpu_' + gpu].setdefault('vars', {})['nodeprep_expected_gpus'] = EXPECTED_GPUS[gpu]
     if any(n.get('slurm') for n in nodes):
         # The head node: no GPU, so in none of the groups above (the OS and GPU groups hold GPU nodes only).
         children['slurm_head'] = {'hosts': {n['name']: {'ansible_host': n['node_ip']}
