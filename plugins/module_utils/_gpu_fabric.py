@@ -82,15 +82,18 @@ def check(gpus):
         clusters = sorted(set(str(g['fabric']['cluster_uuid']) for g in domain))
         outside = [g for g in reporting if not in_domain(g['fabric'])]
         if len(clusters) > 1:
-            problems.append('the GPUs report {0} NVLink clusters: {1}'.format(len(clusters), '; '.join(
-                '{0}: {1}'.format(c, ', '.join('GPU {0}'.format(g.get('index')) for g in domain
-                                                 if str(g['fabric']['cluster_uuid']) == c)) for c in clusters)))
+            members = []
+            for cluster in clusters:
+                names = ['GPU {0}'.format(g.get('index')) for g in domain
+                         if str(g['fabric']['cluster_uuid']) == cluster]
+                members.append('{0}: {1}'.format(cluster, ', '.join(names)))
+            problems.append('the GPUs report {0} NVLink clusters: {1}'.format(len(clusters), '; '.join(members)))
         for gpu in outside:
             problems.append('{0}: no cluster UUID, the other GPUs are in cluster {1}'.format(_label(gpu), clusters[0]))
         for gpu in domain:
             if gpu['fabric'].get('clique_id') in (None, ''):
-                problems.append('{0}: in cluster {1} without a clique id'.format(_label(gpu),
-                                                                                gpu['fabric']['cluster_uuid']))
+                problems.append('{0}: in cluster {1} without a clique id'.format(
+                    _label(gpu), gpu['fabric']['cluster_uuid']))
         cliques = sorted(set(str(g['fabric'].get('clique_id')) for g in domain
                              if g['fabric'].get('clique_id') not in (None, '')))
         observed_domain = '; cluster {0}, clique {1}'.format(', '.join(clusters), ', '.join(cliques) or 'none')
