@@ -11,7 +11,9 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_fabric, _topology
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
-from ansible_collections.gpufleet.nodeprep.tests.unit.testbed.test_gpu_double import node  # noqa: F401 (fixture)
+from ansible_collections.gpufleet.nodeprep.tests.unit.testbed import test_gpu_double
+
+node = test_gpu_double.node  # the double's node fixture (a root with the double installed)
 
 PROFILES = ['hgx-b200-8gpu', 'hgx-h100-8gpu', 'hgx-h200-8gpu', 'gb200-4gpu', 'gb300-4gpu']
 
