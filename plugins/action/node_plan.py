@@ -33,7 +33,7 @@ def short_name(role):
     return str(role).rsplit('.', 1)[-1]
 
 
-def gather_args(request, keep_gathered=(), fail_on_error=True, nvidia_timeout=None):
+def gather_args(request, keep_gathered=(), fail_on_error=True, nvidia_timeout=None, nvidia_topology=False):
     """The module arguments of gpu_node_facts for a gather request (_plan.new_gather)."""
     args = {'gather_subset': list(request['subsets']), 'keep_gathered': list(keep_gathered),
             'fail_on_error': bool(fail_on_error)}
@@ -44,6 +44,8 @@ def gather_args(request, keep_gathered=(), fail_on_error=True, nvidia_timeout=No
         args['shm_path'] = request['shm_path']
     if nvidia_timeout is not None:
         args['nvidia_timeout'] = int(nvidia_timeout)
+    if nvidia_topology and 'nvidia' in args['gather_subset']:
+        args['nvidia_topology'] = True
     return args
 
 
@@ -69,7 +71,8 @@ def merge_facts(old, new, subsets=()):
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'nvidia_timeout', 'plan'))
+    _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'nvidia_timeout', 'nvidia_topology',
+                             'plan'))
 
     def _facts(self, task_vars):
         facts = task_vars.get('ansible_facts') or {}
@@ -80,7 +83,7 @@ class ActionModule(ActionBase):
 
     def _gather(self, request, keep, args, task_vars):
         module_args = gather_args(request, keep_gathered=keep, fail_on_error=args['fail_on_error'],
-                                  nvidia_timeout=args['nvidia_timeout'])
+                                  nvidia_timeout=args['nvidia_timeout'], nvidia_topology=args['nvidia_topology'])
         result = self._execute_module(module_name=GATHER_MODULE, module_args=module_args, task_vars=task_vars)
         return result
 
@@ -95,6 +98,7 @@ class ActionModule(ActionBase):
             gather_extra=dict(type='dict', default={}),
             fail_on_error=dict(type='bool', default=True),
             nvidia_timeout=dict(type='int'),
+            nvidia_topology=dict(type='bool', default=False),
             plan=dict(type='bool', default=True),
         ))
         roles = [short_name(role) for role in (_plans.PLANNED_ROLES if args['roles'] is None else args['roles'])]

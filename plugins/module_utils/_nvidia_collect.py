@@ -9,6 +9,8 @@
 # Runs ``nvidia-smi -q -x`` with a hard timeout (through _runner.run, which puts coreutils timeout(1) around it and
 # kills the process group of a hung nvidia-smi) and turns its output into the ``ansible_facts.nvidia`` namespace (see
 # docs/contracts.md). Used by the nvidia_gpu_facts, nvidia_gpu and gpu_node_facts modules.
+# collect_topology runs ``nvidia-smi topo -m`` (gpu_node_facts, for the readiness check gpu.topology) in the same
+# module run, and parses it with _topology.parse_topo_matrix.
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -21,6 +23,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import (
     parse_nvsmi_xml,
 )
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import CommandNotFound, run
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._topology import TopologyParseError, parse_topo_matrix
 
 
 class NvidiaCollectError(FactsReadError):
@@ -130,3 +133,30 @@ def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvid
     # passes it to nvidia_gpu, so that the module runs what the plan compared.
     facts['nvidia_smi'] = binary
     return facts
+
+
+def topology_from_output(argv, rc, out, err):
+    """``ansible_facts.nvidia.topology`` from what ``nvidia-smi topo -m`` printed: ``matrix`` (parse_topo_matrix) and
+    ``error`` (None, or why there is no matrix: the exit status and what nvidia-smi said, or the line that does not
+    parse)."""
+    if rc != 0:
+        return {'matrix': None, 'error': '{0} exited with rc {1}: {2}'.format(
+            ' '.join(argv), rc, _said(out, err) or 'no output')}
+    try:
+        return {'matrix': parse_topo_matrix(out), 'error': None}
+    except TopologyParseError as exc:
+        return {'matrix': None, 'error': 'cannot parse the output of {0}: {1}'.format(' '.join(argv), exc)}
+
+
+def collect_topology(module, binary, timeout):
+    """Run ``nvidia-smi topo -m``; never raises (a failure is the ``error`` of the result, and gpu.topology fails with
+    it: the rest of the NVIDIA facts stay good)."""
+    argv = [binary, 'topo', '-m']
+    try:
+        result = run(module, argv, timeout=timeout)
+    except CommandNotFound as exc:
+        return {'matrix': None, 'error': str(exc)}
+    if result.timed_out:
+        return {'matrix': None, 'error': '{0} did not answer within the timeout of {1} seconds and was killed'.format(
+            ' '.join(argv), timeout)}
+    return topology_from_output(argv, result.rc, result.stdout, result.stderr)

@@ -578,8 +578,8 @@ def _persistenced(out, start, facts, settings, units, files):
 
 def _fabric(out, start, facts, settings, units):
     check = 'fabric.manager'
-    expected = ('{0} active and enabled (on NVLink 5 systems it starts NVLSM itself), every GPU fabric state '
-                'Completed/Success'.format(FABRIC_UNIT))
+    expected = ('{0} active and enabled (on NVLink 5 systems it starts NVLSM itself); the GPUs\' fabric state is '
+                'gpu.fabric\'s'.format(FABRIC_UNIT))
     kernel_state = facts.get('kernel_state') or {}
     if not isinstance(kernel_state.get('pci'), dict):
         _plan.set_check(out, check, expected, skip='kernel facts were not gathered')

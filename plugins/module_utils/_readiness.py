@@ -37,7 +37,9 @@ import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _driver_plan as driver_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_fabric
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as shm_rules
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _topology
 
 
 class ReadinessError(Exception):
@@ -347,18 +349,18 @@ def fabric_kind(facts):
     return driver_rules.nvswitch_fabric(kernel_state)
 
 
-def _fabric_states(facts, settings, probe):
-    """fabric.manager beyond the nvidia_driver plan: the GPUs' fabric state as nvidia-smi reports it (health as
-    observed; whether the fabric manager is wanted and runs is the plan's drift)."""
-    problems = []
-    for gpu in _gpus(facts):
-        fabric = gpu.get('fabric')
-        if not fabric:
-            continue
-        state, status = fabric.get('state'), fabric.get('status')
-        if state != 'Completed' or (status not in (None, 'Success')):
-            problems.append('{0}: fabric {1}/{2}'.format(_gpu_label(gpu), state, status))
-    return problems
+def _fabric_check(facts, settings, probe):
+    """gpu.fabric: the GPUs' fabric state as nvidia-smi reports it (the rule: _gpu_fabric.check). The fabric manager
+    service itself is fabric.manager's (the nvidia_driver plan)."""
+    status, expected, observed = _gpu_fabric.check(_gpus(facts))
+    return _check('gpu.fabric', status, expected, observed)
+
+
+def _topology_check(facts, settings, probe):
+    """gpu.topology: NVLinks per GPU pair and the GPUs' NIC rails from nvidia-smi topo -m (the rule:
+    _topology.from_facts; NVSwitches from the kernel facts' fabric kind or the GPUs' NVLink domain)."""
+    status, expected, observed = _topology.from_facts(facts.get('nvidia'), fabric_kind(facts))
+    return _check('gpu.topology', status, expected, observed)
 
 
 _ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
@@ -370,8 +372,8 @@ _ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
 CHECKS = (
     # Judged by the kernel plan (PLAN_CHECKS): the devel/headers tree of the kernel that must boot next.
     ('kernel.devel_matched', _ROLE.format('kernel'), None, ('kernel_state',)),
-    # Judged by the nvidia_driver plan (PLAN_CHECKS); driver.loaded and fabric.manager add what no role decides
-    # (whether nvidia-smi answered, the GPUs' fabric state): their function here returns those failures.
+    # Judged by the nvidia_driver plan (PLAN_CHECKS); driver.loaded adds what no role decides (whether nvidia-smi
+    # answered): its function here returns those failures. The GPUs' fabric state is gpu.fabric's, not fabric.manager's.
     ('driver.nouveau_blacklisted', _ROLE.format('nvidia_driver'), None, ('kernel_state',)),
     ('driver.loaded', _ROLE.format('nvidia_driver'), _driver_answers, ('nvidia', 'kernel_state')),
     ('driver.open_modules', _ROLE.format('nvidia_driver'), None, ('kernel_state',)),
@@ -388,7 +390,14 @@ CHECKS = (
     ('shm.size', _ROLE.format('shm'), None, ('shm',)),
     ('nccl.config', _ROLE.format('nccl'), None, ()),
     ('nic.offload', _ROLE.format('nic_offload'), None, ('nics',)),
-    ('fabric.manager', _ROLE.format('nvidia_driver'), _fabric_states, ('kernel_state',)),
+    ('fabric.manager', _ROLE.format('nvidia_driver'), None, ('kernel_state',)),
+    # What the GPUs report (_gpu_fabric.py, _topology.py); on by default, skipped where they cannot apply.
+    ('gpu.fabric', 'HGX: ' + _ROLE.format('nvidia_driver') + ' (fabric manager), then playbooks/recover_gpu.yml; '
+                   'GB200/GB300 trays: the NVLink switch trays must register the GPUs (NVLink domain manager, IMEX); '
+                   'still not Completed: hardware service', _fabric_check, ('nvidia',)),
+    ('gpu.topology', 'drain the node, then playbooks/recover_gpu.yml (a reboot retrains NVLinks); links still down: '
+                     'hardware service (baseboard/NVLink); a GPU without a NIC rail: the NIC slot layout',
+     _topology_check, ('nvidia',)),
 )
 CHECK_IDS = tuple(entry[0] for entry in CHECKS)
 # The checks of the GPU roles (_gpu_node.GPU_ROLES) and of the GPUs themselves: on a node that is not a GPU node

@@ -46,6 +46,14 @@ options:
   nvidia_smi:
     description: Path of C(nvidia-smi). By default it is looked up in C(PATH), C(/usr/bin) and C(/usr/local/bin).
     type: path
+  nvidia_topology:
+    description:
+      - Also run C(nvidia-smi topo -m) (with O(nvidia_timeout)) when C(nvidia) is gathered and nvidia-smi lists two
+        GPUs or more, and put the parsed matrix in C(nvidia.topology) (C(matrix), C(error)); its time is
+        C(nodeprep_timings.nvidia_topology). The readiness role asks for it (check C(gpu.topology)); the other roles
+        do not need it.
+    type: bool
+    default: false
   limits_users:
     description: Users whose effective pam_limits values are reported under C(limits.effective).
     type: list
@@ -323,7 +331,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvidia_collect import (
-    NvidiaCollectError, NvidiaSmiTimeout, collect_nvidia_facts, empty_facts)
+    NvidiaCollectError, NvidiaSmiTimeout, collect_nvidia_facts, collect_topology, empty_facts)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import KernelError, collect_kernel_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._limits import LimitsError, collect_limits_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import ShmError, collect_shm_facts
@@ -385,6 +393,12 @@ def gather(module, subsets):
                 facts['nvidia'] = empty_facts(str(exc))
                 facts['nvidia']['timed_out'] = isinstance(exc, NvidiaSmiTimeout)
         timings[name] = round(time.time() - started, 3)
+        if name == 'nvidia' and params['nvidia_topology']:
+            nvidia = facts['nvidia']
+            if nvidia.get('nvidia_smi') and len(nvidia.get('gpus') or []) >= 2:
+                started = time.time()
+                nvidia['topology'] = collect_topology(module, nvidia['nvidia_smi'], params['nvidia_timeout'])
+                timings['nvidia_topology'] = round(time.time() - started, 3)
     return facts, errors, timings
 
 
@@ -442,6 +456,7 @@ def main():
             nvidia_timeout=dict(type='int', default=60),
             nvidia_supported_clocks=dict(type='bool', default=True),
             nvidia_smi=dict(type='path'),
+            nvidia_topology=dict(type='bool', default=False),
             limits_users=dict(type='list', elements='str', default=[]),
             limits_services=dict(type='list', elements='str', default=[]),
             nic_interfaces=dict(type='list', elements='str', default=[]),

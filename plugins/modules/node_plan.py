@@ -63,6 +63,11 @@ options:
   nvidia_timeout:
     description: Seconds C(nvidia-smi) may take in the gather (the module's default when not given).
     type: int
+  nvidia_topology:
+    description: Also read C(nvidia-smi topo -m) in the gather (M(gpufleet.nodeprep.gpu_node_facts) O(nvidia_topology));
+      the readiness role sets it for its check C(gpu.topology).
+    type: bool
+    default: false
   plan:
     description:
       - V(false) only gathers what the roles need (as O(gather) says) and decides nothing; C(make bench) times the

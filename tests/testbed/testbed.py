@@ -88,6 +88,12 @@ TEMPLATES = [
     ('ubuntu2404', 'h200', ['hgx-h200-8gpu', 'hgx-h100-8gpu'], '580'),
     ('el10', 'b200', ['hgx-b200-8gpu'], '580'),
 ]
+# Node kinds only --kinds / TESTBED_KINDS picks (the default fleet stays the four above): a GB200 NVL72 compute tray
+# (4 GPUs, no local NVSwitch, fabric registered by the switch trays; an x86_64 node with the GB200's profile - the
+# real tray is arm64, see REALITY.md).
+EXTRA_TEMPLATES = [
+    ('el9', 'gb200', ['gb200-4gpu'], '580'),
+]
 
 # The Slurm fleet (up --slurm, opt-in): Debian 12's Slurm 22.05 packages, installed with apt in a cached layer per
 # OS flavour and role, above the OS layer. The head node has no GPU and runs slurmctld; every GPU node runs slurmd.
@@ -156,6 +162,16 @@ DEVEL_MISSING_HEAL = {
 
 # Faults that change what the GPU double shows in sysfs (PCI devices, EFI variables): refreshed at once.
 GPU_DOUBLE_VIEW_FAULTS = ('gpu-removed', 'secure-boot')
+
+# Issue 19, fabric and NVLink topology (flags read by the GPU double; lib/gpudouble.py names them).
+FAULTS['fabric-in-progress'] = {
+    'flag': 'fabric-in-progress',
+    'help': 'the NVLink fabric never completes on one GPU: fabric state In Progress, status N/A (GB200/GB300 trays '
+            'the switch trays did not register; --gpu, default the last GPU)'}
+FAULTS['nvlink-down'] = {
+    'flag': 'nvlink-down',
+    'help': 'NVLinks down between two GPUs in nvidia-smi topo -m (--gpu "A B", default "0 1"; --value links left, '
+            'default 0: the pair shows its PCIe relation NODE/SYS)'}
 
 
 class TestbedError(Exception):
@@ -269,7 +285,7 @@ def select_templates(kinds):
         return list(TEMPLATES)
     if isinstance(kinds, str):
         kinds = [k.strip() for k in kinds.split(',') if k.strip()]
-    by_key = {template_key(t): t for t in TEMPLATES}
+    by_key = {template_key(t): t for t in TEMPLATES + EXTRA_TEMPLATES}
     unknown = [k for k in kinds if k not in by_key]
     if unknown:
         raise TestbedError('unknown node kind(s) {0}; kinds: {1}'.format(', '.join(unknown), ', '.join(sorted(by_key))))
@@ -1137,6 +1153,9 @@ ARTICLE_LOCKED_CLOCKS = {
     'h100': {'min': 1500, 'max': 1980},
     'h200': {'min': 1500, 'max': 1980},
 }
+ARTICLE_LOCKED_CLOCKS['gb200'] = {'min': 1500, 'max': 2062}
+# GPUs per node where a kind has fewer than the fleet-wide nodeprep_expected_gpus (8): a group variable of gpu_<model>.
+EXPECTED_GPUS = {'gb200': 4}
 
 
 def write_inventory(nodes, keyfile):
@@ -1203,6 +1222,8 @@ def write_inventory(nodes, keyfile):
         children['gpu_' + gpu] = {'hosts': {n['name']: {} for n in nodes if n['gpu'] == gpu}}
         if gpu in ARTICLE_LOCKED_CLOCKS:
             children['gpu_' + gpu]['vars'] = {'nodeprep_gpu_settings_locked_gpu_clocks': ARTICLE_LOCKED_CLOCKS[gpu]}
+        if gpu in EXPECTED_GPUS:
+            children['gpu_' + gpu].setdefault('vars', {})['nodeprep_expected_gpus'] = EXPECTED_GPUS[gpu]
     if any(n.get('slurm') for n in nodes):
         # The head node: no GPU, so in none of the groups above (the OS and GPU groups hold GPU nodes only).
         children['slurm_head'] = {'hosts': {n['name']: {'ansible_host': n['node_ip']}
@@ -1461,6 +1482,10 @@ def fault_content(kind, args):
         return '{0}\n'.format(args.value) if args.value else ''
     if kind == 'shm-full':
         return '{0}\n'.format(args.value or '2147483648')
+    if kind == 'fabric-in-progress':
+        return gpu + '\n' if gpu else ''
+    if kind == 'nvlink-down':
+        return '{0} {1}\n'.format(gpu or '0 1', args.value or '0')
     return ''
 
 

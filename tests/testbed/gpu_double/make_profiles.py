@@ -35,7 +35,7 @@ NIC_PRODUCT = ('NVIDIA ConnectX-7 Adapter Card, 200GbE / NDR200, Dual-port QSFP1
 def _bridge(bus_id, serial, uuid, guid, sw_mng):
     va = 'MLX:MN=MLNX:CSKU=V2:UUID=V3:PCI=V0:{0}MODL=C7010Z'.format('SMDL=SW_MNG:' if sw_mng else '')
     return {'bus_id': bus_id, 'device_id': '0x1021', 'class': '0x020700', 'subsystem_device': '0x0087',
-            'sw_mng': sw_mng, 'hca_type': 'MT4129', 'fw_ver': '28.42.1274', 'node_guid': guid,
+            'sw_mng': sw_mng, 'bridge': True, 'hca_type': 'MT4129', 'fw_ver': '28.42.1274', 'node_guid': guid,
             'vpd': {'product': LPF_PRODUCT, 'reserved': 2, 'fields': [
                 ['PN', '692-9X760-00SE-S00'], ['EC', 'A4'], ['V2', '692-9X760-00SE-S00'], ['SN', serial],
                 ['V3', uuid], ['VA', va], ['V0', 'PCIeGen4 x2'],
@@ -63,6 +63,17 @@ def _nic(n, bus):
 
 
 COMPUTE_NICS = [_nic(n, bus) for n, bus in enumerate((0x18, 0x2a, 0x3b, 0x4c, 0x9a, 0xab, 0xbb, 0xdb))]
+# Grace-Blackwell compute tray: one NIC per GPU behind the Grace CPUs (bus ids a guess; GB300 trays carry ConnectX-8
+# in reality, modelled as the same ConnectX-7 - a guess, see REALITY.md).
+GRACE_NICS = [_nic(n, bus) for n, bus in enumerate((0x01, 0x02, 0x03, 0x04))]
+
+# nvidia-smi topo -m (lib/topo_double.py): NVLinks per GPU pair and the CPU/NUMA columns, from the captures named in
+# REALITY.md (HGX H100: stas00/ml-engineering; HGX B200: vllm-project/vllm#24513; GB200: sgl-project/sglang#11208,
+# whose GPU3 row is cut off in the copy found: its GPU NUMA ID 26 is a guess; H200 and GB300: their siblings', a guess).
+TOPO_H100 = {'cpu_affinity': ['0-51,104-155', '52-103,156-207'], 'numa_affinity': ['0', '1']}
+TOPO_B200 = {'cpu_affinity': ['0-55,112-167', '56-111,168-223'], 'numa_affinity': ['0', '1']}
+TOPO_GRACE = {'cpu_affinity': ['0-71', '72-143'], 'numa_affinity': ['0,3-9,11-17', '1,19-25,27-33'],
+              'gpu_numa_node': [0, 0, 1, 1], 'gpu_numa_id': [2, 10, 18, 26], 'grace': True}
 
 DEFS = {
     'hgx-b200-8gpu': {
@@ -73,6 +84,7 @@ DEFS = {
         'nvswitches': [],
         'connectx': B200_BRIDGE + COMPUTE_NICS,
         'needs_nvlsm': True,
+        'nvlinks': 18, 'topology': TOPO_B200, 'fabric': None,
     },
     'hgx-h100-8gpu': {
         'template': 'h100-sxm-80gb-hbm3-8gpu_k8s-test-infra.xml',
@@ -80,6 +92,7 @@ DEFS = {
         'nvswitches': [{'bus_id': '0000:{0:02x}:00.0'.format(b), 'device_id': '0x22a3'} for b in (5, 6, 7, 8)],
         'connectx': COMPUTE_NICS,
         'needs_nvlsm': False,
+        'nvlinks': 18, 'topology': TOPO_H100, 'fabric': None,
     },
     'hgx-h200-8gpu': {
         'template': 'h100-sxm-80gb-hbm3-8gpu_k8s-test-infra.xml',
@@ -94,8 +107,22 @@ DEFS = {
         'nvswitches': [{'bus_id': '0000:{0:02x}:00.0'.format(b), 'device_id': '0x22a3'} for b in (5, 6, 7, 8)],
         'connectx': COMPUTE_NICS,
         'needs_nvlsm': False,
+        'nvlinks': 18, 'topology': TOPO_H100, 'fabric': None,
     },
 }
+
+
+# GB200/GB300 NVL72 compute trays (R23): no local NVSwitch, no SW_MNG bridge, so fabric manager must not run; the
+# NVLink switch trays register the GPUs ('switch-trays': fabric Completed/Success with the capture's clique id).
+DEFS['gb200-4gpu'] = {
+    'template': 'gb200-4gpu-arm64_k8s-test-infra.xml',
+    'template_overrides': [],
+    'nvswitches': [],
+    'connectx': GRACE_NICS,
+    'needs_nvlsm': False,
+    'nvlinks': 18, 'topology': TOPO_GRACE, 'fabric': 'switch-trays',
+}
+DEFS['gb300-4gpu'] = dict(DEFS['gb200-4gpu'], template='gb300-4gpu_k8s-test-infra.xml')
 
 
 def first(block, tag, scope=None):
@@ -151,6 +178,9 @@ def build(name, spec):
         'nvswitches': spec['nvswitches'],
         'connectx': spec['connectx'],
         'needs_nvlsm': spec['needs_nvlsm'],
+        'nvlinks': spec['nvlinks'],
+        'topology': spec['topology'],
+        'fabric': spec['fabric'],
         'unsupported': [],
         'gpus': gpus,
     }

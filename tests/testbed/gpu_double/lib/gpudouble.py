@@ -49,8 +49,14 @@ FAULT_DRIVER_UNLOADED = 'driver-unloaded'     # driver answers as not loaded; /p
 FAULT_XID = 'xid'                             # lines "<xid> [<index|bus id>]"; default GPU 0
 FAULT_RETIRED_PAGES = 'retired-pages-pending'  # optional content: indexes/bus ids, one a line; default all
 FAULT_REMAPPED_ROWS = 'remapped-rows-pending'  # same
+# NVLink fabric not registered (GB200/GB300 trays before the switch trays register them): fabric state In Progress;
+# content: GPU ids, one a line (default: the last GPU).
+FAULT_FABRIC_IN_PROGRESS = 'fabric-in-progress'
+# NVLinks down between two GPUs (topo -m); content: lines "<gpu> <gpu> [links left]" (default "0 1 0").
+FAULT_NVLINK_DOWN = 'nvlink-down'
 FAULT_NAMES = (FAULT_GPU_MISSING, FAULT_GPU_REMOVED, FAULT_SMI_HANG, FAULT_DRIVER_UNLOADED, FAULT_XID,
                FAULT_RETIRED_PAGES, FAULT_REMAPPED_ROWS, FAULT_CLOCKS_CAPPED, FAULT_POWER_CAPPED, FAULT_SECURE_BOOT)
+FAULT_NAMES += (FAULT_FABRIC_IN_PROGRESS, FAULT_NVLINK_DOWN)
 EFI_GLOBAL_GUID = '8be4df61-93ca-11d2-aa0d-00e098032b8c'
 
 CUDA_BY_BRANCH = {'570': '12.8', '575': '12.9', '580': '13.0', '590': '13.1', '595': '13.2'}

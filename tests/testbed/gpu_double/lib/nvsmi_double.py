@@ -11,6 +11,7 @@ import sys
 import time
 
 import gpudouble as gd
+import topo_double
 
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
              "Make sure that the latest NVIDIA driver is installed and running.")
@@ -121,12 +122,17 @@ def gpu_view(profile, state, gpu):
     enforced = requested if pcap is None else min(requested, pcap)
     nvswitch = gd.nvswitch_fabric(profile)
     fm = gd.read_text(os.path.join(gd.RUN_DIR, 'fabricmanager.running'))
-    if not nvswitch:
+    if profile.get('fabric') == 'switch-trays':
+        # GB200/GB300 compute tray: no local NVSwitch, no fabric manager; the switch trays register the GPUs
+        fabric = ('Completed', 'Success')
+    elif not nvswitch:
         fabric = ('N/A', 'N/A')
     elif fm is not None and fm.strip() == drv['version']:
         fabric = ('Completed', 'Success')
     else:
         fabric = ('Not Started', 'N/A')
+    if fabric[0] != 'N/A' and gpu['pci_bus_id'] in fabric_in_progress(profile):
+        fabric = ('In Progress', 'N/A')
     return {
         'pci_bus_id': gpu['pci_bus_id'], 'uuid': gpu['uuid'], 'name': profile['product_name'],
         'persistence': st['persistence'], 'power_limit_w': requested, 'enforced_power_limit_w': enforced,
@@ -138,6 +144,14 @@ def gpu_view(profile, state, gpu):
         'remapped_pending': gpu['pci_bus_id'] in gd.flagged_gpus(profile, gd.FAULT_REMAPPED_ROWS),
         'fabric': fabric,
     }
+
+
+def fabric_in_progress(profile):
+    """Bus ids of the GPUs the fabric-in-progress fault holds in fabric state In Progress (default: the last GPU)."""
+    if not gd.fault_active(gd.FAULT_FABRIC_IN_PROGRESS):
+        return set()
+    gpus = gd.present_gpus(profile)
+    return set(g['pci_bus_id'] for g, _words in gd._fault_gpus(gpus, gd.FAULT_FABRIC_IN_PROGRESS))
 
 
 def render_xml(profile, state, selected):
@@ -596,7 +610,10 @@ def invoke(argv, userspace_version):
     if gd.fault_active(gd.FAULT_SMI_HANG):
         while True:
             time.sleep(3600)
-    opts = parse_args(argv)
+    topo = argv[:1] == ['topo']
+    if topo and argv[1:] != ['-m']:
+        return 'The GPU double answers topo only with -m (see tests/testbed/gpu_double/README.md)\n', '', RC_INVALID
+    opts = [] if topo else parse_args(argv)
     if opts is None:
         return BAD_ARGS + '\n', '', RC_INVALID
     od = dict(opts)
@@ -615,6 +632,8 @@ def invoke(argv, userspace_version):
             userspace_version.rsplit('.', 1)[0])), '', RC_MISMATCH
     if not drv.get('gpus_initialized') or not gd.present_gpus(profile):
         return 'No devices were found\n', '', RC_NOT_FOUND
+    if topo:
+        return topo_double.render_topo(profile), '', RC_OK
     selected = select(profile, od.get('id'))
     if selected is None:
         return 'No devices were found\n', '', RC_NOT_FOUND

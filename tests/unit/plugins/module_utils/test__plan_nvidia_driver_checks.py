@@ -426,14 +426,17 @@ def test_nvidia_smi_that_does_not_answer_fails_driver_loaded_without_plan_drift(
     assert verdicts(state, plan)['driver.loaded'] == ('fail', 'nvidia-smi failed: nvidia-smi timed out after 60 s')
 
 
-def test_a_gpu_fabric_not_trained_fails_fabric_manager_beside_a_running_unit():
+def test_a_gpu_fabric_not_trained_fails_gpu_fabric_not_fabric_manager():
+    # One rule, one home: the unit is fabric.manager's (the plan), the GPUs' fabric state gpu.fabric's.
     state = T.facts('converged')
     state['nvidia']['gpus'][0].update(pci_bus_id='00000000:1B:00.0', fabric={'state': 'In Progress', 'status': None})
     plan = T.make_plan(state)
     assert _plan.drift_for(plan, 'fabric.manager') == []
     assert verdicts(state, plan)['fabric.manager'] == (
-        'fail', '1 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled; '
-                'GPU 0 (00000000:1B:00.0): fabric In Progress/None')
+        'pass', '1 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled')
+    fabric = r._fabric_check(state, {}, None)
+    assert (fabric['id'], fabric['status']) == ('gpu.fabric', 'fail')
+    assert fabric['observed'].startswith('GPU 0 (00000000:1B:00.0): fabric state In Progress')
 
 
 def test_kernel_facts_that_could_not_be_read_fail_every_driver_check():

@@ -11,7 +11,9 @@ import os
 
 import pytest
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_fabric
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _topology
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
@@ -51,6 +53,8 @@ CONVERGED = [
     ('nccl.config', 'pass', '/etc/nccl.conf: as wanted'),
     ('nic.offload', 'pass', 'as wanted on ens3f0np0'),
     ('fabric.manager', 'pass', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled'),
+    ('gpu.fabric', 'pass', 'all 8 GPUs Completed/Success'),
+    ('gpu.topology', 'pass', '28 GPU pairs at NV18 (B200 with NVSwitches: NV18); 8 of 8 GPUs with a NIC at PIX/PXB'),
 ]
 
 FRESH = [
@@ -82,6 +86,8 @@ FRESH = [
     ('nccl.config', 'fail', '/etc/nccl.conf: missing'),
     ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
     ('fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
+    ('gpu.fabric', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('gpu.topology', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
 ]
 
 
@@ -91,7 +97,7 @@ def test_converged_node_passes_every_check():
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
-    assert r.summarize(checks) == {'pass': 15, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
+    assert r.summarize(checks) == {'pass': 17, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
 
 
 def test_freshly_provisioned_node():
@@ -100,7 +106,7 @@ def test_freshly_provisioned_node():
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI device ID 0x2901 is Blackwell or newer)'
-    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 15, 'skip': 0, 'status': 'fail'}
+    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 17, 'skip': 0, 'status': 'fail'}
 
 
 def test_expected_texts_of_the_converged_node():
@@ -124,8 +130,10 @@ def test_expected_texts_of_the_converged_node():
                        'only names NCCL reads',
         'nic.offload': 'generic-receive-offload off, large-receive-offload off on the NICs chosen by name, driver or '
                        'network',
-        'fabric.manager': 'nvidia-fabricmanager active and enabled (on NVLink 5 systems it starts NVLSM itself), '
-                          'every GPU fabric state Completed/Success',
+        'fabric.manager': 'nvidia-fabricmanager active and enabled (on NVLink 5 systems it starts NVLSM itself); '
+                          "the GPUs' fabric state is gpu.fabric's",
+        'gpu.fabric': _gpu_fabric.EXPECTED,
+        'gpu.topology': _topology.EXPECTED,
     }
 
 
@@ -164,6 +172,13 @@ def _drop_pci(index):
         pci = state[0]['kernel_state']['pci']
         del pci['gpus'][index]
         pci['gpu_count'] -= 1
+    return mutate
+
+
+def _nvlink_pair(a, b, cell):
+    def mutate(state):
+        links = state[0]['nvidia']['topology']['matrix']['links']
+        links[a][b] = links[b][a] = cell
     return mutate
 
 
@@ -235,7 +250,8 @@ FAULTS = [
     ('nvidia-smi hangs',
      _set((0, 'nvidia'), {'present': True, 'error': 'nvidia-smi timed out after 60 s', 'gpus': []}),
      'gpu.count', 'fail', 'nvidia-smi: failed, PCI bus: 8; missing from nvidia-smi: ' + ALL_GPUS,
-     {'driver.loaded': 'fail', 'gpu.power_limit': 'fail', 'gpu.clocks': 'fail', 'gpu.health': 'fail'}),
+     {'driver.loaded': 'fail', 'gpu.power_limit': 'fail', 'gpu.clocks': 'fail', 'gpu.health': 'fail',
+      'gpu.fabric': 'fail', 'gpu.topology': 'fail'}),
     ('power limit left at the default',
      _gpu_set(2, 'power_limit_w', 1000.0),
      'gpu.power_limit', 'fail', 'all 8 GPUs at 1000 / 700 W; GPU 2: power limit 1000 W, wanted 700 W'),
@@ -395,8 +411,13 @@ FAULTS = [
      'fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: failed, enabled'),
     ('fabric not trained on one GPU',
      _gpu_set(7, 'fabric', {'state': 'In Progress', 'status': None}),
-     'fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled; '
-                               'GPU 7 (00000000:CC:00.0): fabric In Progress/None'),
+     'gpu.fabric', 'fail', 'GPU 7 (00000000:CC:00.0): fabric state In Progress (status N/A); CUDA cannot use the GPU '
+                           'until the fabric is Completed'),
+    ('NVLinks down on one GPU pair (testbed fault nvlink-down)',
+     _nvlink_pair('GPU1', 'GPU6', 'NV12'),
+     'gpu.topology', 'fail', 'NVLink degraded on 1 of 28 GPU pairs: GPU1 (00000000:90:00.0)-GPU6 (00000000:CB:00.0): '
+                             'NV12, want NV18; 27 GPU pairs at NV18 (B200 with NVSwitches: NV18); 8 of 8 GPUs with a '
+                             'NIC at PIX/PXB'),
 ]
 
 
@@ -485,6 +506,8 @@ def test_skip_checks_and_missing_namespaces():
                                 '/etc/systemd/system/sys-subsystem-net-devices-*.device.wants/nodeprep-nic-offload@*'
                                 '.service'),
         ('fabric.manager', 'fail', 'not gathered: subsets: kernel, nvidia'),
+        ('gpu.fabric', 'skip', 'nvidia-smi lists no GPU'),
+        ('gpu.topology', 'skip', 'nvidia-smi lists no GPU'),
     ]
 
 
@@ -676,7 +699,8 @@ def test_hung_nvidia_smi_fails_driver_and_count_only():
     assert checks['gpu.count']['status'] == 'fail'
     failing = sorted(k for k, c in checks.items() if c['status'] == 'fail')
     # The GPU settings and health could not be read either: they fail, they do not skip.
-    assert failing == ['driver.loaded', 'gpu.clocks', 'gpu.count', 'gpu.health', 'gpu.power_limit']
+    assert failing == ['driver.loaded', 'gpu.clocks', 'gpu.count', 'gpu.fabric', 'gpu.health', 'gpu.power_limit',
+                       'gpu.topology']
     assert checks['gpu.health']['observed'] == ('could not be read: nvidia-smi failed: nvidia-smi -q -x did not '
                                                 'answer within the timeout of 15 seconds and was killed')
 

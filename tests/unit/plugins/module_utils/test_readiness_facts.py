@@ -28,6 +28,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nic
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nvidia_driver
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _topology
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 _FALLBACK_RE = re.compile(r'^\{\{ (nodeprep_[a-z0-9_]+)(?: \| default\((.*)\))? \}\}$')
@@ -247,6 +248,14 @@ def checked_values(facts, settings, probe=None):
     return r.checked_values(facts, settings, probe, plans(facts, settings, probe))
 
 
+def topology():
+    """gpu_node_facts' nvidia.topology of an 8x B200 HGX node: the real topo -m capture of vllm-project/vllm#24513
+    (tests/fixtures/topo, SOURCES.md): every GPU pair at NV18, each GPU with a NIC at PIX."""
+    with open(os.path.join(ROOT, 'tests', 'fixtures', 'topo',
+                           'b200-8gpu-8nic-nv18_topo-m_vllm-issue24513-excerpt.txt')) as handle:
+        return {'matrix': _topology.parse_topo_matrix(handle.read()), 'error': None}
+
+
 def converged():
     """facts, settings, probe of a node site.yml has converged."""
     facts = {
@@ -256,7 +265,7 @@ def converged():
                            '/etc/nccl.conf': file_state(NCCL_CONF)},
         'nodeprep_file_patterns': list(_plan_nic_offload.FILE_PATTERNS),
         'nvidia': {'present': True, 'error': None, 'driver_version': '580.105.08', 'cuda_version': '13.0',
-                   'attached_gpus': 8, 'gpus': [gpu(i) for i in range(8)]},
+                   'attached_gpus': 8, 'gpus': [gpu(i) for i in range(8)], 'topology': topology()},
         'kernel_state': {
             'running': RUNNING, 'installed': [RUNNING], 'default': RUNNING, 'devel': {RUNNING: True},
             'nouveau': {'loaded': False, 'blacklisted': True,
