@@ -14,7 +14,7 @@ versioned like the kernel), pulled for every new kernel by the meta package
 ``linux-modules-nvidia-<branch>-server[-open]-<flavour>`` (generic, generic-hwe-24.04, ...).  Its fabric manager and
 NSCQ keep the branch in their names: ``nvidia-fabricmanager-<branch>`` (which provides the virtual
 ``nvidia-fabricmanager``) and ``libnvidia-nscq-<branch>``.  NVIDIA's repository names (nvidia-open,
-nvidia-dkms-open, cuda-drivers, the pinning packages) are the other flavour.
+nvidia-dkms-open, cuda-drivers) are the other flavour.
 
 ``flavour(packages)`` tells which flavour the installed packages are (from the package list the driver plan
 gathered, _driver_node.read_driver_node); ``refusals(os_facts, settings, found)`` says when a setting would swap one
@@ -39,9 +39,10 @@ UBUNTU_MODULES_RE = re.compile(
     r'^linux-modules-nvidia-(?P<branch>\d{3})(?P<server>-server)?(?P<open>-open)?-(?P<kernel>\d.*)$')
 UBUNTU_MODULES_META_RE = re.compile(
     r'^linux-modules-nvidia-(?P<branch>\d{3})(?P<server>-server)?(?P<open>-open)?-(?P<flavour>[a-z].*)$')
-# NVIDIA's repository: the meta packages, the pinning packages and its DKMS packages (nvidia-dkms-<B>[-open] up to
-# 580, nvidia-dkms[-open] from 590; Ubuntu's are nvidia-dkms-<B>-server[-open]).
-NVIDIA_REPO_RE = re.compile(r'^(nvidia-open|cuda-drivers|nvidia-driver-pinning-.+|nvidia-dkms(-\d{3})?(-open)?)$')
+# NVIDIA's repository driver: its meta packages and its DKMS packages (nvidia-dkms-<B>[-open] up to 580,
+# nvidia-dkms[-open] from 590; Ubuntu's are nvidia-dkms-<B>-server[-open]).  The pinning packages are apt preferences,
+# not a driver: one left by an earlier run does not make the node NVIDIA's.
+NVIDIA_REPO_RE = re.compile(r'^(nvidia-open|cuda-drivers|nvidia-dkms(-\d{3})?(-open)?)$')
 
 # What the ubuntu source installs: the driver meta package of the archive and the modules for the boot kernel.
 DRIVER_PACKAGE = 'nvidia-driver-{branch}-server{open}'

@@ -85,6 +85,9 @@ NVIDIA_REPO = [
     (UBUNTU_SIGNED + NVIDIA_REPO, 'both', '580', {K_RUN: 'linux-modules-nvidia-580-server-open-' + K_RUN},
      VERSION),
     ([('dkms', '3.0.11-1ubuntu13')], 'none', '', {}, ''),
+    # A pinning package left by an earlier run (NVIDIA's repository was set up, its driver never installed).
+    (UBUNTU_SIGNED + [('nvidia-driver-pinning-580', VERSION + '-0ubuntu1')], 'ubuntu', '580',
+     {K_RUN: 'linux-modules-nvidia-580-server-open-' + K_RUN}, VERSION),
     # Removed with its configuration kept ('rc'): not installed.
     ([('nvidia-driver-580-server-open', UBU_V, 'rc '),
       ('linux-modules-nvidia-580-server-open-' + K_RUN, '6.8.0-60.63+1', 'rc ')], 'none', '', {}, ''),
@@ -200,6 +203,15 @@ def test_adopted_node_with_a_kernel_update_gets_the_modules_of_the_next_kernel()
     assert plan['repo']['needed'] is False
     assert plan['load']['dkms_build'] is False
     assert nvidia_names(plan) == []
+
+
+def test_check_mode_predicts_the_missing_extras():
+    # apt's check mode would "install" the fabric manager, and the hold after it would find no package: predicted.
+    node_facts, node = signed_node(pci=H100_PCI)
+    plan = P.driver_plan(node_facts, settings(source='ubuntu'), node=node, check_mode=True)
+    assert plan['extras']['missing'] == ['nvidia-fabricmanager-580=580.95.05-*', 'libnvidia-nscq-580=580.95.05-*']
+    assert plan['predict']['extras'] is True
+    assert P.driver_plan(node_facts, settings(source='ubuntu'), node=node)['predict']['extras'] is False
 
 
 def test_adopted_node_after_the_modules_install_needs_no_driver_reboot():
