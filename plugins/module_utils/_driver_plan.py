@@ -680,6 +680,10 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
         'units': [u[:-len('.service')] for u in plan['units_missing']] + (
             ['nvidia-fabricmanager'] if check_mode and want_fm and remove else []),
     }
+    # Check mode: an installed driver that is not loaded yet (nouveau holds the GPUs) is loaded by this run's modprobe
+    # or reboot, so the settings roles predict from the driver's defaults, as after an installation.
+    plan['check_mode_loads'] = bool(check_mode and not ok and not plan['blockers'] and (
+        plan['load']['modprobe'] or (plan['reboot']['needed'] and plan['reboot']['allowed'])))
     initramfs = {'el': (['dracut', '--force', '--kver', boot], '/usr/bin/dracut'),
                  'debian': (['update-initramfs', '-u', '-k', boot], '/usr/sbin/update-initramfs')}[fam]
     plan['initramfs'] = {'argv': initramfs[0], 'tool': initramfs[1]}

@@ -214,6 +214,22 @@ def test_check_mode_predicts_the_missing_extras():
     assert P.driver_plan(node_facts, settings(source='ubuntu'), node=node)['predict']['extras'] is False
 
 
+def test_check_mode_says_an_installed_driver_that_is_not_loaded_will_load():
+    # The fault ubuntu-signed: Ubuntu's driver installed, nouveau still holding the GPUs; the run reboots and the
+    # settings roles must predict from the driver's defaults (site.yml's check mode on the fleet).
+    node_facts, node = facts(UBUNTU_SIGNED)
+    node_facts['kernel_state']['nouveau']['loaded'] = True
+    plan = P.driver_plan(node_facts, settings(source='ubuntu'), node=node, stage='installed', check_mode=True,
+                         run={'start_version': VERSION, 'installing': False, 'modprobe': {}})
+    assert plan['reboot']['needed'] and plan['check_mode_loads'] is True
+    assert P.driver_plan(node_facts, settings(source='ubuntu', reboot_ok=False), node=node, stage='installed',
+                         check_mode=True, run={'start_version': VERSION, 'installing': False,
+                                               'modprobe': {}})['check_mode_loads'] is False
+    loaded_facts, loaded_node = signed_node()
+    assert P.driver_plan(loaded_facts, settings(source='ubuntu'), node=loaded_node,
+                         check_mode=True)['check_mode_loads'] is False
+
+
 def test_adopted_node_after_the_modules_install_needs_no_driver_reboot():
     # Re-read after apt installed the modules of the next kernel: they stand where DKMS's build stands, and the
     # driver loaded now is the installed one, so the driver role has nothing left (the kernel role reboots).
