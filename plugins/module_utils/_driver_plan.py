@@ -674,7 +674,9 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
     plan['predict'] = {
         'packages': repo_unknown,
         # A missing extra is predicted too: apt's check mode "installs" it, and the hold after it finds no package.
-        'extras': bool(check_mode and (repo_unknown or installing or remove or bool(missing) or
+        # Ubuntu's modules for another kernel (no version change) leave the extras as they are.
+        'extras': bool(check_mode and (repo_unknown or (installing and not (ubuntu and not version_change)) or
+                                       remove or bool(missing) or
                                        ((want_fm or want_nscq) and not fm_version))),
         'versionlock': plan['versionlock']['unknown'] or bool(check_mode and plan['extras']['needed']),
         'units': [u[:-len('.service')] for u in plan['units_missing']] + (

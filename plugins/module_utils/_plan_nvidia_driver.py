@@ -331,8 +331,8 @@ SETTINGS.update(_gpu_node.SETTINGS)
 SHARED = ('nodeprep_reboot_ok', 'nodeprep_expected_gpus', _gpu_node.NAME)
 
 # The settings driver_plan reads, by their name there (nodeprep_nvidia_driver_<name>; reboot_ok is resolved).
-PLAN_KEYS = ('method', 'source', 'branch', 'version', 'module_type', 'package_set', 'fabricmanager', 'nvlsm', 'nscq', 'imex',
-             'persistenced', 'persistence_conflicting_units', 'repo_url', 'repo_gpgcheck', 'repo_gpgkey', 'epel',
+PLAN_KEYS = ('method', 'source', 'branch', 'version', 'module_type', 'package_set', 'fabricmanager', 'nvlsm', 'nscq',
+             'imex', 'persistenced', 'persistence_conflicting_units', 'repo_url', 'repo_gpgcheck', 'repo_gpgkey', 'epel',
              'epel_url', 'epel_gpgkey', 'open_required_device_ids')
 
 

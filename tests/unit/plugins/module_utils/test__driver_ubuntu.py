@@ -230,6 +230,17 @@ def test_check_mode_says_an_installed_driver_that_is_not_loaded_will_load():
                          check_mode=True)['check_mode_loads'] is False
 
 
+def test_check_mode_modules_of_the_next_kernel_leave_the_extras():
+    # Fleet: check mode on an adopted node with a kernel update pending predicted the extras, the real run left them.
+    rows = UBUNTU_SIGNED + [('nvidia-fabricmanager-580', VERSION + '-0ubuntu0.24.04.1'),
+                            ('libnvidia-nscq-580', VERSION + '-0ubuntu0.24.04.1')]
+    node_facts, node = facts(rows, default=K_NEXT, loaded=dict(LOADED), smi=SMI, pci=H100_PCI)
+    node['apt_holds'] = ['nvidia-fabricmanager-580', 'libnvidia-nscq-580']
+    plan = P.driver_plan(node_facts, settings(source='ubuntu'), node=node, stage='installed', check_mode=True,
+                         run={'start_version': VERSION, 'installing': True, 'modprobe': {}})
+    assert plan['extras']['missing'] == [] and plan['predict']['extras'] is False
+
+
 def test_adopted_node_after_the_modules_install_needs_no_driver_reboot():
     # Re-read after apt installed the modules of the next kernel: they stand where DKMS's build stands, and the
     # driver loaded now is the installed one, so the driver role has nothing left (the kernel role reboots).
