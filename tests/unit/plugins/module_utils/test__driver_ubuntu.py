@@ -137,8 +137,8 @@ def nvidia_names(plan):
     """Every package the plan would install or remove that is NVIDIA's repository's, not Ubuntu's archive's."""
     names = [p.split('=')[0] for p in plan['install']['packages'] + plan['extras']['packages']] + \
         [plan['install']['pinning_package'] or '']
-    return [n for n in names if n and (U.NVIDIA_REPO_RE.match(n) or n in ('nvidia-persistenced',
-                                                                            'nvidia-fabricmanager', 'libnvidia-nscq'))]
+    nvidia_extras = ('nvidia-persistenced', 'nvidia-fabricmanager', 'libnvidia-nscq')
+    return [n for n in names if n and (U.NVIDIA_REPO_RE.match(n) or n in nvidia_extras)]
 
 
 def signed_node(**kw):
@@ -273,8 +273,8 @@ def test_adopted_node_converged_has_no_work():
 
 def test_adopted_node_under_secure_boot_is_not_blocked():
     # Canonical signs the modules: no DKMS key to enrol, so no Secure Boot blocker (R13 is DKMS's).
-    secure = {'enabled': True, 'source': 'mokutil --sb-state', 'dkms_mok': {'path': '/var/lib/shim-signed/mok/'
-                                                                                     'MOK.der', 'enrolled': False}}
+    mok = {'path': '/var/lib/shim-signed/mok/MOK.der', 'enrolled': False}
+    secure = {'enabled': True, 'source': 'mokutil --sb-state', 'dkms_mok': mok}
     node_facts, node = facts(UBUNTU_SIGNED, default=K_NEXT, secure=secure)
     plan = P.driver_plan(node_facts, settings(source='ubuntu'), node=node, stage='installed',
                          run={'start_version': VERSION, 'installing': True, 'modprobe': {}})
