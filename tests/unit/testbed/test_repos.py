@@ -317,7 +317,7 @@ def test_ubuntu_archive_has_the_signed_driver_and_no_dkms_in_it(repos, tmp_path)
     assert fm['Depends'] == 'nvidia-kernel-common-580-server-580.95.05'
     assert apt_control(repos, 'libnvidia-nscq-580', repo='debian')
     kernels = [f['Package'] for f in read(repos, 'apt', 'debian', 'Packages').split('\n\n') for f in [dict(
-        l.split(': ', 1) for l in f.splitlines() if ': ' in l)] if f.get('Package', '').startswith(
+        line.split(': ', 1) for line in f.splitlines() if ': ' in line)] if f.get('Package', '').startswith(
         'linux-modules-nvidia-580-server-open-')]
     assert sorted(kernels) == sorted('linux-modules-nvidia-580-server-open-' + k
                                      for k in (build.DEB_OTHER_KERNEL, os.uname()[2]))
