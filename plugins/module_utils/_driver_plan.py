@@ -21,6 +21,8 @@ __metaclass__ = type
 import hashlib
 import re
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _driver_ubuntu
+
 
 class PlanError(Exception):
     """Settings the plan cannot work with."""
@@ -499,6 +501,11 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
 
     open_reasons = open_required_reasons(kernel_state, nvidia, settings.get('open_required_device_ids') or [])
     refused = refusals(os_facts, settings, open_reasons, nvidia=nvidia, host=facts.get('host'))
+    # Ubuntu's Canonical-signed driver (R25): which flavour the node has, and whether the source setting swaps it.
+    ubuntu_found = _driver_ubuntu.flavour(packages)
+    ubuntu_source = settings.get('source') == 'ubuntu'
+    if not refused:
+        refused = _driver_ubuntu.refusals(os_facts, settings, ubuntu_found)
     plan = {'family': fam, 'refusals': [m for _c, m in refused], 'refused': dict(refused),
             'open_required': bool(open_reasons),
             'open_required_reasons': open_reasons, 'warnings': [], 'blockers': []}
@@ -510,6 +517,12 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
     loaded = kernel_state.get('nvidia_module') or {'loaded': False}
     installed, installed_source = installed_driver_version(kernel_state, nvidia, packages, boot)
     dkms_version = dkms_version_for(kernel_state, boot)
+    ubuntu = _driver_ubuntu.plan(settings, ubuntu_found, boot) if ubuntu_source else None
+    if ubuntu and ubuntu['version'] and installed_source in (None, 'nvidia-smi'):
+        installed, installed_source = ubuntu['version'], 'package ' + ubuntu['driver_package']
+    if ubuntu and ubuntu['modules_installed']:
+        # Canonical's prebuilt modules for the kernel that boots next stand where the DKMS build stands.
+        dkms_version = installed
     smi_version = nvidia.get('driver_version') or ''
     start_version = run.get('start_version', installed) if stage != 'start' else installed
     version_change = bool(start_version) and not wanted_match(start_version, branch, exact)
@@ -518,6 +531,7 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
               (boot == running or dkms_version == smi_version))
     installing = bool(run.get('installing'))
     plan.update({
+        'source': 'ubuntu' if ubuntu_source else 'nvidia', 'flavour': ubuntu_found['flavour'], 'ubuntu': ubuntu,
         'running_kernel': running, 'boot_kernel': boot, 'loaded': loaded,
         'installed_version': installed, 'installed_source': installed_source, 'start_version': start_version,
         'version_change': version_change, 'ok': ok, 'stage': stage,
@@ -538,6 +552,9 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
 
     # Repositories: NVIDIA's (key per EL version, R5), EPEL + CRB when dkms is needed (R4).
     need_repo = (method == 'repo' and not ok) or want_fm or want_nvlsm or bool(settings.get('imex'))
+    if ubuntu_source:
+        # Ubuntu's archive has the driver, fabric manager and NSCQ; NVLSM and IMEX come from NVIDIA's repository.
+        need_repo = want_nvlsm or bool(settings.get('imex'))
     repo = _repo(os_facts, settings, node)
     repo['needed'] = need_repo
     plan['repo'] = repo
@@ -567,21 +584,30 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
         'unpin': (['nvidia-driver-pinning-' + start_version.split('.')[0], 'nvidia-driver-pinning-' + start_version]
                   if fam == 'debian' and version_change else []),
     }
+    if ubuntu:
+        # Ubuntu's driver and the Canonical-signed modules of the kernel that boots next; no pinning package (that is
+        # NVIDIA's repository's), no DKMS.
+        plan['install'].update({'packages': list(ubuntu['packages']), 'pinning_package': None, 'unpin': []})
 
     # Extras at exactly the driver's version (R1 names by branch).
     fm_version = installed if installed and wanted_match(installed, branch, exact) else ''
     fm_branch = fm_version.split('.')[0] if fm_version else branch
     extras = []
     if method == 'repo' and settings.get('persistenced', True):
-        extras.append(('nvidia-persistenced', fm_version if (fam == 'el' and not streams) else ''))
+        # Ubuntu's archive has nvidia-persistenced in nvidia-compute-utils-<branch>-server (R25).
+        extras.append(('nvidia-compute-utils-{0}-server'.format(branch) if ubuntu else 'nvidia-persistenced',
+                       fm_version if (fam == 'el' and not streams) else ''))
     if want_nvlsm:
         extras.append(('nvlsm', ''))
     if settings.get('imex'):
         extras.append(('nvidia-imex', fm_version if (fam == 'el' and not streams) else ''))
     if want_fm:
-        extras.append((fabricmanager_package(fam, fm_branch), fm_version))
+        extras.append((_driver_ubuntu.fabricmanager_package(fm_branch) if ubuntu else
+                       fabricmanager_package(fam, fm_branch), fm_version))
     if want_nscq:
-        extras.append((nscq_package(fam, fm_branch), fm_version))
+        extras.append((_driver_ubuntu.nscq_package(fm_branch) if ubuntu else nscq_package(fam, fm_branch),
+                       fm_version))
+    spec = (lambda _fam, name, version: _driver_ubuntu.package_spec(name, version)) if ubuntu else package_spec
     fm_names = fabric_package_names(fam)
     fm_wanted = [n for n, _v in extras if fm_names.match(n)]
     remove = []
@@ -597,9 +623,9 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
     for name, version in extras:
         have = [p['version'] for p in packages.get(name) or []]
         if not have or (version and version not in have) or name in remove:
-            missing.append(package_spec(fam, name, version))
+            missing.append(spec(fam, name, version))
     plan['extras'] = {
-        'packages': [package_spec(fam, n, v) for n, v in extras],
+        'packages': [spec(fam, n, v) for n, v in extras],
         'missing': missing,
         'needed': bool(missing) or (bool(extras) and installing),
         'remove': remove,
@@ -668,8 +694,9 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
         'Key was rejected by service' in (modprobe.get('stdout') or '')
     needs_load = not ok and not (loaded.get('loaded') and loaded.get('version') == installed and
                                  loaded.get('flavour') == module_type)
+    # Canonical signs Ubuntu's prebuilt modules (R25): no DKMS key to enrol there.
     if needs_load and (key_rejected or (secure.get('enabled') is True and mok.get('enrolled') is not True and
-                                        stage != 'start')):
+                                        stage != 'start' and not ubuntu)):
         path = mok.get('path') or '/var/lib/dkms/mok.pub'
         plan['blockers'].append(
             'nvidia_driver: Secure Boot is enabled ({0}) and the DKMS signing key {1} is {2}, so the kernel would '
@@ -705,7 +732,7 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
     plan['can_start'] = bool(check_mode or ((loaded.get('loaded') or modprobe.get('rc') == 0) and not reasons and
                                             not plan['blockers']))
     plan['load'] = {'modprobe': not loaded.get('loaded') and not reasons and not plan['blockers'] and not ok,
-                    'dkms_build': method == 'repo' and boot != running and not dkms_version}
+                    'dkms_build': method == 'repo' and boot != running and not dkms_version and not ubuntu}
 
     # Check mode: what cannot be asked of dnf/apt/systemd before the repository, packages or units exist, and is
     # therefore predicted as changed.  A real run on the same node changes exactly these.
@@ -713,12 +740,19 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
                                         plan['stream']['enable'] or bool(lock_remove)))
     plan['predict'] = {
         'packages': repo_unknown,
-        'extras': bool(check_mode and (repo_unknown or installing or remove or
+        # A missing extra is predicted too: apt's check mode "installs" it, and the hold after it finds no package.
+        # Ubuntu's modules for another kernel (no version change) leave the extras as they are.
+        'extras': bool(check_mode and (repo_unknown or (installing and not (ubuntu and not version_change)) or
+                                       remove or bool(missing) or
                                        ((want_fm or want_nscq) and not fm_version))),
         'versionlock': plan['versionlock']['unknown'] or bool(check_mode and plan['extras']['needed']),
         'units': [u[:-len('.service')] for u in plan['units_missing']] + (
             ['nvidia-fabricmanager'] if check_mode and want_fm and remove else []),
     }
+    # Check mode: an installed driver that is not loaded yet (nouveau holds the GPUs) is loaded by this run's modprobe
+    # or reboot, so the settings roles predict from the driver's defaults, as after an installation.
+    plan['check_mode_loads'] = bool(check_mode and not ok and not plan['blockers'] and (
+        plan['load']['modprobe'] or (plan['reboot']['needed'] and plan['reboot']['allowed'])))
     initramfs = {'el': (['dracut', '--force', '--kver', boot], '/usr/bin/dracut'),
                  'debian': (['update-initramfs', '-u', '-k', boot], '/usr/sbin/update-initramfs')}[fam]
     plan['initramfs'] = {'argv': initramfs[0], 'tool': initramfs[1]}
@@ -891,4 +925,5 @@ def parse_module_file(text):
 def keep_package(name):
     """Installed packages the plan looks at (the module drops the rest of rpm -qa / dpkg-query)."""
     extra = ('nvlsm', 'dkms', 'epel-release', 'python3-dnf-plugin-versionlock')
-    return bool(NVIDIA_STACK_RE.match(name) or name in extra)
+    # Ubuntu's Canonical-signed modules (R25): linux-modules-nvidia-<branch>-server[-open]-<kernel> and the metas.
+    return bool(NVIDIA_STACK_RE.match(name) or name in extra or name.startswith('linux-modules-nvidia-'))

@@ -53,6 +53,22 @@ SETTINGS = {
              'V(runfile) too when they are needed.'),
         ],
     },
+    'nodeprep_nvidia_driver_source': {
+        'type': 'str',
+        'choices': ['nvidia', 'ubuntu'],
+        'default': 'nvidia',
+        'description': [
+            ("Whose driver packages - V(nvidia) installs NVIDIA's from its repository (built by DKMS); V(ubuntu) "
+             "(Ubuntu only) installs Ubuntu's Canonical-signed driver from the node's own archive - "
+             'C(nvidia-driver-<branch>-server-open) with C(linux-modules-nvidia-<branch>-server-open-<kernel>) for '
+             'the kernel that boots next (prebuilt, loads under Secure Boot, no DKMS).'),
+            ("With V(ubuntu) the fabric manager and NSCQ come from Ubuntu's archive too "
+             '(C(nvidia-fabricmanager-<branch>), C(libnvidia-nscq-<branch>)); NVLSM and IMEX from NVIDIA\'s '
+             'repository.'),
+            ("A node that has the other flavour installed is refused, naming both (never swapped) - a node with "
+             "Ubuntu's signed driver needs V(ubuntu), one with NVIDIA's packages V(nvidia)."),
+        ],
+    },
     'nodeprep_nvidia_driver_branch': {
         'type': 'str',
         'default': '580',
@@ -321,8 +337,8 @@ SETTINGS.update(_gpu_node.SETTINGS)
 SHARED = ('nodeprep_reboot_ok', 'nodeprep_expected_gpus', _gpu_node.NAME)
 
 # The settings driver_plan reads, by their name there (nodeprep_nvidia_driver_<name>; reboot_ok is resolved).
-PLAN_KEYS = ('method', 'branch', 'version', 'module_type', 'package_set', 'fabricmanager', 'nvlsm', 'nscq', 'imex',
-             'persistenced', 'persistence_conflicting_units', 'repo_url', 'repo_gpgcheck', 'repo_gpgkey', 'epel',
+PLAN_KEYS = ('method', 'source', 'branch', 'version', 'module_type', 'package_set', 'fabricmanager', 'nvlsm', 'nscq',
+             'imex', 'persistenced', 'persistence_conflicting_units', 'repo_url', 'repo_gpgcheck', 'repo_gpgkey', 'epel',
              'epel_url', 'epel_gpgkey', 'open_required_device_ids')
 
 

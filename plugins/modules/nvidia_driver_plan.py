@@ -38,7 +38,7 @@ options:
     type: dict
   settings:
     description:
-      - The role's settings without the C(nodeprep_nvidia_driver_) prefix - C(method), C(branch), C(version),
+      - The role's settings without the C(nodeprep_nvidia_driver_) prefix - C(method), C(source), C(branch), C(version),
         C(module_type), C(package_set), C(fabricmanager), C(nvlsm), C(nscq), C(imex), C(persistenced),
         C(persistence_conflicting_units), C(repo_url), C(repo_gpgcheck), C(repo_gpgkey), C(epel), C(epel_url),
         C(epel_gpgkey), C(open_required_device_ids), C(reboot_ok).

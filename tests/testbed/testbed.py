@@ -141,7 +141,18 @@ FAULTS = {
     'devel-missing': {'flag': 'devel-missing',
                       'help': 'a custom kernel whose devel/headers are in no repository: the installed ones removed, '
                               'dnf excludes kernel*-devel*, apt pins linux-headers-* to -1 (heal lifts the exclusion)'},
+    'ubuntu-signed': {'flag': 'ubuntu-signed',
+                      'help': "Ubuntu nodes: Ubuntu's Canonical-signed driver installed from the node's archive "
+                              '(nvidia-driver-580-server-open and linux-modules-nvidia-580-server-open-<running '
+                              'kernel>, no DKMS; --value KERNEL also that kernel\'s modules); heal leaves the packages, '
+                              'as on a real node'},
 }
+
+# ubuntu-signed, applied inside the node with apt from the node's own archive (tests/testbed/REALITY.md, "Ubuntu's
+# signed driver"): what ubuntu-drivers or the GPU Operator's precompiled container install.
+UBUNTU_SIGNED_APPLY = ("set -e; export DEBIAN_FRONTEND=noninteractive; apt-get -q update >/dev/null; "
+                       "apt-get -y -q install --no-install-recommends nvidia-driver-580-server-open "
+                       "linux-modules-nvidia-580-server-open-$(uname -r) {extra}")
 
 # devel-missing, applied inside the node with its package manager's own configuration (dnf.conf(5) excludepkgs,
 # apt_preferences(5) a negative Pin-Priority): sh scripts run with nsenter; the marker line finds what heal removes.
@@ -1502,6 +1513,14 @@ def cmd_fault(args):
             with open(os.path.join(faults, 'node-down'), 'w') as f:
                 f.write('veth {0} down\n'.format(node['veth_host']))
             run(['ip', 'link', 'set', node['veth_host'], 'down'])
+        elif args.kind == 'ubuntu-signed':
+            if FLAVOURS[node['flavour']]['pkg'] != 'deb':
+                raise TestbedError('ubuntu-signed needs an Ubuntu node; {0} is {1}'.format(args.node, node['flavour']))
+            with open(os.path.join(faults, 'ubuntu-signed'), 'w') as f:
+                f.write("Ubuntu's signed driver installed\n")
+            extra = 'linux-modules-nvidia-580-server-open-' + args.value if args.value else ''
+            proc = node_exec(node['name'], ['sh', '-c', UBUNTU_SIGNED_APPLY.format(extra=extra)])
+            sys.stdout.write(proc.stdout)
         elif args.kind == 'devel-missing':
             with open(os.path.join(faults, 'devel-missing'), 'w') as f:
                 f.write('devel/headers removed and excluded\n')

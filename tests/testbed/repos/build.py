@@ -47,6 +47,10 @@ ELREPO = {
 MODULAR = ('el8', 'el9')
 DEB_OTHER_KERNEL = '6.1.0-40-amd64'
 DEB_DKMS_VERSION = '3.0.11-1ubuntu13'
+# Ubuntu's own archive (REALITY.md, "Ubuntu's signed driver"): the -server driver series with its Ubuntu release,
+# and the Canonical-signed modules per kernel (source linux-restricted-modules, versioned like the kernel).
+UBUNTU_DRIVERS = {'580': ('580.95.05', '0ubuntu0.24.04.2')}
+UBUNTU_FM_RELEASE = '0ubuntu0.24.04.1'
 TOOLS = ('rpmbuild', 'rpmsign', 'createrepo_c', 'modifyrepo_c', 'dpkg-deb', 'dpkg-scanpackages', 'gpg', 'gpgconf')
 
 # Throwaway signing keys, one per real repository key (REALITY.md, R5/R6): name -> (user id, algorithm).
@@ -485,6 +489,53 @@ def build_apt_cuda(cuda, work):
     deb(cuda, work, 'infiniband-diags', '50.0-2', [])
 
 
+def build_apt_ubuntu_signed(dist, work, kernels):
+    """Ubuntu's Canonical-signed driver in the node's own archive (REALITY.md, "Ubuntu's signed driver", R25):
+    nvidia-driver-<B>-server-open and its parts at <version>-0ubuntu0.24.04.N, the fabric manager and NSCQ with the
+    branch in their names (nvidia-fabricmanager-<B> provides the virtual nvidia-fabricmanager), and per kernel
+    linux-modules-nvidia-<B>-server-open-<kernel> with a prebuilt nvidia.ko marked signed by Canonical.  No DKMS."""
+    for branch, (version, release) in sorted(UBUNTU_DRIVERS.items()):
+        v = '{0}-{1}'.format(version, release)
+        p = os.path.join(work, 'payload-' + version)
+        sroot = os.path.join(work, 'ubuntu-signed-' + version)
+        common = 'nvidia-kernel-common-{0}-server'.format(branch)
+        eq = '(= {0})'.format(v)
+        # Ubuntu's series and NVIDIA's repository ship the same files: each of Ubuntu's packages conflicts with its
+        # NVIDIA counterpart (a guess at the mechanism; REALITY.md), so apt swaps them when told to install the other.
+        deb(dist, work, common, v, [(p, '/usr/lib/testbed/nvidia-kmod-common-' + version)],
+            extra={'Provides': '{0}-{1}'.format(common, version),
+                   'Conflicts': 'nvidia-kernel-common-{0}'.format(branch)})
+        deb(dist, work, 'libnvidia-compute-{0}-server'.format(branch), v, [(p, '/usr/lib64/libcuda.so.' + version)],
+            '{0} {1}'.format(common, eq), extra={'Conflicts': 'libnvidia-compute-{0}'.format(branch)})
+        deb(dist, work, 'nvidia-utils-{0}-server'.format(branch), v, [(p, '/usr/bin/nvidia-smi')],
+            '{0} {1}'.format(common, eq), extra={'Conflicts': 'nvidia-utils-{0}'.format(branch)})
+        deb(dist, work, 'nvidia-compute-utils-{0}-server'.format(branch), v,
+            [(p, '/usr/bin/nvidia-persistenced'),
+             (p + '-ubuntu', '/usr/lib/systemd/system/nvidia-persistenced.service')],
+            '{0} {1}'.format(common, eq), extra={'Conflicts': 'nvidia-persistenced'},
+            scripts={'postinst': PERSISTENCED_USER})
+        parts = [common, 'libnvidia-compute-{0}-server'.format(branch), 'nvidia-utils-{0}-server'.format(branch),
+                 'nvidia-compute-utils-{0}-server'.format(branch)]
+        deb(dist, work, 'nvidia-driver-{0}-server-open'.format(branch), v, [],
+            ', '.join('{0} {1}'.format(d, eq) for d in parts),
+            extra={'Conflicts': 'nvidia-driver-{0}-open, nvidia-open'.format(branch)})
+        fm_v = '{0}-{1}'.format(version, UBUNTU_FM_RELEASE)
+        deb(dist, work, 'nvidia-fabricmanager-' + branch, fm_v,
+            [(p, '/usr/bin/nv-fabricmanager'), (p, '/usr/bin/nvidia-fabricmanager-start.sh'),
+             (p, '/usr/lib/systemd/system/nvidia-fabricmanager.service'),
+             (p, '/usr/share/nvidia/nvswitch/fabricmanager.cfg')],
+            '{0}-{1}'.format(common, version), extra={'Provides': 'nvidia-fabricmanager',
+                                                      'Conflicts': 'nvidia-fabricmanager'})
+        deb(dist, work, 'libnvidia-nscq-' + branch, fm_v, [(p, '/usr/lib64/libnvidia-nscq.so.' + version)],
+            '{0}-{1}'.format(common, version), extra={'Conflicts': 'libnvidia-nscq'})
+        for k in kernels:
+            rel = '/lib/modules/{0}/kernel/nvidia-{1}srv-open/nvidia.ko'.format(k, branch)
+            put(sroot, rel, 'TESTBED-NVIDIA-MODULE version={0} flavour=open signer=canonical\n'.format(version))
+            kver = k.split('-')[0]
+            deb(dist, work, 'linux-modules-nvidia-{0}-server-open-{1}'.format(branch, k), kver + '-1+1',
+                [(sroot, rel)], 'linux-image-{0}, {1} (>= {2})'.format(k, common, version))
+
+
 def build_apt(out, work, kernel):
     dist = os.path.join(out, 'apt', 'debian')
     cuda = os.path.join(out, 'apt', 'cuda')
@@ -512,6 +563,7 @@ def build_apt(out, work, kernel):
     os.symlink('/usr/lib/gpu-double/bin/gpu-double', os.path.join(droot, 'usr/sbin/dkms'))
     deb(dist, work, 'dkms', DEB_DKMS_VERSION, [(droot, '/usr/share/doc/testbed/dkms'), (droot, '/usr/sbin/dkms')],
         arch='all')
+    build_apt_ubuntu_signed(dist, work, (kernel, DEB_OTHER_KERNEL))
     build_apt_cuda(cuda, work)
     for d in (dist, cuda):
         text = run(['dpkg-scanpackages', '--multiversion', '.', '/dev/null'], cwd=d)

@@ -283,8 +283,8 @@ def test_cuda_repomd_and_apt_release_are_signed(repos, tmp_path):
     assert sh(['gpgv', '--keyring', wrong, os.path.join(apt, 'InRelease')], check=False).returncode != 0
 
 
-def apt_control(repos, name, version=None):
-    stanzas = read(repos, 'apt', 'cuda', 'Packages').split('\n\n')
+def apt_control(repos, name, version=None, repo='cuda'):
+    stanzas = read(repos, 'apt', repo, 'Packages').split('\n\n')
     found = []
     for st in stanzas:
         fields = dict(l.split(': ', 1) for l in st.splitlines() if ': ' in l and not l.startswith(' '))
@@ -303,6 +303,30 @@ def test_apt_names_per_branch(repos):
     assert apt_control(repos, 'nvidia-dkms-open')[0]['Version'] == '590.48.01-1ubuntu1'
     assert apt_control(repos, 'nvidia-dkms-590-open') == []
     assert 'nvidia-driver-580-open (= 580.95.05-0ubuntu1)' in apt_control(repos, 'nvidia-open', '580')[0]['Depends']
+
+
+def test_ubuntu_archive_has_the_signed_driver_and_no_dkms_in_it(repos, tmp_path):
+    # REALITY.md, "Ubuntu's signed driver" (R25): Ubuntu's -server series with its Ubuntu release, the modules per
+    # kernel versioned like the kernel, the fabric manager and NSCQ with the branch in their names.
+    driver = apt_control(repos, 'nvidia-driver-580-server-open', repo='debian')[0]
+    assert driver['Version'] == '580.95.05-0ubuntu0.24.04.2'
+    assert 'dkms' not in driver['Depends'] and 'nvidia-utils-580-server (= 580.95.05-0ubuntu0.24.04.2)' in \
+        driver['Depends']
+    fm = apt_control(repos, 'nvidia-fabricmanager-580', repo='debian')[0]
+    assert fm['Provides'] == 'nvidia-fabricmanager' and fm['Version'] == '580.95.05-0ubuntu0.24.04.1'
+    assert fm['Depends'] == 'nvidia-kernel-common-580-server-580.95.05'
+    assert apt_control(repos, 'libnvidia-nscq-580', repo='debian')
+    kernels = [f['Package'] for f in read(repos, 'apt', 'debian', 'Packages').split('\n\n') for f in [dict(
+        line.split(': ', 1) for line in f.splitlines() if ': ' in line)] if f.get('Package', '').startswith(
+        'linux-modules-nvidia-580-server-open-')]
+    assert sorted(kernels) == sorted('linux-modules-nvidia-580-server-open-' + k
+                                     for k in (build.DEB_OTHER_KERNEL, os.uname()[2]))
+    filename = os.path.basename(glob.glob(os.path.join(
+        repos, 'apt', 'debian', 'linux-modules-nvidia-580-server-open-{0}_*.deb'.format(build.DEB_OTHER_KERNEL)))[0])
+    root = tmp_path / 'modules'
+    sh(['dpkg-deb', '-x', os.path.join(repos, 'apt', 'debian', filename), str(root)])
+    ko = read(str(root), 'lib/modules', build.DEB_OTHER_KERNEL, 'kernel/nvidia-580srv-open/nvidia.ko')
+    assert 'signer=canonical' in ko and 'version=580.95.05' in ko
 
 
 def deb_extract(repos, tmp_path, filename):

@@ -289,9 +289,18 @@ def reset_volatile(state, profile, only_without_persistence=True):
 MODULE_DIRS = ('updates/dkms', 'extra', 'kernel/drivers/video', 'updates')
 
 
+def module_dirs(kernel):
+    """MODULE_DIRS, then Ubuntu's prebuilt ones: linux-modules-nvidia-<B>-server[-open]-<kernel> puts nvidia.ko in
+    kernel/nvidia-<B>srv[-open]/ (tests/testbed/REALITY.md, "Ubuntu's signed driver")."""
+    base = path(os.path.join('lib/modules', kernel, 'kernel'))
+    extra = sorted('kernel/' + n for n in os.listdir(base) if n.startswith('nvidia-')) if os.path.isdir(base) else []
+    return list(MODULE_DIRS) + extra
+
+
 def find_module(kernel):
-    """Return (path, info) of nvidia.ko for a kernel, info = {'version', 'flavour'} (None if absent)."""
-    for sub in MODULE_DIRS:
+    """Return (path, info) of nvidia.ko for a kernel, info = {'version', 'flavour'[, 'signer']} (None if
+    absent)."""
+    for sub in module_dirs(kernel):
         for name in ('nvidia.ko', 'nvidia.ko.xz', 'nvidia.ko.zst'):
             rel = os.path.join('lib/modules', kernel, sub, name)
             text = read_text(rel)
@@ -518,8 +527,9 @@ def try_load_driver(profile, state, at_boot):
             append_kernel_log([reason])
         drv.update({'loaded': False, 'reason': reason})
         return drv
-    if secure_boot_on():
-        # Secure Boot with kernel lockdown: the DKMS-built module is not signed by an enrolled key.
+    if secure_boot_on() and info.get('signer') != 'canonical':
+        # Secure Boot with kernel lockdown: the DKMS-built module is not signed by an enrolled key (Ubuntu's
+        # prebuilt modules are signed by Canonical, whose key the shim trusts).
         reason = "modprobe: ERROR: could not insert 'nvidia': Key was rejected by service"
         if drv.get('reason') != reason:
             append_kernel_log([

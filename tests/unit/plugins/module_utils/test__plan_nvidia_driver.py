@@ -312,7 +312,7 @@ def test_the_driver_plan_of_the_start_is_in_the_args():
     assert driver['predict']['packages'] is True
     assert driver['install']['packages'] == ['nvidia-open']
     assert plan['args']['driver_settings'] == {
-        'method': 'repo', 'branch': '580', 'version': '', 'module_type': 'open', 'package_set': 'full',
+        'method': 'repo', 'source': 'nvidia', 'branch': '580', 'version': '', 'module_type': 'open', 'package_set': 'full',
         'fabricmanager': 'auto', 'nvlsm': 'auto', 'nscq': True, 'imex': False, 'persistenced': True,
         'persistence_conflicting_units': ['nvidia-persistence-mode.service', 'nvidia-persistence.service',
                                           'nvidia-pm.service', 'nvidia-smi-pm.service'],
