@@ -307,6 +307,8 @@ def judge(probe, gpus=None):
             if found['nvswitch_count'] else ''))
         if gpus is not None and nvsmi_count and found['gpu_count'] < nvsmi_count:
             problems.append('DCGM sees {0} GPUs, nvidia-smi lists {1}'.format(found['gpu_count'], nvsmi_count))
+    elif found is not None:
+        notes.append('dcgmi discovery -l printed no GPU count')
     elif discovery:
         notes.append('dcgmi discovery -l failed (rc={0}): {1}'.format(
             discovery.get('rc'), (discovery.get('stderr') or discovery.get('stdout') or '').strip()[:200]))

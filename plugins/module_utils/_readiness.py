@@ -35,6 +35,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _dcgm as dcgm_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _driver_plan as driver_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as shm_rules
@@ -361,6 +362,13 @@ def _fabric_states(facts, settings, probe):
     return problems
 
 
+def _dcgm_diag(facts, settings, probe):
+    """gpu.dcgm_diag: DCGM's own diagnostic, run by readiness_info when nodeprep_readiness_dcgm is on (the rule and
+    the parsers: _dcgm.py)."""
+    status, expected, observed = dcgm_rules.judge(_get(probe, 'dcgm'), _gpus(facts))
+    return _check(dcgm_rules.CHECK, status, expected, observed)
+
+
 _ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
 
 # The one list of checks: (id, remedy, check function, fact namespaces it needs). A namespace that could not be
@@ -389,6 +397,10 @@ CHECKS = (
     ('nccl.config', _ROLE.format('nccl'), None, ()),
     ('nic.offload', _ROLE.format('nic_offload'), None, ('nics',)),
     ('fabric.manager', _ROLE.format('nvidia_driver'), _fabric_states, ('kernel_state',)),
+    # DCGM's diagnostic (opt-in: nodeprep_readiness_dcgm); it reads what readiness_info ran, not the facts.
+    ('gpu.dcgm_diag', 'drain the node and give the GPU and test named to hardware service; persistence mode off: '
+                      'role gpufleet.nodeprep.nvidia_driver (nodeprep_nvidia_driver_persistenced); DCGM missing or '
+                      'its host engine stopped: role gpufleet.nodeprep.dcgm', _dcgm_diag, ()),
 )
 CHECK_IDS = tuple(entry[0] for entry in CHECKS)
 # The checks of the GPU roles (_gpu_node.GPU_ROLES) and of the GPUs themselves: on a node that is not a GPU node

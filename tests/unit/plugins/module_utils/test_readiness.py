@@ -51,6 +51,7 @@ CONVERGED = [
     ('nccl.config', 'pass', '/etc/nccl.conf: as wanted'),
     ('nic.offload', 'pass', 'as wanted on ens3f0np0'),
     ('fabric.manager', 'pass', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled'),
+    ('gpu.dcgm_diag', 'pass', 'DCGM 4.1.1: 8 results of diagnostic (discovery not read); all passed'),
 ]
 
 FRESH = [
@@ -82,6 +83,7 @@ FRESH = [
     ('nccl.config', 'fail', '/etc/nccl.conf: missing'),
     ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
     ('fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
+    ('gpu.dcgm_diag', 'skip', 'not run: nodeprep_readiness_dcgm is false (it takes about a minute)'),
 ]
 
 
@@ -91,7 +93,7 @@ def test_converged_node_passes_every_check():
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
-    assert r.summarize(checks) == {'pass': 15, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
+    assert r.summarize(checks) == {'pass': 16, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
 
 
 def test_freshly_provisioned_node():
@@ -100,7 +102,7 @@ def test_freshly_provisioned_node():
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI device ID 0x2901 is Blackwell or newer)'
-    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 15, 'skip': 0, 'status': 'fail'}
+    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 15, 'skip': 1, 'status': 'fail'}
 
 
 def test_expected_texts_of_the_converged_node():
@@ -126,6 +128,8 @@ def test_expected_texts_of_the_converged_node():
                        'network',
         'fabric.manager': 'nvidia-fabricmanager active and enabled (on NVLink 5 systems it starts NVLSM itself), '
                           'every GPU fabric state Completed/Success',
+        'gpu.dcgm_diag': 'dcgmi diag -r 1: every test passes (or is skipped) on every GPU, and DCGM sees every GPU '
+                         'nvidia-smi lists',
     }
 
 
@@ -485,6 +489,8 @@ def test_skip_checks_and_missing_namespaces():
                                 '/etc/systemd/system/sys-subsystem-net-devices-*.device.wants/nodeprep-nic-offload@*'
                                 '.service'),
         ('fabric.manager', 'fail', 'not gathered: subsets: kernel, nvidia'),
+        # Opt-in, and no probe was read.
+        ('gpu.dcgm_diag', 'skip', 'not run: nodeprep_readiness_dcgm is false (it takes about a minute)'),
     ]
 
 
@@ -772,3 +778,31 @@ def test_checked_values_say_what_could_not_be_read():
     values = dict(F.checked_values(facts, settings, probe))
     assert values['GPUs'] == 'could not be read: nvidia-smi failed: nvidia-smi not found'
     assert values['/dev/shm'] == 'could not be read: shm facts: /etc/fstab line 3: bad'
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# gpu.dcgm_diag (the parsers and the rule: test__dcgm.py)
+
+
+def test_a_dcgm_failure_fails_only_gpu_dcgm_diag_and_names_the_gpu_and_test():
+    facts, settings, probe = F.converged()
+    doc = probe['dcgm']['diag']['stdout'].replace(
+        '"entity_id" : 3,\n' + ' ' * 64 + '"status" : "Pass"',
+        '"entity_id" : 3,\n' + ' ' * 64 + '"status" : "Fail", "warnings": [{"warning": "GPU 3 failed", '
+        '"error_id": 61, "error_category": 1, "error_severity": 2}]')
+    assert doc != probe['dcgm']['diag']['stdout']
+    probe['dcgm']['diag'].update(rc=205, stdout=doc)
+    checks = F.evaluate(facts, settings, probe)
+    assert [(c['id'], c['status']) for c in checks if c['status'] != 'pass'] == [('gpu.dcgm_diag', 'fail')]
+    observed = by_id(checks, 'gpu.dcgm_diag')['observed']
+    assert observed.startswith('GPU 3 ({0}): diagnostic failed: GPU 3 failed [error 61, severity ISOLATE]'.format(
+        [g['pci_bus_id'] for g in facts['nvidia']['gpus'] if g['index'] == 3][0]))
+
+
+def test_dcgm_diag_skips_on_a_node_that_is_not_a_gpu_node():
+    facts, settings, probe = F.converged()
+    facts['kernel_state']['pci']['gpu_count'] = 0
+    facts['kernel_state']['pci']['gpus'] = []
+    facts['nvidia'] = {'present': False, 'error': 'nvidia-smi not found', 'gpus': []}
+    checks = F.evaluate(facts, settings, probe)
+    assert by_id(checks, 'gpu.dcgm_diag')['status'] == 'skip'
