@@ -49,8 +49,11 @@ FAULT_DRIVER_UNLOADED = 'driver-unloaded'     # driver answers as not loaded; /p
 FAULT_XID = 'xid'                             # lines "<xid> [<index|bus id>]"; default GPU 0
 FAULT_RETIRED_PAGES = 'retired-pages-pending'  # optional content: indexes/bus ids, one a line; default all
 FAULT_REMAPPED_ROWS = 'remapped-rows-pending'  # same
+# DCGM's software test fails on the GPUs named (lines "<index|bus id>"; default the last GPU): lib/dcgmi_double.py.
+FAULT_DCGM_DIAG_FAIL = 'dcgm-diag-fail'
 FAULT_NAMES = (FAULT_GPU_MISSING, FAULT_GPU_REMOVED, FAULT_SMI_HANG, FAULT_DRIVER_UNLOADED, FAULT_XID,
-               FAULT_RETIRED_PAGES, FAULT_REMAPPED_ROWS, FAULT_CLOCKS_CAPPED, FAULT_POWER_CAPPED, FAULT_SECURE_BOOT)
+               FAULT_RETIRED_PAGES, FAULT_REMAPPED_ROWS, FAULT_CLOCKS_CAPPED, FAULT_POWER_CAPPED, FAULT_SECURE_BOOT,
+               FAULT_DCGM_DIAG_FAIL)
 EFI_GLOBAL_GUID = '8be4df61-93ca-11d2-aa0d-00e098032b8c'
 
 CUDA_BY_BRANCH = {'570': '12.8', '575': '12.9', '580': '13.0', '590': '13.1', '595': '13.2'}
