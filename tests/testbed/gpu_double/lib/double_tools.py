@@ -427,6 +427,8 @@ def cmd_mokutil(args):
 
 COMMANDS = {'boot': cmd_boot, 'views': cmd_views, 'mokutil': cmd_mokutil, 'pcigen': cmd_pcigen,
             'kernel-log': cmd_kernel_log, 'modprobe': cmd_modprobe, 'dkms': cmd_dkms}
+
+
 def cmd_hostengine(args, version):
     """nv-hostengine of DCGM (lib/dcgmi_double.py)."""
     import dcgmi_double
