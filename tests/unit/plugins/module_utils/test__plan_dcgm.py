@@ -199,3 +199,11 @@ def test_missing_facts_are_asked_for():
     the_facts['nodeprep_gathered'].remove('units')
     out = plan(the_facts, settings())
     assert out['missing'] and out['reasons'] == []
+
+
+def test_the_versionlock_plugin_is_installed_where_missing():
+    the_facts = facts(packages=INSTALLED, unit=RUNNING)
+    the_facts['kernel_state']['driver_node']['versionlock_plugin'] = False
+    out = plan(the_facts, settings())
+    assert out['args']['lock']['plugin'] == 'python3-dnf-plugin-versionlock'
+    assert plan(facts(packages=INSTALLED, unit=RUNNING, locks=LOCKS), settings())['args']['lock']['plugin'] is None
