@@ -824,4 +824,5 @@ def parse_module_file(text):
 def keep_package(name):
     """Installed packages the plan looks at (the module drops the rest of rpm -qa / dpkg-query)."""
     extra = ('nvlsm', 'dkms', 'epel-release', 'python3-dnf-plugin-versionlock')
-    return bool(NVIDIA_STACK_RE.match(name) or name in extra)
+    # NVIDIA DCGM (the dcgm role's plan reads them here: this list is read with the node's own package manager).
+    return bool(NVIDIA_STACK_RE.match(name) or name in extra or name.startswith('datacenter-gpu-manager-'))

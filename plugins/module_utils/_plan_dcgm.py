@@ -30,6 +30,7 @@ import re
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import family_of
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import os_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._packages import version_text
 
 ROLE = 'dcgm'
 CHECKS = ()
@@ -76,8 +77,9 @@ SETTINGS = {
 def gather(settings):
     request = _plan.new_gather()
     if settings[PREFIX + 'install']:
+        # The installed DCGM packages come with the kernel subset (kernel_state.driver_node.packages, read with the
+        # node's own package manager, _driver_plan.keep_package).
         request['subsets'] = ['kernel', 'nvidia']
-        request['packages'] = list(PACKAGES)
         request['units'] = [SERVICE]
     return request
 
@@ -142,6 +144,18 @@ def lock_entry(name, installed):
     return '{0}-{1}:{2}-{3}.*'.format(name, parts['epoch'], parts['version'], parts['release'])
 
 
+def installed_packages(facts):
+    """{name: 'epoch:version-release' | None} of the DCGM packages, from the gather's driver_node package list."""
+    node = ((facts.get('kernel_state') or {}).get('driver_node') or {}) if isinstance(facts.get('kernel_state'),
+                                                                                      dict) else {}
+    records = node.get('packages') if isinstance(node.get('packages'), dict) else {}
+    out = {}
+    for name in PACKAGES:
+        found = records.get(name)
+        out[name] = version_text(found[-1]) if found else None
+    return out
+
+
 def _unit(facts):
     units = facts.get('nodeprep_units') if isinstance(facts.get('nodeprep_units'), dict) else {}
     return units.get(SERVICE) or {}
@@ -179,7 +193,7 @@ def plan(facts, settings, context):
                                                                 ', '.join(str(m) for m in CUDA_MAJORS)))
         return out
     name = CUDA_PACKAGE.format(major)
-    packages = facts.get('nodeprep_packages') if isinstance(facts.get('nodeprep_packages'), dict) else {}
+    packages = installed_packages(facts)
     wanted = settings[PREFIX + 'version'] or ''
     have = packages.get(name)
     have_core = packages.get(CORE)

@@ -25,15 +25,19 @@ def facts(family='el', cuda='13.0', driver='580.105.08', packages=None, unit=Non
     os_info = ({'os_family': 'RedHat', 'distribution_major_version': '9', 'distribution': 'Rocky'} if family == 'el'
                else {'os_family': 'Debian', 'distribution_major_version': '24', 'distribution': 'Ubuntu'})
     node = {'versionlock': list(locks), 'versionlock_plugin': True} if family == 'el' else {'apt_holds': list(holds)}
-    installed = dict((name, None) for name in p.PACKAGES)
-    installed.update(packages or {})
+    # The gather's driver_node package list (_packages.parse_rpm / parse_dpkg records), DCGM's among the others.
+    records = {'nvidia-open': [{'epoch': 3, 'version': '580.105.08', 'release': '1.el9', 'arch': 'x86_64'}]}
+    for name, text in (packages or {}).items():
+        epoch, rest = text.split(':')
+        version, release = rest.rsplit('-', 1)
+        records[name] = [{'epoch': int(epoch), 'version': version, 'release': release, 'arch': 'x86_64'}]
+    node['packages'] = records
     return {
-        'nodeprep_gathered': ['kernel', 'nvidia', 'units', 'packages'],
+        'nodeprep_gathered': ['kernel', 'nvidia', 'units'],
         'kernel_state': {'os': os_info, 'pci': {'gpu_count': gpus}, 'driver_node': node,
                          'nvidia_module': {'loaded': driver is not None, 'version': driver}},
         'nvidia': ({'present': True, 'cuda_version': cuda, 'driver_version': driver, 'gpus': []} if cuda else
                    {'present': False, 'error': 'nvidia-smi not found', 'cuda_version': None, 'gpus': []}),
-        'nodeprep_packages': installed,
         'nodeprep_units': {p.SERVICE: dict(unit if unit is not None else NOT_FOUND)},
     }
 
