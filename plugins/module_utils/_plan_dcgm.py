@@ -109,14 +109,15 @@ def cuda_major(facts, settings):
     nvidia = facts.get('nvidia') if isinstance(facts.get('nvidia'), dict) else {}
     cuda = str(nvidia.get('cuda_version') or '')
     if re.match(r'^[0-9]+\.', cuda):
-        return int(cuda.split('.')[0]), 'nvidia-smi: CUDA Version {0}'.format(cuda)
+        return int(cuda.split('.', 1)[0]), 'nvidia-smi: CUDA Version {0}'.format(cuda)
     module = (facts.get('kernel_state') or {}).get('nvidia_module') if isinstance(facts.get('kernel_state'),
                                                                                   dict) else None
     version = (module or {}).get('version') or nvidia.get('driver_version')
     if version and re.match(r'^[0-9]+\.', str(version)):
-        major = cuda_major_of_branch(int(str(version).split('.')[0]))
+        branch = str(version).split('.', 1)[0]
+        major = cuda_major_of_branch(int(branch))
         if major is not None:
-            return major, 'driver {0} (branch {1})'.format(version, str(version).split('.')[0])
+            return major, 'driver {0} (branch {1})'.format(version, branch)
     return None, ('no driver answers (nvidia-smi: {0}) and no nvidia module is loaded'.format(
         nvidia.get('error') or 'no CUDA version'))
 

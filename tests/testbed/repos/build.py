@@ -271,7 +271,7 @@ def driver_payload(root, version):
 def dcgm_payload(root, version):
     """The files of DCGM 4 <version>: the double's dcgmi and nv-hostengine, NVIDIA's unit, a stand-in per CUDA
     major."""
-    put(root, '/usr/bin/dcgmi', fill('dcgmi.in', VERSION=version), 0o755)
+    put(root, '/usr/bin/dcgmi', '#!/usr/bin/python3 -sS\n' + fill('dcgmi.in', VERSION=version), 0o755)
     put(root, '/usr/bin/nv-hostengine', fill('daemon.in', NAME='nv-hostengine', DAEMON='hostengine',
                                              VERSION=version), 0o755)
     put(root, '/usr/lib/systemd/system/nvidia-dcgm.service', fill('units/nvidia-dcgm.service'))

@@ -15,7 +15,11 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _dcgm
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
-from ansible_collections.gpufleet.nodeprep.tests.unit.testbed.test_gpu_double import DOUBLE, node  # noqa: F401
+from ansible_collections.gpufleet.nodeprep.tests.unit.testbed import test_gpu_double
+
+DOUBLE = test_gpu_double.DOUBLE
+# The GPU double's node fixture (a node root with the double installed).
+node = test_gpu_double.node
 
 sys.path.insert(0, os.path.join(DOUBLE, 'lib'))
 
