@@ -926,4 +926,6 @@ def keep_package(name):
     """Installed packages the plan looks at (the module drops the rest of rpm -qa / dpkg-query)."""
     extra = ('nvlsm', 'dkms', 'epel-release', 'python3-dnf-plugin-versionlock')
     # Ubuntu's Canonical-signed modules (R25): linux-modules-nvidia-<branch>-server[-open]-<kernel> and the metas.
-    return bool(NVIDIA_STACK_RE.match(name) or name in extra or name.startswith('linux-modules-nvidia-'))
+    # NVIDIA DCGM (the dcgm role's plan reads them here: this list is read with the node's own package manager).
+    return bool(NVIDIA_STACK_RE.match(name) or name in extra or name.startswith('linux-modules-nvidia-')
+                or name.startswith('datacenter-gpu-manager-'))

@@ -35,6 +35,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _dcgm as dcgm_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _driver_plan as driver_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_fabric
@@ -363,6 +364,13 @@ def _topology_check(facts, settings, probe):
     return _check('gpu.topology', status, expected, observed)
 
 
+def _dcgm_diag(facts, settings, probe):
+    """gpu.dcgm_diag: DCGM's own diagnostic, run by readiness_info when nodeprep_readiness_dcgm is on (the rule and
+    the parsers: _dcgm.py)."""
+    status, expected, observed = dcgm_rules.judge(_get(probe, 'dcgm'), _gpus(facts))
+    return _check(dcgm_rules.CHECK, status, expected, observed)
+
+
 _ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
 
 # The one list of checks: (id, remedy, check function, fact namespaces it needs). A namespace that could not be
@@ -398,6 +406,10 @@ CHECKS = (
     ('gpu.topology', 'drain the node, then playbooks/recover_gpu.yml (a reboot retrains NVLinks); links still down: '
                      'hardware service (baseboard/NVLink); a GPU without a NIC rail: the NIC slot layout',
      _topology_check, ('nvidia',)),
+    # DCGM's diagnostic (opt-in: nodeprep_readiness_dcgm); it reads what readiness_info ran, not the facts.
+    ('gpu.dcgm_diag', 'drain the node and give the GPU and test named to hardware service; persistence mode off: '
+                      'role gpufleet.nodeprep.nvidia_driver (nodeprep_nvidia_driver_persistenced); DCGM missing or '
+                      'its host engine stopped: role gpufleet.nodeprep.dcgm', _dcgm_diag, ()),
 )
 CHECK_IDS = tuple(entry[0] for entry in CHECKS)
 # The checks of the GPU roles (_gpu_node.GPU_ROLES) and of the GPUs themselves: on a node that is not a GPU node

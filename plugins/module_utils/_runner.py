@@ -25,9 +25,10 @@ coreutils manual (info coreutils 'timeout invocation', coreutils 8.30 of EL8 to 
   rc -9; a shell would print 137.  Both count as a timeout, and only when the timeout has passed (a command killed by
   someone else before it, or one that exits 124 itself, is not reported as timed out).
 
-The commands run with a timeout are nvidia-smi and systemctl.  nvidia-smi's documented return values (nvidia-smi(1),
-RETURN VALUE: 0, 2, 3, 4, 6, 8, 9, 10, 12, 13, 14, 15 and 255) and systemctl's (0 to 4) do not collide with 124 to 127
-or 137.
+The commands run with a timeout are nvidia-smi, systemctl and dcgmi (readiness_info, gpu.dcgm_diag).  nvidia-smi's
+documented return values (nvidia-smi(1), RETURN VALUE: 0, 2, 3, 4, 6, 8, 9, 10, 12, 13, 14, 15 and 255) and
+systemctl's (0 to 4) do not collide with 124 to 127 or 137; dcgmi exits with its dcgmReturn_t as a byte (0, or 256
+minus the code: DCGM_ST_* run from -1 to -67 in NVIDIA/DCGM v4.6.0 dcgmlib/dcgm_structs.h, so 189 to 255).
 """
 
 from __future__ import absolute_import, division, print_function

@@ -23,7 +23,7 @@ description:
     and the role or playbook that fixes it. The check ids are C(kernel.devel_matched), C(driver.nouveau_blacklisted),
     C(driver.loaded), C(driver.open_modules), C(driver.persistenced), C(gpu.count), C(gpu.power_limit),
     C(gpu.clocks), C(gpu.health), C(memlock.users), C(memlock.services), C(shm.size), C(nccl.config),
-    C(nic.offload) and C(fabric.manager).
+    C(nic.offload), C(fabric.manager) and C(gpu.dcgm_diag).
   - Also returns the values the checks looked at (RV(checked_values)), for the report.
   - Never changes the node. Called C(gpufleet.nodeprep.readiness_check) in development versions before the first
     release; that name redirects here until 1.0.0.
@@ -63,6 +63,24 @@ options:
     type: list
     elements: str
     default: [nvidia-persistenced.service, nvidia-fabricmanager.service, nodeprep-gpu-settings.service]
+  dcgm:
+    description:
+      - Run NVIDIA DCGM's diagnostic (C(dcgmi discovery -l), then C(dcgmi diag -r <dcgm_level> -j)) for the check
+        C(gpu.dcgm_diag). Level 1 takes about a minute.
+      - V(false) reports C(gpu.dcgm_diag) as skipped. A node without C(dcgmi), or whose host engine
+        (C(nvidia-dcgm.service)) does not answer, skips it with that reason.
+    type: bool
+    default: false
+  dcgm_level:
+    description: The diagnostic level, C(dcgmi diag -r) (1 quick, 2 medium, 3 long, 4 extended).
+    type: int
+    choices: [1, 2, 3, 4]
+    default: 1
+  dcgm_timeout:
+    description:
+      - Seconds C(dcgmi diag) may take; then it is killed and C(gpu.dcgm_diag) fails saying so.
+    type: int
+    default: 300
   kernel_log_lines:
     description:
       - How many of the last kernel log lines of the current boot to search for NVIDIA Xid events
@@ -202,6 +220,12 @@ probe:
         error:
           description: Why the log could not be read, or null.
           type: str
+    dcgm:
+      description:
+        - What was run for C(gpu.dcgm_diag) - C(enabled), C(level), C(timeout), C(dcgmi) (its path, or null when
+          DCGM is not installed), and per command (C(discovery), C(diag)) its C(rc), C(stdout), C(stderr) and
+          C(timed_out).
+      type: dict
     services:
       description:
         - Per unit - C(load_state), C(active_state) and C(unit_file_state) as systemctl reports them.
@@ -225,7 +249,8 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness impor
     summarize,
     FAIL,
 )
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import run_status
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _dcgm
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import CommandNotFound, run, run_status
 
 _SYSTEMD_RUN_DIR = '/run/systemd/system'
 
@@ -281,12 +306,43 @@ def read_services(module, names):
                         'unit_file_state': records[name]['enabled']}) for name in names)
 
 
+# Seconds dcgmi discovery -l may take (it only asks the host engine).
+DCGM_DISCOVERY_TIMEOUT = 60
+
+
+def _dcgm_command(module, argv, timeout):
+    try:
+        result = run(module, argv, timeout=timeout)
+    except CommandNotFound as exc:
+        return {'rc': 127, 'stdout': '', 'stderr': str(exc), 'timed_out': False}
+    return {'rc': result.rc, 'stdout': result.stdout, 'stderr': result.stderr, 'timed_out': result.timed_out}
+
+
+def read_dcgm(module, enabled, level, timeout):
+    """What gpu.dcgm_diag needs (_dcgm.judge): nothing when disabled or without dcgmi; else DCGM's discovery and,
+    when a host engine answers it, its diagnostic."""
+    probe = {'enabled': bool(enabled), 'level': level, 'timeout': timeout, 'dcgmi': None}
+    if not enabled:
+        return probe
+    dcgmi = module.get_bin_path('dcgmi')
+    probe['dcgmi'] = dcgmi
+    if not dcgmi:
+        return probe
+    probe['discovery'] = _dcgm_command(module, _dcgm.discovery_argv(dcgmi), min(timeout, DCGM_DISCOVERY_TIMEOUT))
+    both = probe['discovery']['stdout'] + probe['discovery']['stderr']
+    if _dcgm.no_host_engine(both):
+        return probe
+    probe['diag'] = _dcgm_command(module, _dcgm.diag_argv(dcgmi, level), timeout)
+    return probe
+
+
 def run_checks(module):
     params = module.params
     settings = dict(params['settings'] or {})
     probe = {
         'kernel_log': read_kernel_log(module, params['kernel_log_lines']),
         'services': read_services(module, params['services']),
+        'dcgm': read_dcgm(module, params['dcgm'], params['dcgm_level'], params['dcgm_timeout']),
     }
     try:
         checks = evaluate(params['facts'], settings, probe, params['plans'])
@@ -316,12 +372,19 @@ def main():
                           default=['nvidia-persistenced.service', 'nvidia-fabricmanager.service',
                                    'nodeprep-gpu-settings.service']),
             kernel_log_lines=dict(type='int', default=20000),
+            dcgm=dict(type='bool', default=False),
+            dcgm_level=dict(type='int', choices=list(_dcgm.LEVELS), default=_dcgm.DEFAULT_LEVEL),
+            dcgm_timeout=dict(type='int', default=_dcgm.DEFAULT_TIMEOUT),
         ),
         supports_check_mode=True,
     )
     if module.params['kernel_log_lines'] < 0:
         module.fail_json(msg='kernel_log_lines={0} is negative; allowed: 0 (do not read the kernel log) or a positive '
                              'number of lines'.format(module.params['kernel_log_lines']))
+    try:
+        _dcgm.check_timeout(module.params['dcgm_timeout'], 'dcgm_timeout')
+    except _dcgm.DcgmError as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(**run_checks(module))
 
 

@@ -136,6 +136,10 @@ FAULTS = {
     'xid': {'flag': 'xid', 'help': 'an Xid event in the kernel log (--value Xid code, default 79; --gpu, default 0)'},
     'retired-pages': {'flag': 'retired-pages-pending', 'help': 'page retirement pending (--gpu; default every GPU)'},
     'remapped-rows': {'flag': 'remapped-rows-pending', 'help': 'row remapping pending (--gpu; default every GPU)'},
+    'dcgm-diag-fail': {'flag': 'dcgm-diag-fail',
+                       'help': "DCGM's software test (dcgmi diag, every level) fails on one GPU with DCGM's "
+                               '"Page Retirement/Row Remap" warning (error 85, severity RESET) (--gpu; default the '
+                               'last GPU)'},
     'shm-full': {'flag': 'shm-full', 'help': '/dev/shm filled to 0 bytes free (--value: most bytes of RAM to use, default 2 GiB)'},
     'node-down': {'flag': 'node-down', 'help': 'the node is cut off the network (host side of its veth down)'},
     'devel-missing': {'flag': 'devel-missing',
@@ -1487,7 +1491,7 @@ def fault_content(kind, args):
         return '{0} {1}\n'.format(args.value or '79', gpu or '0')
     if kind == 'gpu-missing' and args.value:
         return '{0} {1}\n'.format(gpu or 'last', args.value)
-    if kind in ('gpu-missing', 'gpu-removed', 'retired-pages', 'remapped-rows'):
+    if kind in ('gpu-missing', 'gpu-removed', 'retired-pages', 'remapped-rows', 'dcgm-diag-fail'):
         return gpu + '\n' if gpu else ''
     if kind in ('clocks-capped', 'power-capped'):
         return '{0}\n'.format(args.value) if args.value else ''

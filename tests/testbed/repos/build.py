@@ -38,6 +38,9 @@ DOUBLE = os.path.join(TESTBED, 'gpu_double')
 
 DRIVERS = {'570': '570.172.08', '580': '580.95.05', '590': '590.48.01'}
 NVLSM_VERSION = '2025.06.4'
+# NVIDIA DCGM 4 in the CUDA repository (REALITY.md): core + one package per CUDA major, epoch 1, release 1.
+DCGM_VERSIONS = ('4.4.1', '4.5.2')
+DCGM_CUDA_MAJORS = ('12', '13')
 # ELRepo kernels: el8 and el9 have kernel-lt and kernel-ml, el10 kernel-ml only
 ELREPO = {
     'el8': {'kernel-lt': '5.15.190', 'kernel-ml': '6.16.7'},
@@ -269,6 +272,18 @@ def driver_payload(root, version):
     put(root, '/etc/apt/preferences.d/nvidia-driver-pinning-' + branch, fill('pinning.in', BRANCH=branch))
 
 
+def dcgm_payload(root, version):
+    """The files of DCGM 4 <version>: the double's dcgmi and nv-hostengine, NVIDIA's unit, a stand-in per CUDA
+    major."""
+    put(root, '/usr/bin/dcgmi', '#!/usr/bin/python3 -sS\n' + fill('dcgmi.in', VERSION=version), 0o755)
+    put(root, '/usr/bin/nv-hostengine', fill('daemon.in', NAME='nv-hostengine', DAEMON='hostengine',
+                                             VERSION=version), 0o755)
+    put(root, '/usr/lib/systemd/system/nvidia-dcgm.service', fill('units/nvidia-dcgm.service'))
+    for major in DCGM_CUDA_MAJORS:
+        put(root, '/usr/libexec/datacenter-gpu-manager-4/plugins/cuda{0}/README'.format(major),
+            'DCGM {0} CUDA {1} plugins (stand-in)\n'.format(version, major))
+
+
 def nvlsm_payload(root):
     put(root, '/opt/nvidia/nvlsm/sbin/nvlsm', fill('nvlsm.in', VERSION=NVLSM_VERSION), 0o755)
     put(root, '/usr/share/nvidia/nvlsm/nvlsm.conf', fill('nvlsm.conf.in', VERSION=NVLSM_VERSION))
@@ -364,6 +379,9 @@ def build_el(el, out, work, kernel, jobs):
         jobs.append(('dnf-plugin-nvidia.spec', dirs['cuda'], [dist]))
     jobs.append(('nvlsm.spec', dirs['cuda'], [dist, ('nvlsm_version', NVLSM_VERSION),
                                               ('payload', os.path.join(work, 'payload-nvlsm'))]))
+    for version in DCGM_VERSIONS:
+        jobs.append(('dcgm.spec', dirs['cuda'], [('dcgm_version', version),
+                                                 ('payload', os.path.join(work, 'payload-dcgm-' + version))]))
     return dirs
 
 
@@ -487,6 +505,15 @@ def build_apt_cuda(cuda, work):
     deb(cuda, work, 'nvlsm', NVLSM_VERSION + '-1', [(p, '/opt/nvidia/nvlsm'),
                                                     (p, '/usr/share/nvidia/nvlsm/nvlsm.conf')])
     deb(cuda, work, 'infiniband-diags', '50.0-2', [])
+    for version in DCGM_VERSIONS:
+        p = os.path.join(work, 'payload-dcgm-' + version)
+        full = '1:{0}-1'.format(version)
+        deb(cuda, work, 'datacenter-gpu-manager-4-core', full, [
+            (p, '/usr/bin/dcgmi'), (p, '/usr/bin/nv-hostengine'), (p, '/usr/lib/systemd/system/nvidia-dcgm.service')])
+        for major in DCGM_CUDA_MAJORS:
+            deb(cuda, work, 'datacenter-gpu-manager-4-cuda' + major, full,
+                [(p, '/usr/libexec/datacenter-gpu-manager-4/plugins/cuda{0}/README'.format(major))],
+                'datacenter-gpu-manager-4-core (= {0})'.format(full))
 
 
 def build_apt_ubuntu_signed(dist, work, kernels):
@@ -619,6 +646,8 @@ def build(out, force=False, keys_dir=None):
             for version in DRIVERS.values():
                 driver_payload(os.path.join(work, 'payload-' + version), version)
             nvlsm_payload(os.path.join(work, 'payload-nvlsm'))
+            for version in DCGM_VERSIONS:
+                dcgm_payload(os.path.join(work, 'payload-dcgm-' + version), version)
             jobs = []
             el_dirs = {}
             for el in sorted(ELREPO):

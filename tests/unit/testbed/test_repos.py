@@ -372,3 +372,29 @@ def test_compute_only_set_leaves_the_desktop_out(repos, tmp_path):
         assert not re.search(r'^\s*{0}\s'.format(desktop), compute.stdout, re.M), compute.stdout
         assert re.search(r'^\s*{0}\s'.format(desktop), full.stdout, re.M), full.stdout
     assert re.search(r'^\s*nvidia-persistenced\s', compute.stdout, re.M)
+
+
+@pytest.mark.parametrize('el', ['el8', 'el9', 'el10'])
+def test_el_dcgm_packages_have_nvidia_names_epoch_and_release(repos, el):
+    cuda = os.path.join(repos, el, 'cuda')
+    names = set(rpm_q(p, '%{NAME}-%{EPOCH}:%{VERSION}-%{RELEASE}\n').strip()
+                for p in glob.glob(os.path.join(cuda, 'datacenter-gpu-manager-4-*.rpm')))
+    for version in build.DCGM_VERSIONS:
+        for name in ('core', 'cuda12', 'cuda13'):
+            assert 'datacenter-gpu-manager-4-{0}-1:{1}-1'.format(name, version) in names
+    cuda13 = [p for p in rpms(cuda, 'datacenter-gpu-manager-4-cuda13') if '4.5.2' in p][0]
+    requires = sh(['rpm', '-qp', '--nosignature', '--requires', cuda13]).stdout.splitlines()
+    assert 'datacenter-gpu-manager-4-core = 1:4.5.2-1' in requires
+    core = [p for p in rpms(cuda, 'datacenter-gpu-manager-4-core') if '4.5.2' in p][0]
+    files = sh(['rpm', '-qlp', '--nosignature', core]).stdout.split()
+    assert files == ['/usr/bin/dcgmi', '/usr/bin/nv-hostengine', '/usr/lib/systemd/system/nvidia-dcgm.service']
+
+
+def test_apt_dcgm_packages(repos, tmp_path):
+    cuda = os.path.join(repos, 'apt', 'cuda')
+    debs = sorted(os.path.basename(p) for p in glob.glob(os.path.join(cuda, 'datacenter-gpu-manager-4-*.deb')))
+    assert 'datacenter-gpu-manager-4-cuda13_4.5.2-1_amd64.deb' in debs
+    deb = os.path.join(cuda, 'datacenter-gpu-manager-4-cuda13_4.5.2-1_amd64.deb')
+    fields = sh(['dpkg-deb', '-f', deb, 'Version', 'Depends']).stdout
+    assert 'Version: 1:4.5.2-1' in fields
+    assert 'Depends: datacenter-gpu-manager-4-core (= 1:4.5.2-1)' in fields

@@ -427,7 +427,16 @@ def cmd_mokutil(args):
 
 COMMANDS = {'boot': cmd_boot, 'views': cmd_views, 'mokutil': cmd_mokutil, 'pcigen': cmd_pcigen,
             'kernel-log': cmd_kernel_log, 'modprobe': cmd_modprobe, 'dkms': cmd_dkms}
-DAEMONS = {'persistenced': cmd_persistenced, 'fabricmanager': cmd_fabricmanager, 'nvlsm': cmd_nvlsm}
+
+
+def cmd_hostengine(args, version):
+    """nv-hostengine of DCGM (lib/dcgmi_double.py)."""
+    import dcgmi_double
+    return dcgmi_double.hostengine(args)
+
+
+DAEMONS = {'persistenced': cmd_persistenced, 'fabricmanager': cmd_fabricmanager, 'nvlsm': cmd_nvlsm,
+           'hostengine': cmd_hostengine}
 
 
 def main(argv):

@@ -144,7 +144,7 @@ def test_readiness_skips_every_gpu_check_on_a_node_without_gpus():
     assert R.GPU_CHECKS == ('kernel.devel_matched', 'driver.nouveau_blacklisted', 'driver.loaded',
                             'driver.open_modules', 'driver.persistenced', 'gpu.count', 'gpu.power_limit',
                             'gpu.clocks', 'gpu.health', 'nccl.config', 'fabric.manager', 'gpu.fabric',
-                            'gpu.topology')
+                            'gpu.topology', 'gpu.dcgm_diag')
     assert 'fail' not in [checks[c]['status'] for c in R.GPU_CHECKS]
 
 

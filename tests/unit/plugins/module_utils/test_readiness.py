@@ -55,6 +55,7 @@ CONVERGED = [
     ('fabric.manager', 'pass', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled'),
     ('gpu.fabric', 'pass', 'all 8 GPUs Completed/Success'),
     ('gpu.topology', 'pass', '28 GPU pairs at NV18 (B200 with NVSwitches: NV18); 8 of 8 GPUs with a NIC at PIX/PXB'),
+    ('gpu.dcgm_diag', 'pass', 'DCGM 4.1.1: 8 results of diagnostic (discovery not read); all passed'),
 ]
 
 FRESH = [
@@ -88,6 +89,7 @@ FRESH = [
     ('fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
     ('gpu.fabric', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('gpu.topology', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('gpu.dcgm_diag', 'skip', 'not run: nodeprep_readiness_dcgm is false (it takes about a minute)'),
 ]
 
 
@@ -97,7 +99,7 @@ def test_converged_node_passes_every_check():
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
-    assert r.summarize(checks) == {'pass': 17, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
+    assert r.summarize(checks) == {'pass': 18, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
 
 
 def test_freshly_provisioned_node():
@@ -106,7 +108,7 @@ def test_freshly_provisioned_node():
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI device ID 0x2901 is Blackwell or newer)'
-    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 17, 'skip': 0, 'status': 'fail'}
+    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 17, 'skip': 1, 'status': 'fail'}
 
 
 def test_expected_texts_of_the_converged_node():
@@ -134,6 +136,8 @@ def test_expected_texts_of_the_converged_node():
                           "the GPUs' fabric state is gpu.fabric's",
         'gpu.fabric': _gpu_fabric.EXPECTED,
         'gpu.topology': _topology.EXPECTED,
+        'gpu.dcgm_diag': 'dcgmi diag -r 1: every test passes (or is skipped) on every GPU, and DCGM sees every GPU '
+                         'nvidia-smi lists',
     }
 
 
@@ -508,6 +512,8 @@ def test_skip_checks_and_missing_namespaces():
         ('fabric.manager', 'fail', 'not gathered: subsets: kernel, nvidia'),
         ('gpu.fabric', 'skip', 'nvidia-smi lists no GPU'),
         ('gpu.topology', 'skip', 'nvidia-smi lists no GPU'),
+        # Opt-in, and no probe was read.
+        ('gpu.dcgm_diag', 'skip', 'not run: nodeprep_readiness_dcgm is false (it takes about a minute)'),
     ]
 
 
@@ -796,3 +802,31 @@ def test_checked_values_say_what_could_not_be_read():
     values = dict(F.checked_values(facts, settings, probe))
     assert values['GPUs'] == 'could not be read: nvidia-smi failed: nvidia-smi not found'
     assert values['/dev/shm'] == 'could not be read: shm facts: /etc/fstab line 3: bad'
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# gpu.dcgm_diag (the parsers and the rule: test__dcgm.py)
+
+
+def test_a_dcgm_failure_fails_only_gpu_dcgm_diag_and_names_the_gpu_and_test():
+    facts, settings, probe = F.converged()
+    doc = probe['dcgm']['diag']['stdout'].replace(
+        '"entity_id" : 3,\n' + ' ' * 64 + '"status" : "Pass"',
+        '"entity_id" : 3,\n' + ' ' * 64 + '"status" : "Fail", "warnings": [{"warning": "GPU 3 failed", '
+        '"error_id": 61, "error_category": 1, "error_severity": 2}]')
+    assert doc != probe['dcgm']['diag']['stdout']
+    probe['dcgm']['diag'].update(rc=205, stdout=doc)
+    checks = F.evaluate(facts, settings, probe)
+    assert [(c['id'], c['status']) for c in checks if c['status'] != 'pass'] == [('gpu.dcgm_diag', 'fail')]
+    observed = by_id(checks, 'gpu.dcgm_diag')['observed']
+    assert observed.startswith('GPU 3 ({0}): diagnostic failed: GPU 3 failed [error 61, severity ISOLATE]'.format(
+        [g['pci_bus_id'] for g in facts['nvidia']['gpus'] if g['index'] == 3][0]))
+
+
+def test_dcgm_diag_skips_on_a_node_that_is_not_a_gpu_node():
+    facts, settings, probe = F.converged()
+    facts['kernel_state']['pci']['gpu_count'] = 0
+    facts['kernel_state']['pci']['gpus'] = []
+    facts['nvidia'] = {'present': False, 'error': 'nvidia-smi not found', 'gpus': []}
+    checks = F.evaluate(facts, settings, probe)
+    assert by_id(checks, 'gpu.dcgm_diag')['status'] == 'skip'

@@ -310,10 +310,24 @@ def converged():
         'services': {'nvidia-persistenced.service': dict(active), 'nvidia-fabricmanager.service': dict(active),
                      'nvlsm.service': dict(active), 'nodeprep-gpu-settings.service': dict(active)},
     }
+    probe['dcgm'] = dcgm_passing()
     facts['nodeprep_files'].update(memlock_files())
     # The units the nvidia_driver plan reads, as the gather read them on this node.
     facts['nodeprep_units'] = unit_states(probe, _plan_nvidia_driver.gather(_plan.defaults(_plan_nvidia_driver))['units'])
     return facts, settings, probe
+
+
+def dcgm_passing():
+    """What readiness_info ran for gpu.dcgm_diag on a node whose DCGM diagnostic passed: the 8-GPU test object of
+    NVIDIA/DCGM issue #215 (tests/fixtures/dcgmi, a real DCGM 4.x excerpt) in the envelope of the 4.x schema; DCGM's
+    discovery not read."""
+    fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'dcgmi')
+    with open(os.path.join(fixtures, 'h100-8gpu-dcgm4-diag-diagnostic-test-excerpt_dcgm-issue215.txt')) as f:
+        excerpt = f.read().rstrip().rstrip(',')
+    doc = ('{"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [' + excerpt + ']}]}, '
+           '"metadata": {"version": "4.1.1"}}')
+    return {'enabled': True, 'level': 1, 'timeout': 300, 'dcgmi': '/usr/bin/dcgmi',
+            'diag': {'rc': 0, 'stdout': doc, 'stderr': '', 'timed_out': False}}
 
 
 # What the nccl role writes for converged()'s settings (the plan compares its SHA-1 with the gathered one).

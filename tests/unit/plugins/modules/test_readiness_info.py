@@ -79,12 +79,14 @@ def test_converged_node(monkeypatch, capsys):
     assert calls == [(JOURNAL, {'LC_ALL': 'C', 'LANGUAGE': 'C'}), (SHOW, {'LC_ALL': 'C', 'LANGUAGE': 'C'})]
     assert result['changed'] is False
     assert result['ready'] is True
-    assert result['summary'] == {'pass': 17, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
-    assert [c['status'] for c in result['checks']] == ['pass'] * 17
+    assert result['summary'] == {'pass': 17, 'warn': 0, 'fail': 0, 'skip': 1, 'status': 'pass'}
+    # gpu.dcgm_diag is opt-in (dcgm: false): it skips and runs nothing.
+    assert [c['status'] for c in result['checks']] == ['pass'] * 17 + ['skip']
     assert result['lost_gpus'] == []
     assert result['probe']['kernel_log'] == {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [],
                                              'error': None}
-    assert sorted(result['probe']) == ['kernel_log', 'services']
+    assert sorted(result['probe']) == ['dcgm', 'kernel_log', 'services']
+    assert result['probe']['dcgm'] == {'enabled': False, 'level': 1, 'timeout': 300, 'dcgmi': None}
     assert result['probe']['services']['nvidia-fabricmanager.service'] == {
         'load_state': 'loaded', 'active_state': 'active', 'unit_file_state': 'enabled'}
 
@@ -246,6 +248,72 @@ def test_nccl_conf_with_a_byte_that_is_not_utf8(monkeypatch, capsys, tmp_path):
     result, _calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
     assert got['nccl.config'] == ('fail', '{0}: content differs'.format(path))
-    assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 16
-    assert sorted(result['probe']) == ['kernel_log', 'services']
+    assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 16 + ['skip']
+    assert sorted(result['probe']) == ['dcgm', 'kernel_log', 'services']
     assert dict(result['checked_values'])['NCCL files'] == '{0}: content differs'.format(path)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# gpu.dcgm_diag: what the module runs (the rule and the parsers: test__dcgm.py)
+
+DISCOVERY = ['/usr/bin/dcgmi', 'discovery', '-l']
+DIAG = ['/usr/bin/dcgmi', 'diag', '-r', '2', '-j']
+TIMEOUT = '/usr/bin/timeout'
+
+
+def timed(argv, seconds):
+    return [TIMEOUT, '--kill-after=5', '--signal=TERM', str(seconds)] + argv
+
+
+def test_dcgm_runs_discovery_then_the_diagnostic_under_the_timeout(monkeypatch, capsys):
+    args = base_args()
+    args.update(dcgm=True, dcgm_level=2, dcgm_timeout=90)
+    doc = F.dcgm_passing()['diag']['stdout']
+    result, calls = run(monkeypatch, capsys, args, [
+        (JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, '')),
+        (timed(DISCOVERY, 60), (0, '8 GPUs found (Active).\n', '')),
+        (timed(DIAG, 90), (0, doc, '')),
+    ], bins=('journalctl', 'dmesg', 'systemctl', 'dcgmi', 'timeout'))
+    assert [argv for argv, _env in calls][2:] == [timed(DISCOVERY, 60), timed(DIAG, 90)]
+    assert all(env == {'LC_ALL': 'C', 'LANGUAGE': 'C'} for _argv, env in calls)
+    got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
+    assert got['gpu.dcgm_diag'] == ('pass', 'DCGM 4.1.1: 8 results of diagnostic (DCGM sees 8 GPUs); all passed')
+    assert result['probe']['dcgm']['level'] == 2
+
+
+def test_dcgm_without_host_engine_skips_and_runs_no_diagnostic(monkeypatch, capsys):
+    args = base_args()
+    args.update(dcgm=True)
+    result, calls = run(monkeypatch, capsys, args, [
+        (JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, '')),
+        (timed(DISCOVERY, 60), (235, 'Error: unable to establish a connection to the specified host: localhost\n'
+                                     'Error: Unable to connect to host engine. Host engine connection '
+                                     'invalid/disconnected.\n', '')),
+    ], bins=('journalctl', 'dmesg', 'systemctl', 'dcgmi', 'timeout'))
+    assert len(calls) == 3
+    status, observed = [(c['status'], c['observed']) for c in result['checks'] if c['id'] == 'gpu.dcgm_diag'][0]
+    assert status == 'skip'
+    assert observed.startswith('the DCGM host engine is not running (nvidia-dcgm.service not active')
+
+
+def test_dcgm_not_installed_skips(monkeypatch, capsys):
+    args = base_args()
+    args.update(dcgm=True)
+    result, calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
+    assert len(calls) == 2
+    status, observed = [(c['status'], c['observed']) for c in result['checks'] if c['id'] == 'gpu.dcgm_diag'][0]
+    assert (status, observed) == ('skip', 'DCGM is not installed (no dcgmi in PATH; role gpufleet.nodeprep.dcgm '
+                                          'installs it)')
+
+
+@pytest.mark.parametrize('option, value, words', [
+    ('dcgm_level', 5, 'value of dcgm_level must be one of: 1, 2, 3, 4, got: 5'),
+    ('dcgm_timeout', 0, 'dcgm_timeout=0 is not a timeout; allowed: a whole number of seconds, at least 1'),
+])
+def test_dcgm_settings_are_checked(monkeypatch, capsys, option, value, words):
+    args = base_args()
+    args[option] = value
+    result, calls = run(monkeypatch, capsys, args, [])
+    assert result['failed'] is True
+    assert words in result['msg']
+    assert calls == []
