@@ -106,7 +106,12 @@ def marker(node):
 
 def scenario():
     if not REUSE:
+        # Fresh nodes every time: `down` removes the nodes' disks (their overlay upper dirs, slurmctld's state on the
+        # head), so a fleet left up by an earlier run (or ROLLING_FLEET_REUSE=1) is never upgraded already.
         t0 = time.time()
+        proc = subprocess.run(sf.TESTBED + ['down'], env=sf.ENV, check=False)
+        if not check(proc.returncode == 0, 'testbed.py down before up (fresh nodes)'):
+            return
         proc = subprocess.run(sf.TESTBED + ['up', '--nodes', '2', '--slurm', '--kinds', sf.KINDS], env=sf.ENV,
                               check=False)
         timed('testbed.py up --slurm', t0)
@@ -197,10 +202,166 @@ def scenario():
           'run5: Slurm not asked, nothing to do', repr(got))
     check(updates() == before, 'run5: no scontrol update')
     check(sf.sinfo_states() == {EL: 'idle', UB: 'idle'}, 'sinfo: both idle at the end', repr(sf.sinfo_states()))
-    rc, text = playbook('readiness', 'readiness', '-e', 'nodeprep_readiness_hosts=slurm_nodes',
+    rc, text = playbook('readiness', 'readiness', '-e', 'nodeprep_hosts=slurm_nodes',
                         '-e', 'nodeprep_readiness_report_dir=' + os.path.join(REPORT, 'readiness'),
                         playbook='playbooks/readiness.yml')
     check(rc == 0, 'readiness passes on both nodes', text[-1500:])
+
+    more_options()
+
+
+def testbed(*argv):
+    proc = subprocess.run(sf.TESTBED + list(argv), env=sf.ENV, check=False)
+    return check(proc.returncode == 0, 'testbed.py ' + ' '.join(argv))
+
+
+def plan_rows(run_id):
+    """The plan table a run wrote: {node: {'state', 'batch'}}."""
+    path = os.path.join(REPORT, 'plan-{0}.txt'.format(run_id))
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        lines = f.read().splitlines()
+    return dict((cells[0], {'state': cells[1], 'batch': cells[2]}) for cells in (line.split() for line in lines[1:])
+                if cells)
+
+
+def reason(node):
+    return sf.slurmconf.parse_nodes(head('scontrol show node -o {0}'.format(node)))[node].get('Reason', '')
+
+
+def ctld_log():
+    return head('cat /var/log/slurm/slurmctld.log').splitlines()
+
+
+def first_line(lines, text):
+    return next((i for i, line in enumerate(lines) if text in line), None)
+
+
+def driver_version(node):
+    return ssh(node, 'nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1 || true',
+               check_rc=False).strip()
+
+
+def more_options():
+    """The options shown on the fleet on target (580): a branch move to 590 makes both nodes candidates again."""
+    move = ('-e', 'nodeprep_nvidia_driver_branch=590')
+
+    # 6. a batch of 100 % with min_available 1: refused before any change, the plan shows both in batch 1.
+    before = updates()
+    rc, text = playbook('batch 100% and min_available 1', 'refuse1', *(move + (
+        '-e', 'nodeprep_rolling_batch=100%', '-e', 'nodeprep_rolling_min_available=1')))
+    want = ('batch 1 ({0}, {1}) would leave partition gpu with 0 usable node(s) (none); '
+            'nodeprep_rolling_min_available is 1').format(EL, UB)
+    check(rc != 0 and want in text, 'min_available 1, batch 100%: refused: ' + want, 'rc={0} '.format(rc) + text[-800:])
+    rows = plan_rows('refuse1')
+    check(rows.get(EL) == {'state': 'candidate', 'batch': '1'} and rows.get(UB) == {'state': 'candidate', 'batch': '1'},
+          'batch 100% of 2 nodes: both in batch 1 (plan table)', repr(rows))
+    check(updates() == before, 'refuse1: no scontrol update', repr(updates()[len(before):]))
+
+    # 7. busy=fail: a job on el9 outlives the drain timeout; the run stops, el9 stays drained with our reason.
+    job = head("sbatch --parsable -w {0} -J long2 --wrap 'sleep 600'".format(EL)).strip().split(';')[0]
+    sf.wait_for('job {0} RUNNING'.format(job), lambda: head("squeue -h -j {0} -o %T".format(job)).strip() == 'RUNNING')
+    rc, text = playbook('busy=fail', 'fail1', *(move + (
+        '-e', 'nodeprep_rolling_busy=fail', '-e', 'nodeprep_rolling_drain_timeout=20')))
+    check(rc != 0 and 'still runs job(s) {0} after 20 s'.format(job) in text,
+          'busy=fail: the run stops on {0} (job {1})'.format(EL, job), 'rc={0} '.format(rc) + text[-800:])
+    st = status(EL)
+    check('DRAIN' in st['State'] and R_strip(st.get('Reason')) == 'nodeprep:fail1:drain' and
+          head("squeue -h -j {0} -o %T".format(job)).strip() == 'RUNNING',
+          '{0} stays drained (State={1}, Reason={2}), its job RUNNING'.format(EL, st['State'], st.get('Reason')))
+    check(not [line for line in updates(UB) if 'fail1' in line] and status(UB)['State'] == 'IDLE',
+          '{0} not drained by fail1 (the run stopped before its batch): IDLE'.format(UB), repr(status(UB)))
+
+    # The admin takes el9 over (job cancelled, their own reason): held from now on.
+    head('scancel {0}'.format(job))
+    head("scontrol update nodename={0} reason='admin: firmware check'".format(EL))
+    sf.wait_for('{0} drained'.format(EL), lambda: sf.sinfo_states().get(EL) == 'drained')
+    check(R_strip(reason(EL)) == 'admin: firmware check', "{0} has the admin's reason".format(EL), reason(EL))
+
+    # 8. one run: batch 2, include_held, busy=wait, reboot=slurm, and a GPU fault on ubuntu (gpu.health fails).
+    job = head("sbatch --parsable -w {0} -J short2 --wrap 'sleep 45'".format(UB)).strip().split(';')[0]
+    sf.wait_for('job {0} RUNNING'.format(job), lambda: head("squeue -h -j {0} -o %T".format(job)).strip() == 'RUNNING')
+    testbed('fault', UB, 'remapped-rows')
+    boot = dict((n, status(n)['BootTime']) for n in (EL, UB))
+    before_lines = len(ctld_log())
+    rc, text = playbook('batch 2, include_held, busy=wait, reboot=slurm, a GPU fault', 'big1', *(move + (
+        '-e', 'nodeprep_rolling_batch=2', '-e', 'nodeprep_rolling_include_held=true',
+        '-e', 'nodeprep_rolling_busy=wait', '-e', 'nodeprep_rolling_drain_timeout=10',
+        '-e', 'nodeprep_rolling_reboot=slurm')))
+    got = result('big1').get('nodes', {})
+    head('scontrol show node -o > /tmp/show-node-after-big1.txt')
+    with open(os.path.join(REPORT, 'show-node-after-big1.txt'), 'w') as f:
+        f.write(head('cat /tmp/show-node-after-big1.txt'))
+    log = ctld_log()[before_lines:]
+    check(rc == 0, 'big1 finished (1 node failed, nodeprep_rolling_max_failed 1)', text[-1500:])
+    rows = plan_rows('big1')
+    check(rows.get(EL, {}).get('batch') == '1' and rows.get(UB, {}).get('batch') == '1',
+          'batch 2: both nodes in batch 1 (plan table)', repr(rows))
+    # include_held: el9 worked on (590, rebooted by the roles), its admin state and reason kept, never resumed.
+    st = status(EL)
+    check(got.get(EL, {}).get('state') == 'done', '{0} (held) worked on: done'.format(EL), repr(got.get(EL)))
+    check(driver_version(EL).startswith('590.') and st['BootTime'] != boot[EL],
+          '{0}: driver {1}, rebooted (BootTime {2} -> {3})'.format(EL, driver_version(EL), boot[EL], st['BootTime']))
+    check('DRAIN' in st['State'] and R_strip(st.get('Reason')) == 'admin: firmware check',
+          "{0} keeps the admin's drain: State={1} Reason={2}".format(EL, st['State'], st.get('Reason')))
+    check(not [line for line in updates(EL) if 'big1' in line] and
+          first_line(log, 'reboot request queued for nodes {0}'.format(EL)) is None,
+          '{0}: no scontrol update and no scontrol reboot by big1'.format(EL))
+    # busy=wait: ubuntu's job ran to its end (past the 10 s drain timeout) before Slurm was asked to reboot it.
+    job_state = sf.slurmconf.parse_key_values(head('scontrol show job -o {0}'.format(job)))
+    done_at = first_line(log, 'JobId={0} done'.format(job))
+    asked_at = first_line(log, 'reboot request queued for nodes {0}'.format(UB))
+    check(job_state.get('JobState') == 'COMPLETED' and done_at is not None and asked_at is not None and
+          done_at < asked_at, 'busy=wait: job {0} COMPLETED (JobState={1}) before the reboot of {2} was asked'.format(
+              job, job_state.get('JobState'), UB), 'done line {0}, reboot line {1}'.format(done_at, asked_at))
+    drains = [line for line in updates(UB) if 'nodeprep:big1:drain' in line]
+    check(len(drains) == 1, '{0} drained once by big1'.format(UB), repr(drains))
+    # reboot=slurm: scontrol reboot through slurmctld and slurmd's RebootProgram, the node back DOWN, then verified.
+    st = status(UB)
+    check(asked_at is not None and first_line(log, 'node {0} returned to service'.format(UB)) is not None and
+          st['BootTime'] != boot[UB] and driver_version(UB).startswith('590.'),
+          '{0} rebooted by Slurm (reboot request queued, returned to service, BootTime {1} -> {2}), driver {3}'.format(
+              UB, boot[UB], st['BootTime'], driver_version(UB)))
+    # verify-failed: the node stays out of service with the failed checks in its reason.
+    ours = R_strip(st.get('Reason'))
+    check(got.get(UB, {}).get('state') == 'verify-failed' and 'gpu.health' in got.get(UB, {}).get('failed_checks', [])
+          and ours.startswith('nodeprep:big1:verify-failed:') and 'gpu.health' in ours.split(':')[-1].split(',')
+          and ('DOWN' in st['State'] or 'DRAIN' in st['State']),
+          '{0} verify-failed, stays out: State={1} Reason={2}'.format(UB, st['State'], st.get('Reason')),
+          repr(got.get(UB)))
+
+    # 9. the failure limit: a rerun with max_failed 0 verifies ubuntu only, fails again and stops the run.
+    before = updates()
+    before_lines = len(ctld_log())
+    rc, text = playbook('verify-failed again, nodeprep_rolling_max_failed 0', 'stop1', *(move + (
+        '-e', 'nodeprep_rolling_max_failed=0', '-e', 'nodeprep_rolling_reboot=slurm')))
+    new = updates()[len(before):]
+    check(rc != 0 and 'more than nodeprep_rolling_max_failed (0): the run stops' in text,
+          'stop1: 1 node failed > nodeprep_rolling_max_failed 0: the run stops', 'rc={0} '.format(rc) + text[-800:])
+    check(all('reason set to: nodeprep:stop1:' in line for line in new) and
+          first_line(ctld_log()[before_lines:], 'reboot request queued') is None and
+          R_strip(reason(UB)).startswith('nodeprep:stop1:verify-failed:'),
+          '{0} verified only (no drain, no reboot, no resume), reason {1}'.format(UB, reason(UB)), repr(new))
+
+    # 10. healed: verify only, resumed; the admin resumes el9 themselves.
+    testbed('heal', UB, 'remapped-rows')
+    rc, text = playbook('healed: verify only, resume', 'heal1', *move)
+    got = result('heal1').get('nodes', {})
+    check(rc == 0 and got.get(UB, {}).get('state') == 'resumed' and status(UB)['State'] == 'IDLE' and
+          'Reason' not in status(UB), '{0} verified and resumed: IDLE, no reason'.format(UB),
+          repr(got.get(UB)) + repr(status(UB)) + text[-800:])
+    check(got.get(EL, {}).get('state') == 'skipped-held' or got.get(EL, {}).get('state') == 'on-target',
+          '{0} (the admin\'s) left alone by heal1: {1}'.format(EL, got.get(EL, {}).get('state')))
+    head('scontrol update nodename={0} state=resume'.format(EL))
+    idle = sf.wait_for('both idle', lambda: sf.sinfo_states() == {EL: 'idle', UB: 'idle'})
+    check(bool(idle), 'sinfo: both idle at the very end', repr(sf.sinfo_states()))
+
+
+def R_strip(text):
+    """A reason without the " [user@time]" Slurm appends."""
+    text = text or ''
+    return text.rsplit(' [', 1)[0] if text.endswith(']') else text
 
 
 def main():
