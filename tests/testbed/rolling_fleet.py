@@ -6,22 +6,33 @@
 
 Boots a Slurm fleet of its own (head + el9-b200-01 + ubuntu2404-h200-01; TESTBED_PREFIX nprr, TESTBED_SUBNET 10.239,
 TESTBED_DIR .testbed-rolling; ROLLING_FLEET_PREFIX, ROLLING_FLEET_SUBNET and ROLLING_FLEET_DIR change them;
-ROLLING_FLEET_REUSE=1 uses a fleet already up there and leaves it up). The fresh nodes have no NVIDIA driver, so the
-driver plan of both is disruptive (install, nouveau blacklist, reboot). Checks, with the real daemons:
+ROLLING_FLEET_REUSE=1 uses a fleet already up there and leaves it up; without it the fleet is taken down first, so
+the nodes are always fresh). The fresh nodes have no NVIDIA driver, so the driver plan of both is disruptive
+(install, nouveau blacklist, reboot). Checks, with the real daemons:
 
   1. check mode with the roles' default reboot timeout (1800 s > ResumeTimeout 600 s): the plan is printed, the
      run refused by the preflight, and nothing changed in Slurm (no update_node in slurmctld.log) or on the nodes;
-  2. a job (sleep 900) on el9; a run with drain timeout 40 s under busy=skip: el9 is drained, not touched, then
-     resumed and reported busy with its job id, the job still RUNNING; ubuntu is drained, upgraded (driver loaded,
-     it rebooted), verified, resumed: IDLE, no reason;
+     check mode with batch 50%: one node a batch; batch 100% with min_available 1: refused, nothing changed;
+  2. a job (sleep 900) on el9; a run with batch 2 and drain timeout 40 s under busy=skip: both nodes drained by one
+     scontrol update before any work; el9 not touched, resumed and reported busy with its job id, the job still
+     RUNNING; ubuntu upgraded (driver loaded, it rebooted), verified, resumed: IDLE, no reason; then busy=fail: the
+     run stops on el9, which stays drained with our reason, its job RUNNING;
   3. an admin drains el9 (its job cancelled): the next run skips it (skipped-held), its reason is kept, and no
-     `scontrol update` is made;
-  4. the admin resumes el9 and a job holds it; a run is killed after its drain; the rerun (another run id) finishes
-     el9 without a second drain (one "reason set to: nodeprep:...:drain" in slurmctld.log for that node);
-  5. a run on the upgraded fleet asks Slurm nothing (slurm_asked false, no update_node), reports nothing to do;
+     `scontrol update` is made; with include_held (and reboot=slurm) el9 is worked on, rebooted by the roles, and
+     keeps the admin's drain and reason (no scontrol update, no scontrol reboot);
+  4. the admin resumes el9; a branch move to 590 for el9 only (host_vars; the fleet's apt packages cannot move an
+     Ubuntu node between branches); a job holds it; a run is killed after its drain; a GPU fault (remapped rows
+     pending); the rerun (reboot=slurm, busy=wait, drain timeout 10 s) is still waiting when the drain timeout has
+     passed, lets the job end, drains nothing again, has Slurm reboot el9 (scontrol reboot nextstate=DOWN:
+     "reboot request queued", "returned to service", a new BootTime, driver 590) and the verification fails:
+     DOWN, reason nodeprep:run4:verify-failed:...gpu.health...;
+  5. a rerun with max_failed 0 verifies el9 only, fails again and stops the run (reason updates only);
+  6. healed: the next run verifies el9 only and resumes it: IDLE, no reason;
+  7. a run on the upgraded fleet asks Slurm nothing (slurm_asked false, no update_node), reports nothing to do;
      sinfo shows both nodes idle and gpufleet.nodeprep.readiness passes on both.
 
-Exit 0 when every check passed. Run as root from the repository root. Takes about 15 minutes on 2 shared cores.
+Exit 0 when every check passed. Run as root from the repository root. Takes 10 to 40 minutes on 2 shared cores,
+as loaded by the others.
 """
 
 from __future__ import absolute_import, division, print_function
