@@ -22,7 +22,7 @@ class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(('hosts', 'slurm', 'run_id', 'batch', 'include_held', 'retry_failed', 'min_available',
-                             'reboot_timeout', 'busy', 'max_failed'))
+                             'reboot_timeout', 'busy', 'max_failed', 'reboot'))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -39,6 +39,7 @@ class ActionModule(ActionBase):
             reboot_timeout=dict(type='int', default=0),
             busy=dict(type='str', default='skip'),
             max_failed=dict(type='int', default=1),
+            reboot=dict(type='str', default='roles', choices=list(R.REBOOT_MODES)),
         ))
         hostvars = task_vars.get('hostvars') or {}
         nodes = []
@@ -54,7 +55,7 @@ class ActionModule(ActionBase):
             nodes.append({'node': host, 'plans': plans, 'marker': contents.get(R.MARKER)})
         slurm = plain(args['slurm']) if args['slurm'] else None
         options = dict((k, args[k]) for k in ('run_id', 'batch', 'include_held', 'retry_failed', 'min_available',
-                                              'reboot_timeout', 'busy', 'max_failed'))
+                                              'reboot_timeout', 'busy', 'max_failed', 'reboot'))
         try:
             plan = R.plan_run(nodes, slurm, options)
         except R.RollingError as exc:

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Action of gpufleet.nodeprep.rolling_slurm: the Slurm backend of the rolling maintenance run (state, drain,
-set_reason, wait_empty, resume).  Every Slurm command is an argv run by ansible.builtin.command on the host the task
+set_reason, wait_empty, resume, reboot, wait_reboot).  Every Slurm command is an argv run by ansible.builtin.command on the host the task
 runs on (delegate_to the Slurm controller); the decisions are plugins/module_utils/_rolling.py.
 Documentation: plugins/modules/rolling_slurm.py."""
 
@@ -18,8 +18,8 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _rolling as R
 
-OPS = ('state', 'drain', 'set_reason', 'wait_empty', 'resume')
-WRITES = ('drain', 'set_reason', 'resume')
+OPS = ('state', 'drain', 'set_reason', 'wait_empty', 'resume', 'reboot', 'wait_reboot')
+WRITES = ('drain', 'set_reason', 'resume', 'reboot')
 
 
 class ActionModule(ActionBase):
@@ -81,6 +81,9 @@ class ActionModule(ActionBase):
                     raise AnsibleActionFail('{0}: reason {1!r} is not one of ours (nodeprep:<run id>:<phase>)'.format(
                         name, reason))
             args['reasons'] = reasons
+        if op == 'reboot' and (R.parse_reason(args['reason'] or '') or {}).get('phase') != 'reboot':
+            raise AnsibleActionFail('op=reboot needs the reason nodeprep:<run id>:reboot, got {0!r}'.format(
+                args['reason']))
         if op == 'drain' and R.parse_reason(args['reason'] or '') is None:
             raise AnsibleActionFail('op=drain needs a reason of ours (nodeprep:<run id>:<phase>), got {0!r}'.format(
                 args['reason']))
@@ -174,3 +177,40 @@ class ActionModule(ActionBase):
             time.sleep(max(1, min(args['interval'], 2)))
         result.update({'resumed': mine, 'back': back, 'not_back': dict(
             (n, records[n].get('State')) for n in mine if n not in back), 'not_ours': refused})
+
+    def _op_reboot(self, args, nodes, task_vars, result):
+        """scontrol reboot nextstate=DOWN reason=<ours> for the nodes of ours whose reboot_step is 'request'; a reboot
+        already asked or issued is waited for (wait_reboot), never asked twice."""
+        records = self._records(task_vars)
+        self._known(nodes, records)
+        not_ours = [n for n in nodes if R.node_status(records[n])['ours'] is None]
+        if not_ours:
+            raise AnsibleActionFail('{0}: will not ask Slurm to reboot {1}: their reason is not ours ({2})'.format(
+                self._host_label, ', '.join(not_ours), '; '.join('{0} State={1} Reason={2}'.format(
+                    n, records[n].get('State'), records[n].get('Reason', '')) for n in not_ours)))
+        steps = dict((n, R.reboot_step(records[n], True)) for n in nodes)
+        ask = [n for n in nodes if steps[n] == 'request']
+        if ask:
+            self._run(['scontrol', 'reboot', 'nextstate=DOWN', 'reason=' + args['reason'], ','.join(ask)],
+                      task_vars)
+            result['changed'] = True
+        result.update({'asked': ask, 'steps': steps})
+
+    def _op_wait_reboot(self, args, nodes, task_vars, result):
+        """Poll until each node's Slurm reboot is complete (it registered again: DOWN, "reboot complete"), timed
+        out in Slurm ("reboot timed out"), or O(timeout) passed."""
+        deadline = time.time() + args['timeout']
+        steps = {}
+        records = {}
+        while nodes:
+            records = self._records(task_vars)
+            self._known(nodes, records)
+            steps = dict((n, R.reboot_step(records[n], False)) for n in nodes)
+            if all(s in ('complete', 'timed-out', 'none') for s in steps.values()) or time.time() >= deadline:
+                break
+            time.sleep(max(1, args['interval']))
+        result.update({'rebooted': sorted(n for n, s in steps.items() if s == 'complete'),
+                       'not_rebooted': dict((n, 'step={0} State={1} Reason={2}'.format(
+                           s, records[n].get('State'), records[n].get('Reason', '')))
+                           for n, s in steps.items() if s != 'complete'),
+                       'steps': steps})

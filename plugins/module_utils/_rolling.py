@@ -26,7 +26,14 @@ import re
 
 REASON_PREFIX = 'nodeprep'
 # The phases a node of ours goes through, recorded in its reason (and in MARKER on the node).
-PHASES = ('drain', 'work', 'verify', 'verify-failed')
+PHASES = ('drain', 'work', 'reboot', 'verify', 'verify-failed')
+# nodeprep_rolling_reboot: who reboots a node the kernel or driver needs rebooted: the roles (ansible.builtin.reboot
+# on the node) or Slurm (``scontrol reboot nextstate=DOWN reason=nodeprep:<run id>:reboot <node>``, RebootProgram).
+REBOOT_MODES = ('roles', 'slurm')
+# What slurmctld 22.05 appends to a node's reason during `scontrol reboot` (set_node_reboot_reason in node_mgr.c:
+# " : reboot issued" when it sends the reboot, " : reboot complete" when a nextstate=DOWN node registers again,
+# " : reboot timed out" after ResumeTimeout).
+SLURM_REBOOT_NOTES = ('reboot issued', 'reboot complete', 'reboot timed out')
 # The per-node states of a run (docs/rolling-maintenance.md).
 STATES = ('candidate', 'skipped-held', 'draining', 'drained', 'busy', 'work', 'verify', 'verify-failed', 'resumed',
           'done')
@@ -160,9 +167,20 @@ def strip_reason(reason):
     return _REASON_TAIL_RE.sub('', reason or '').strip()
 
 
+def reboot_notes(reason):
+    """The notes slurmctld appended to a reason during ``scontrol reboot`` (SLURM_REBOOT_NOTES), in order."""
+    return [p.strip() for p in strip_reason(reason).split(' : ')[1:] if p.strip() in SLURM_REBOOT_NOTES]
+
+
 def parse_reason(reason):
-    """Our reason -> {'run_id', 'phase', 'checks'}; None for any other reason (an admin's, Slurm's own)."""
+    """Our reason -> {'run_id', 'phase', 'checks', 'notes'}; None for any other reason (an admin's, Slurm's own).
+    ``notes``: what slurmctld appended during our ``scontrol reboot`` (reboot_notes)."""
     text = strip_reason(reason)
+    pieces = text.split(' : ')
+    notes = [p.strip() for p in pieces[1:]]
+    if any(n not in SLURM_REBOOT_NOTES for n in notes):
+        return None
+    text = pieces[0]
     parts = text.split(':')
     if len(parts) < 3 or parts[0] != REASON_PREFIX or not RUN_ID_RE.match(parts[1]) or parts[2] not in PHASES:
         return None
@@ -172,7 +190,7 @@ def parse_reason(reason):
         return None
     else:
         checks = []
-    return {'run_id': parts[1], 'phase': parts[2], 'checks': checks}
+    return {'run_id': parts[1], 'phase': parts[2], 'checks': checks, 'notes': notes}
 
 
 def parse_marker(text):
@@ -281,6 +299,10 @@ def decide(name, plans, marker, record, options):
                 ours['run_id']))
         elif phase == 'work':
             out.update(state='work', start='work', why='run {0} stopped in work: work again'.format(ours['run_id']))
+        elif phase == 'reboot':
+            # The roles are idempotent; reboot_step then waits for a reboot still pending, never asks a second one.
+            out.update(state='work', start='work', why='run {0} stopped in its Slurm reboot ({1}): work again'.format(
+                ours['run_id'], ', '.join(ours['notes']) or 'requested'))
         elif phase == 'verify':
             out.update(state='verify', start='verify', why='run {0} stopped in verify'.format(ours['run_id']))
         elif options.get('retry_failed'):
@@ -330,6 +352,44 @@ def after_wait(decision, jobs, timed_out, policy):
     if not timed_out or policy == 'wait':
         return 'draining'
     return 'busy' if policy == 'skip' else 'failed'
+
+
+def reboot_how(mode, held):
+    """Who reboots a node of the run (nodeprep_rolling_reboot): 'roles' or 'slurm'.
+
+    A held node (include_held) is always rebooted by the roles: ``scontrol reboot nextstate=DOWN`` would clear its
+    DRAIN flag and append to its reason (scontrol.1 of 22.05, ``reboot``), and its state is not ours to change."""
+    if mode not in REBOOT_MODES:
+        raise RollingError('nodeprep_rolling_reboot: {0!r} is not one of {1}'.format(mode, ', '.join(REBOOT_MODES)))
+    return 'roles' if held else mode
+
+
+def reboot_step(record, reboot_required):
+    """The next step of a Slurm reboot for one node of ours, from its record (parse_nodes):
+
+    * 'none': the roles asked for no reboot and no reboot of ours is under way;
+    * 'request': ask Slurm (``scontrol reboot nextstate=DOWN reason=nodeprep:<run id>:reboot``);
+    * 'wait': a reboot is requested or issued (REBOOT_REQUESTED / REBOOT_ISSUED), or issued and not yet complete;
+    * 'complete': the node registered again after our reboot (``reboot complete``, DOWN, no reboot flag);
+    * 'timed-out': slurmctld gave up (``reboot timed out``: not registered within ResumeTimeout).
+    A reboot already asked in an earlier run is waited for, never asked a second time."""
+    status = node_status(record)
+    ours = status['ours']
+    notes = ours['notes'] if ours else []
+    under_way = ours is not None and ours['phase'] == 'reboot'
+    if under_way and 'reboot timed out' in notes:
+        return 'timed-out'
+    if status['reboot_pending']:
+        return 'wait'
+    if under_way and 'reboot complete' in notes:
+        return 'complete'
+    if under_way:
+        # Asked, not issued yet or issued and the node not registered: the flags tell; without them and without a
+        # note Slurm dropped the request (State=RESUME cancels it): ask again only if the roles still need it.
+        if 'reboot issued' in notes:
+            return 'wait'
+        return 'request' if reboot_required else 'none'
+    return 'request' if reboot_required else 'none'
 
 
 def may_resume(record, run_id_any=True):
@@ -473,7 +533,8 @@ def plan_run(nodes, slurm, options):
 
     ``nodes``: [{'node', 'plans', 'marker'}] in play order (``marker``: MARKER's text or None); ``slurm``: the
     backend's state answer ({'records', 'config', 'partitions', 'jobs'}) or None when it was not asked;
-    ``options``: run_id, batch, include_held, retry_failed, min_available, reboot_timeout, busy, max_failed.
+    ``options``: run_id, batch, include_held, retry_failed, min_available, reboot_timeout, busy, max_failed,
+    reboot (REBOOT_MODES; each decision of a node worked on gets ``reboot``: reboot_how).
     Returns {'need_slurm': nodes Slurm must be asked about, 'decisions', 'work': nodes to take through the run in
     order, 'batches', 'batch_of', 'rows', 'text', 'problems'}.  With ``slurm`` None only ``need_slurm`` counts.
     """
@@ -481,6 +542,10 @@ def plan_run(nodes, slurm, options):
     if options.get('busy', 'skip') not in BUSY_POLICIES:
         raise RollingError('nodeprep_rolling_busy: {0!r} is not one of {1}'.format(
             options.get('busy'), ', '.join(BUSY_POLICIES)))
+    reboot_mode = options.get('reboot', 'roles')
+    if reboot_mode not in REBOOT_MODES:
+        raise RollingError('nodeprep_rolling_reboot: {0!r} is not one of {1}'.format(
+            reboot_mode, ', '.join(REBOOT_MODES)))
     for key in ('min_available', 'max_failed', 'reboot_timeout'):
         value = options.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -499,6 +564,7 @@ def plan_run(nodes, slurm, options):
         d = decide(n['node'], n['plans'], marker, record, options)
         d['marker'] = format_marker(options['run_id'], 'taken', d['held'], d['original_reason']) \
             if d['start'] else ''
+        d['reboot'] = reboot_how(reboot_mode, d['held']) if d['start'] else None
         decisions.append(d)
     work = [d['node'] for d in decisions if d['start']]
     batch_list = batches(work, options.get('batch', 1))

@@ -68,6 +68,14 @@ options:
     description: The run stops when more nodes than this failed verification (C(nodeprep_rolling_max_failed)).
     type: int
     default: 1
+  reboot:
+    description:
+      - Who reboots a node the kernel or driver needs rebooted (C(nodeprep_rolling_reboot)), V(roles)
+        (M(ansible.builtin.reboot) in the roles) or V(slurm) (C(scontrol reboot nextstate=DOWN) after the install).
+      - A held node (O(include_held)) is always rebooted by the roles; its decision's C(reboot) says which.
+    type: str
+    default: roles
+    choices: [roles, slurm]
   reboot_timeout:
     description: The longest reboot timeout of the kernel and nvidia_driver roles, in seconds; the run is refused
       when Slurm's C(ResumeTimeout) is shorter.
@@ -98,7 +106,7 @@ need_slurm:
   elements: str
 decisions:
   description: Per node - C(state), C(start) (drain, wait, work, verify or null), C(why), C(changes), C(ours),
-    C(held), C(original_reason), C(slurm_state), C(marker).
+    C(held), C(original_reason), C(slurm_state), C(marker), C(reboot) (roles or slurm; null when not worked on).
   returned: always
   type: dict
 work:

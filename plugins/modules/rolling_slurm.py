@@ -11,7 +11,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: rolling_slurm
-short_description: The Slurm backend of the rolling maintenance run (state, drain, set_reason, wait_empty, resume)
+short_description: The Slurm backend of the rolling maintenance run (state, drain, wait_empty, resume, reboot)
 version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
 description:
@@ -31,6 +31,12 @@ description:
   - O(op=resume) resumes only the nodes whose current reason is ours and that have no reboot pending
     (C(State=RESUME) would cancel it), then waits up to O(resume_timeout) seconds until they are IDLE, MIXED or
     ALLOCATED again.
+  - O(op=reboot) asks Slurm to reboot O(nodes) (all of them ours) with
+    C(scontrol reboot nextstate=DOWN reason=<reason> <nodes>) (O(reason) is V(nodeprep:<run id>:reboot)); slurmd runs
+    C(RebootProgram). A node whose reboot is already requested or issued is not asked again. Slurm clears the DRAIN
+    flag of a node rebooted with a nextstate and keeps it DOWN after the reboot, so no job starts there.
+  - O(op=wait_reboot) polls until each node of O(nodes) registered again after its reboot (DOWN, reason ending in
+    C(reboot complete)), Slurm gave up (C(reboot timed out), after C(ResumeTimeout)), or O(timeout) seconds passed.
   - The decisions are the pure functions of C(plugins/module_utils/_rolling.py); a site with another workload
     manager implements the same operations in a tasks file (docs/rolling-maintenance.md, "Backend").
 extends_documentation_fragment:
@@ -40,7 +46,7 @@ options:
     description: The operation.
     type: str
     required: true
-    choices: [state, drain, set_reason, wait_empty, resume]
+    choices: [state, drain, set_reason, wait_empty, resume, reboot, wait_reboot]
   nodes:
     description: Slurm node names.
     type: list
@@ -133,6 +139,24 @@ empty:
 busy:
   description: O(op=wait_empty) - the nodes still busy, with their job ids.
   returned: op=wait_empty
+  type: dict
+asked:
+  description: O(op=reboot) - the nodes C(scontrol reboot) was run for.
+  returned: op=reboot
+  type: list
+  elements: str
+steps:
+  description: O(op=reboot), O(op=wait_reboot) - each node's reboot step (none, request, wait, complete, timed-out).
+  returned: op=reboot or op=wait_reboot
+  type: dict
+rebooted:
+  description: O(op=wait_reboot) - the nodes back after their Slurm reboot.
+  returned: op=wait_reboot
+  type: list
+  elements: str
+not_rebooted:
+  description: O(op=wait_reboot) - the others, with their step, State and Reason.
+  returned: op=wait_reboot
   type: dict
 timed_out:
   description: O(op=wait_empty) - whether O(timeout) passed before every node was empty.

@@ -6,22 +6,33 @@
 
 Boots a Slurm fleet of its own (head + el9-b200-01 + ubuntu2404-h200-01; TESTBED_PREFIX nprr, TESTBED_SUBNET 10.239,
 TESTBED_DIR .testbed-rolling; ROLLING_FLEET_PREFIX, ROLLING_FLEET_SUBNET and ROLLING_FLEET_DIR change them;
-ROLLING_FLEET_REUSE=1 uses a fleet already up there and leaves it up). The fresh nodes have no NVIDIA driver, so the
-driver plan of both is disruptive (install, nouveau blacklist, reboot). Checks, with the real daemons:
+ROLLING_FLEET_REUSE=1 uses a fleet already up there and leaves it up; without it the fleet is taken down first, so
+the nodes are always fresh). The fresh nodes have no NVIDIA driver, so the driver plan of both is disruptive
+(install, nouveau blacklist, reboot). Checks, with the real daemons:
 
   1. check mode with the roles' default reboot timeout (1800 s > ResumeTimeout 600 s): the plan is printed, the
      run refused by the preflight, and nothing changed in Slurm (no update_node in slurmctld.log) or on the nodes;
-  2. a job (sleep 900) on el9; a run with drain timeout 40 s under busy=skip: el9 is drained, not touched, then
-     resumed and reported busy with its job id, the job still RUNNING; ubuntu is drained, upgraded (driver loaded,
-     it rebooted), verified, resumed: IDLE, no reason;
+     check mode with batch 50%: one node a batch; batch 100% with min_available 1: refused, nothing changed;
+  2. a job (sleep 900) on el9; a run with batch 2 and drain timeout 40 s under busy=skip: both nodes drained by one
+     scontrol update before any work; el9 not touched, resumed and reported busy with its job id, the job still
+     RUNNING; ubuntu upgraded (driver loaded, it rebooted), verified, resumed: IDLE, no reason; then busy=fail: the
+     run stops on el9, which stays drained with our reason, its job RUNNING;
   3. an admin drains el9 (its job cancelled): the next run skips it (skipped-held), its reason is kept, and no
-     `scontrol update` is made;
-  4. the admin resumes el9 and a job holds it; a run is killed after its drain; the rerun (another run id) finishes
-     el9 without a second drain (one "reason set to: nodeprep:...:drain" in slurmctld.log for that node);
-  5. a run on the upgraded fleet asks Slurm nothing (slurm_asked false, no update_node), reports nothing to do;
+     `scontrol update` is made; with include_held (and reboot=slurm) el9 is worked on, rebooted by the roles, and
+     keeps the admin's drain and reason (no scontrol update, no scontrol reboot);
+  4. the admin resumes el9; a branch move to 590 for el9 only (host_vars; the fleet's apt packages cannot move an
+     Ubuntu node between branches); a job holds it; a run is killed after its drain; a GPU fault (remapped rows
+     pending); the rerun (reboot=slurm, busy=wait, drain timeout 10 s) is still waiting when the drain timeout has
+     passed, lets the job end, drains nothing again, has Slurm reboot el9 (scontrol reboot nextstate=DOWN:
+     "reboot request queued", "returned to service", a new BootTime, driver 590) and the verification fails:
+     DOWN, reason nodeprep:run4:verify-failed:...gpu.health...;
+  5. a rerun with max_failed 0 verifies el9 only, fails again and stops the run (reason updates only);
+  6. healed: the next run verifies el9 only and resumes it: IDLE, no reason;
+  7. a run on the upgraded fleet asks Slurm nothing (slurm_asked false, no update_node), reports nothing to do;
      sinfo shows both nodes idle and gpufleet.nodeprep.readiness passes on both.
 
-Exit 0 when every check passed. Run as root from the repository root. Takes about 15 minutes on 2 shared cores.
+Exit 0 when every check passed. Run as root from the repository root. Takes 10 to 40 minutes on 2 shared cores,
+as loaded by the others.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -104,9 +115,80 @@ def marker(node):
     return ssh(node, 'cat /var/lib/nodeprep/rolling-state 2>/dev/null || true').strip()
 
 
+def host_vars(node, values=None):
+    """Write (or, with None, remove) the host_vars file of a node beside the fleet's inventory."""
+    path = os.path.join(sf.STATE_DIR, 'host_vars', node + '.yml')
+    if values is None:
+        if os.path.exists(path):
+            os.unlink(path)
+        return
+    if not os.path.isdir(os.path.dirname(path)):
+        os.makedirs(os.path.dirname(path))
+    with open(path, 'w') as f:
+        f.write('---\n' + ''.join('{0}: {1}\n'.format(k, json.dumps(v)) for k, v in sorted(values.items())))
+
+
+def testbed(*argv):
+    proc = subprocess.run(sf.TESTBED + list(argv), env=sf.ENV, check=False)
+    return check(proc.returncode == 0, 'testbed.py ' + ' '.join(argv))
+
+
+def plan_rows(run_id):
+    """The plan table a run wrote: {node: {'state', 'batch'}}."""
+    path = os.path.join(REPORT, 'plan-{0}.txt'.format(run_id))
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        lines = f.read().splitlines()
+    return dict((cells[0], {'state': cells[1], 'batch': cells[2]}) for cells in (line.split() for line in lines[1:])
+                if cells)
+
+
+def strip(text):
+    """A reason without the " [user@time]" Slurm appends."""
+    text = text or ''
+    return text.rsplit(' [', 1)[0] if text.endswith(']') else text
+
+
+def ctld_log():
+    return head('cat /var/log/slurm/slurmctld.log').splitlines()
+
+
+def first_line(lines, text):
+    return next((i for i, line in enumerate(lines) if text in line), None)
+
+
+def driver_version(node):
+    return ssh(node, 'nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1 || true',
+               check_rc=False).strip()
+
+
+def job_state(job):
+    return head("squeue -h -j {0} -o %T 2>/dev/null || true".format(job)).strip()
+
+
+def submit(node, name, seconds):
+    job = head("sbatch --parsable -w {0} -J {1} --wrap 'sleep {2}'".format(node, name, seconds)).strip().split(';')[0]
+    sf.wait_for('job {0} RUNNING'.format(job), lambda: job_state(job) == 'RUNNING')
+    return job
+
+
+def start_playbook(run_id, *extra):
+    out = open(os.path.join(REPORT, '{0}.log'.format(run_id)), 'w')
+    proc = subprocess.Popen(playbook_argv(run_id, *extra), env=playbook_env(), stdout=out, stderr=subprocess.STDOUT,
+                            cwd=REPO, start_new_session=True)
+    return proc, out
+
+
 def scenario():
+    host_vars(EL)
     if not REUSE:
+        # Fresh nodes every time: `down` removes the nodes' disks (their overlay upper dirs, slurmctld's state on the
+        # head), so a fleet left up by an earlier run (or ROLLING_FLEET_REUSE=1) is never upgraded already.
         t0 = time.time()
+        proc = subprocess.run(sf.TESTBED + ['down'], env=sf.ENV, check=False)
+        if not check(proc.returncode == 0, 'testbed.py down before up (fresh nodes)'):
+            return
         proc = subprocess.run(sf.TESTBED + ['up', '--nodes', '2', '--slurm', '--kinds', sf.KINDS], env=sf.ENV,
                               check=False)
         timed('testbed.py up --slurm', t0)
@@ -126,22 +208,42 @@ def scenario():
     check('candidate' in text and 'nvidia_driver' in text, 'check mode prints the plan (candidates, driver work)')
     check(updates() == before, 'check mode: no scontrol update (slurmctld.log)')
     check(marker(EL) == '' and marker(UB) == '', 'check mode: no marker written on the nodes')
-    rc, text = playbook('check mode', 'check2', '--check')
+    rc, text = playbook('check mode, batch 50%', 'check2', '--check', '-e', 'nodeprep_rolling_batch=50%')
     check(rc == 0 and updates() == before and result('check2').get('check_mode') is True,
           'check mode with reboot timeouts 600 s: plan only, rc 0, no scontrol update', 'rc={0}'.format(rc))
+    rows = plan_rows('check2')
+    check(rows.get(EL) == {'state': 'candidate', 'batch': '1'} and rows.get(UB) == {'state': 'candidate', 'batch': '2'},
+          'batch 50% of 2 candidates: one node a batch (plan table)', repr(rows))
+    # min_available: a batch of 100 % would leave the partition empty; refused before any change.
+    rc, text = playbook('batch 100%, min_available 1', 'refuse1', '-e', 'nodeprep_rolling_batch=100%',
+                        '-e', 'nodeprep_rolling_min_available=1')
+    want = ('batch 1 ({0}, {1}) would leave partition gpu with 0 usable node(s) (none); '
+            'nodeprep_rolling_min_available is 1').format(EL, UB)
+    check(rc != 0 and want in text, 'min_available 1, batch 100%: refused: ' + want, 'rc={0} '.format(rc) + text[-800:])
+    rows = plan_rows('refuse1')
+    check(rows.get(EL, {}).get('batch') == '1' and rows.get(UB, {}).get('batch') == '1',
+          'batch 100%: both nodes in batch 1 (plan table)', repr(rows))
+    check(updates() == before and marker(EL) == '' and marker(UB) == '',
+          'refuse1: no scontrol update, no marker', repr(updates()[len(before):]))
 
-    # 2. a long job on el9: drained, not touched, resumed as busy; ubuntu upgraded.
-    job = head("sbatch --parsable -w {0} -J long --wrap 'sleep 900'".format(EL)).strip().split(';')[0]
-    sf.wait_for('job {0} RUNNING'.format(job), lambda: head("squeue -h -j {0} -o %T".format(job)).strip() == 'RUNNING')
+    # 2. batch 2 with a long job on el9: both drained in one scontrol update; el9 not touched, resumed as busy;
+    # ubuntu upgraded.
+    job = submit(EL, 'long', 900)
     boot_ub = status(UB)['BootTime']
-    rc, text = playbook('rolling run, a busy node', 'run1', '-e', 'nodeprep_rolling_drain_timeout=40')
+    rc, text = playbook('rolling run, batch 2, a busy node', 'run1', '-e', 'nodeprep_rolling_drain_timeout=40',
+                        '-e', 'nodeprep_rolling_batch=2')
     got = result('run1').get('nodes', {})
     check(rc == 0, 'run1 finished', text[-1500:])
+    rows = plan_rows('run1')
+    check(rows.get(EL, {}).get('batch') == '1' and rows.get(UB, {}).get('batch') == '1',
+          'batch 2: both nodes in batch 1 (plan table)', repr(rows))
+    drains = [line for line in updates() if 'reason set to: nodeprep:run1:drain' in line]
+    works = [line for line in updates() if 'reason set to: nodeprep:run1:work' in line]
+    check(len(drains) == 2 and drains[0][:20] == drains[1][:20] and works and all(w > drains[1] for w in works),
+          'batch 2: both nodes drained by one scontrol update (same second), before any work', repr(drains + works))
     check(got.get(EL, {}).get('state') == 'busy' and got.get(EL, {}).get('jobs') == [job],
           '{0} reported busy with job {1}'.format(EL, job), repr(got.get(EL)))
-    check(any('nodeprep:run1:drain' in line for line in updates(EL)), '{0} was drained by run1'.format(EL))
-    check('DRAIN' not in status(EL)['State'] and 'Reason' not in status(EL) and
-          head("squeue -h -j {0} -o %T".format(job)).strip() == 'RUNNING',
+    check('DRAIN' not in status(EL)['State'] and 'Reason' not in status(EL) and job_state(job) == 'RUNNING',
           '{0} resumed (State={1}), its job still RUNNING'.format(EL, status(EL)['State']), repr(status(EL)))
     check(ssh(EL, 'test -e /usr/bin/nvidia-smi && echo yes || echo no').strip() == 'no',
           '{0} not touched: no driver installed'.format(EL))
@@ -150,7 +252,19 @@ def scenario():
           '{0} IDLE, no reason, rebooted (BootTime {1} -> {2})'.format(UB, boot_ub, status(UB)['BootTime']))
     check(marker(UB) == '' and marker(EL) == '', 'markers removed')
 
-    # 3. an admin's drain: skipped, reason kept, no scontrol update.
+    # 2b. busy=fail: the job still runs on el9; the run stops there and el9 stays drained with our reason.
+    before = updates()
+    rc, text = playbook('busy=fail', 'fail1', '-e', 'nodeprep_rolling_busy=fail', '-e',
+                        'nodeprep_rolling_drain_timeout=20')
+    st = status(EL)
+    check(rc != 0 and 'still runs job(s) {0} after 20 s'.format(job) in text,
+          'busy=fail: the run stops on {0} (job {1})'.format(EL, job), 'rc={0} '.format(rc) + text[-800:])
+    check('DRAIN' in st['State'] and strip(st.get('Reason')) == 'nodeprep:fail1:drain' and job_state(job) == 'RUNNING',
+          '{0} stays drained (State={1}, Reason={2}), its job RUNNING'.format(EL, st['State'], st.get('Reason')))
+    check(not [u for u in updates()[len(before):] if ' node {0} '.format(UB) in u],
+          '{0} (on target) untouched by fail1'.format(UB), repr(updates()[len(before):]))
+
+    # 3. an admin takes el9 over (job cancelled, their drain and reason): skipped, reason kept, no scontrol update.
     head('scancel {0}'.format(job))
     head("scontrol update nodename={0} state=drain reason='admin: bad fan'".format(EL))
     sf.wait_for('{0} drained'.format(EL), lambda: sf.sinfo_states().get(EL) == 'drained')
@@ -163,32 +277,105 @@ def scenario():
           "{0} keeps the admin's reason: {1}".format(EL, status(EL).get('Reason')))
     check(updates() == before, 'run2: no scontrol update', repr(updates()[len(before):]))
 
-    # 4. killed after the drain, then rerun: no second drain.
+    # 3b. include_held (with reboot=slurm): el9 worked on, rebooted by the roles (not by scontrol reboot), its
+    # admin drain and reason kept, never resumed.
+    boot_el = status(EL)['BootTime']
+    lines_before = len(ctld_log())
+    rc, text = playbook('include_held', 'held1', '-e', 'nodeprep_rolling_include_held=true',
+                        '-e', 'nodeprep_rolling_reboot=slurm')
+    got = result('held1').get('nodes', {})
+    st = status(EL)
+    check(rc == 0 and got.get(EL, {}).get('state') == 'done', '{0} (held) worked on: done'.format(EL),
+          repr(got.get(EL)) + text[-1500:])
+    version = driver_version(EL)
+    check(version.startswith('580.') and st['BootTime'] != boot_el,
+          '{0}: driver {1}, rebooted by the roles (BootTime {2} -> {3})'.format(EL, version, boot_el, st['BootTime']))
+    check('DRAIN' in st['State'] and strip(st.get('Reason')) == 'admin: bad fan',
+          "{0} keeps the admin's drain: State={1} Reason={2}".format(EL, st['State'], st.get('Reason')))
+    check(updates() == before and first_line(ctld_log()[lines_before:], 'reboot request queued') is None,
+          'held1: no scontrol update, no scontrol reboot', repr(updates()[len(before):]))
+
+    # 4. the admin resumes el9; a branch move 580 -> 590 for el9 only; a job holds it; a run is killed after its
+    # drain; a GPU fault (rows pending remapping); the rerun (reboot=slurm, busy=wait, drain timeout 10 s) waits for
+    # the job past the timeout, has Slurm reboot the node, and the verification fails.
     head('scontrol update nodename={0} state=resume'.format(EL))
     sf.wait_for('{0} idle'.format(EL), lambda: sf.sinfo_states().get(EL) == 'idle')
-    job = head("sbatch --parsable -w {0} -J short --wrap 'sleep 45'".format(EL)).strip().split(';')[0]
-    sf.wait_for('job {0} RUNNING'.format(job), lambda: head("squeue -h -j {0} -o %T".format(job)).strip() == 'RUNNING')
+    host_vars(EL, {'nodeprep_nvidia_driver_branch': '590'})
+    job = submit(EL, 'short', 120)
+    opts = ('-e', 'nodeprep_rolling_reboot=slurm', '-e', 'nodeprep_rolling_busy=wait',
+            '-e', 'nodeprep_rolling_drain_timeout=10')
     t0 = time.time()
-    with open(os.path.join(REPORT, 'run3.log'), 'w') as out:
-        proc = subprocess.Popen(playbook_argv('run3'), env=playbook_env(), stdout=out, stderr=subprocess.STDOUT,
-                                cwd=REPO, start_new_session=True)
+    proc, out = start_playbook('run3', *opts)
     drained = sf.wait_for('{0} drained by run3'.format(EL),
                           lambda: status(EL).get('Reason', '').startswith('nodeprep:run3:drain'), timeout=300)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    out.close()
     timed('run3 until its drain, killed', t0)
     check(bool(drained), 'run3 drained {0}, then was killed'.format(EL))
-    rc, text = playbook('rerun after the kill', 'run4')
+    testbed('fault', EL, 'remapped-rows')
+    boot_el = status(EL)['BootTime']
+    lines_before = len(ctld_log())
+    t0 = time.time()
+    proc, out = start_playbook('run4', *opts)
+    ended = sf.wait_for('job {0} to end'.format(job), lambda: job_state(job) == '', timeout=300)
+    waited = time.time() - t0
+    check(bool(ended) and waited > 10 and proc.poll() is None and strip(reason(EL)) == 'nodeprep:run3:drain',
+          'busy=wait: run4 still waiting on {0} {1:.0f} s after its start (drain timeout 10 s), the job ran to its '
+          'end'.format(EL, waited), 'reason {0}, run4 rc {1}'.format(reason(EL), proc.poll()))
+    proc.wait()
+    out.close()
+    timed('rerun after the kill (run4)', t0)
+    with open(os.path.join(REPORT, 'run4.log')) as f:
+        text = f.read()
+    with open(os.path.join(REPORT, 'show-node-after-run4.txt'), 'w') as f:
+        f.write(head('scontrol show node -o'))
     got = result('run4').get('nodes', {})
-    check(rc == 0 and got.get(EL, {}).get('state') == 'resumed', 'run4 finished {0}: resumed'.format(EL),
-          repr(got.get(EL)) + text[-1500:])
+    log = ctld_log()[lines_before:]
+    st = status(EL)
+    check(proc.returncode == 0, 'run4 finished (1 node failed, nodeprep_rolling_max_failed 1)', text[-1500:])
     drains = [line for line in updates(EL) if 'reason set to: nodeprep:' in line and ':drain' in line]
     check(len([line for line in drains if 'run3' in line]) == 1 and not [line for line in drains if 'run4' in line],
           '{0} drained once (by run3), not again by run4'.format(EL), repr(drains))
-    check(ssh(EL, 'test -e /usr/bin/nvidia-smi && echo yes || echo no').strip() == 'yes',
-          '{0} has the driver now'.format(EL))
+    exited = first_line(log, 'JobId={0} WEXITSTATUS 0'.format(job))
+    asked = first_line(log, 'reboot request queued for nodes {0}'.format(EL))
+    check(exited is not None and asked is not None and exited < asked,
+          'job {0} ended by itself (WEXITSTATUS 0) before Slurm was asked to reboot {1}'.format(job, EL),
+          'exit line {0}, reboot line {1}'.format(exited, asked))
+    check(asked is not None and first_line(log, 'node {0} returned to service'.format(EL)) is not None and
+          st['BootTime'] != boot_el and driver_version(EL).startswith('590.'),
+          '{0} rebooted by Slurm (reboot request queued, returned to service, BootTime {1} -> {2}), driver {3}'.format(
+              EL, boot_el, st['BootTime'], driver_version(EL)), '\n'.join(log[-30:]))
+    ours = strip(st.get('Reason'))
+    check(got.get(EL, {}).get('state') == 'verify-failed' and 'gpu.health' in got.get(EL, {}).get('failed_checks', [])
+          and ours.startswith('nodeprep:run4:verify-failed:') and 'gpu.health' in ours.split(':')[3].split(',')
+          and st['State'].startswith('DOWN'),
+          '{0} verify-failed, stays out of service: State={1} Reason={2}'.format(EL, st['State'], st.get('Reason')),
+          repr(got.get(EL)))
 
-    # 5. on target: Slurm not asked, nothing to do; sinfo idle, readiness passes.
+    # 5. the failure limit: a rerun with max_failed 0 verifies el9 only, fails again and stops the run.
+    before = updates()
+    lines_before = len(ctld_log())
+    rc, text = playbook('verify-failed again, nodeprep_rolling_max_failed 0', 'stop1', '-e',
+                        'nodeprep_rolling_max_failed=0', '-e', 'nodeprep_rolling_reboot=slurm')
+    new = updates()[len(before):]
+    check(rc != 0 and 'more than nodeprep_rolling_max_failed (0): the run stops' in text,
+          'stop1: 1 node failed > nodeprep_rolling_max_failed 0: the run stops', 'rc={0} '.format(rc) + text[-800:])
+    check(all('reason set to: nodeprep:stop1:' in line for line in new) and
+          first_line(ctld_log()[lines_before:], 'reboot request queued') is None and
+          strip(reason(EL)).startswith('nodeprep:stop1:verify-failed:') and status(EL)['State'].startswith('DOWN'),
+          '{0} verified only (reasons only, no drain, reboot or resume): {1}'.format(EL, reason(EL)), repr(new))
+
+    # 6. healed: verify only, resumed.
+    testbed('heal', EL, 'remapped-rows')
+    rc, text = playbook('healed: verify only, resume', 'heal1')
+    got = result('heal1').get('nodes', {})
+    check(rc == 0 and got.get(EL, {}).get('state') == 'resumed' and status(EL)['State'] == 'IDLE' and
+          'Reason' not in status(EL), '{0} verified and resumed: IDLE, no reason'.format(EL),
+          repr(got.get(EL)) + repr(status(EL)) + text[-800:])
+    check(marker(EL) == '' and marker(UB) == '', 'markers removed')
+
+    # 7. on target: Slurm not asked, nothing to do; sinfo idle, readiness passes.
     before = updates()
     rc, text = playbook('rolling run on the upgraded fleet', 'run5')
     got = result('run5')
@@ -197,10 +384,14 @@ def scenario():
           'run5: Slurm not asked, nothing to do', repr(got))
     check(updates() == before, 'run5: no scontrol update')
     check(sf.sinfo_states() == {EL: 'idle', UB: 'idle'}, 'sinfo: both idle at the end', repr(sf.sinfo_states()))
-    rc, text = playbook('readiness', 'readiness', '-e', 'nodeprep_readiness_hosts=slurm_nodes',
+    rc, text = playbook('readiness', 'readiness', '-e', 'nodeprep_hosts=slurm_nodes',
                         '-e', 'nodeprep_readiness_report_dir=' + os.path.join(REPORT, 'readiness'),
                         playbook='playbooks/readiness.yml')
     check(rc == 0, 'readiness passes on both nodes', text[-1500:])
+
+
+def reason(node):
+    return status(node).get('Reason', '')
 
 
 def main():
@@ -213,6 +404,7 @@ def main():
     except Exception as exc:      # report, then take the fleet down
         check(False, 'scenario raised {0}'.format(type(exc).__name__), str(exc)[-1500:])
     finally:
+        host_vars(EL)
         if not REUSE:
             proc = subprocess.run(sf.TESTBED + ['down'], env=sf.ENV, check=False)
             check(proc.returncode == 0, 'testbed.py down')

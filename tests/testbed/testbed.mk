@@ -48,8 +48,11 @@ slurm-fleet:
 	$(TESTBED_PYTHON) tests/testbed/slurm_fleet.py
 
 # playbooks/rolling_upgrade.yml on a real Slurm fleet of its own (head + 2 GPU nodes; TESTBED_PREFIX nprr, TESTBED_SUBNET
-# 10.239, .testbed-rolling; ROLLING_FLEET_PREFIX/SUBNET/DIR change them): check mode, a busy node under skip, an
-# admin's drain, a killed run and its rerun, a fleet on target; taken down at the end. Not part of `make test` (about
-# 15 minutes on 2 shared cores).
+# 10.239, .testbed-rolling; ROLLING_FLEET_PREFIX/SUBNET/DIR change them), always on fresh nodes (taken down first):
+# check mode, batches (50 %, 100 %, 2) and the min_available refusal, a busy node under skip and fail, an admin's
+# drain, include_held, a killed run and its rerun under busy=wait with a Slurm reboot (scontrol reboot) and a failed
+# verification, the max_failed stop, a fleet on target; taken down at the end. Not part of `make test` (measured
+# 2494 s, 42 minutes, on 2 cores shared with 7 other helpers at a load of 15 to 20; the first run, with fewer checks
+# at a lower load, 585 s).
 rolling-fleet: collection-link
 	$(TESTBED_PYTHON) tests/testbed/rolling_fleet.py

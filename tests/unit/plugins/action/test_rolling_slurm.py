@@ -29,7 +29,8 @@ def read(name):
 
 
 def run(args, nodes_capture, squeue=None, check_mode=False):
-    """Run the action with `scontrol show node -o` answering ``nodes_capture``; the argv lists run, the result."""
+    """Run the action with `scontrol show node -o` answering ``nodes_capture`` (a capture's name, or a callable
+    giving the text of each call); the argv lists run, the result."""
     task = MagicMock()
     task.args = args
     task.async_val = 0
@@ -47,14 +48,14 @@ def run(args, nodes_capture, squeue=None, check_mode=False):
         assert argv[:2] == ['env', 'LC_ALL=C']
         calls.append(argv[2:])
         if argv[2:] == ['scontrol', 'show', 'node', '-o']:
-            return {'rc': 0, 'stdout': read(nodes_capture)}
+            return {'rc': 0, 'stdout': nodes_capture() if callable(nodes_capture) else read(nodes_capture)}
         if argv[2:] == ['scontrol', 'show', 'config']:
             return {'rc': 0, 'stdout': read('show-config.txt')}
         if argv[2:] == ['scontrol', 'show', 'partition', '-o']:
             return {'rc': 0, 'stdout': read('show-partition.txt')}
         if argv[2] == 'squeue':
             return {'rc': 0, 'stdout': (squeue or {}).get(argv[5], '')}
-        if argv[2:4] == ['scontrol', 'update']:
+        if argv[2:4] in (['scontrol', 'update'], ['scontrol', 'reboot']):
             return {'rc': 0, 'stdout': ''}
         raise AssertionError(argv)
     action._execute_module = execute
@@ -153,3 +154,60 @@ def test_check_mode_writes_nothing():
 def test_unknown_node_is_named():
     with pytest.raises(AnsibleActionFail, match='Slurm does not know node.s. gpu-99'):
         run({'op': 'drain', 'nodes': ['gpu-99'], 'reason': 'nodeprep:r1:drain'}, 'show-node-idle.txt')
+
+
+REBOOT = ['scontrol', 'reboot']
+
+
+def drained_el(state, reason):
+    """The real IDLE+DRAIN line of el9-b200-01 with the State and Reason slurmctld 22.05 gives it during our
+    `scontrol reboot nextstate=DOWN` (the rows of test__rolling.test_reboot_step)."""
+    line = next(l for l in read('show-node-drained.txt').splitlines() if l.startswith('NodeName=' + EL))
+    line = line.replace('State=IDLE+DRAIN ', 'State={0} '.format(state))
+    start = line.index(' Reason=') + len(' Reason=')
+    end = line.index(' [', start)
+    return line[:start] + reason + line[end:] + '\n'
+
+
+def test_reboot_asks_slurm_with_nextstate_down_and_our_reason():
+    result, calls = run({'op': 'reboot', 'nodes': [EL], 'reason': 'nodeprep:r1:reboot'}, 'show-node-drained.txt')
+    assert [c for c in calls if c[:2] == REBOOT] == [
+        ['scontrol', 'reboot', 'nextstate=DOWN', 'reason=nodeprep:r1:reboot', EL]]
+    assert result['asked'] == [EL] and result['changed'] is True
+
+
+def test_reboot_is_never_asked_twice():
+    text = drained_el('DOWN+REBOOT_ISSUED', 'nodeprep:r1:reboot : reboot issued')
+    result, calls = run({'op': 'reboot', 'nodes': [EL], 'reason': 'nodeprep:r2:reboot'}, lambda: text)
+    assert [c for c in calls if c[:2] == REBOOT] == [] and result['asked'] == [] and result['steps'] == {EL: 'wait'}
+
+
+def test_reboot_refuses_a_node_not_ours():
+    with pytest.raises(AnsibleActionFail, match='will not ask Slurm to reboot ubuntu2404-h200-01'):
+        run({'op': 'reboot', 'nodes': [UB], 'reason': 'nodeprep:r1:reboot'}, 'show-node-drained-rebooted-admin.txt')
+
+
+def test_reboot_needs_the_reboot_reason():
+    with pytest.raises(AnsibleActionFail, match='op=reboot needs the reason nodeprep:<run id>:reboot'):
+        run({'op': 'reboot', 'nodes': [EL], 'reason': 'nodeprep:r1:work'}, 'show-node-drained.txt')
+
+
+def test_reboot_in_check_mode_asks_nothing():
+    result, calls = run({'op': 'reboot', 'nodes': [EL], 'reason': 'nodeprep:r1:reboot'}, 'show-node-drained.txt',
+                        check_mode=True)
+    assert calls == [] and result['changed'] is True
+
+
+def test_wait_reboot_polls_until_complete():
+    answers = [drained_el('DOWN+REBOOT_ISSUED', 'nodeprep:r1:reboot : reboot issued'),
+               drained_el('DOWN', 'nodeprep:r1:reboot : reboot issued : reboot complete')]
+    result, calls = run({'op': 'wait_reboot', 'nodes': [EL], 'timeout': 60, 'interval': 0},
+                        lambda: answers.pop(0) if len(answers) > 1 else answers[0])
+    assert result['rebooted'] == [EL] and result['not_rebooted'] == {}
+    assert calls == [['scontrol', 'show', 'node', '-o']] * 2
+
+
+def test_wait_reboot_reports_a_timed_out_reboot():
+    text = drained_el('DOWN', 'nodeprep:r1:reboot : reboot issued : reboot timed out')
+    result, _calls = run({'op': 'wait_reboot', 'nodes': [EL], 'timeout': 60, 'interval': 0}, lambda: text)
+    assert result['rebooted'] == [] and result['not_rebooted'][EL].startswith('step=timed-out State=DOWN')

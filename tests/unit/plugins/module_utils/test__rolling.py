@@ -101,15 +101,25 @@ def test_parse_seconds(value, seconds):
 # --- the reason ------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize('reason, expected', [
-    ('nodeprep:r1:drain', {'run_id': 'r1', 'phase': 'drain', 'checks': []}),
+    ('nodeprep:r1:drain', {'run_id': 'r1', 'phase': 'drain', 'checks': [], 'notes': []}),
     ('nodeprep:20261201T2300:work [root@2026-12-01T23:19:31]', {'run_id': '20261201T2300', 'phase': 'work',
-                                                                'checks': []}),
+                                                                'checks': [], 'notes': []}),
     ('nodeprep:r1:verify-failed:driver.version,gpu.count',
-     {'run_id': 'r1', 'phase': 'verify-failed', 'checks': ['driver.version', 'gpu.count']}),
-    ('nodeprep:r1:verify', {'run_id': 'r1', 'phase': 'verify', 'checks': []}),
+     {'run_id': 'r1', 'phase': 'verify-failed', 'checks': ['driver.version', 'gpu.count'], 'notes': []}),
+    ('nodeprep:r1:verify', {'run_id': 'r1', 'phase': 'verify', 'checks': [], 'notes': []}),
+    ('nodeprep:r1:reboot', {'run_id': 'r1', 'phase': 'reboot', 'checks': [], 'notes': []}),
+    # What slurmctld 22.05 appends during scontrol reboot (set_node_reboot_reason: " : <note>").
+    ('nodeprep:r1:reboot : reboot issued [slurm@2026-12-02T03:01:02]',
+     {'run_id': 'r1', 'phase': 'reboot', 'checks': [], 'notes': ['reboot issued']}),
+    ('nodeprep:r1:reboot : reboot issued : reboot complete [slurm@2026-12-02T03:01:40]',
+     {'run_id': 'r1', 'phase': 'reboot', 'checks': [], 'notes': ['reboot issued', 'reboot complete']}),
+    ('nodeprep:r1:reboot : reboot issued : reboot timed out',
+     {'run_id': 'r1', 'phase': 'reboot', 'checks': [], 'notes': ['reboot issued', 'reboot timed out']}),
+    ('nodeprep:r1:reboot : my own words', None),
     ('admin: bad fan, ticket 42', None),
     ('Node unexpectedly rebooted', None),
-    ('nodeprep:r1:reboot', None),          # not a phase of ours
+    ('reboot requested', None),
+    ('nodeprep:r1:rebooting', None),       # not a phase of ours
     ('nodeprep:r 1:drain', None),
     ('nodeprep:r1:drain:extra', None),
     ('nodeprep-other:r1:drain', None),
@@ -120,8 +130,9 @@ def test_parse_reason(reason, expected):
 
 
 def test_format_reason_round_trip():
-    for phase in ('drain', 'work', 'verify'):
-        assert R.parse_reason(R.format_reason('run-1', phase)) == {'run_id': 'run-1', 'phase': phase, 'checks': []}
+    for phase in ('drain', 'work', 'reboot', 'verify'):
+        assert R.parse_reason(R.format_reason('run-1', phase)) == {'run_id': 'run-1', 'phase': phase, 'checks': [],
+                                                                   'notes': []}
     assert R.format_reason('run-1', 'verify-failed', ['a.b', 'c']) == 'nodeprep:run-1:verify-failed:a.b,c'
 
 
@@ -221,6 +232,12 @@ def with_reason(record, reason, state=None):
      None, False, False),
     ('our marker left, nothing disruptive, no reason of ours: nothing', plans(), OURS_MARK, IDLE[EL], {}, 'on-target',
      None, False, False),
+    ('ours, stopped in its Slurm reboot (issued): work again (reboot_step waits)', DRIVER, OURS_MARK,
+     with_reason(IDLE[EL], 'nodeprep:r0:reboot : reboot issued', 'DOWN+REBOOT_ISSUED'), {}, 'work', 'work', True,
+     False),
+    ('ours, Slurm reboot complete: work again (on target: the roles do nothing)', plans(), OURS_MARK,
+     with_reason(IDLE[EL], 'nodeprep:r0:reboot : reboot issued : reboot complete', 'DOWN'), {}, 'work', 'work',
+     True, False),
     ('held node worked on earlier (marker held, work): work, still held', DRIVER,
      R.parse_marker('r0 work held admin: bad fan, ticket 42\n'), REBOOTED_ADMIN[UB], {}, 'work', 'work', False, True),
 ])
@@ -408,3 +425,68 @@ def test_plan_run_skips_held_and_checks_min_available():
 def test_plan_run_refuses_options(key, value, match):
     with pytest.raises(R.RollingError, match=match):
         R.plan_run([], None, dict(OPTIONS, **{key: value}))
+
+
+# --- nodeprep_rolling_reboot: slurm ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('mode, held, how', [
+    ('roles', False, 'roles'),
+    ('roles', True, 'roles'),
+    ('slurm', False, 'slurm'),
+    # scontrol reboot nextstate=DOWN would clear a held node's DRAIN flag and append to its reason.
+    ('slurm', True, 'roles'),
+])
+def test_reboot_how(mode, held, how):
+    assert R.reboot_how(mode, held) == how
+
+
+def test_reboot_how_refuses_a_mode():
+    with pytest.raises(R.RollingError, match="nodeprep_rolling_reboot: 'ipmi' is not one of roles, slurm"):
+        R.reboot_how('ipmi', False)
+
+
+# The states and reasons slurmctld 22.05 gives a node through `scontrol reboot nextstate=DOWN reason=...`
+# (proc_req.c _slurm_rpc_reboot_nodes: REBOOT_REQUESTED, our reason; controller.c: DOWN+REBOOT_ISSUED,
+# " : reboot issued"; node_mgr.c validate_node_specs: DOWN, DRAIN cleared, " : reboot complete"; node_mgr.c
+# "reboot timed out" after ResumeTimeout), on the real drained record of el9-b200-01.
+@pytest.mark.parametrize('rule, record, required, step', [
+    ('drained by us, the roles need a reboot: ask Slurm', DRAINED[EL], True, 'request'),
+    ('drained by us, no reboot needed: nothing', DRAINED[EL], False, 'none'),
+    ('in work, the roles need a reboot: ask Slurm', with_reason(DRAINED[EL], 'nodeprep:r1:work'), True, 'request'),
+    ('asked, not issued yet (REBOOT_REQUESTED): wait, never ask twice',
+     with_reason(DRAINED[EL], 'nodeprep:r1:reboot', 'IDLE+DRAIN+REBOOT_REQUESTED'), True, 'wait'),
+    ('issued (DOWN+REBOOT_ISSUED): wait',
+     with_reason(DRAINED[EL], 'nodeprep:r1:reboot : reboot issued', 'DOWN+REBOOT_ISSUED'), True, 'wait'),
+    ('registered again, nextstate=DOWN: complete',
+     with_reason(DRAINED[EL], 'nodeprep:r1:reboot : reboot issued : reboot complete', 'DOWN'), False, 'complete'),
+    ('complete, the stale plan still asks: complete, not asked again',
+     with_reason(DRAINED[EL], 'nodeprep:r1:reboot : reboot issued : reboot complete', 'DOWN'), True, 'complete'),
+    ('not registered within ResumeTimeout: timed out',
+     with_reason(DRAINED[EL], 'nodeprep:r1:reboot : reboot issued : reboot timed out', 'DOWN'), True, 'timed-out'),
+    ('asked, the request gone (State=RESUME cancels it), still needed: ask again',
+     with_reason(DRAINED[EL], 'nodeprep:r1:reboot'), True, 'request'),
+    ('issued, flag gone without "complete": wait (bounded by the timeout)',
+     with_reason(DRAINED[EL], 'nodeprep:r1:reboot : reboot issued', 'DOWN'), True, 'wait'),
+    ('a reboot someone else asked (real capture): wait', REBOOT_REQ[EL], True, 'wait'),
+])
+def test_reboot_step(rule, record, required, step):
+    assert R.reboot_step(record, required) == step, rule
+
+
+def test_a_node_back_from_our_slurm_reboot_may_be_resumed():
+    record = with_reason(DRAINED[EL], 'nodeprep:r1:verify', 'DOWN')
+    assert R.may_resume(record) and not R.back_in_service(record)
+    pending = with_reason(DRAINED[EL], 'nodeprep:r1:reboot : reboot issued', 'DOWN+REBOOT_ISSUED')
+    assert not R.may_resume(pending)
+
+
+def test_plan_run_reboot_mode():
+    nodes = [{'node': EL, 'plans': DRIVER, 'marker': None}, {'node': UB, 'plans': DRIVER, 'marker': None}]
+    state = dict(STATE, records={EL: IDLE[EL], UB: REBOOTED_ADMIN[UB]})
+    got = R.plan_run(nodes, state, dict(OPTIONS, reboot='slurm', include_held=True))
+    assert [(d['node'], d['held'], d['reboot']) for d in got['decisions']] == [(EL, False, 'slurm'), (UB, True, 'roles')]
+    got = R.plan_run(nodes, state, OPTIONS)
+    assert [(d['node'], d['state'], d['reboot']) for d in got['decisions']] == \
+        [(EL, 'candidate', 'roles'), (UB, 'skipped-held', None)]
+    with pytest.raises(R.RollingError, match='nodeprep_rolling_reboot'):
+        R.plan_run(nodes, state, dict(OPTIONS, reboot='now'))
