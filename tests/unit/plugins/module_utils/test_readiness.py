@@ -51,6 +51,9 @@ CONVERGED = [
     ('nccl.config', 'pass', '/etc/nccl.conf: as wanted'),
     ('nic.offload', 'pass', 'as wanted on ens3f0np0'),
     ('fabric.manager', 'pass', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled'),
+    ('rdma.peer_memory', 'pass', 'nvidia_peermem loaded (/sys/module/nvidia_peermem)'),
+    ('pci.acs', 'pass', 'no PCIe switch between the 9 GPUs/ConnectX devices and their root ports'),
+    ('kernel.iommu', 'pass', 'IOMMU off: no IOMMU group in /sys/kernel/iommu_groups (cmdline: iommu=pt)'),
 ]
 
 FRESH = [
@@ -82,6 +85,14 @@ FRESH = [
     ('nccl.config', 'fail', '/etc/nccl.conf: missing'),
     ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
     ('fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
+    # The distribution's inbox RDMA stack: no peer-memory API.
+    ('rdma.peer_memory', 'fail', 'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing); the RDMA stack '
+                                 'lacks ib_register_peer_memory_client, ib_unregister_peer_memory_client '
+                                 '(/proc/kallsyms), so modprobe nvidia_peermem fails with "Unknown symbol '
+                                 'ib_register_peer_memory_client"; load it (rdma role, nodeprep_rdma_peermem: true) '
+                                 'or declare DMA-BUF (nodeprep_rdma_path: dmabuf)'),
+    ('pci.acs', 'pass', 'no PCIe switch between the 9 GPUs/ConnectX devices and their root ports'),
+    ('kernel.iommu', 'pass', 'IOMMU off: no IOMMU group in /sys/kernel/iommu_groups (cmdline: iommu=pt)'),
 ]
 
 
@@ -91,7 +102,7 @@ def test_converged_node_passes_every_check():
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
-    assert r.summarize(checks) == {'pass': 15, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
+    assert r.summarize(checks) == {'pass': 18, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
 
 
 def test_freshly_provisioned_node():
@@ -100,7 +111,7 @@ def test_freshly_provisioned_node():
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI device ID 0x2901 is Blackwell or newer)'
-    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 15, 'skip': 0, 'status': 'fail'}
+    assert r.summarize(checks) == {'pass': 2, 'warn': 0, 'fail': 16, 'skip': 0, 'status': 'fail'}
 
 
 def test_expected_texts_of_the_converged_node():
@@ -126,6 +137,10 @@ def test_expected_texts_of_the_converged_node():
                        'network',
         'fabric.manager': 'nvidia-fabricmanager active and enabled (on NVLink 5 systems it starts NVLSM itself), '
                           'every GPU fabric state Completed/Success',
+        'rdma.peer_memory': 'nvidia_peermem loaded, or DMA-BUF declared (nodeprep_rdma_path: dmabuf)',
+        'pci.acs': 'ACS redirect off (ACSCtl ReqRedir- CmpltRedir-) on the PCIe switch downstream ports above the '
+                   'GPUs and ConnectX devices',
+        'kernel.iommu': 'IOMMU off or in passthrough (iommu=pt) for the GPUs and ConnectX devices',
     }
 
 
@@ -485,6 +500,10 @@ def test_skip_checks_and_missing_namespaces():
                                 '/etc/systemd/system/sys-subsystem-net-devices-*.device.wants/nodeprep-nic-offload@*'
                                 '.service'),
         ('fabric.manager', 'fail', 'not gathered: subsets: kernel, nvidia'),
+        # The RDMA checks read the kernel facts, which were not asked for.
+        ('rdma.peer_memory', 'skip', 'the RDMA facts were not gathered'),
+        ('pci.acs', 'skip', 'the RDMA facts were not gathered'),
+        ('kernel.iommu', 'skip', 'the RDMA facts were not gathered'),
     ]
 
 

@@ -267,6 +267,10 @@ def converged():
             'os': {'os_family': 'RedHat', 'distribution': 'Rocky', 'distribution_version': '9.6',
                    'distribution_major_version': '9', 'architecture': 'x86_64'},
             'packages': {'kernel': [RUNNING], 'kernel-core': [RUNNING]},
+            # The GPUDirect RDMA path (_rdma.py): one ConnectX function, nvidia_peermem loaded, no IOMMU, no switch.
+            'rdma': {'connectx': ['0000:8d:00.0'], 'peermem_loaded': True, 'peer_symbols': None,
+                     'cmdline': 'BOOT_IMAGE=(hd0,gpt2)/vmlinuz-{0} root=/dev/nvme0n1p3 ro iommu=pt'.format(RUNNING),
+                     'iommu': {'groups': 0, 'class': [], 'device_types': {}}, 'bridges': [], 'lspci_error': None},
         },
         'limits': {
             'entries': [], 'effective': {'root': unlimited(), 'train': unlimited()}, 'errors': [],
@@ -332,6 +336,7 @@ def fresh():
     ks['devel'] = {RUNNING: False}
     ks['nouveau'] = {'loaded': True, 'blacklisted': False, 'blacklist_files': []}
     ks['nvidia_module'] = {'loaded': False, 'version': None, 'flavour': None}
+    ks['rdma'] = dict(ks['rdma'], peermem_loaded=False, peer_symbols=[])
     eight_mib = {'soft': 8192, 'hard': 8192}
     facts['limits'] = {'entries': [], 'effective': {'root': {'memlock': eight_mib}, 'train': {'memlock': eight_mib}},
                        'errors': [],
