@@ -127,7 +127,7 @@ def _plan_peermem(plan, facts, settings):
             plan['reports'].append('nvidia_peermem: {0}'.format(decision['msg']))
         return
     if action == 'fail':
-        plan['errors'].append('nvidia_peermem on {0}'.format(decision['msg']))
+        plan['errors'].append(decision['msg'])
         return
     if action == 'dmabuf':
         plan['reports'].append('GPUDirect RDMA path: {0}'.format(decision['msg']))

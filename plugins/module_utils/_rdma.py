@@ -180,16 +180,16 @@ def iommu_cmdline(words):
     return {'passthrough': passthrough, 'off': off, 'words': found}
 
 
-def kallsyms_symbols(lines, wanted=PEER_MEMORY_SYMBOLS):
-    """The names of ``wanted`` that ``/proc/kallsyms`` lines define (``addr type name [module]``)."""
-    wanted = set(wanted)
-    found = set()
-    for line in lines:
-        parts = line.split()
-        if len(parts) >= 3 and parts[2] in wanted:
-            found.add(parts[2])
-            if found == wanted:
-                break
+def kallsyms_symbols(text, wanted=PEER_MEMORY_SYMBOLS):
+    """The names of ``wanted`` that ``/proc/kallsyms`` (its text: ``addr type name[\t[module]]`` lines) defines.
+
+    A substring search per name over the whole text: /proc/kallsyms has over 100 000 lines, and a line-by-line scan
+    in Python costs most of a second on a node that lacks the symbol (measured: 0.7-0.8 s for 122 000 lines).
+    """
+    found = []
+    for name in wanted:
+        if re.search(r' {0}(?:\t|\n|$)'.format(re.escape(name)), text or ''):
+            found.append(name)
     return sorted(found)
 
 
@@ -329,7 +329,8 @@ def peer_memory_result(rdma, path, kernel_release=None, flavour=None):
             kernel_release, 'loaded' if loaded else 'not loaded')
     if loaded:
         return PASS, expected, 'nvidia_peermem loaded (/sys/module/nvidia_peermem)'
-    text = 'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing)'
+    text = 'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX {0}'.format(
+        ', '.join(rdma['connectx']))
     missing = missing_peer_symbols(rdma)
     if missing:
         text += '; the RDMA stack lacks {0} (/proc/kallsyms), so modprobe nvidia_peermem fails with "Unknown ' \
@@ -491,7 +492,7 @@ def read_kallsyms(root):
     """The peer-memory symbols /proc/kallsyms defines; None when it cannot be read."""
     try:
         with open(os.path.join(root, 'proc/kallsyms')) as handle:
-            return kallsyms_symbols(handle)
+            return kallsyms_symbols(handle.read())
     except (IOError, OSError):
         return None
 

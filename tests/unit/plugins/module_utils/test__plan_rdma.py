@@ -70,7 +70,7 @@ TABLE = [
                    'kernel modules): declare nodeprep_rdma_path: dmabuf'], [])),
     ('API missing, peermem demanded: fails naming the symbol', {'peer_symbols': []},
      {'nodeprep_rdma_peermem': True, 'nodeprep_rdma_path': 'peermem'}, {},
-     ([], [], [], [], ['nvidia_peermem on cannot load nvidia_peermem: the RDMA stack lacks '
+     ([], [], [], [], ['cannot load nvidia_peermem: the RDMA stack lacks '
                        'ib_register_peer_memory_client, ib_unregister_peer_memory_client (modprobe would fail with '
                        '"Unknown symbol ib_register_peer_memory_client"; install MLNX_OFED/DOCA-OFED)'])),
     ('DMA-BUF declared: nothing loaded', {}, {'nodeprep_rdma_peermem': True, 'nodeprep_rdma_path': 'dmabuf'}, {},

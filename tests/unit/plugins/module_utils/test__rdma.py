@@ -113,10 +113,10 @@ CX = ['0000:1a:00.0']
     ({'connectx': CX, 'peermem_loaded': True}, 'auto', None, None, R.PASS,
      'nvidia_peermem loaded (/sys/module/nvidia_peermem)'),
     ({'connectx': CX, 'peermem_loaded': False, 'peer_symbols': list(R.PEER_MEMORY_SYMBOLS)}, 'auto', None, None,
-     R.FAIL, 'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing); load it (rdma role, '
+     R.FAIL, 'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX 0000:1a:00.0; load it (rdma role, '
              'nodeprep_rdma_peermem: true) or declare DMA-BUF (nodeprep_rdma_path: dmabuf)'),
     ({'connectx': CX, 'peermem_loaded': False, 'peer_symbols': []}, 'peermem', None, None, R.FAIL,
-     'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing); the RDMA stack lacks '
+     'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX 0000:1a:00.0; the RDMA stack lacks '
      'ib_register_peer_memory_client, ib_unregister_peer_memory_client (/proc/kallsyms), so modprobe nvidia_peermem '
      'fails with "Unknown symbol ib_register_peer_memory_client"'),
     ({'connectx': CX, 'peermem_loaded': False}, 'dmabuf', '5.14.0-503.el9.x86_64', 'open', R.PASS,
@@ -192,9 +192,11 @@ def test_iommu_table(iommu, cmdline, status, text):
 
 
 def test_kallsyms_symbols():
-    lines = ['ffffffffc0a01230 T ib_register_peer_memory_client\t[ib_core]\n',
-             'ffffffffc0a01300 t ib_umem_get\t[ib_core]\n']
-    assert R.kallsyms_symbols(lines) == ['ib_register_peer_memory_client']
+    text = ('ffffffffc0a01230 T ib_register_peer_memory_client\t[ib_core]\n'
+            'ffffffffc0a01300 t ib_umem_get\t[ib_core]\n'
+            'ffffffffc0a01400 t ib_unregister_peer_memory_client_x\t[other]\n')
+    assert R.kallsyms_symbols(text) == ['ib_register_peer_memory_client']
+    assert R.kallsyms_symbols('0 T ib_unregister_peer_memory_client') == ['ib_unregister_peer_memory_client']
 
 
 def test_collect_reads_sysfs(tmp_path):

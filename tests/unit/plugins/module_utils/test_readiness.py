@@ -86,7 +86,8 @@ FRESH = [
     ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
     ('fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
     # The distribution's inbox RDMA stack: no peer-memory API.
-    ('rdma.peer_memory', 'fail', 'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing); the RDMA stack '
+    ('rdma.peer_memory', 'fail', 'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX '
+                                 '0000:8d:00.0; the RDMA stack '
                                  'lacks ib_register_peer_memory_client, ib_unregister_peer_memory_client '
                                  '(/proc/kallsyms), so modprobe nvidia_peermem fails with "Unknown symbol '
                                  'ib_register_peer_memory_client"; load it (rdma role, nodeprep_rdma_peermem: true) '
