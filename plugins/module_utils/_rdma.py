@@ -199,6 +199,81 @@ def kernel_version(release):
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+def passthrough_in(args):
+    """Whether a kernel command line (or the options of a boot entry) asks for IOMMU passthrough or turns it off."""
+    said = iommu_cmdline(parse_cmdline(args))
+    return bool(said['passthrough'] or said['off'])
+
+
+def parse_default_grub(text):
+    """``{name: value}`` of the ``GRUB_*`` assignments of /etc/default/grub (quotes removed; the last one wins)."""
+    values = {}
+    for line in (text or '').splitlines():
+        match = re.match(r'^\s*(GRUB_[A-Z_]+)=(.*)$', line)
+        if match:
+            value = match.group(2).strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
+                value = value[1:-1]
+            values[match.group(1)] = value
+    return values
+
+
+def grub_cmdline_line(current, word='iommu=pt'):
+    """The ``GRUB_CMDLINE_LINUX=`` line of /etc/default/grub with ``word`` added (``current``: its value)."""
+    words = [w for w in (current or '').split() if w.split('=', 1)[0] != word.split('=', 1)[0]]
+    return 'GRUB_CMDLINE_LINUX="{0}"'.format(' '.join(words + [word]))
+
+
+def parse_bls_options(text):
+    """The ``options`` line of a Boot Loader Specification entry ('' without one)."""
+    for line in (text or '').splitlines():
+        words = line.split(None, 1)
+        if words and words[0] == 'options':
+            return words[1].strip() if len(words) == 2 else ''
+    return ''
+
+
+def read_boot_args(root):
+    """What the boot loader gives the kernels that boot next: ``{bls: {entry file: options}, grub_cmdline_linux}``
+    (``bls`` without the rescue entries; ``grub_cmdline_linux`` None without /etc/default/grub)."""
+    bls = {}
+    for path in sorted(glob.glob(os.path.join(root, 'boot/loader/entries/*.conf'))):
+        if 'rescue' in os.path.basename(path):
+            continue
+        bls[os.path.basename(path)] = parse_bls_options(_read(path))
+    grub = _read(os.path.join(root, 'etc/default/grub'))
+    values = parse_default_grub(grub) if grub is not None else None
+    return {'bls': bls, 'grub_cmdline_linux': None if values is None else values.get('GRUB_CMDLINE_LINUX', ''),
+            'grub_cmdline_linux_default': None if values is None else values.get('GRUB_CMDLINE_LINUX_DEFAULT', '')}
+
+
+def iommu_boot_plan(family, running_cmdline, boot_args):
+    """What the kernel role does for ``iommu=pt``: ``{grubby, grub_line, reboot, why, error}``.
+
+    EL (``family`` 'el'): ``grubby --update-kernel=ALL --args=iommu=pt`` when a BLS entry lacks it. Debian/Ubuntu:
+    the new ``GRUB_CMDLINE_LINUX`` line (then update-grub) when /etc/default/grub lacks it. ``reboot``: the running
+    kernel's command line has no passthrough (it takes effect at the next boot only).
+    """
+    boot_args = boot_args or {}
+    out = {'grubby': None, 'grub_line': None, 'reboot': False, 'why': [], 'error': None}
+    if family == 'el':
+        lacking = sorted(name for name, options in (boot_args.get('bls') or {}).items() if not passthrough_in(options))
+        if lacking:
+            out['grubby'] = ['grubby', '--update-kernel=ALL', '--args=iommu=pt']
+            out['why'].append('iommu=pt: missing from the boot entries {0}'.format(', '.join(lacking)))
+    else:
+        current = boot_args.get('grub_cmdline_linux')
+        both = '{0} {1}'.format(current or '', boot_args.get('grub_cmdline_linux_default') or '')
+        if current is not None and not passthrough_in(both):
+            out['grub_line'] = grub_cmdline_line(current)
+            out['why'].append('iommu=pt: missing from GRUB_CMDLINE_LINUX in /etc/default/grub')
+        elif current is None:
+            out['error'] = 'iommu=pt: /etc/default/grub not found, so the kernel command line cannot be set'
+    if not passthrough_in(running_cmdline):
+        out['reboot'] = True
+    return out
+
+
 # ---------------------------------------------------------------- topology rules
 
 def bridges_above(devices, target):
@@ -514,7 +589,7 @@ def collect_rdma_facts(module, root='/', run_status=None, gpu_bus_ids=(), exclud
     facts = {'connectx': connectx, 'peermem_loaded': peermem, 'cmdline': (_read(os.path.join(root, 'proc/cmdline'))
                                                                            or '').strip(),
              'iommu': iommu_state(root, list(gpu_bus_ids) + connectx), 'peer_symbols': None, 'bridges': None,
-             'lspci_error': None}
+             'lspci_error': None, 'boot_args': read_boot_args(root)}
     if not connectx:
         return facts
     if not peermem:

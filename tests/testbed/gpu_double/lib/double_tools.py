@@ -11,6 +11,7 @@ import signal
 import sys
 import time
 
+import bootloader
 import gpudouble as gd
 
 
@@ -44,6 +45,7 @@ def cmd_boot(args):
     gd.save_state(state)
     gd.write_proc_driver(state)
     write_views(profile)
+    bootloader.write_cmdline()
     record = {'uname_r': gd.uname_r(), 'selected_kernel': selected_kernel(), 'booted_at': time.time()}
     gd.write_text(os.path.join(gd.RUN_DIR, 'boot.json'), json.dumps(record, sort_keys=True) + '\n')
     if record['selected_kernel'] and record['selected_kernel'] != record['uname_r']:

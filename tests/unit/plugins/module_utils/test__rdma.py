@@ -215,3 +215,44 @@ def test_collect_reads_sysfs(tmp_path):
     assert facts['lspci_error'].startswith('lspci reads the running system only')
     # copy: the parsed facts are plain data
     assert copy.deepcopy(facts) == facts
+
+
+# ---------------------------------------------------------------- iommu=pt through the kernel role (a decision table)
+
+BLS_PT = {'bls': {'abc-5.14.0.conf': 'root=/dev/mapper/rl-root ro crashkernel=1G-4G:192M iommu=pt'},
+          'grub_cmdline_linux': 'crashkernel=1G-4G:192M', 'grub_cmdline_linux_default': ''}
+BLS_NONE = {'bls': {'abc-5.14.0.conf': 'root=/dev/mapper/rl-root ro', 'abc-0-rescue.conf': None},
+            'grub_cmdline_linux': '', 'grub_cmdline_linux_default': ''}
+GRUB = {'bls': {}, 'grub_cmdline_linux': 'console=ttyS0', 'grub_cmdline_linux_default': 'quiet splash'}
+
+
+@pytest.mark.parametrize('family, running, boot, grubby, line, reboot', [
+    ('el', 'ro iommu=pt', BLS_PT, None, None, False),
+    ('el', 'ro', BLS_PT, None, None, True),
+    ('el', 'ro', {'bls': {'abc-5.14.0.conf': 'root=/dev/sda ro'}}, ['grubby', '--update-kernel=ALL',
+                                                                     '--args=iommu=pt'], None, True),
+    ('el', 'ro intel_iommu=off', {'bls': {'a.conf': 'ro intel_iommu=off'}}, None, None, False),
+    ('debian', 'quiet', GRUB, None, 'GRUB_CMDLINE_LINUX="console=ttyS0 iommu=pt"', True),
+    ('debian', 'quiet iommu=pt', dict(GRUB, grub_cmdline_linux='iommu=pt'), None, None, False),
+])
+def test_iommu_boot_plan(family, running, boot, grubby, line, reboot):
+    got = R.iommu_boot_plan(family, running, boot)
+    assert (got['grubby'], got['grub_line'], got['reboot'], got['error']) == (grubby, line, reboot, None)
+
+
+def test_iommu_boot_plan_without_default_grub():
+    got = R.iommu_boot_plan('debian', 'quiet', {'bls': {}, 'grub_cmdline_linux': None})
+    assert got['error'] == 'iommu=pt: /etc/default/grub not found, so the kernel command line cannot be set'
+
+
+def test_boot_args_from_the_tree(tmp_path):
+    entries = tmp_path / 'boot/loader/entries'
+    entries.mkdir(parents=True)
+    (entries / 'abc-5.14.0.conf').write_text('title Rocky\nversion 5.14.0\nlinux /vmlinuz-5.14.0\noptions root=/dev/sda '
+                                             'ro iommu=pt\n')
+    (entries / 'abc-0-rescue.conf').write_text('options ro\n')
+    (tmp_path / 'etc/default').mkdir(parents=True)
+    (tmp_path / 'etc/default/grub').write_text('GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX="crashkernel=auto rhgb"\n')
+    assert R.read_boot_args(str(tmp_path)) == {'bls': {'abc-5.14.0.conf': 'root=/dev/sda ro iommu=pt'},
+                                               'grub_cmdline_linux': 'crashkernel=auto rhgb',
+                                               'grub_cmdline_linux_default': ''}
