@@ -512,9 +512,9 @@ def peermem_plan(rdma, want, path, kernel_release=None, flavour=None):
             ', '.join(PEER_MEMORY_SYMBOLS)), 'persist': True}
     blocker = dmabuf_possible(kernel_release, flavour)
     if path == 'auto' and blocker is None:
-        return {'action': 'dmabuf', 'msg': 'the RDMA stack lacks {0}; DMA-BUF is the path (kernel {1}, open kernel '
-                                           'modules): declare nodeprep_rdma_path: dmabuf'.format(
-                                               ', '.join(missing), kernel_release), 'persist': False}
+        msg = 'the RDMA stack lacks {0}; DMA-BUF is the path (kernel {1}, open kernel modules): declare ' \
+              'nodeprep_rdma_path: dmabuf'.format(', '.join(missing), kernel_release)
+        return {'action': 'dmabuf', 'msg': msg, 'persist': False}
     return {'action': 'fail', 'msg': 'cannot load nvidia_peermem: the RDMA stack lacks {0} (modprobe would fail '
                                      'with "Unknown symbol {1}"; install MLNX_OFED/DOCA-OFED){2}'.format(
                                          ', '.join(missing), missing[0],

@@ -792,10 +792,10 @@ def pci_switches(profile):
     for cluster in clusters:
         low, high = _bus_of(cluster[0]), _bus_of(cluster[-1])
         ids = NVSWITCH_SWITCH if all(b in nvswitch_ids for b in cluster) else GPU_SWITCH
-        bridges['0000:{0:02x}:01.0'.format(low - 3)] = {'kind': 'root', 'secondary': low - 2, 'subordinate': high,
-                                                         'ids': ROOT_PORT, 'below': list(cluster)}
-        bridges['0000:{0:02x}:00.0'.format(low - 2)] = {'kind': 'upstream', 'secondary': low - 1,
-                                                         'subordinate': high, 'ids': ids, 'below': list(cluster)}
+        bridges['0000:{0:02x}:01.0'.format(low - 3)] = {
+            'kind': 'root', 'secondary': low - 2, 'subordinate': high, 'ids': ROOT_PORT, 'below': list(cluster)}
+        bridges['0000:{0:02x}:00.0'.format(low - 2)] = {
+            'kind': 'upstream', 'secondary': low - 1, 'subordinate': high, 'ids': ids, 'below': list(cluster)}
         buses = sorted(set(_bus_of(b) for b in cluster))
         for n, bus in enumerate(buses):
             below = [b for b in cluster if _bus_of(b) == bus]
