@@ -586,8 +586,8 @@ def collect_rdma_facts(module, root='/', run_status=None, gpu_bus_ids=(), exclud
     """``kernel_state.rdma``. Only a node with ConnectX devices pays for lspci and /proc/kallsyms."""
     connectx = scan_connectx(root, exclude)
     peermem = os.path.isdir(os.path.join(root, 'sys/module', PEERMEM_MODULE))
-    facts = {'connectx': connectx, 'peermem_loaded': peermem, 'cmdline': (_read(os.path.join(root, 'proc/cmdline'))
-                                                                           or '').strip(),
+    cmdline = (_read(os.path.join(root, 'proc/cmdline')) or '').strip()
+    facts = {'connectx': connectx, 'peermem_loaded': peermem, 'cmdline': cmdline,
              'iommu': iommu_state(root, list(gpu_bus_ids) + connectx), 'peer_symbols': None, 'bridges': None,
              'lspci_error': None, 'boot_args': read_boot_args(root)}
     if not connectx:
