@@ -92,8 +92,10 @@ FRESH = [
                                  '(/proc/kallsyms), so modprobe nvidia_peermem fails with "Unknown symbol '
                                  'ib_register_peer_memory_client"; load it (rdma role, nodeprep_rdma_peermem: true) '
                                  'or declare DMA-BUF (nodeprep_rdma_path: dmabuf)'),
-    ('pci.acs', 'pass', 'no PCIe switch between the 9 GPUs/ConnectX devices and their root ports'),
-    ('kernel.iommu', 'pass', 'IOMMU off: no IOMMU group in /sys/kernel/iommu_groups (cmdline: iommu=pt)'),
+    ('pci.acs', 'fail', 'ACS redirects peer traffic through the root complex at switch downstream port '
+                        '0000:8e:01.0 (above GPU 0000:8f:00.0): ACSCtl ReqRedir+ CmpltRedir+'),
+    ('kernel.iommu', 'fail', 'IOMMU translating DMA for GPU 0000:8f:00.0 (group type DMA-FQ); cmdline: no IOMMU '
+                             'parameter'),
 ]
 
 
@@ -112,7 +114,7 @@ def test_freshly_provisioned_node():
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI device ID 0x2901 is Blackwell or newer)'
-    assert r.summarize(checks) == {'pass': 2, 'warn': 0, 'fail': 16, 'skip': 0, 'status': 'fail'}
+    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 18, 'skip': 0, 'status': 'fail'}
 
 
 def test_expected_texts_of_the_converged_node():

@@ -336,7 +336,13 @@ def fresh():
     ks['devel'] = {RUNNING: False}
     ks['nouveau'] = {'loaded': True, 'blacklisted': False, 'blacklist_files': []}
     ks['nvidia_module'] = {'loaded': False, 'version': None, 'flavour': None}
-    ks['rdma'] = dict(ks['rdma'], peermem_loaded=False, peer_symbols=[])
+    # As delivered: the inbox RDMA stack, ACS on at the switch port above GPU 0 (firmware default), IOMMU translating.
+    ks['rdma'] = dict(ks['rdma'], peermem_loaded=False, peer_symbols=[], cmdline='BOOT_IMAGE=(hd0,gpt2)/vmlinuz ro',
+                      iommu={'groups': 120, 'class': ['dmar0'], 'device_types': {SYSFS_IDS[0]: 'DMA-FQ'}},
+                      bridges=[{'bus_id': '0000:8e:01.0', 'class': 'PCI bridge', 'port': 'Downstream Port',
+                                'secondary': 0x8f, 'subordinate': 0x8f, 'denied': False,
+                                'acs_ctl': {'SrcValid': True, 'TransBlk': False, 'ReqRedir': True, 'CmpltRedir': True,
+                                            'UpstreamFwd': True, 'EgressCtrl': False, 'DirectTrans': False}}])
     eight_mib = {'soft': 8192, 'hard': 8192}
     facts['limits'] = {'entries': [], 'effective': {'root': {'memlock': eight_mib}, 'train': {'memlock': eight_mib}},
                        'errors': [],
