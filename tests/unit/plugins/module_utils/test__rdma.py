@@ -229,8 +229,8 @@ GRUB = {'bls': {}, 'grub_cmdline_linux': 'console=ttyS0', 'grub_cmdline_linux_de
 @pytest.mark.parametrize('family, running, boot, grubby, line, reboot', [
     ('el', 'ro iommu=pt', BLS_PT, None, None, False),
     ('el', 'ro', BLS_PT, None, None, True),
-    ('el', 'ro', {'bls': {'abc-5.14.0.conf': 'root=/dev/sda ro'}}, ['grubby', '--update-kernel=ALL',
-                                                                     '--args=iommu=pt'], None, True),
+    ('el', 'ro', {'bls': {'abc-5.14.0.conf': 'root=/dev/sda ro'}},
+     ['grubby', '--update-kernel=ALL', '--args=iommu=pt'], None, True),
     ('el', 'ro intel_iommu=off', {'bls': {'a.conf': 'ro intel_iommu=off'}}, None, None, False),
     ('debian', 'quiet', GRUB, None, 'GRUB_CMDLINE_LINUX="console=ttyS0 iommu=pt"', True),
     ('debian', 'quiet iommu=pt', dict(GRUB, grub_cmdline_linux='iommu=pt'), None, None, False),
