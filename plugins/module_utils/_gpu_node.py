@@ -47,7 +47,7 @@ __metaclass__ = type
 
 NAME = 'nodeprep_gpu_node'
 AUTO = 'auto'
-GPU_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'nccl')
+GPU_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'nccl', 'rdma')
 
 # The collection-wide setting, in the SETTINGS of every GPU role (the inventory sets it once; not in any role's
 # defaults: tests/unit/roles/test_role_settings.py SHARED).

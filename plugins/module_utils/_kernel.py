@@ -22,6 +22,7 @@ import re
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_node import DriverNodeError, read_driver_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import family_of
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import run_status
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._rdma import collect_rdma_facts
 
 
 class KernelError(Exception):
@@ -708,6 +709,7 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
             os.path.realpath(link) if os.path.exists(link) else None)
         devel[release] = resolved is not None
         build_paths[release] = resolved
+    pci = scan_pci(root)
     return {
         'running': running,
         'installed': installed,
@@ -719,7 +721,10 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
         'nouveau': _nouveau(module, root, running, check_initramfs, warnings),
         'nvidia_module': _nvidia(module, root, running, warnings),
         'dkms': _dkms(module, root, warnings),
-        'pci': scan_pci(root),
+        'pci': pci,
+        # The GPUDirect RDMA path (_rdma.py): ConnectX devices, nvidia_peermem, ACS, IOMMU, in this round trip.
+        'rdma': collect_rdma_facts(module, root, run_status, [g['bus_id'] for g in pci['gpus']],
+                                   [b['bus_id'] for b in pci['nvlink5_bridges']]),
         'secure_boot': _secure_boot(module, root, warnings),
         'os': identity,
         'driver_node': driver_node,

@@ -22,6 +22,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _rdma
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import ELREPO_KEYS, elrepo_keys
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import os_facts, version_key
 
@@ -139,6 +140,15 @@ SETTINGS = {
             "Given keys are used as given, except that ELRepo's original key file is dropped on EL 10.",
         ],
     },
+    'nodeprep_kernel_iommu_passthrough': {
+        'type': 'bool', 'default': False,
+        'description': [
+            'Put C(iommu=pt) on the kernel command line (IOMMU passthrough; GPUDirect P2P and RDMA on bare metal need '
+            'the IOMMU off or in passthrough; readiness check C(kernel.iommu)).',
+            'EL, C(grubby --update-kernel=ALL --args=iommu=pt) where a boot entry lacks it. Debian, Ubuntu, '
+            'C(iommu=pt) added to C(GRUB_CMDLINE_LINUX) in C(/etc/default/grub), then C(update-grub).',
+            'It takes effect at the next boot, the role reboots only when O(nodeprep_kernel_reboot_ok) allows it, and '
+            'otherwise records the reboot request.']},
     'nodeprep_kernel_reboot_ok': {
         'type': 'bool',
         'default': None,
@@ -401,6 +411,7 @@ def plan(facts, settings, context):
     if why:
         out['reasons'].append('reboot: running {0}, {1} boots next'.format(running, target))
     out['reboot'] = {'needed': bool(why), 'why': why, 'allowed': allowed}
+    iommu = _iommu_passthrough(out, settings, state, family)
     boot_package = devel_package(family, source, nxt, os_info.get('architecture'))
     out['args']['kernel'] = {
         'family': family,
@@ -415,5 +426,26 @@ def plan(facts, settings, context):
         'set_default': set_default,
         'grubby': GRUBBY,
         'reboot_ok': allowed,
+        'iommu': iommu,
     }
     return out
+
+
+def _iommu_passthrough(out, settings, state, family):
+    """nodeprep_kernel_iommu_passthrough: iommu=pt in the boot loader config (_rdma.iommu_boot_plan), a reason to
+    run while it is missing there, a reboot while the running kernel lacks it.  None when not asked."""
+    if not settings.get('nodeprep_kernel_iommu_passthrough'):
+        return None
+    rdma = state.get('rdma') if isinstance(state.get('rdma'), dict) else {}
+    decision = _rdma.iommu_boot_plan(family, rdma.get('cmdline'), rdma.get('boot_args'))
+    if decision['error']:
+        out['errors'].append(decision['error'])
+        return decision
+    out['reasons'].extend(decision['why'])
+    if decision['reboot']:
+        why = 'kernel: iommu=pt is not on the running kernel command line (/proc/cmdline)'
+        out['reboot']['why'].append(why)
+        out['reboot']['needed'] = True
+        if why not in out['reasons']:
+            out['reasons'].append(why)
+    return decision

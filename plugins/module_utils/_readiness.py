@@ -39,6 +39,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _dcgm as 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _driver_plan as driver_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_fabric
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _rdma as rdma_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _shm as shm_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _topology
 
@@ -65,6 +66,8 @@ SETTING_NAMES = (
     'nodeprep_expected_gpus',
     'nodeprep_readiness_xid_fail',
     'nodeprep_readiness_skip_checks',
+    # The declared GPUDirect RDMA path (rdma role): rdma.peer_memory accepts nvidia_peermem or DMA-BUF.
+    'nodeprep_rdma_path',
 )
 
 # Only named in messages (no file is opened here); the shm facts say where they looked.
@@ -371,6 +374,35 @@ def _dcgm_diag(facts, settings, probe):
     return _check(dcgm_rules.CHECK, status, expected, observed)
 
 
+# The GPUDirect RDMA path (rules in _rdma.py; they skip on a node without ConnectX devices).
+
+
+def _rdma_check(check_id, rule, facts, *args):
+    status, expected, observed = rule(_get(facts, 'kernel_state', 'rdma'), *args)
+    return _check(check_id, status, expected, observed)
+
+
+def _gpu_bus_ids(facts):
+    return [dev.get('bus_id') for dev in _get(facts, 'kernel_state', 'pci', 'gpus') or []]
+
+
+def _rdma_peer_memory(facts, settings, probe):
+    try:
+        return _rdma_check('rdma.peer_memory', rdma_rules.peer_memory_result, facts,
+                           _setting(settings, 'nodeprep_rdma_path'), _get(facts, 'kernel_state', 'running'),
+                           _get(facts, 'kernel_state', 'nvidia_module', 'flavour'))
+    except rdma_rules.RdmaError as exc:
+        raise ReadinessError(str(exc))
+
+
+def _pci_acs(facts, settings, probe):
+    return _rdma_check('pci.acs', rdma_rules.acs_result, facts, _gpu_bus_ids(facts))
+
+
+def _kernel_iommu(facts, settings, probe):
+    return _rdma_check('kernel.iommu', rdma_rules.iommu_result, facts, _gpu_bus_ids(facts))
+
+
 _ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
 
 # The one list of checks: (id, remedy, check function, fact namespaces it needs). A namespace that could not be
@@ -410,13 +442,20 @@ CHECKS = (
     ('gpu.dcgm_diag', 'drain the node and give the GPU and test named to hardware service; persistence mode off: '
                       'role gpufleet.nodeprep.nvidia_driver (nodeprep_nvidia_driver_persistenced); DCGM missing or '
                       'its host engine stopped: role gpufleet.nodeprep.dcgm', _dcgm_diag, ()),
+    # The GPUDirect RDMA path (_rdma.py), on a node with ConnectX devices.
+    ('rdma.peer_memory', 'role gpufleet.nodeprep.rdma with nodeprep_rdma_peermem: true (loads nvidia_peermem), or '
+                         'nodeprep_rdma_path: dmabuf where DMA-BUF serves', _rdma_peer_memory, ('kernel_state',)),
+    ('pci.acs', 'disable ACS in the BIOS (the real fix), or role gpufleet.nodeprep.rdma with '
+                'nodeprep_rdma_acs_unit: true (clears it at every boot with setpci)', _pci_acs, ('kernel_state',)),
+    ('kernel.iommu', 'role gpufleet.nodeprep.kernel with nodeprep_kernel_iommu_passthrough: true (iommu=pt), then a '
+                     'reboot', _kernel_iommu, ('kernel_state',)),
 )
 CHECK_IDS = tuple(entry[0] for entry in CHECKS)
 # The checks of the GPU roles (_gpu_node.GPU_ROLES) and of the GPUs themselves: on a node that is not a GPU node
 # (no NVIDIA GPU on the PCI bus, or nodeprep_gpu_node false; the decision its GPU roles' plans record) they skip
 # with that reason, so such a node is never "not ready" for GPU reasons.
 GPU_CHECKS = tuple(check_id for check_id in CHECK_IDS
-                   if check_id.split('.')[0] in ('kernel', 'driver', 'gpu', 'nccl', 'fabric'))
+                   if check_id.split('.')[0] in ('kernel', 'driver', 'gpu', 'nccl', 'fabric', 'rdma', 'pci'))
 REMEDIES = dict((entry[0], entry[1]) for entry in CHECKS)
 
 # gpu_node_facts' subsets and the namespaces they fill.

@@ -142,6 +142,15 @@ FAULTS = {
                                'last GPU)'},
     'shm-full': {'flag': 'shm-full', 'help': '/dev/shm filled to 0 bytes free (--value: most bytes of RAM to use, default 2 GiB)'},
     'node-down': {'flag': 'node-down', 'help': 'the node is cut off the network (host side of its veth down)'},
+    'acs-on': {'flag': 'acs-on',
+               'help': 'PCIe ACS on (ACSCtl SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+, as firmware leaves it) at the '
+                       'switch downstream port above a GPU (--gpu index or bus id of a GPU or NIC, default GPU 0); set '
+                       'again at every boot'},
+    'peermem-unloaded': {'flag': 'peermem-unloaded',
+                         'help': 'nvidia_peermem not loaded (/sys/module/nvidia_peermem gone) although asked for'},
+    'rdma-no-peer-api': {'flag': 'rdma-no-peer-api',
+                         'help': 'the inbox RDMA stack: /proc/kallsyms lacks ib_register_peer_memory_client and '
+                                 'modprobe nvidia_peermem fails with "Unknown symbol in module"'},
     'devel-missing': {'flag': 'devel-missing',
                       'help': 'a custom kernel whose devel/headers are in no repository: the installed ones removed, '
                               'dnf excludes kernel*-devel*, apt pins linux-headers-* to -1 (heal lifts the exclusion)'},
@@ -176,7 +185,7 @@ DEVEL_MISSING_HEAL = {
 }
 
 # Faults that change what the GPU double shows in sysfs (PCI devices, EFI variables): refreshed at once.
-GPU_DOUBLE_VIEW_FAULTS = ('gpu-removed', 'secure-boot')
+GPU_DOUBLE_VIEW_FAULTS = ('gpu-removed', 'secure-boot', 'acs-on', 'peermem-unloaded', 'rdma-no-peer-api')
 
 # Issue 19, fabric and NVLink topology (flags read by the GPU double; lib/gpudouble.py names them).
 FAULTS['fabric-in-progress'] = {
@@ -1491,7 +1500,7 @@ def fault_content(kind, args):
         return '{0} {1}\n'.format(args.value or '79', gpu or '0')
     if kind == 'gpu-missing' and args.value:
         return '{0} {1}\n'.format(gpu or 'last', args.value)
-    if kind in ('gpu-missing', 'gpu-removed', 'retired-pages', 'remapped-rows', 'dcgm-diag-fail'):
+    if kind in ('gpu-missing', 'gpu-removed', 'retired-pages', 'remapped-rows', 'dcgm-diag-fail', 'acs-on'):
         return gpu + '\n' if gpu else ''
     if kind in ('clocks-capped', 'power-capped'):
         return '{0}\n'.format(args.value) if args.value else ''

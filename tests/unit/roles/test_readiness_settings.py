@@ -31,7 +31,7 @@ except ImportError:  # ansible-core before 2.19 templates every string
     def trust_as_template(value):
         return value
 
-OWNERS = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'readiness')
+OWNERS = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma', 'readiness')
 # Variables no role's defaults define (docs/contracts.md: unset means 0).
 UNOWNED = {'nodeprep_expected_gpus': 0}
 
@@ -77,9 +77,11 @@ def test_fallback_is_the_owning_roles_default(name):
 # to what the inventory gives, without any other role's files.
 @pytest.mark.parametrize('inventory, expected', [
     ({}, {'nodeprep_expected_gpus': 0, 'nodeprep_readiness_xid_fail': [48, 62, 64, 74, 79, 94, 95, 119, 120, 154],
-          'nodeprep_readiness_skip_checks': []}),
-    ({'nodeprep_expected_gpus': 8, 'nodeprep_readiness_xid_fail': [79], 'nodeprep_readiness_skip_checks': ['xid']},
-     {'nodeprep_expected_gpus': 8, 'nodeprep_readiness_xid_fail': [79], 'nodeprep_readiness_skip_checks': ['xid']}),
+          'nodeprep_readiness_skip_checks': [], 'nodeprep_rdma_path': 'auto'}),
+    ({'nodeprep_expected_gpus': 8, 'nodeprep_readiness_xid_fail': [79], 'nodeprep_readiness_skip_checks': ['xid'],
+      'nodeprep_rdma_path': 'dmabuf'},
+     {'nodeprep_expected_gpus': 8, 'nodeprep_readiness_xid_fail': [79], 'nodeprep_readiness_skip_checks': ['xid'],
+      'nodeprep_rdma_path': 'dmabuf'}),
 ])
 def test_the_role_alone_templates_its_settings(tmp_path, inventory, expected):
     alone = tmp_path / 'roles' / 'readiness'

@@ -10,6 +10,7 @@ import json
 import re
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -324,14 +325,16 @@ def test_gpu_removed_hides_gpu_from_smi_and_pci(node, tmp_path, content, gone):
     assert [r[0] for r in rows] == [str(i) for i in range(7)]
     assert gone not in [r[1] for r in rows]
     assert set(r[2] for r in rows) == {'7'}
-    pci = gd.write_pci_tree(gd.load_profile(), str(tmp_path / 'pci'))
-    assert len(pci) == 7 + 4 + 8  # GPUs, ConnectX-7 bridge functions, compute NICs
+    profile = gd.load_profile()
+    pci = [name for name in gd.write_pci_tree(profile, str(tmp_path / 'pci')) if name not in gd.pci_switches(profile)]
+    assert len(pci) == 7 + 4 + 8  # GPUs, ConnectX-7 bridge functions, compute NICs (the PCIe bridges left out)
     assert gd.sysfs_bus_id(gone) not in pci
 
 
 def test_pci_tree_files(node, tmp_path):
     node.profile()
-    names = gd.write_pci_tree(gd.load_profile(), str(tmp_path / 'pci'))
+    profile = gd.load_profile()
+    names = [n for n in gd.write_pci_tree(profile, str(tmp_path / 'pci')) if n not in gd.pci_switches(profile)]
     assert names[:4] == ['0000:05:00.0', '0000:05:00.1', '0000:06:00.0', '0000:06:00.1']
     dev = tmp_path / 'pci' / '0000:8f:00.0'
     assert [(f, (dev / f).read_text()) for f in ('vendor', 'device', 'class', 'subsystem_vendor',
@@ -671,3 +674,53 @@ def test_every_call_is_counted(node):
         node.smi(*argv)
     lines = (node.path / 'run/gpu-double/calls.log').read_text().splitlines()
     assert [line.split(' ', 1)[1] for line in lines] == ['-L', '-q -x', '--version']
+
+
+# ---------------------------------------------------------------- PCIe switches, ACS, nvidia_peermem
+
+
+def _acs_ctl(config):
+    return struct.unpack_from('<H', config, 0x106)[0]
+
+
+def test_every_gpu_and_nic_sits_below_a_switch_downstream_port(node, tmp_path):
+    node.profile()
+    profile = gd.load_profile()
+    bridges = gd.pci_switches(profile)
+    below = dict((dev, name) for name, b in bridges.items() if b['kind'] == 'downstream' for dev in b['below'])
+    gpus = [gd.sysfs_bus_id(g['pci_bus_id']) for g in profile['gpus']]
+    assert all(bus in below for bus in gpus + [d['bus_id'] for d in profile['connectx']])
+    gd.write_pci_tree(profile, str(tmp_path / 'pci'))
+    port = tmp_path / 'pci' / below[gpus[0]]
+    config = (port / 'config').read_bytes()
+    assert len(config) == 4096 and config[0x0e] == 0x01  # a Type 1 header: lspci reads the bus numbers
+    assert struct.unpack_from('<H', config, 0x100)[0] == 0x000d  # the ACS extended capability
+    assert _acs_ctl(config) == 0  # ACS off, as on the PEX890xx ports of the HGX H100 capture
+    assert [(port / f).read_text() for f in ('irq', 'resource')] == ['0\n', '']
+
+
+def test_acs_on_fault_sets_the_redirect_bits_above_the_gpu(node, tmp_path):
+    node.profile()
+    node.fault('acs-on', '1\n')
+    profile = gd.load_profile()
+    bridges = gd.pci_switches(profile)
+    gpu1 = gd.sysfs_bus_id(profile['gpus'][1]['pci_bus_id'])
+    port = [n for n, b in bridges.items() if b['kind'] == 'downstream' and gpu1 in b['below']][0]
+    gd.write_pci_tree(profile, str(tmp_path / 'pci'))
+    on = [n for n, b in bridges.items() if b['kind'] == 'downstream'
+          and _acs_ctl((tmp_path / 'pci' / n / 'config').read_bytes()) == gd.ACS_ON]
+    assert on == [port]
+
+
+def test_peermem_needs_the_peer_api(node):
+    node.ready()
+    tools = double_tools
+    assert tools.cmd_modprobe(['nvidia_peermem']) == 0
+    assert gd.peermem_loaded()
+    assert 'ib_register_peer_memory_client' in gd.kallsyms_text()
+    node.fault('rdma-no-peer-api')
+    assert not gd.peermem_loaded()
+    assert 'ib_register_peer_memory_client' not in gd.kallsyms_text()
+    assert tools.cmd_modprobe(['nvidia_peermem']) == 1
+    node.fault('peermem-unloaded')
+    assert not gd.peermem_loaded()

@@ -336,3 +336,31 @@ TOOLS = {'grubby': grubby, 'update-grub': update_grub, 'grub-editenv': grub_edit
          'grub-set-default': grub_set_default,
          'grub-reboot': lambda a: grub_set_default(a, 'next_entry'),
          'dracut': dracut, 'update-initramfs': update_initramfs, 'testbed-kernel-install': kernel_install}
+
+
+# ------------------------------------------------------------ /proc/cmdline of this boot
+CMDLINE = os.path.join(gd.RUN_DIR, 'cmdline')
+
+
+def boot_cmdline():
+    """The kernel command line the boot loader gave this boot: the default BLS entry's options (EL), else the linux
+    line of grub.cfg's default entry (Debian/Ubuntu, as update-grub wrote it); GRUB's BOOT_IMAGE= first."""
+    entries = bls_entries()
+    if entries:
+        _idx, entry = default_entry(entries)
+        return 'BOOT_IMAGE=(hd0,gpt2){0} {1}'.format(entry.get('linux', ''), entry.get('options', '')).strip()
+    cfg = gd.read_text('boot/grub/grub.cfg') or ''
+    for line in cfg.splitlines():
+        words = line.split()
+        if words and words[0] == 'linux' and len(words) > 1:
+            return 'BOOT_IMAGE={0} {1}'.format(words[1], ' '.join(words[2:])).strip()
+    return 'BOOT_IMAGE=/boot/vmlinuz-{0} root=UUID=testbed-root ro'.format(gd.uname_r())
+
+
+def write_cmdline():
+    """Write this boot's command line in place (the early-boot hook binds the file over /proc/cmdline)."""
+    try:
+        with open(gd.path(CMDLINE), 'w') as handle:
+            handle.write(boot_cmdline() + '\n')
+    except (IOError, OSError):
+        pass

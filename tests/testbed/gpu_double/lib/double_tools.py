@@ -11,6 +11,7 @@ import signal
 import sys
 import time
 
+import bootloader
 import gpudouble as gd
 
 
@@ -32,7 +33,11 @@ def cmd_boot(args):
     modtext = gd.read_text('etc/modules', '') or ''
     mods.update(l.split('#', 1)[0].strip() for l in modtext.splitlines() if l.split('#', 1)[0].strip())
     for mod in sorted(mods):
-        set_module(mod, True)
+        if mod.replace('-', '_') == gd.PEERMEM and not gd.peer_api():
+            # systemd-modules-load logs the failure; the module stays out
+            gd.append_kernel_log(['nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -2)'])
+            continue
+        set_module(mod.replace('-', '_'), True)
     if gd.secure_boot_on():
         gd.append_kernel_log(['secureboot: Secure boot enabled',
                               'Kernel is locked down from EFI Secure Boot mode; see man kernel_lockdown.7'])
@@ -40,6 +45,7 @@ def cmd_boot(args):
     gd.save_state(state)
     gd.write_proc_driver(state)
     write_views(profile)
+    bootloader.write_cmdline()
     record = {'uname_r': gd.uname_r(), 'selected_kernel': selected_kernel(), 'booted_at': time.time()}
     gd.write_text(os.path.join(gd.RUN_DIR, 'boot.json'), json.dumps(record, sort_keys=True) + '\n')
     if record['selected_kernel'] and record['selected_kernel'] != record['uname_r']:
@@ -64,6 +70,7 @@ def view_dirs():
 def write_views(profile):
     """PCI devices, /sys/class/infiniband and the EFI variables; a view whose mount is missing is reported."""
     dirs = view_dirs()
+    gd.write_rdma_views()
     for what, func in (('pci', gd.write_pci_tree), ('ib', gd.write_ib_tree), ('efivars', None)):
         try:
             if what == 'efivars':
@@ -146,6 +153,19 @@ def cmd_modprobe(args):
             continue
         if name == 'ib_umad':
             set_module(name, not remove)
+        elif name == gd.PEERMEM:
+            if remove:
+                set_module(name, False)
+            elif not gd.ensure_state(profile)['driver'].get('loaded'):
+                sys.stderr.write("modprobe: ERROR: could not insert 'nvidia_peermem': No such device\n")
+                return 1
+            elif not gd.peer_api():
+                gd.append_kernel_log(['nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -2)'])
+                sys.stderr.write(gd.PEERMEM_UNKNOWN_SYMBOL + '\n')
+                return 1
+            else:
+                set_module(name, True)
+            gd.write_rdma_views()
         elif name == 'nouveau':
             state = gd.ensure_state(profile)
             if remove:

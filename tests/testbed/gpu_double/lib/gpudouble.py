@@ -54,12 +54,22 @@ FAULT_REMAPPED_ROWS = 'remapped-rows-pending'  # same
 FAULT_FABRIC_IN_PROGRESS = 'fabric-in-progress'
 # NVLinks down between two GPUs (topo -m); content: lines "<gpu> <gpu> [links left]" (default "0 1 0").
 FAULT_NVLINK_DOWN = 'nvlink-down'
+# The GPUDirect RDMA path (tests/testbed/REALITY.md, "PCIe switches, ACS, nvidia_peermem"):
+# ACS on (the BIOS default of many boards) at the switch downstream ports above GPUs/NICs; content: GPU indexes or
+# bus ids of the devices below the ports, one a line (default GPU 0). Set again at every boot, as firmware does.
+FAULT_ACS_ON = 'acs-on'
+# nvidia_peermem unloaded (modprobe -r, or never loaded) until the next boot or modprobe.
+FAULT_PEERMEM_UNLOADED = 'peermem-unloaded'
+# The distribution's inbox RDMA stack: no ib_register_peer_memory_client, so modprobe nvidia_peermem fails with
+# "Unknown symbol in module" and the kernel log says "nvidia_peermem: Unknown symbol ib_register_peer_memory_client".
+FAULT_NO_PEER_API = 'rdma-no-peer-api'
 FAULT_NAMES = (FAULT_GPU_MISSING, FAULT_GPU_REMOVED, FAULT_SMI_HANG, FAULT_DRIVER_UNLOADED, FAULT_XID,
                FAULT_RETIRED_PAGES, FAULT_REMAPPED_ROWS, FAULT_CLOCKS_CAPPED, FAULT_POWER_CAPPED, FAULT_SECURE_BOOT)
 FAULT_NAMES += (FAULT_FABRIC_IN_PROGRESS, FAULT_NVLINK_DOWN)
 # DCGM's software test fails on the GPUs named (lines "<index|bus id>"; default the last GPU): lib/dcgmi_double.py.
 FAULT_DCGM_DIAG_FAIL = 'dcgm-diag-fail'
 FAULT_NAMES += (FAULT_DCGM_DIAG_FAIL,)
+FAULT_NAMES += (FAULT_ACS_ON, FAULT_PEERMEM_UNLOADED, FAULT_NO_PEER_API)
 EFI_GLOBAL_GUID = '8be4df61-93ca-11d2-aa0d-00e098032b8c'
 
 CUDA_BY_BRANCH = {'570': '12.8', '575': '12.9', '580': '13.0', '590': '13.1', '595': '13.2'}
@@ -453,6 +463,66 @@ def write_sys_module(state):
         pass
 
 
+# ---------------------------------------------------------------- nvidia_peermem and the RDMA stack's symbols
+PEERMEM = 'nvidia_peermem'
+PEER_MEMORY_SYMBOLS = ('ib_register_peer_memory_client', 'ib_unregister_peer_memory_client')
+# /proc/kallsyms as the node shows it (the early-boot hook binds this file over /proc/kallsyms): the RDMA stack's
+# ib_core symbols, with the peer-memory API of MLNX_OFED/DOCA-OFED unless the rdma-no-peer-api fault makes it the
+# inbox stack. Addresses read 0 as for a user without CAP_SYSLOG (kptr_restrict); only the names matter.
+KALLSYMS = os.path.join(RUN_DIR, 'kallsyms')
+PEERMEM_UNKNOWN_SYMBOL = ("modprobe: ERROR: could not insert 'nvidia_peermem': Unknown symbol in module, or unknown "
+                          "parameter (see dmesg)")
+
+
+def peer_api():
+    return not fault_active(FAULT_NO_PEER_API)
+
+
+def peermem_marker():
+    return path(os.path.join(RUN_DIR, 'modules', PEERMEM))
+
+
+def peermem_loaded():
+    """nvidia_peermem counts as loaded: asked for (modprobe or modules-load.d at boot), the driver loaded, the peer
+    API there, and no peermem-unloaded fault."""
+    state = load_state() or {}
+    return (os.path.exists(peermem_marker()) and bool((state.get('driver') or {}).get('loaded')) and peer_api()
+            and not fault_active(FAULT_PEERMEM_UNLOADED))
+
+
+def kallsyms_text():
+    lines = ['0000000000000000 T ib_register_client\t[ib_core]', '0000000000000000 T ib_umem_get\t[ib_core]']
+    if peer_api():
+        lines += ['0000000000000000 T {0}\t[ib_core]'.format(name) for name in PEER_MEMORY_SYMBOLS]
+    return '\n'.join(lines) + '\n'
+
+
+def write_rdma_views():
+    """/sys/module/nvidia_peermem while it counts as loaded, and the kallsyms file (rewritten in place: it is the
+    source of a bind mount)."""
+    try:
+        with open(path(KALLSYMS), 'w') as handle:
+            handle.write(kallsyms_text())
+    except (IOError, OSError):
+        pass
+    base = sys_module_dir()
+    if not os.path.isdir(base) or not os.access(base, os.W_OK):
+        return
+    target = os.path.join(base, PEERMEM)
+    try:
+        if peermem_loaded():
+            if not os.path.isdir(target):
+                os.makedirs(target)
+            with open(os.path.join(target, 'initstate'), 'w') as handle:
+                handle.write('live\n')
+        elif os.path.isdir(target):
+            for entry in os.listdir(target):
+                os.remove(os.path.join(target, entry))
+            os.rmdir(target)
+    except (IOError, OSError):
+        pass
+
+
 def write_proc_driver(state):
     """Mirror the driver state into /proc/driver/nvidia (a host folder bound there by the testbed)."""
     base = os.path.join(proc_driver_dir(), 'nvidia')
@@ -696,6 +766,123 @@ def _clear_dir(full):
     os.rmdir(full)
 
 
+# ---------------------------------------------------------------- PCIe switches and config space
+# Every GPU, NIC and NVSwitch sits below a switch downstream port, as on HGX boards (tests/testbed/REALITY.md; layout,
+# ids and ACS bits from the HGX H100 `lspci -vvv` capture in tests/fixtures/lspci): endpoints whose bus numbers are
+# close share one switch; each switch hangs off its own root port. Each device gets a 4 KiB `config` file that the
+# real lspci and setpci read and write (the Type 0/1 header, the PCI Express capability and, on bridges, the ACS
+# extended capability), plus the `irq` and `resource` files lspci opens.
+
+ROOT_PORT = {'vendor': 0x8086, 'device': 0x352a, 'acs_cap': 0x1f, 'acs_ctl': 0x00}       # Intel 352a root port
+GPU_SWITCH = {'vendor': 0x1000, 'device': 0xc030, 'acs_cap': 0x5f, 'acs_ctl': 0x00}      # Broadcom PEX890xx
+NVSWITCH_SWITCH = {'vendor': 0x11f8, 'device': 0x4128, 'acs_cap': 0x7f, 'acs_ctl': 0x1d}  # PMC-Sierra 4128
+# ACSCtl bits as lspci names them (PCIe base spec, ACS Control register): SrcValid 0, TransBlk 1, ReqRedir 2,
+# CmpltRedir 3, UpstreamFwd 4, EgressCtrl 5, DirectTrans 6. ACS on: as the capture's PMC-Sierra ports.
+ACS_ON = 0x1d
+PCIE_TYPES = {'endpoint': 0, 'root': 4, 'upstream': 5, 'downstream': 6}
+_GAP = 8
+
+
+def _sysfs(bus_id):
+    """A bus id in the sysfs form whether nvidia-smi's (8-digit domain) or sysfs' spelling is given."""
+    text = bus_id.strip().lower()
+    return text[4:] if len(text.split(':')[0]) == 8 else text
+
+
+def _bus_of(bus_id):
+    return int(_sysfs(bus_id)[5:7], 16)
+
+
+def pci_switches(profile):
+    """The bridges above the profile's PCI endpoints: {bus id: {kind, secondary, subordinate, ids, below}}."""
+    endpoints = sorted(set([_sysfs(g['pci_bus_id']) for g in present_gpus(profile)]
+                           + [_sysfs(sw['bus_id']) for sw in profile.get('nvswitches', [])]
+                           + [_sysfs(dev['bus_id']) for dev in profile.get('connectx', [])]),
+                       key=lambda b: (_bus_of(b), b))
+    clusters = []
+    for bus_id in endpoints:
+        bus = _bus_of(bus_id)
+        if clusters and bus - _bus_of(clusters[-1][-1]) < _GAP:
+            clusters[-1].append(bus_id)
+        else:
+            clusters.append([bus_id])
+    nvswitch_ids = set(sw['bus_id'] for sw in profile.get('nvswitches', []))
+    bridges = {}
+    for cluster in clusters:
+        low, high = _bus_of(cluster[0]), _bus_of(cluster[-1])
+        ids = NVSWITCH_SWITCH if all(b in nvswitch_ids for b in cluster) else GPU_SWITCH
+        bridges['0000:{0:02x}:01.0'.format(low - 3)] = {
+            'kind': 'root', 'secondary': low - 2, 'subordinate': high, 'ids': ROOT_PORT, 'below': list(cluster)}
+        bridges['0000:{0:02x}:00.0'.format(low - 2)] = {
+            'kind': 'upstream', 'secondary': low - 1, 'subordinate': high, 'ids': ids, 'below': list(cluster)}
+        buses = sorted(set(_bus_of(b) for b in cluster))
+        for n, bus in enumerate(buses):
+            below = [b for b in cluster if _bus_of(b) == bus]
+            bridges['0000:{0:02x}:{1:02x}.0'.format(low - 1, n + 1)] = {
+                'kind': 'downstream', 'secondary': bus, 'subordinate': bus, 'ids': ids, 'below': below}
+    return bridges
+
+
+def acs_on_ports(profile, bridges):
+    """The downstream ports the acs-on fault turns ACS on at (those above the devices its lines name)."""
+    if not fault_active(FAULT_ACS_ON):
+        return set()
+    gpus = present_gpus(profile)
+    wanted = set()
+    for line in fault_lines(FAULT_ACS_ON) or ['0']:
+        gpu = _match_gpu(gpus, line)
+        if gpu:
+            wanted.add(_sysfs(gpu['pci_bus_id']))
+        else:
+            try:
+                wanted.add(_sysfs(line))
+            except (ValueError, IndexError):
+                continue
+    return set(name for name, b in bridges.items() if b['kind'] == 'downstream' and wanted & set(b['below']))
+
+
+def config_space(vendor, device, pci_class, kind, subsystem=(0, 0), bridge=None, acs=None, revision=0):
+    """4 KiB of PCI configuration space: the header (Type 0, or Type 1 with the bus numbers), the PCI Express
+    capability at 0x40 (device/port type, slot implemented on root and downstream ports) and, with ``acs``
+    ``(cap, ctl)``, the ACS extended capability (ID 0x000d) at 0x100."""
+    cfg = bytearray(4096)
+    struct.pack_into('<HHHHI', cfg, 0, vendor, device, 0x0006, 0x0010, (pci_class << 8) | revision)
+    cfg[0x0e] = 0x01 if bridge else 0x00
+    cfg[0x34] = 0x40
+    if bridge:
+        cfg[0x18], cfg[0x19], cfg[0x1a] = bridge
+    else:
+        struct.pack_into('<HH', cfg, 0x2c, subsystem[0], subsystem[1])
+    slot = 0x0100 if kind in ('root', 'downstream') else 0
+    struct.pack_into('<BBH', cfg, 0x40, 0x10, 0x00, 0x0002 | (PCIE_TYPES[kind] << 4) | slot)
+    if acs is not None:
+        struct.pack_into('<IHH', cfg, 0x100, 0x000d | (1 << 16), acs[0], acs[1])
+    return bytes(cfg)
+
+
+def _endpoint_config(files):
+    return config_space(int(files['vendor'], 16), int(files['device'], 16), int(files['class'], 16), 'endpoint',
+                        (int(files['subsystem_vendor'], 16), int(files['subsystem_device'], 16)),
+                        revision=0xa1 if files['vendor'] == '0x10de' else 0)
+
+
+def bridge_files(profile):
+    """The sysfs files of the bridges pci_switches() places, with ACS as the profile and the acs-on fault say."""
+    bridges = pci_switches(profile)
+    acs_on = acs_on_ports(profile, bridges)
+    out = {}
+    for name, b in bridges.items():
+        ids = b['ids']
+        ctl = ACS_ON if name in acs_on else ids['acs_ctl']
+        acs = None if b['kind'] == 'upstream' else (ids['acs_cap'], ctl)
+        primary = int(name[5:7], 16)
+        out[name] = {'vendor': '0x{0:04x}'.format(ids['vendor']), 'device': '0x{0:04x}'.format(ids['device']),
+                     'class': '0x060400', 'subsystem_vendor': '0x0000', 'subsystem_device': '0x0000',
+                     'config': config_space(ids['vendor'], ids['device'], 0x060400, b['kind'],
+                                            bridge=(primary, b['secondary'], b['subordinate']), acs=acs)}
+    return out
+
+
 def write_pci_tree(profile, out_dir):
     """Write a sysfs-like tree (one folder per device) for the GPUs on the bus, the NVSwitches (Hopper) and the
     ConnectX-7 functions (NICs and, on NVLink 5 boards, the SW_MNG bridges with their binary vpd)."""
@@ -717,6 +904,11 @@ def write_pci_tree(profile, out_dir):
             'subsystem_vendor': '0x15b3', 'subsystem_device': dev['subsystem_device'],
             'vpd': vpd_bytes(dev),
         }
+    for files in wanted.values():
+        files['config'] = _endpoint_config(files)
+    wanted.update(bridge_files(profile))
+    for files in wanted.values():
+        files.update(irq='0', resource='')
     if not os.path.isdir(out_dir):
         os.makedirs(out_dir)
     for name in os.listdir(out_dir):
@@ -735,10 +927,11 @@ def write_pci_tree(profile, out_dir):
             if isinstance(value, bytes):
                 with open(target, 'wb') as f:
                     f.write(value)
-                os.chmod(target, 0o600)  # real sysfs vpd is readable by root only
+                # real sysfs vpd is readable by root only; config is world-readable (64 bytes for users), root writes
+                os.chmod(target, 0o644 if fname == 'config' else 0o600)
                 continue
             with open(target, 'w') as f:
-                f.write(value if value.endswith('\n') else value + '\n')
+                f.write(value if value.endswith('\n') or value == '' else value + '\n')
     return sorted(wanted)
 
 

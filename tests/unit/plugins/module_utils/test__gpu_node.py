@@ -75,7 +75,7 @@ def plan(role, node, given=None):
 
 
 LINE = ('not a GPU node (no NVIDIA GPU on the PCI bus): no work of the GPU roles (kernel, nvidia_driver, '
-        'gpu_settings, nccl); set nodeprep_gpu_node: true for a node whose GPUs are not seated yet')
+        'gpu_settings, nccl, rdma); set nodeprep_gpu_node: true for a node whose GPUs are not seated yet')
 
 
 @pytest.mark.parametrize('role', G.GPU_ROLES)
@@ -130,7 +130,8 @@ def readiness_settings():
     settings = dict((name, None) for name in R.SETTING_NAMES)
     settings.update({'nodeprep_expected_gpus': 0, 'nodeprep_readiness_xid_fail': [], 'nodeprep_readiness_skip_checks':
                      [], 'nodeprep_nvidia_driver_blacklist_nouveau': True, 'nodeprep_nvidia_driver_persistenced': True,
-                     'nodeprep_kernel_source': 'distro', 'nodeprep_nvidia_driver_open_required_device_ids': []})
+                     'nodeprep_kernel_source': 'distro', 'nodeprep_nvidia_driver_open_required_device_ids': [],
+                     'nodeprep_rdma_path': 'auto'})
     return settings
 
 
@@ -144,7 +145,8 @@ def test_readiness_skips_every_gpu_check_on_a_node_without_gpus():
     assert R.GPU_CHECKS == ('kernel.devel_matched', 'driver.nouveau_blacklisted', 'driver.loaded',
                             'driver.open_modules', 'driver.persistenced', 'gpu.count', 'gpu.power_limit',
                             'gpu.clocks', 'gpu.health', 'nccl.config', 'fabric.manager', 'gpu.fabric',
-                            'gpu.topology', 'gpu.dcgm_diag')
+                            'gpu.topology', 'gpu.dcgm_diag',
+                            'rdma.peer_memory', 'pci.acs', 'kernel.iommu')
     assert 'fail' not in [checks[c]['status'] for c in R.GPU_CHECKS]
 
 

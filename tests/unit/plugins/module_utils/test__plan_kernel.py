@@ -461,3 +461,43 @@ def test_devel_check_not_managed():
     assert (check['status'], check['expected'], check['observed']) == (
         'skip', 'not managed (nodeprep_kernel_manage_devel is false)',
         'nodeprep_kernel_manage_devel is false: the role leaves the devel/headers trees alone')
+
+
+# --------------------------------------------------------------------------------------- iommu=pt (opt-in)
+
+def with_boot(state, cmdline, boot_args):
+    state['kernel_state']['rdma'] = {'cmdline': cmdline, 'boot_args': boot_args, 'connectx': []}
+    return state
+
+
+@pytest.mark.parametrize('name, os_info, running, cmdline, boot, reasons, grubby, line, reboot', [
+    ('EL: grubby adds it, then a reboot', EL9, K9, 'BOOT_IMAGE=(hd0,gpt2)/vmlinuz ro',
+     {'bls': {'m-' + K9 + '.conf': 'root=/dev/sda ro'}},
+     ['iommu=pt: missing from the boot entries m-{0}.conf'.format(K9),
+      'kernel: iommu=pt is not on the running kernel command line (/proc/cmdline)'],
+     ['grubby', '--update-kernel=ALL', '--args=iommu=pt'], None, True),
+    ('EL: set, not booted yet: the reboot only', EL9, K9, 'ro', {'bls': {'m.conf': 'ro iommu=pt'}},
+     ['kernel: iommu=pt is not on the running kernel command line (/proc/cmdline)'], None, None, True),
+    ('EL: set and booted: nothing', EL9, K9, 'ro iommu=pt', {'bls': {'m.conf': 'ro iommu=pt'}}, [], None, None, False),
+    ('Ubuntu: /etc/default/grub', UBUNTU, U_GA, 'quiet',
+     {'bls': {}, 'grub_cmdline_linux': '', 'grub_cmdline_linux_default': 'quiet splash'},
+     ['iommu=pt: missing from GRUB_CMDLINE_LINUX in /etc/default/grub',
+      'kernel: iommu=pt is not on the running kernel command line (/proc/cmdline)'],
+     None, 'GRUB_CMDLINE_LINUX="iommu=pt"', True),
+])
+def test_iommu_passthrough_table(name, os_info, running, cmdline, boot, reasons, grubby, line, reboot):
+    packages = EL9_DISTRO if os_info is EL9 else UBUNTU_GA
+    state = with_boot(facts(os_info, running, running, {running: True}, packages), cmdline, boot)
+    plan = make_plan(state, {'nodeprep_kernel_iommu_passthrough': True})
+    assert plan['errors'] == [], name
+    assert plan['reasons'] == reasons, name
+    iommu = plan['args']['kernel']['iommu']
+    assert (iommu['grubby'], iommu['grub_line'], plan['reboot']['needed']) == (grubby, line, reboot), name
+    assert plan['reboot']['allowed'] is False  # never a reboot unless allowed
+
+
+def test_iommu_passthrough_off_by_default():
+    state = with_boot(facts(EL9, K9, K9, {K9: True}), 'ro', {'bls': {'m.conf': 'ro'}})
+    plan = make_plan(state)
+    assert plan['args']['kernel']['iommu'] is None
+    assert plan['reasons'] == []

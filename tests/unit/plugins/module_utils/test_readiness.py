@@ -56,6 +56,9 @@ CONVERGED = [
     ('gpu.fabric', 'pass', 'all 8 GPUs Completed/Success'),
     ('gpu.topology', 'pass', '28 GPU pairs at NV18 (B200 with NVSwitches: NV18); 8 of 8 GPUs with a NIC at PIX/PXB'),
     ('gpu.dcgm_diag', 'pass', 'DCGM 4.1.1: 8 results of diagnostic (discovery not read); all passed'),
+    ('rdma.peer_memory', 'pass', 'nvidia_peermem loaded (/sys/module/nvidia_peermem)'),
+    ('pci.acs', 'pass', 'no PCIe switch between the 9 GPUs/ConnectX devices and their root ports'),
+    ('kernel.iommu', 'pass', 'IOMMU off: no IOMMU group in /sys/kernel/iommu_groups (cmdline: iommu=pt)'),
 ]
 
 FRESH = [
@@ -90,6 +93,17 @@ FRESH = [
     ('gpu.fabric', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('gpu.topology', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('gpu.dcgm_diag', 'skip', 'not run: nodeprep_readiness_dcgm is false (it takes about a minute)'),
+    # The distribution's inbox RDMA stack: no peer-memory API.
+    ('rdma.peer_memory', 'fail', 'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX '
+                                 '0000:8d:00.0; the RDMA stack '
+                                 'lacks ib_register_peer_memory_client, ib_unregister_peer_memory_client '
+                                 '(/proc/kallsyms), so modprobe nvidia_peermem fails with "Unknown symbol '
+                                 'ib_register_peer_memory_client"; load it (rdma role, nodeprep_rdma_peermem: true) '
+                                 'or declare DMA-BUF (nodeprep_rdma_path: dmabuf)'),
+    ('pci.acs', 'fail', 'ACS redirects peer traffic through the root complex at switch downstream port '
+                        '0000:8e:01.0 (above GPU 0000:8f:00.0): ACSCtl ReqRedir+ CmpltRedir+'),
+    ('kernel.iommu', 'fail', 'IOMMU translating DMA for GPU 0000:8f:00.0 (group type DMA-FQ); cmdline: no IOMMU '
+                             'parameter'),
 ]
 
 
@@ -99,7 +113,7 @@ def test_converged_node_passes_every_check():
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
-    assert r.summarize(checks) == {'pass': 18, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
+    assert r.summarize(checks) == {'pass': 21, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
 
 
 def test_freshly_provisioned_node():
@@ -108,7 +122,7 @@ def test_freshly_provisioned_node():
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI device ID 0x2901 is Blackwell or newer)'
-    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 17, 'skip': 1, 'status': 'fail'}
+    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 20, 'skip': 1, 'status': 'fail'}
 
 
 def test_expected_texts_of_the_converged_node():
@@ -138,6 +152,10 @@ def test_expected_texts_of_the_converged_node():
         'gpu.topology': _topology.EXPECTED,
         'gpu.dcgm_diag': 'dcgmi diag -r 1: every test passes (or is skipped) on every GPU, and DCGM sees every GPU '
                          'nvidia-smi lists',
+        'rdma.peer_memory': 'nvidia_peermem loaded, or DMA-BUF declared (nodeprep_rdma_path: dmabuf)',
+        'pci.acs': 'ACS redirect off (ACSCtl ReqRedir- CmpltRedir-) on the PCIe switch downstream ports above the '
+                   'GPUs and ConnectX devices',
+        'kernel.iommu': 'IOMMU off or in passthrough (iommu=pt) for the GPUs and ConnectX devices',
     }
 
 
@@ -514,6 +532,10 @@ def test_skip_checks_and_missing_namespaces():
         ('gpu.topology', 'skip', 'nvidia-smi lists no GPU'),
         # Opt-in, and no probe was read.
         ('gpu.dcgm_diag', 'skip', 'not run: nodeprep_readiness_dcgm is false (it takes about a minute)'),
+        # The RDMA checks read the kernel facts, which were not asked for.
+        ('rdma.peer_memory', 'skip', 'the RDMA facts were not gathered'),
+        ('pci.acs', 'skip', 'the RDMA facts were not gathered'),
+        ('kernel.iommu', 'skip', 'the RDMA facts were not gathered'),
     ]
 
 

@@ -276,6 +276,10 @@ def converged():
             'os': {'os_family': 'RedHat', 'distribution': 'Rocky', 'distribution_version': '9.6',
                    'distribution_major_version': '9', 'architecture': 'x86_64'},
             'packages': {'kernel': [RUNNING], 'kernel-core': [RUNNING]},
+            # The GPUDirect RDMA path (_rdma.py): one ConnectX function, nvidia_peermem loaded, no IOMMU, no switch.
+            'rdma': {'connectx': ['0000:8d:00.0'], 'peermem_loaded': True, 'peer_symbols': None,
+                     'cmdline': 'BOOT_IMAGE=(hd0,gpt2)/vmlinuz-{0} root=/dev/nvme0n1p3 ro iommu=pt'.format(RUNNING),
+                     'iommu': {'groups': 0, 'class': [], 'device_types': {}}, 'bridges': [], 'lspci_error': None},
         },
         'limits': {
             'entries': [], 'effective': {'root': unlimited(), 'train': unlimited()}, 'errors': [],
@@ -355,6 +359,13 @@ def fresh():
     ks['devel'] = {RUNNING: False}
     ks['nouveau'] = {'loaded': True, 'blacklisted': False, 'blacklist_files': []}
     ks['nvidia_module'] = {'loaded': False, 'version': None, 'flavour': None}
+    # As delivered: the inbox RDMA stack, ACS on at the switch port above GPU 0 (firmware default), IOMMU translating.
+    ks['rdma'] = dict(ks['rdma'], peermem_loaded=False, peer_symbols=[], cmdline='BOOT_IMAGE=(hd0,gpt2)/vmlinuz ro',
+                      iommu={'groups': 120, 'class': ['dmar0'], 'device_types': {SYSFS_IDS[0]: 'DMA-FQ'}},
+                      bridges=[{'bus_id': '0000:8e:01.0', 'class': 'PCI bridge', 'port': 'Downstream Port',
+                                'secondary': 0x8f, 'subordinate': 0x8f, 'denied': False,
+                                'acs_ctl': {'SrcValid': True, 'TransBlk': False, 'ReqRedir': True, 'CmpltRedir': True,
+                                            'UpstreamFwd': True, 'EgressCtrl': False, 'DirectTrans': False}}])
     eight_mib = {'soft': 8192, 'hard': 8192}
     facts['limits'] = {'entries': [], 'effective': {'root': {'memlock': eight_mib}, 'train': {'memlock': eight_mib}},
                        'errors': [],
