@@ -132,6 +132,11 @@ FAULTS = {
     'remapped-rows': {'flag': 'remapped-rows-pending', 'help': 'row remapping pending (--gpu; default every GPU)'},
     'shm-full': {'flag': 'shm-full', 'help': '/dev/shm filled to 0 bytes free (--value: most bytes of RAM to use, default 2 GiB)'},
     'node-down': {'flag': 'node-down', 'help': 'the node is cut off the network (host side of its veth down)'},
+    'dkms-build-fails': {'flag': 'dkms-build-fails',
+                         'help': 'a kernel the NVIDIA driver cannot be built for (R24): dkms install/autoinstall of '
+                                 'the NVIDIA modules fail for it ("Bad return status for module build", exit 10, '
+                                 'build/make.log left) (--value: a uname -r glob, default the fleet\'s ELRepo '
+                                 'kernel-ml 6.16.7-*.elrepo.*, standing in for the 7.x kernels of the reports)'},
     'devel-missing': {'flag': 'devel-missing',
                       'help': 'a custom kernel whose devel/headers are in no repository: the installed ones removed, '
                               'dnf excludes kernel*-devel*, apt pins linux-headers-* to -1 (heal lifts the exclusion)'},
@@ -1461,6 +1466,8 @@ def fault_content(kind, args):
         return '{0}\n'.format(args.value) if args.value else ''
     if kind == 'shm-full':
         return '{0}\n'.format(args.value or '2147483648')
+    if kind == 'dkms-build-fails':
+        return '{0}\n'.format(args.value) if args.value else ''
     return ''
 
 
