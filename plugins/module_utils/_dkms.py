@@ -101,7 +101,7 @@ def failed_builds(missing, logs, kernel):
     return out
 
 
-def build_error(host, target, running, missing, failed, restore):
+def build_error(host, target, running, missing, failed, restore, role='kernel'):
     """The message that stops a node whose NVIDIA DKMS modules did not build for the kernel it would boot."""
     parts = []
     for name in missing:
@@ -112,11 +112,12 @@ def build_error(host, target, running, missing, failed, restore):
         else:
             parts.append('{0}: not installed for {1} in dkms status, and {2} is not a log of a build for it'.format(
                 name, target, make_log_path(module, version)))
-    return ('kernel on {0}: the NVIDIA driver is not built for {1}, the kernel that would boot next, so the node would '
+    host = host or 'this node'
+    return ('{5} on {0}: the NVIDIA driver is not built for {1}, the kernel that would boot next, so the node would '
             'come back without its GPUs; it is not rebooted{2}. {3}. To fix: keep {4} (exclude {1}: another '
             'nodeprep_kernel_source, or remove the kernel package), or choose a driver version that builds for '
             '{1}.'.format(host, target,
                           ' and {0} stays the default boot entry'.format(running) if restore else
                           ' (the boot loader still boots {0} next: remove it or make {1} the default)'.format(
                               target, running),
-                          '; '.join(parts), running))
+                          '; '.join(parts), running, role))
