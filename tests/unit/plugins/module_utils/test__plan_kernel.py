@@ -474,8 +474,8 @@ FAILED_LOG = ('DKMS (dkms-3.2.2) make.log for nvidia-open/580.95.05 for kernel {
 
 
 def ml_facts(default, dkms, logs=None):
-    state = facts(EL10, K10, default, {K10: True, ML10: True}, {'kernel-core': [K10], 'kernel-ml': [ML10],
-                                                               'kernel-ml-core': [ML10]})
+    packages = {'kernel-core': [K10], 'kernel-ml': [ML10], 'kernel-ml-core': [ML10]}
+    state = facts(EL10, K10, default, {K10: True, ML10: True}, packages)
     state['kernel_state'].update(dkms=dkms, dkms_logs=logs or {})
     return state
 
