@@ -706,6 +706,11 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
                 ' (modprobe nvidia: Key was rejected by service)' if key_rejected else '',
                 SECURE_BOOT_REMEDY.format(key='', path=path)))
 
+    # R24: a reboot into a kernel the NVIDIA driver did not build for brings the node up without its GPUs.
+    blocker = dkms_blocker(kernel_state, running, boot, method, stage, check_mode)
+    if blocker:
+        plan['blockers'].append(blocker)
+
     # Reboot reasons (never one that a reboot cannot cure, R13).
     reasons = []
     if (kernel_state.get('nouveau') or {}).get('loaded'):
@@ -764,6 +769,23 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
                                '--kernel-module-type=' + module_type, '--no-opengl-files', '--kernel-name=' + boot,
                                '--kernel-source-path=/lib/modules/{0}/build'.format(boot)]
     return plan
+
+
+def dkms_blocker(kernel_state, running, boot, method, stage, check_mode):
+    """After the build for the kernel that boots next (stage 'installed', a real run): the message that stops the
+    role before a reboot when an NVIDIA DKMS module is not ``installed`` for that kernel (R24, _dkms.needed_for),
+    with the make.log's last lines; '' otherwise.  The kernel role's plan keeps the running kernel as the default
+    boot entry (_plan_kernel.dkms_plan); this role does not change the boot loader."""
+    # Imported here: _dkms takes the module names from this module (their one home).
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _dkms
+    if method != 'repo' or stage != 'installed' or check_mode or not boot or boot == running:
+        return ''
+    entries = kernel_state.get('dkms') or []
+    _needed, missing = _dkms.needed_for(entries, running, boot)
+    if not _dkms.registered(entries) or not missing:
+        return ''
+    failed = _dkms.failed_builds(missing, kernel_state.get('dkms_logs'), boot)
+    return _dkms.build_error('', boot, running, missing, failed, False, role='nvidia_driver')
 
 
 def run_state(run):

@@ -19,6 +19,7 @@ import glob
 import os
 import re
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._dkms import NVIDIA_MODULES, make_log_path
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_node import DriverNodeError, read_driver_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import family_of
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import run_status
@@ -615,6 +616,35 @@ def _dkms(module, root, warnings):
     return parse_dkms_status(out)
 
 
+def dkms_logs(root, entries, modules=NVIDIA_MODULES, limit=65536):
+    """{'module/version': text} of the make.log a failed build of an NVIDIA DKMS module left
+    (<root>/var/lib/dkms/<module>/<version>/build/make.log, _dkms.MAKE_LOG; its last ``limit`` bytes)."""
+    out = {}
+    for entry in entries or []:
+        name = '{0}/{1}'.format(entry.get('module'), entry.get('version'))
+        if entry.get('module') not in modules or name in out:
+            continue
+        path = os.path.join(root, make_log_path(entry['module'], entry['version']).lstrip('/'))
+        try:
+            with open(path, 'rb') as handle:
+                handle.seek(0, os.SEEK_END)
+                size = handle.tell()
+                handle.seek(max(0, size - limit))
+                data = handle.read()
+        except (IOError, OSError):
+            continue
+        text = data.decode('utf-8', 'replace')
+        if size > limit:
+            # Keep the make.log's first line (it names the kernel) with its tail.
+            try:
+                with open(path, 'rb') as handle:
+                    text = handle.readline().decode('utf-8', 'replace') + text.split('\n', 1)[-1]
+            except (IOError, OSError):
+                pass
+        out[name] = text
+    return out
+
+
 def parse_sb_state(text):
     """``mokutil --sb-state`` -> True, False or None (EFI variables not supported, or unknown text)."""
     for line in text.splitlines():
@@ -710,6 +740,7 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
         devel[release] = resolved is not None
         build_paths[release] = resolved
     pci = scan_pci(root)
+    dkms = _dkms(module, root, warnings)
     return {
         'running': running,
         'installed': installed,
@@ -720,7 +751,8 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
         'build_paths': build_paths,
         'nouveau': _nouveau(module, root, running, check_initramfs, warnings),
         'nvidia_module': _nvidia(module, root, running, warnings),
-        'dkms': _dkms(module, root, warnings),
+        'dkms': dkms,
+        'dkms_logs': dkms_logs(root, dkms),
         'pci': pci,
         # The GPUDirect RDMA path (_rdma.py): ConnectX devices, nvidia_peermem, ACS, IOMMU, in this round trip.
         'rdma': collect_rdma_facts(module, root, run_status, [g['bus_id'] for g in pci['gpus']],

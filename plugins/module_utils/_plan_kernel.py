@@ -20,6 +20,7 @@ Pure functions; no Ansible import (Python 3.6+).
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _dkms
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _rdma
@@ -303,6 +304,34 @@ def _devel_check(out, settings, state, target, pending, package, kernel_package)
         target, package))
 
 
+def dkms_plan(state, family, running, target, pending, host):
+    """Before the node may boot ``target`` (R24): the NVIDIA DKMS modules that work on the running kernel must be
+    ``installed`` for it (_dkms.needed_for).  ``build``: the ``dkms install`` argv per missing module; ``failed``: the
+    last lines of the make.log of each missing build that was tried for target; ``error``: the message that stops
+    the node while one is missing (after the build, the role plans again); ``restore_default``: EL's boot loader
+    default goes back to the running kernel (``fallback``, grubby) when it is not that already."""
+    entries = state.get('dkms') or []
+    if pending:
+        # Check mode before the kernel is installed: the modules that must be built, for a release not known yet.
+        needed = _dkms.installed_for(entries, running) or _dkms.registered(entries)
+        missing = list(needed)
+    else:
+        needed, missing = _dkms.needed_for(entries, running, target)
+    failed = {} if pending else _dkms.failed_builds(missing, state.get('dkms_logs'), target)
+    default = state.get('default') or running
+    restore = family == 'el' and default != running
+    return {
+        'needed': needed,
+        'missing': missing,
+        'build': [_dkms.build_argv(name, target) for name in missing],
+        'failed': failed,
+        'error': _dkms.build_error(host, target, running, missing, failed, family == 'el') if missing else '',
+        'restore_default': restore,
+        'fallback': running,
+        'fallback_path': '/boot/vmlinuz-' + running,
+    }
+
+
 def plan(facts, settings, context):
     """Every decision of the kernel role for the node.
 
@@ -311,7 +340,8 @@ def plan(facts, settings, context):
     enablerepo}``: the packages to install, empty when the facts show them installed), ``elrepo`` (the repository
     definition, None for other sources), ``devel`` (``{needed, package}`` for the target), ``boot_devel`` (the same
     for the kernel that boots next, whatever it is: the nvidia_driver role's entry point), ``set_default`` (grubby
-    must change the default), ``grubby``, ``reboot_ok``."""
+    must change the default), ``dkms`` (dkms_plan: the NVIDIA DKMS builds the target needs before the node may boot
+    it), ``grubby``, ``reboot_ok``."""
     out = _plan.new_plan(ROLE)
     state = facts.get('kernel_state') if isinstance(facts.get('kernel_state'), dict) else {}
     os_info = os_facts(facts)
@@ -406,6 +436,10 @@ def plan(facts, settings, context):
     if set_default:
         out['reasons'].append('kernel: {0} must boot next (the boot loader default is {1})'.format(
             target, default or 'unknown'))
+    dkms = dkms_plan(state, family, running, target, pending, context.get('host') or 'this node')
+    if dkms['missing']:
+        out['reasons'].append('dkms: {0} not built for {1}; built before the node may boot it'.format(
+            ', '.join(dkms['missing']), target))
     why = [] if target == running else [
         'kernel: running {0}, the kernel that boots next is {1}'.format(running, target)]
     if why:
@@ -424,6 +458,7 @@ def plan(facts, settings, context):
         'devel': {'release': target, 'needed': devel_needed, 'package': package},
         'boot_devel': {'release': nxt, 'needed': not (state.get('devel') or {}).get(nxt), 'package': boot_package},
         'set_default': set_default,
+        'dkms': dkms,
         'grubby': GRUBBY,
         'reboot_ok': allowed,
         'iommu': iommu,

@@ -197,6 +197,13 @@ ansible_facts:
             detail:
               description: The whole state text C(dkms status) prints.
               type: str
+        dkms_logs:
+          description:
+            - The C(make.log) a failed DKMS build of an NVIDIA module left, by C(<module>/<version>)
+              (C(/var/lib/dkms/<module>/<version>/build/make.log); its first line names the kernel). Empty when no
+              build failed.
+          type: dict
+          sample: {"nvidia/580.95.05": "DKMS (dkms-3.2.2) make.log for nvidia/580.95.05 for kernel 6.16.7-1.el9.elrepo.x86_64 (x86_64)\n..."}
         pci:
           description: NVIDIA PCI devices from sysfs.
           type: dict

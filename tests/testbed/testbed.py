@@ -151,6 +151,11 @@ FAULTS = {
     'rdma-no-peer-api': {'flag': 'rdma-no-peer-api',
                          'help': 'the inbox RDMA stack: /proc/kallsyms lacks ib_register_peer_memory_client and '
                                  'modprobe nvidia_peermem fails with "Unknown symbol in module"'},
+    'dkms-build-fails': {'flag': 'dkms-build-fails',
+                         'help': 'a kernel the NVIDIA driver cannot be built for (R24): dkms install/autoinstall of '
+                                 'the NVIDIA modules fail for it ("Bad return status for module build", exit 10, '
+                                 'build/make.log left) (--value: a uname -r glob, default the fleet\'s ELRepo '
+                                 'kernel-ml 6.16.7-*.elrepo.*, standing in for the 7.x kernels of the reports)'},
     'devel-missing': {'flag': 'devel-missing',
                       'help': 'a custom kernel whose devel/headers are in no repository: the installed ones removed, '
                               'dnf excludes kernel*-devel*, apt pins linux-headers-* to -1 (heal lifts the exclusion)'},
@@ -1510,6 +1515,8 @@ def fault_content(kind, args):
         return gpu + '\n' if gpu else ''
     if kind == 'nvlink-down':
         return '{0} {1}\n'.format(gpu or '0 1', args.value or '0')
+    if kind == 'dkms-build-fails':
+        return '{0}\n'.format(args.value) if args.value else ''
     return ''
 
 

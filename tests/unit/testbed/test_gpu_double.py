@@ -402,6 +402,42 @@ def test_dkms_builds_only_with_headers(node, capsys):
     assert gd.find_module(KERNEL)[1] == {'version': '580.95.05', 'flavour': 'open'}
 
 
+def test_dkms_build_fails_for_the_marked_kernel(node, capsys):
+    """Fault dkms-build-fails (R24): dkms install/autoinstall fail for the kernels it names with dkms's texts and exit
+    codes, leave build/make.log naming the kernel, and dkms status shows the module installed for the others only;
+    the default marks the fleet's ELRepo kernel-ml."""
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _dkms, _kernel
+    node.profile()
+    ml = '6.16.7-1.el9.elrepo.x86_64'
+    src = node.path / 'usr/src/nvidia-open-580.95.05'
+    src.mkdir(parents=True)
+    (src / 'dkms.conf').write_text('PACKAGE_NAME="nvidia-open"\nPACKAGE_VERSION="580.95.05"\nTESTBED_FLAVOUR="open"\n')
+    for k in (KERNEL, ml):
+        hdr = node.path / 'usr/src/kernels' / k
+        hdr.mkdir(parents=True)
+        (hdr / 'Makefile').write_text('all:\n')
+        (node.path / 'lib/modules' / k).mkdir(parents=True, exist_ok=True)
+        os.symlink('/usr/src/kernels/' + k, str(node.path / 'lib/modules' / k / 'build'))
+    (node.path / 'var/lib/testbed/faults/dkms-build-fails').write_text('')
+    assert double_tools.cmd_dkms(['install', 'nvidia-open/580.95.05', '-k', KERNEL]) == 0
+    assert double_tools.cmd_dkms(['install', 'nvidia-open/580.95.05', '-k', ml]) == 10
+    out = capsys.readouterr().out
+    assert ('Error! Bad return status for module build on kernel: {0} (x86_64)\nConsult '
+            '/var/lib/dkms/nvidia-open/580.95.05/build/make.log for more information.').format(ml) in out
+    assert double_tools.cmd_dkms(['autoinstall', '-k', ml]) == 11
+    assert 'Autoinstall on {0} failed for module(s) nvidia-open(10).'.format(ml) in capsys.readouterr().out
+    log = (node.path / 'var/lib/dkms/nvidia-open/580.95.05/build/make.log').read_text()
+    assert _dkms.log_kernel(log) == ml and 'Error 2' in _dkms.log_tail(log)[-4]
+    assert double_tools.cmd_dkms(['status']) == 0
+    entries = _kernel.parse_dkms_status(capsys.readouterr().out)
+    assert _dkms.needed_for(entries, KERNEL, ml) == (['nvidia-open/580.95.05'], ['nvidia-open/580.95.05'])
+    # Another glob: the ELRepo kernel builds, and a successful build removes the failed build's log.
+    (node.path / 'var/lib/testbed/faults/dkms-build-fails').write_text('7.*\n')
+    assert double_tools.cmd_dkms(['install', 'nvidia-open/580.95.05', '-k', ml]) == 0
+    assert not (node.path / 'var/lib/dkms/nvidia-open/580.95.05/build/make.log').exists()
+    assert _kernel.dkms_logs(str(node.path), entries) == {}
+
+
 def test_grubby_default_and_set_default(node, capsys):
     node.profile()
     (node.path / 'etc/machine-id').write_text('0123456789abcdef0123456789abcdef\n')

@@ -5,6 +5,7 @@
 """`gpu-double` commands: boot-time driver load, PCI tree, the NVIDIA daemons, modprobe and dkms shims."""
 from __future__ import absolute_import, division, print_function
 
+import fnmatch
 import json
 import os
 import signal
@@ -323,6 +324,35 @@ def dkms_modules():
     return out
 
 
+# Fault dkms-build-fails: the NVIDIA modules do not build for the kernels its lines name (fnmatch globs of `uname -r`;
+# an empty flag means the fleet's ELRepo kernel-ml). Imitates R24 (NVIDIA's modules failing on kernels newer than
+# the branch supports); dkms's texts, exit code and make.log path are dell/dkms dkms.in's (tests/testbed/REALITY.md).
+DKMS_FAIL_FLAG = 'dkms-build-fails'
+DKMS_FAIL_DEFAULT = '6.16.7-*.elrepo.*'
+DKMS_VERSION = '3.2.2'
+
+
+def dkms_build_fails(kernel):
+    if not gd.fault_active(DKMS_FAIL_FLAG):
+        return False
+    globs = gd.fault_lines(DKMS_FAIL_FLAG) or [DKMS_FAIL_DEFAULT]
+    return any(fnmatch.fnmatch(kernel, g) for g in globs)
+
+
+def _dkms_fail(mod, ver, kernel):
+    log = os.path.join('var/lib/dkms', mod, ver, 'build', 'make.log')
+    gd.write_text(log, '\n'.join([
+        'DKMS (dkms-{0}) make.log for {1}/{2} for kernel {3} (x86_64)'.format(DKMS_VERSION, mod, ver, kernel),
+        time.strftime('%a %b %e %H:%M:%S %Z %Y'), '', 'Building module(s)',
+        "# command: make -j2 KERNELRELEASE={0} modules".format(kernel),
+        'testbed: the NVIDIA {0} kernel modules do not build for {1} (fault dkms-build-fails)'.format(ver, kernel),
+        'make[1]: *** [Makefile:89: modules] Error 2', 'make: *** [Makefile:59: modules] Error 2', '',
+        '# exit code: 2', '# elapsed: 00:00:01', '']))
+    return ('Building module(s)...(bad exit status: 2)\n'
+            'Error! Bad return status for module build on kernel: {0} (x86_64)\n'
+            'Consult /var/lib/dkms/{1}/{2}/build/make.log for more information.'.format(kernel, mod, ver), 10)
+
+
 def _dkms_build(mod, ver, src, vals, kernel):
     build = gd.path(os.path.join('lib/modules', kernel, 'build'))
     if os.path.islink(build) and os.readlink(build).startswith('/'):
@@ -330,6 +360,12 @@ def _dkms_build(mod, ver, src, vals, kernel):
     if not os.path.exists(os.path.join(build, 'Makefile')):
         return 'Error! Your kernel headers for kernel {0} cannot be found at /lib/modules/{0}/build or ' \
                '/lib/modules/{0}/source.'.format(kernel)
+    if dkms_build_fails(kernel):
+        return _dkms_fail(mod, ver, kernel)
+    # A successful build leaves no build/make.log (dkms moves it below <kernel>/<arch>/log/).
+    stale = gd.path(os.path.join('var/lib/dkms', mod, ver, 'build', 'make.log'))
+    if os.path.exists(stale):
+        os.remove(stale)
     dest = os.path.join('lib/modules', kernel, 'updates/dkms')
     gd.write_text(os.path.join(dest, 'nvidia.ko'), 'TESTBED-NVIDIA-MODULE version={0} flavour={1}\n'.format(
         ver, vals.get('TESTBED_FLAVOUR', 'open').strip('"')))
@@ -396,7 +432,17 @@ def cmd_dkms(args):
                 continue
             for k in kernels:
                 err = _dkms_build(mod, ver, src, vals, k)
-                if err:
+                if isinstance(err, tuple):
+                    # dkms install: exit 10; autoinstall: "failed for module(s)", exit 11 (dell/dkms dkms.in).
+                    print(err[0])
+                    if action == 'autoinstall':
+                        print('Autoinstall on {0} failed for module(s) {1}({2}).'.format(k, mod, err[1]))
+                        print('\nError! One or more modules failed to install during autoinstall.\n'
+                              'Refer to previous errors for more information.')
+                        rc = 11
+                    else:
+                        rc = err[1]
+                elif err:
                     print(err)
                     rc = 1 if action != 'autoinstall' else rc
                 else:

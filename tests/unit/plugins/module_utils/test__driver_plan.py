@@ -450,6 +450,39 @@ def test_plain_modprobe_failure_is_a_reboot_reason():
                                          'Device busy']
 
 
+# ------------------------------------------------------------------------------------------------ R24: DKMS for the boot kernel
+
+ML9 = '6.16.7-1.el9.elrepo.x86_64'
+ML9_LOG = ('DKMS (dkms-3.2.2) make.log for nvidia-open/580.95.05 for kernel {0} (x86_64)\n'
+           'make[1]: *** [Makefile:89: modules] Error 2\n'.format(ML9))
+
+
+def _boot_ml(dkms_kernels, logs=None):
+    state = kernel(H100_PCI, loaded={'loaded': True, 'version': '580.95.05', 'flavour': 'open'}, default=ML9,
+                   dkms=[{'module': 'nvidia-open', 'version': '580.95.05', 'kernel': k, 'status': 'installed'}
+                         for k in dkms_kernels])
+    state['dkms_logs'] = logs or {}
+    return {'os': EL9, 'kernel_state': state, 'nvidia': smi('580.95.05')}
+
+
+@pytest.mark.parametrize('dkms_kernels, logs, stage, check_mode, blocked, failed', [
+    ([K9], {'nvidia-open/580.95.05': ML9_LOG}, 'installed', False, True, True),
+    ([K9], {}, 'installed', False, True, False),
+    ([K9, ML9], {}, 'installed', False, False, False),
+    ([K9], {'nvidia-open/580.95.05': ML9_LOG}, 'start', False, False, False),
+    ([K9], {'nvidia-open/580.95.05': ML9_LOG}, 'installed', True, False, False),
+])
+def test_no_reboot_into_a_kernel_the_driver_did_not_build_for(dkms_kernels, logs, stage, check_mode, blocked, failed):
+    plan = P.driver_plan(_boot_ml(dkms_kernels, logs), settings(reboot_ok=True), node=el_node_with('580.95.05'),
+                         stage=stage, check_mode=check_mode)
+    found = [b for b in plan['blockers'] if 'the NVIDIA driver is not built for ' + ML9 in b]
+    assert bool(found) is blocked
+    if blocked:
+        assert found[0].startswith('nvidia_driver on this node:')
+        assert ('/var/lib/dkms/nvidia-open/580.95.05/build/make.log ends:' in found[0]) is failed
+        assert plan['reboot']['needed'] is False and plan['reboot']['allowed'] is False
+
+
 # ------------------------------------------------------------------------------------------------ node readers
 
 def test_parse_repo_files():

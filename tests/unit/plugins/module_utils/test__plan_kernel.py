@@ -501,3 +501,55 @@ def test_iommu_passthrough_off_by_default():
     plan = make_plan(state)
     assert plan['args']['kernel']['iommu'] is None
     assert plan['reasons'] == []
+
+
+# --------------------------------------------------------------------------------------- NVIDIA DKMS before a reboot (R24)
+
+ML10 = '6.16.7-1.el10.elrepo.x86_64'
+DKMS_NOW = [{'module': 'nvidia-open', 'version': '580.95.05', 'kernel': K10, 'arch': 'x86_64', 'status': 'installed',
+             'detail': 'installed'}]
+DKMS_BOTH = DKMS_NOW + [dict(DKMS_NOW[0], kernel=ML10)]
+FAILED_LOG = ('DKMS (dkms-3.2.2) make.log for nvidia-open/580.95.05 for kernel {0} (x86_64)\n'
+              'make[1]: *** [Makefile:89: modules] Error 2\n'.format(ML10))
+
+
+def ml_facts(default, dkms, logs=None):
+    packages = {'kernel-core': [K10], 'kernel-ml': [ML10], 'kernel-ml-core': [ML10]}
+    state = facts(EL10, K10, default, {K10: True, ML10: True}, packages)
+    state['kernel_state'].update(dkms=dkms, dkms_logs=logs or {})
+    return state
+
+
+@pytest.mark.parametrize('name, state, missing, failed, restore, reason', [
+    ('the driver works and is not built for the kernel that boots next: built first',
+     ml_facts(ML10, DKMS_NOW), ['nvidia-open/580.95.05'], [], True,
+     'dkms: nvidia-open/580.95.05 not built for ' + ML10 + '; built before the node may boot it'),
+    ('built for both: nothing to build',
+     ml_facts(ML10, DKMS_BOTH), [], [], True, None),
+    ('the build for the target failed: its make.log is read',
+     ml_facts(ML10, DKMS_NOW, {'nvidia-open/580.95.05': FAILED_LOG}), ['nvidia-open/580.95.05'],
+     ['nvidia-open/580.95.05'], True, 'dkms: nvidia-open/580.95.05 not built for ' + ML10),
+    ('default back on the running kernel: nothing to restore',
+     ml_facts(K10, DKMS_NOW), ['nvidia-open/580.95.05'], [], False, 'dkms: nvidia-open/580.95.05 not built'),
+    ('no driver installed: nothing to build',
+     ml_facts(ML10, []), [], [], True, None),
+], ids=lambda value: value if isinstance(value, str) and ' ' in value and len(value) > 30 else None)
+def test_nvidia_dkms_built_before_the_reboot(name, state, missing, failed, restore, reason):
+    plan = make_plan(state, {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_reboot_ok': True})
+    dkms = plan['args']['kernel']['dkms']
+    assert plan['args']['kernel']['target'] == ML10
+    assert dkms['missing'] == missing and list(dkms['failed']) == failed
+    assert dkms['build'] == [['dkms', 'install', name_, '-k', ML10] for name_ in missing]
+    assert dkms['restore_default'] is restore and dkms['fallback_path'] == '/boot/vmlinuz-' + K10
+    if reason:
+        assert [r for r in plan['reasons'] if r.startswith(reason)]
+        assert dkms['error'].startswith('kernel on node1: the NVIDIA driver is not built for ' + ML10)
+        assert ('make[1]: *** [Makefile:89: modules] Error 2' in dkms['error']) is bool(failed)
+    else:
+        assert not [r for r in plan['reasons'] if r.startswith('dkms:')] and dkms['error'] == ''
+
+
+def test_nvidia_dkms_nothing_to_build_when_the_running_kernel_boots_next():
+    plan = make_plan(ml_facts(K10, DKMS_NOW), {})
+    assert plan['args']['kernel']['target'] == K10
+    assert plan['args']['kernel']['dkms']['missing'] == [] and plan['reasons'] == []
