@@ -357,8 +357,8 @@ def build_el(el, out, work, kernel, jobs):
         os.makedirs(d)
     dist = ('dist', '.' + el)
     major = ('el_major', el[2:])
-    jobs.append(('testbed-base.spec', dirs['baseos'], [dist, major, ('ib_version', IB_DIAGS_VERSION['el']),
-                                                      ('ib_payload', os.path.join(work, 'payload-ib-el'))]))
+    ib = [('ib_version', IB_DIAGS_VERSION['el']), ('ib_payload', os.path.join(work, 'payload-ib-el'))]
+    jobs.append(('testbed-base.spec', dirs['baseos'], [dist, major] + ib))
     jobs.append(('kernel.spec', dirs['baseos'], [('kname', 'kernel'), ('kversion', ver),
                                                  ('krelease', rel), ('kuname', kernel),
                                                  ('kuname_evr', uname_evr(kernel))]))

@@ -393,8 +393,8 @@ def test_ibstat_prints_the_dgx_b200_layout(tmp_path):
     for want in ('CA type: MT4129', 'Firmware version: 28.42.1274', 'Node GUID: 0xe09d730300e400e8',
                  'Port GUID: 0xe09d730300e400e8', 'Link layer: InfiniBand'):
         assert want in lines
-    assert subprocess.run([ibstat, '-l'], env=env, capture_output=True, text=True).stdout == 'mlx5_0\n'
-    missing = subprocess.run([ibstat, 'mlx5_9'], env=env, capture_output=True, text=True)
+    assert subprocess.run([ibstat, '-l'], env=env, capture_output=True, text=True, check=True).stdout == 'mlx5_0\n'
+    missing = subprocess.run([ibstat, 'mlx5_9'], env=env, capture_output=True, text=True, check=False)
     assert missing.returncode != 0 and "mlx5_9" in missing.stderr
 
 
@@ -412,7 +412,7 @@ def test_fabric_manager_start_needs_ibstat_on_nvlink5(tmp_path, with_ibstat):
     if with_ibstat:
         os.symlink(_script(tmp_path, 'ibstat.in', 'ibstat.real'), str(bindir / 'ibstat'))
     env = {'PATH': str(bindir), 'GPU_DOUBLE_IB_DIR': str(ib), 'LC_ALL': 'C'}
-    proc = subprocess.run(['/bin/sh', start, '--mode', 'start'], env=env, capture_output=True, text=True)
+    proc = subprocess.run(['/bin/sh', start, '--mode', 'start'], env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 1
     assert 'Detected NVL5 system' in proc.stdout
     if with_ibstat:

@@ -26,8 +26,8 @@ def deb(version, release):
     return [{'epoch': 0, 'version': version, 'release': release, 'arch': 'amd64'}]
 
 
-def ubuntu_running(version, pci=H100_PCI, arch='x86_64'):
-    facts = running_on(version, pci=pci, os_facts=dict(UBUNTU, architecture=arch))
+def ubuntu_running(version, pci=None, arch='x86_64'):
+    facts = running_on(version, pci=pci or H100_PCI, os_facts=dict(UBUNTU, architecture=arch))
     facts['kernel_state']['dkms'] = [{'module': 'nvidia', 'version': version, 'kernel': K9, 'status': 'installed'}]
     return facts
 
@@ -117,8 +117,8 @@ def test_el9_streams_leave_persistenced_and_imex_unversioned():
 
 
 def test_ubuntu_version_unknown_before_install_leaves_names_bare():
-    facts = {'os': UBUNTU, 'kernel_state': kernel(H100_PCI), 'nvidia': {'present': False, 'error': 'absent',
-                                                                         'driver_version': None, 'gpus': []}}
+    fresh = {'present': False, 'error': 'absent', 'driver_version': None, 'gpus': []}
+    facts = {'os': UBUNTU, 'kernel_state': kernel(H100_PCI), 'nvidia': fresh}
     plan = P.driver_plan(facts, settings(branch='590'), node={'packages': {}}, check_mode=True)
     assert plan['extras']['packages'] == ['nvidia-persistenced', 'nvidia-fabricmanager', 'libnvidia-nscq']
     assert plan['extras']['version_known'] is False and plan['predict']['extras'] is True
