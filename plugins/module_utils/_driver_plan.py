@@ -87,7 +87,8 @@ EL_PACKAGES = {
 APT_PACKAGES = {('full', 'open'): ['nvidia-open'], ('full', 'proprietary'): ['cuda-drivers']}
 
 # Installed packages whose version is the driver's (the versionlock holds exactly these, R9).
-NVIDIA_STACK_RE = re.compile(r'^(nvidia-|kmod-nvidia|libnvidia-|cuda-drivers)')
+# libnvsdm(-<branch>): NVSDM is versioned and locked with the driver (R22; dnf versionlock add libnvsdm).
+NVIDIA_STACK_RE = re.compile(r'^(nvidia-|kmod-nvidia|libnvidia-|cuda-drivers|libnvsdm(-\d{3})?$)')
 # Packages that tell the installed driver version when DKMS cannot (version is the driver's).
 DRIVER_VERSION_PACKAGES = ('kmod-nvidia-open-dkms', 'kmod-nvidia-latest-dkms', 'nvidia-driver-cuda', 'nvidia-driver',
                            'nvidia-kmod-common', 'nvidia-open', 'cuda-drivers')
@@ -214,16 +215,36 @@ def rubin_reasons(nvidia):
     return out
 
 
+def nvsdm_package(family, branch):
+    """R22: NVSDM, the NVSwitch monitoring library of NVLink 5: libnvsdm from 580 on, libnvsdm-<branch> below (EL and
+    apt; nvsdm_install() in gpu-driver-container's rhel9/install.sh and ubuntu24.04/precompiled/nvidia-driver)."""
+    return 'libnvsdm' if int(branch) >= 580 else 'libnvsdm-{0}'.format(branch)
+
+
 def fabric_package_names(family):
-    """Every name the fabric manager and nscq have had, for finding the ones to remove on a branch move."""
-    return re.compile(r'^(nvidia-fabric-?manager(-\d{3})?|libnvidia-nscq(-\d{3})?)$')
+    """Every name the fabric manager, nscq and NVSDM have had, for finding the ones to remove on a branch move."""
+    return re.compile(r'^(nvidia-fabric-?manager(-\d{3})?|libnvidia-nscq(-\d{3})?|libnvsdm(-\d{3})?)$')
+
+
+# R22: what NVIDIA's driver container installs with nvlsm on NVLink 5 (nvlink5_pkgs_install()): the fabric manager's
+# start script needs ibstat to find the SW_MNG port.  A distribution package, not versioned with the driver.
+NVLINK5_PACKAGES = ('infiniband-diags',)
+# R22: "libnvsdm packages are not available for arm64" (gpu-driver-container nvsdm_install()).
+NVSDM_ARCHES = ('x86_64', 'amd64')
+
+
+def apt_version_pattern(version):
+    """R21: the apt version pattern of a package at the driver's version.  NVIDIA's fabric manager, nscq, nvsdm and
+    imex are '<V>-1' below 590 and '<V>-1ubuntu1' from 590 on, the driver packages '<V>-0ubuntu1' / '<V>-1ubuntu1':
+    the release is matched, not written ('<V>-*', as gpu-driver-container pins '=${DRIVER_VERSION}*')."""
+    return '{0}-*'.format(version)
 
 
 def package_spec(family, name, version):
-    """A package at exactly the driver's version: EL name-<ver>, apt name=<ver>-1."""
+    """A package at exactly the driver's version: EL name-<ver>, apt name=<ver>-* (any Debian release, R21)."""
     if not version:
         return name
-    return '{0}-{1}'.format(name, version) if family == 'el' else '{0}={1}-1'.format(name, version)
+    return '{0}-{1}'.format(name, version) if family == 'el' else '{0}={1}'.format(name, apt_version_pattern(version))
 
 
 def lock_entry(pkg):
@@ -544,8 +565,14 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
     want_fm = fm_mode == 'always' or (fm_mode == 'auto' and fabric != 'none')
     nvlsm_mode = settings.get('nvlsm', 'auto')
     want_nvlsm = nvlsm_mode == 'always' or (nvlsm_mode == 'auto' and fabric == 'nvlink5')
-    want_nscq = want_fm and bool(settings.get('nscq', True))
+    # R22: NVLink 5 monitors its NVSwitches with NVSDM instead of nscq (x86_64 only); nodeprep_nvidia_driver_nscq
+    # asks for the NVSwitch library of the fabric.
+    want_switch_lib = want_fm and bool(settings.get('nscq', True))
+    want_nvsdm = want_switch_lib and fabric == 'nvlink5' and \
+        (os_facts.get('architecture') or 'x86_64') in NVSDM_ARCHES
+    want_nscq = want_switch_lib and fabric != 'nvlink5'
     plan['fabric'] = {'kind': fabric, 'fabricmanager': want_fm, 'nvlsm': want_nvlsm, 'nscq': want_nscq,
+                      'nvsdm': want_nvsdm, 'nvlink5_packages': list(NVLINK5_PACKAGES) if want_nvlsm else [],
                       'ib_umad': want_nvlsm, 'ib_umad_conf': IB_UMAD_CONF, 'ib_umad_conf_content': IB_UMAD_CONF_TEXT,
                       'bridges': [b.get('ib_device') for b in (kernel_state.get('pci') or {}).get('nvlink5_bridges')
                                   or []]}
@@ -592,21 +619,27 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
     # Extras at exactly the driver's version (R1 names by branch).
     fm_version = installed if installed and wanted_match(installed, branch, exact) else ''
     fm_branch = fm_version.split('.')[0] if fm_version else branch
+    # apt: persistenced and imex at the driver's version too; nvidia-driver-pinning-<branch> holds a branch, not the
+    # installed version (R21).  EL 8/9: the module stream holds them.
+    pin_version = fm_version if (fam == 'debian' or not streams) else ''
     extras = []
     if method == 'repo' and settings.get('persistenced', True):
         # Ubuntu's archive has nvidia-persistenced in nvidia-compute-utils-<branch>-server (R25).
         extras.append(('nvidia-compute-utils-{0}-server'.format(branch) if ubuntu else 'nvidia-persistenced',
-                       fm_version if (fam == 'el' and not streams) else ''))
+                       '' if ubuntu else pin_version))
     if want_nvlsm:
         extras.append(('nvlsm', ''))
+        extras.extend((name, '') for name in NVLINK5_PACKAGES)
     if settings.get('imex'):
-        extras.append(('nvidia-imex', fm_version if (fam == 'el' and not streams) else ''))
+        extras.append(('nvidia-imex', pin_version))
     if want_fm:
         extras.append((_driver_ubuntu.fabricmanager_package(fm_branch) if ubuntu else
                        fabricmanager_package(fam, fm_branch), fm_version))
     if want_nscq:
         extras.append((_driver_ubuntu.nscq_package(fm_branch) if ubuntu else nscq_package(fam, fm_branch),
                        fm_version))
+    if want_nvsdm:
+        extras.append((nvsdm_package(fam, fm_branch), fm_version))
     spec = (lambda _fam, name, version: _driver_ubuntu.package_spec(name, version)) if ubuntu else package_spec
     fm_names = fabric_package_names(fam)
     fm_wanted = [n for n, _v in extras if fm_names.match(n)]
@@ -632,7 +665,7 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
         'unhold': [n for n in remove if n in (node.get('apt_holds') or [])] if fam == 'debian' else [],
         'hold': fm_wanted if fam == 'debian' else [],
         'version': fm_version,
-        'version_known': bool(fm_version) or not (want_fm or want_nscq),
+        'version_known': bool(fm_version) or not (want_fm or want_nscq or want_nvsdm),
     }
 
     # Versionlock (EL, R9): exact NEVRAs of the installed packages at the driver's version, raw; stale ones removed.
@@ -749,7 +782,7 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
         # Ubuntu's modules for another kernel (no version change) leave the extras as they are.
         'extras': bool(check_mode and (repo_unknown or (installing and not (ubuntu and not version_change)) or
                                        remove or bool(missing) or
-                                       ((want_fm or want_nscq) and not fm_version))),
+                                       ((want_fm or want_nscq or want_nvsdm) and not fm_version))),
         'versionlock': plan['versionlock']['unknown'] or bool(check_mode and plan['extras']['needed']),
         'units': [u[:-len('.service')] for u in plan['units_missing']] + (
             ['nvidia-fabricmanager'] if check_mode and want_fm and remove else []),
@@ -946,7 +979,7 @@ def parse_module_file(text):
 
 def keep_package(name):
     """Installed packages the plan looks at (the module drops the rest of rpm -qa / dpkg-query)."""
-    extra = ('nvlsm', 'dkms', 'epel-release', 'python3-dnf-plugin-versionlock')
+    extra = ('nvlsm', 'dkms', 'epel-release', 'python3-dnf-plugin-versionlock') + NVLINK5_PACKAGES
     # Ubuntu's Canonical-signed modules (R25): linux-modules-nvidia-<branch>-server[-open]-<kernel> and the metas.
     # NVIDIA DCGM (the dcgm role's plan reads them here: this list is read with the node's own package manager).
     return bool(NVIDIA_STACK_RE.match(name) or name in extra or name.startswith('linux-modules-nvidia-')

@@ -258,8 +258,9 @@ SETTINGS = {
         'type': 'bool',
         'default': True,
         'description': [
-            ('With the fabric manager, also install NSCQ (C(libnvidia-nscq-<branch>) below 580, C(libnvidia-nscq) '
-             "from 580) at the driver's version, held there."),
+            ("With the fabric manager, also install the NVSwitch library at the driver's version, held there "
+             '(NSCQ, C(libnvidia-nscq-<branch>) below 580, C(libnvidia-nscq) from 580; on NVLink 5 NVSDM instead, '
+             'C(libnvsdm-<branch>) below 580, C(libnvsdm) from 580, x86_64 only).'),
         ],
     },
     'nodeprep_nvidia_driver_imex': {

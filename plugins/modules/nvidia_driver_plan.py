@@ -115,13 +115,15 @@ plan:
       description: C(needed), C(packages), C(pinning_package), C(unpin).
       type: dict
     extras:
-      description: C(packages) (fabric manager and nscq named for the branch), C(missing), C(remove), C(hold).
+      description: C(packages) (fabric manager and nscq or NVSDM named for the branch; on apt C(name=<version>-*)),
+        C(missing), C(remove), C(hold).
       type: dict
     versionlock:
       description: C(add) and C(remove) - exact C(name-epoch:version-release.*) entries.
       type: dict
     fabric:
-      description: C(kind) (V(none), V(pci), V(nvlink5)), C(fabricmanager), C(nvlsm), C(ib_umad).
+      description: C(kind) (V(none), V(pci), V(nvlink5)), C(fabricmanager), C(nvlsm), C(nscq), C(nvsdm),
+        C(nvlink5_packages) (V(infiniband-diags) with NVLSM), C(ib_umad).
       type: dict
     services:
       description: Units to enable and start (never C(nvlsm)).

@@ -304,6 +304,21 @@ def find_profile(wanted):
     return wanted[0], None
 
 
+def branch_overrides(text=None):
+    """TESTBED_BRANCHES ('ubuntu2404-h200=590,el10-b200=570'): the driver branch per node kind, instead of the
+    template's (e.g. the Ubuntu node on 590, where NVIDIA's apt extras carry -1ubuntu1, REALITY.md R21)."""
+    text = os.environ.get('TESTBED_BRANCHES', '') if text is None else text
+    by_key = {template_key(t): t for t in TEMPLATES}
+    out = {}
+    for item in [i.strip() for i in text.split(',') if i.strip()]:
+        kind, sep, branch = item.partition('=')
+        if not sep or kind not in by_key or not branch.isdigit():
+            raise TestbedError('TESTBED_BRANCHES: {0!r} is not <kind>=<branch>; kinds: {1}'.format(
+                item, ', '.join(sorted(by_key))))
+        out[kind] = branch
+    return out
+
+
 def template_key(template):
     return '{0}-{1}'.format(template[0], template[1])
 
@@ -339,8 +354,10 @@ def plan_fleet(count, kinds=None, slurm=False):
             limit, SUBNET[0], SUBNET[1], ' beside the Slurm head' if slurm else '', count))
     nodes = []
     seen = {}
+    branches = branch_overrides()
     for i in range(count):
         flavour, gpu, wanted, branch = templates[i % len(templates)]
+        branch = branches.get(template_key(templates[i % len(templates)]), branch)
         key = (flavour, gpu)
         seen[key] = seen.get(key, 0) + 1
         name = '{0}-{1}-{2:02d}'.format(flavour, gpu, seen[key])

@@ -41,6 +41,7 @@ NVLSM_VERSION = '2025.06.4'
 # NVIDIA DCGM 4 in the CUDA repository (REALITY.md): core + one package per CUDA major, epoch 1, release 1.
 DCGM_VERSIONS = ('4.4.1', '4.5.2')
 DCGM_CUDA_MAJORS = ('12', '13')
+IB_DIAGS_VERSION = {'el': '48.0', 'apt': '50.0-2'}
 # ELRepo kernels: el8 and el9 have kernel-lt and kernel-ml, el10 kernel-ml only
 ELREPO = {
     'el8': {'kernel-lt': '5.15.190', 'kernel-ml': '6.16.7'},
@@ -226,6 +227,18 @@ def apt_version(version):
     return version + ('-0ubuntu1' if int(branch_of(version)) < 590 else '-1ubuntu1')
 
 
+def apt_extra_version(version):
+    """Debian version of NVIDIA's apt fabric manager, nscq, nvsdm and imex (REALITY.md, R21): '<V>-1' below 590,
+    '<V>-1ubuntu1' from 590 on."""
+    return version + ('-1' if int(branch_of(version)) < 590 else '-1ubuntu1')
+
+
+def nvsdm_name(version):
+    """NVSDM's package name (REALITY.md, R22): libnvsdm from 580 on, libnvsdm-<branch> below (EL and apt)."""
+    branch = branch_of(version)
+    return 'libnvsdm' if int(branch) >= 580 else 'libnvsdm-' + branch
+
+
 def apt_fm_names(version):
     """(fabric manager package, nscq package, extra control fields) on apt (REALITY.md, R1)."""
     branch = branch_of(version)
@@ -248,7 +261,8 @@ def driver_payload(root, version):
     put(root, '/usr/share/doc/testbed/nvidia-driver-' + version, 'NVIDIA driver {0} (simulated)\n'.format(version))
     put(root, '/usr/lib/testbed/nvidia-kmod-common-' + version, 'nvidia-kmod-common {0}\n'.format(version))
     for lib in ('/usr/lib64/xorg/modules/drivers/nvidia_drv.so', '/usr/lib64/libGLX_nvidia.so.' + version,
-                '/usr/lib64/libcuda.so.' + version, '/usr/lib64/libnvidia-nscq.so.' + version):
+                '/usr/lib64/libcuda.so.' + version, '/usr/lib64/libnvidia-nscq.so.' + version,
+                '/usr/lib64/libnvsdm.so.' + version):
         put(root, lib, 'stand-in {0} {1}\n'.format(os.path.basename(lib), version))
     for tool in ('nvidia-settings', 'nvidia-xconfig'):
         put(root, '/usr/bin/' + tool, '#!/bin/sh\necho "{0} {1}: desktop tool of the simulated fleet"\n'.format(
@@ -282,6 +296,11 @@ def dcgm_payload(root, version):
     for major in DCGM_CUDA_MAJORS:
         put(root, '/usr/libexec/datacenter-gpu-manager-4/plugins/cuda{0}/README'.format(major),
             'DCGM {0} CUDA {1} plugins (stand-in)\n'.format(version, major))
+
+
+def ib_payload(root, version):
+    """infiniband-diags: ibstat of the GPU double (REALITY.md, R22)."""
+    put(root, '/usr/sbin/ibstat', fill('ibstat.in', VERSION=version), 0o755)
 
 
 def nvlsm_payload(root):
@@ -357,7 +376,8 @@ def build_el(el, out, work, kernel, jobs):
         os.makedirs(d)
     dist = ('dist', '.' + el)
     major = ('el_major', el[2:])
-    jobs.append(('testbed-base.spec', dirs['baseos'], [dist, major]))
+    ib = [('ib_version', IB_DIAGS_VERSION['el']), ('ib_payload', os.path.join(work, 'payload-ib-el'))]
+    jobs.append(('testbed-base.spec', dirs['baseos'], [dist, major] + ib))
     jobs.append(('kernel.spec', dirs['baseos'], [('kname', 'kernel'), ('kversion', ver),
                                                  ('krelease', rel), ('kuname', kernel),
                                                  ('kuname_evr', uname_evr(kernel))]))
@@ -374,6 +394,7 @@ def build_el(el, out, work, kernel, jobs):
         fm, nscq, fm_rel = el_fm_names(version, el)
         jobs.append(('fabricmanager.spec', dirs['cuda'], [('drv_version', version), ('branch', branch),
                                                           ('fm_name', fm), ('nscq_name', nscq),
+                                                          ('nvsdm_name', nvsdm_name(version)),
                                                           ('fm_release', fm_rel), payload]))
     if el in MODULAR:
         jobs.append(('dnf-plugin-nvidia.spec', dirs['cuda'], [dist]))
@@ -494,17 +515,20 @@ def build_apt_cuda(cuda, work):
         deb(cuda, work, 'nvidia-driver-pinning-' + branch, v,
             [(p, '/etc/apt/preferences.d/nvidia-driver-pinning-' + branch)], arch='all')
         fm, nscq, fm_extra, nscq_extra = apt_fm_names(version)
-        deb(cuda, work, fm, version + '-1', [(p, '/usr/bin/nv-fabricmanager'),
-                                             (p, '/usr/bin/nvidia-fabricmanager-start.sh'),
-                                             (p, '/usr/lib/systemd/system/nvidia-fabricmanager.service'),
-                                             (p, '/usr/share/nvidia/nvswitch/fabricmanager.cfg')], extra=fm_extra)
-        deb(cuda, work, nscq, version + '-1', [(p, '/usr/lib64/libnvidia-nscq.so.' + version)], extra=nscq_extra)
-        deb(cuda, work, 'nvidia-imex', version + '-1', [(p, '/usr/bin/nvidia-imex'),
-                                                        (p, '/usr/lib/systemd/system/nvidia-imex.service')])
+        xv = apt_extra_version(version)
+        deb(cuda, work, fm, xv, [(p, '/usr/bin/nv-fabricmanager'),
+                                 (p, '/usr/bin/nvidia-fabricmanager-start.sh'),
+                                 (p, '/usr/lib/systemd/system/nvidia-fabricmanager.service'),
+                                 (p, '/usr/share/nvidia/nvswitch/fabricmanager.cfg')], extra=fm_extra)
+        deb(cuda, work, nscq, xv, [(p, '/usr/lib64/libnvidia-nscq.so.' + version)], extra=nscq_extra)
+        deb(cuda, work, nvsdm_name(version), xv, [(p, '/usr/lib64/libnvsdm.so.' + version)])
+        deb(cuda, work, 'nvidia-imex', xv, [(p, '/usr/bin/nvidia-imex'),
+                                            (p, '/usr/lib/systemd/system/nvidia-imex.service')])
     p = os.path.join(work, 'payload-nvlsm')
     deb(cuda, work, 'nvlsm', NVLSM_VERSION + '-1', [(p, '/opt/nvidia/nvlsm'),
                                                     (p, '/usr/share/nvidia/nvlsm/nvlsm.conf')])
-    deb(cuda, work, 'infiniband-diags', '50.0-2', [])
+    deb(cuda, work, 'infiniband-diags', IB_DIAGS_VERSION['apt'],
+        [(os.path.join(work, 'payload-ib-apt'), '/usr/sbin/ibstat')])
     for version in DCGM_VERSIONS:
         p = os.path.join(work, 'payload-dcgm-' + version)
         full = '1:{0}-1'.format(version)
@@ -648,6 +672,8 @@ def build(out, force=False, keys_dir=None):
             nvlsm_payload(os.path.join(work, 'payload-nvlsm'))
             for version in DCGM_VERSIONS:
                 dcgm_payload(os.path.join(work, 'payload-dcgm-' + version), version)
+            for fam, ib_version in sorted(IB_DIAGS_VERSION.items()):
+                ib_payload(os.path.join(work, 'payload-ib-' + fam), ib_version)
             jobs = []
             el_dirs = {}
             for el in sorted(ELREPO):

@@ -398,3 +398,108 @@ def test_apt_dcgm_packages(repos, tmp_path):
     fields = sh(['dpkg-deb', '-f', deb, 'Version', 'Depends']).stdout
     assert 'Version: 1:4.5.2-1' in fields
     assert 'Depends: datacenter-gpu-manager-4-core (= 1:4.5.2-1)' in fields
+
+
+# ------------------------------------------------------------------ R21, R22 (REALITY.md)
+
+@pytest.mark.parametrize('version, release', [('570.172.08', '570.172.08-1'), ('580.95.05', '580.95.05-1'),
+                                              ('590.48.01', '590.48.01-1ubuntu1'),
+                                              ('595.91.07', '595.91.07-1ubuntu1')])
+def test_apt_extras_release_per_branch(version, release):
+    assert build.apt_extra_version(version) == release
+
+
+@pytest.mark.parametrize('version, name', [('570.172.08', 'libnvsdm-570'), ('580.95.05', 'libnvsdm'),
+                                           ('590.48.01', 'libnvsdm')])
+def test_nvsdm_named_by_branch(version, name):
+    assert build.nvsdm_name(version) == name
+
+
+def _ib_tree(tmp_path, vpd):
+    ib = tmp_path / 'infiniband'
+    ca = ib / 'mlx5_0'
+    (ca / 'device').mkdir(parents=True)
+    (ca / 'device' / 'vpd').write_bytes(vpd)
+    for name, value in (('hca_type', 'MT4129'), ('fw_ver', '28.42.1274'), ('node_guid', 'e09d:7303:00e4:00e8')):
+        (ca / name).write_text(value + '\n')
+    return ib
+
+
+def _script(tmp_path, template, name):
+    path = tmp_path / name
+    path.write_text(build.fill(template, VERSION='1.0'))
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_ibstat_prints_the_dgx_b200_layout(tmp_path):
+    # Layout of siderolabs/extensions nvidia-fabricmanager-wrapper/fixtures/dgxb200-ibstat-mlx5_0.
+    ib = _ib_tree(tmp_path, b'SMDL=SW_MNG')
+    ibstat = _script(tmp_path, 'ibstat.in', 'ibstat')
+    env = dict(os.environ, GPU_DOUBLE_IB_DIR=str(ib), LC_ALL='C')
+    out = subprocess.run([ibstat, 'mlx5_0'], env=env, capture_output=True, text=True, check=True).stdout
+    lines = [line.strip() for line in out.splitlines()]
+    assert lines[0] == "CA 'mlx5_0'"
+    for want in ('CA type: MT4129', 'Firmware version: 28.42.1274', 'Node GUID: 0xe09d730300e400e8',
+                 'Port GUID: 0xe09d730300e400e8', 'Link layer: InfiniBand'):
+        assert want in lines
+    assert subprocess.run([ibstat, '-l'], env=env, capture_output=True, text=True, check=True).stdout == 'mlx5_0\n'
+    missing = subprocess.run([ibstat, 'mlx5_9'], env=env, capture_output=True, text=True, check=False)
+    assert missing.returncode != 0 and "mlx5_9" in missing.stderr
+
+
+@pytest.mark.parametrize('with_ibstat', [False, True])
+def test_fabric_manager_start_needs_ibstat_on_nvlink5(tmp_path, with_ibstat):
+    ib = _ib_tree(tmp_path, b'\x82MLX:SMDL=SW_MNG:MODL=C7010Z')
+    start = _script(tmp_path, 'fabricmanager-start.sh.in', 'nvidia-fabricmanager-start.sh')
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    # no mkdir: the script's run directory is not made on this machine
+    for tool in ('sed', 'head', 'grep', 'tr', 'cat', 'printf'):
+        found = shutil.which(tool)
+        if found:
+            os.symlink(found, str(bindir / tool))
+    if with_ibstat:
+        os.symlink(_script(tmp_path, 'ibstat.in', 'ibstat.real'), str(bindir / 'ibstat'))
+    env = {'PATH': str(bindir), 'GPU_DOUBLE_IB_DIR': str(ib), 'LC_ALL': 'C'}
+    proc = subprocess.run(['/bin/sh', start, '--mode', 'start'], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 1
+    assert 'Detected NVL5 system' in proc.stdout
+    if with_ibstat:
+        # Past the port lookup; this machine has no NVLSM, so the script stops at the next step.
+        assert 'SW_MNG port mlx5_0, port GUID 0xe09d730300e400e8' in proc.stdout
+        assert 'NVLSM is not installed' in proc.stdout
+    else:
+        assert 'ibstat: command not found; install infiniband-diags' in proc.stdout
+        assert 'port GUID' not in proc.stdout
+
+
+def test_fleet_branch_per_kind(monkeypatch):
+    monkeypatch.setenv('TESTBED_BRANCHES', 'ubuntu2404-h200=590')
+    fleet = testbed.plan_fleet(2, kinds='ubuntu2404-h200,el10-b200')
+    assert [(n['name'], n['branch']) for n in fleet] == [('ubuntu2404-h200-01', '590'), ('el10-b200-01', '580')]
+    monkeypatch.setenv('TESTBED_BRANCHES', 'ubuntu2404=590')
+    with pytest.raises(testbed.TestbedError, match='TESTBED_BRANCHES'):
+        testbed.plan_fleet(1)
+
+
+@pytest.mark.parametrize('el', ['el8', 'el9', 'el10'])
+def test_el_nvlink5_packages(repos, el):
+    cuda = os.path.join(repos, el, 'cuda')
+    names = set(rpm_q(p, '%{NAME}-%{VERSION}\n').strip() for p in glob.glob(os.path.join(cuda, '*.rpm')))
+    assert {'libnvsdm-570-570.172.08', 'libnvsdm-580.95.05', 'libnvsdm-590.48.01'} <= names
+    (diags,) = rpms(os.path.join(repos, el, 'baseos'), 'infiniband-diags')
+    assert '/usr/sbin/ibstat' in sh(['rpm', '-qlp', '--nosignature', diags]).stdout.split()
+
+
+def test_apt_extras_carry_nvidias_release(repos):
+    cuda = os.path.join(repos, 'apt', 'cuda')
+    versions = {}
+    for deb in glob.glob(os.path.join(cuda, '*.deb')):
+        fields = sh(['dpkg-deb', '-f', deb, 'Package', 'Version']).stdout.splitlines()
+        versions.setdefault(fields[0].split(': ', 1)[1], set()).add(fields[1].split(': ', 1)[1])
+    for name in ('nvidia-fabricmanager', 'libnvidia-nscq', 'libnvsdm', 'nvidia-imex'):
+        assert {'580.95.05-1', '590.48.01-1ubuntu1'} <= versions[name]
+    assert versions['nvidia-fabricmanager-570'] == {'570.172.08-1'}
+    assert versions['libnvsdm-570'] == {'570.172.08-1'}
+    assert '/usr/sbin/ibstat' in sh(['dpkg-deb', '-c', glob.glob(os.path.join(cuda, 'infiniband-diags_*.deb'))[0]]).stdout

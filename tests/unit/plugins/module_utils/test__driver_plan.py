@@ -172,7 +172,9 @@ def test_fresh_el10_b200_nvlink5():
     assert plan['repo']['gpgkey'].endswith('/rhel10/x86_64/CDF6BA43.pub')
     assert plan['install']['packages'] == ['nvidia-open-580.*']
     assert plan['stream']['use'] is False
-    assert plan['fabric'] == {'kind': 'nvlink5', 'fabricmanager': True, 'nvlsm': True, 'nscq': True, 'ib_umad': True,
+    # R22: NVSDM instead of nscq, infiniband-diags with nvlsm.
+    assert plan['fabric'] == {'kind': 'nvlink5', 'fabricmanager': True, 'nvlsm': True, 'nscq': False, 'nvsdm': True,
+                              'nvlink5_packages': ['infiniband-diags'], 'ib_umad': True,
                               'bridges': ['mlx5_0'], 'ib_umad_conf': '/etc/modules-load.d/nodeprep-nvlsm.conf',
                               'ib_umad_conf_content': P.IB_UMAD_CONF_TEXT}
     # R3: the fabric manager starts NVLSM; no nvlsm unit is enabled or expected.
@@ -359,8 +361,8 @@ def test_ubuntu_570_names_and_persistence_dropin():
                                                          'status': 'installed'}]),
              'nvidia': smi('570.195.03'), 'services': {}}
     plan = P.driver_plan(facts, settings(branch='570'), node={'packages': {}})
-    assert plan['extras']['packages'] == ['nvidia-persistenced', 'nvidia-fabricmanager-570=570.195.03-1',
-                                          'libnvidia-nscq-570=570.195.03-1']
+    assert plan['extras']['packages'] == ['nvidia-persistenced=570.195.03-*', 'nvidia-fabricmanager-570=570.195.03-*',
+                                          'libnvidia-nscq-570=570.195.03-*']
     assert plan['extras']['hold'] == ['nvidia-fabricmanager-570', 'libnvidia-nscq-570']
     assert plan['install']['pinning_package'] == 'nvidia-driver-pinning-570'
     assert plan['persistenced']['dropin'] is True
@@ -614,7 +616,9 @@ def test_nvlink5_ib_umad_file_is_compared():
     facts['nvidia'] = smi('580.95.05', arch='Blackwell')
     facts['units'] = UNITS_RIGHT
     facts.pop('services')
-    plan = P.driver_plan(facts, settings(), node=el_node_with('580.95.05'))
+    node = el_node_with('580.95.05', nscq='libnvsdm')
+    node['packages'].update(rpm('infiniband-diags', '48.0', epoch=0))
+    plan = P.driver_plan(facts, settings(), node=node)
     right = {P.IB_UMAD_CONF: _file(P.IB_UMAD_CONF_TEXT)}
     assert P.driver_work(plan, facts, WORK_SETTINGS, UNITS_RIGHT, right) == []
     for files in ({}, {P.IB_UMAD_CONF: _file('ib_umad\n')}, {P.IB_UMAD_CONF: _file(P.IB_UMAD_CONF_TEXT, mode='0600')}):

@@ -38,7 +38,8 @@ def test_plan_on_ubuntu(capsys, monkeypatch):
     assert result['changed'] is False
     plan = result['plan']
     assert plan['ok'] is True
-    assert plan['extras']['missing'] == ['nvidia-persistenced']
+    # apt: persistenced at the driver's version too (R21), any Debian release of it
+    assert plan['extras']['missing'] == ['nvidia-persistenced=580.95.05-*']
     assert plan['extras']['hold'] == ['nvidia-fabricmanager', 'libnvidia-nscq']
     assert result['node']['apt_holds'] == ['nvidia-fabricmanager']
     assert 'bash' not in result['node']['packages']
