@@ -1248,6 +1248,13 @@ def write_inventory(nodes, keyfile):
         'nodeprep_nic_offload_features': {'gro': False, 'lro': False},
         'nodeprep_nic_offload_networks': [net],
         'nodeprep_nic_offload_ignore_fixed': True,
+        # The GPUDirect RDMA path and DCGM (issue 19), on as a site with ConnectX rails would have them, so that
+        # readiness's rdma.*, pci.acs, kernel.iommu and gpu.dcgm_diag checks are exercised too (none skips).
+        'nodeprep_rdma_peermem': True,
+        'nodeprep_rdma_acs_unit': True,
+        'nodeprep_kernel_iommu_passthrough': True,
+        'nodeprep_dcgm_install': True,
+        'nodeprep_readiness_dcgm': True,
     })
     children = inv['all']['children']
     for family in ('redhat', 'debian'):
