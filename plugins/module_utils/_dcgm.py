@@ -53,7 +53,7 @@ RC_ISOLATE = 205
 RC_NO_HOST_ENGINE = 235
 NO_HOST_ENGINE = ('Unable to connect to host engine', 'unable to establish a connection to the specified host')
 # Statuses as dcgmi writes them; nvvs's own document (which dcgmi 3.x reads) writes them in capitals.
-STATUSES = {'pass': 'Pass', 'skip': 'Skip', 'warn': 'Warn', 'fail': 'Fail', 'not run': 'Not Run'}
+STATUSES = {'pass': 'Pass', 'skip': 'Skip', 'warn': 'Warn', 'fail': 'Fail', 'not run': 'Not Run'}  # nosec B105
 PASSING = ('Pass', 'Skip', 'Not Run')
 SERVICE = 'nvidia-dcgm.service'
 

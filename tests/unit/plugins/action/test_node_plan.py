@@ -155,3 +155,15 @@ def test_plan_false_only_gathers():
     assert sorted(result) == ['ansible_facts', 'changed', 'gathered']
     assert 'nodeprep_plans' not in result['ansible_facts']
     assert result['ansible_facts']['shm'] == {'path': '/dev/shm', 'size_bytes': 1}
+
+
+@pytest.mark.parametrize('subsets, topology, want', [
+    (['nvidia', 'kernel'], True, True),
+    (['nvidia'], False, None),
+    (['kernel'], True, None),
+])
+def test_node_plan_asks_for_topology_only_with_nvidia(subsets, topology, want):
+    # The gather runs nvidia-smi topo -m only when the readiness role asks for it and the nvidia subset is read.
+    from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import gather_args
+    args = gather_args({'subsets': subsets}, nvidia_topology=topology)
+    assert args.get('nvidia_topology') is want

@@ -91,13 +91,3 @@ def test_topology_from_output_errors(rc, out, err, error):
     assert got['matrix'] is None
     assert got['error'].startswith(error)
 
-
-@pytest.mark.parametrize('subsets, topology, want', [
-    (['nvidia', 'kernel'], True, True),
-    (['nvidia'], False, None),
-    (['kernel'], True, None),
-])
-def test_node_plan_asks_for_topology_only_with_nvidia(subsets, topology, want):
-    from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import gather_args
-    args = gather_args({'subsets': subsets}, nvidia_topology=topology)
-    assert args.get('nvidia_topology') is want
