@@ -183,7 +183,11 @@ def plan(facts, settings, context):
             out['reports'].append('Check mode on {0}: the DCGM package follows the CUDA major of the driver that this '
                                   'run installs; it is chosen once that driver is loaded.'.format(host))
             out['reasons'].append('install: DCGM (the package of the CUDA major of the driver installed in this run)')
+            # The tasks a real run changes here, predicted by name (the CUDA major is read once the driver is loaded).
             out['args']['predict'] = True
+            out['args']['family'] = family
+            out['args']['predict_lock'] = bool(settings[PREFIX + 'versionlock'])
+            out['args']['predict_service'] = bool(settings[PREFIX + 'service'])
             return out
         out['errors'].append('DCGM on {0}: cannot tell the CUDA major of the driver ({1}); set nodeprep_dcgm_cuda_major '
                              '(allowed: {2}).'.format(host, why, ', '.join(str(m) for m in CUDA_MAJORS)))

@@ -90,4 +90,3 @@ def test_topology_from_output_errors(rc, out, err, error):
     got = topology_from_output(['nvidia-smi', 'topo', '-m'], rc, out, err)
     assert got['matrix'] is None
     assert got['error'].startswith(error)
-
