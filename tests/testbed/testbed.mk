@@ -52,7 +52,7 @@ slurm-fleet:
 # check mode, batches (50 %, 100 %, 2) and the min_available refusal, a busy node under skip and fail, an admin's
 # drain, include_held, a killed run and its rerun under busy=wait with a Slurm reboot (scontrol reboot) and a failed
 # verification, the max_failed stop, a fleet on target; taken down at the end. Not part of `make test` (measured
-# 2494 s, 42 minutes, on 2 cores shared with 7 other helpers at a load of 15 to 20; the first run, with fewer checks
-# at a lower load, 585 s).
+# about 650 s, 11 minutes, on 2 otherwise quiet cores; 2494 s on 2 cores shared with 7 other jobs at a load of
+# 15 to 20).
 rolling-fleet: collection-link
 	$(TESTBED_PYTHON) tests/testbed/rolling_fleet.py
