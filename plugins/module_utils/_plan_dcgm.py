@@ -183,11 +183,14 @@ def plan(facts, settings, context):
             out['reports'].append('Check mode on {0}: the DCGM package follows the CUDA major of the driver that this '
                                   'run installs; it is chosen once that driver is loaded.'.format(host))
             out['reasons'].append('install: DCGM (the package of the CUDA major of the driver installed in this run)')
-            # The tasks a real run changes here, predicted by name (the CUDA major is read once the driver is loaded).
+            # The tasks a real run changes here, predicted by name (the CUDA major is read once the driver is loaded):
+            # the same keys as an installing plan (relock: a lock after the installation; service: nothing of DCGM is
+            # installed yet, so its unit is neither enabled nor running).
             out['args']['predict'] = True
             out['args']['family'] = family
-            out['args']['predict_lock'] = bool(settings[PREFIX + 'versionlock'])
-            out['args']['predict_service'] = bool(settings[PREFIX + 'service'])
+            out['args']['relock'] = bool(settings[PREFIX + 'versionlock'])
+            if settings[PREFIX + 'service']:
+                out['args']['service'] = {'name': SERVICE, 'enabled': True, 'state': 'started'}
             return out
         out['errors'].append('DCGM on {0}: cannot tell the CUDA major of the driver ({1}); set nodeprep_dcgm_cuda_major '
                              '(allowed: {2}).'.format(host, why, ', '.join(str(m) for m in CUDA_MAJORS)))

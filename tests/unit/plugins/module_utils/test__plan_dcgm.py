@@ -158,6 +158,12 @@ def test_check_mode_with_the_driver_of_this_run_predicts():
     assert out['errors'] == []
     assert out['args']['predict'] is True
     assert out['reasons'] == ['install: DCGM (the package of the CUDA major of the driver installed in this run)']
+    # The keys the role's check-mode tasks read: the lock after the installation, the host engine, the family.
+    assert (out['args']['relock'], out['args']['family']) == (True, 'el')
+    assert out['args']['service'] == {'name': 'nvidia-dcgm.service', 'enabled': True, 'state': 'started'}
+    bare = plan(facts(cuda=None, driver=None), settings(nodeprep_dcgm_versionlock=False, nodeprep_dcgm_service=False),
+                check_mode=True, driver_pending={'persistenced': True})
+    assert bare['args']['relock'] is False and 'service' not in bare['args']
 
 
 def test_a_cuda_dcgm4_has_no_package_for():
