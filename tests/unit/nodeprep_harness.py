@@ -159,6 +159,26 @@ class ScriptedCommands(object):
         return self
 
 
+class FakeModule(object):
+    """A module stand-in for the pure readers: get_bin_path from ``tools`` (name -> path or None); run_command answers
+    ``calls`` ([(rc, out, err)]) in order, after checking the runner's locale and argv handling; ``seen``: the argvs."""
+
+    def __init__(self, tools, calls):
+        self.tools = tools
+        self.calls = list(calls)
+        self.seen = []
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return self.tools.get(name)
+
+    def run_command(self, argv, environ_update=None, **kwargs):
+        assert environ_update == C_LOCALE
+        assert kwargs['expand_user_and_vars'] is False
+        self.seen.append(list(argv))
+        assert self.calls, 'unexpected command {0}'.format(argv)
+        return self.calls.pop(0)
+
+
 def read_fixture(*parts):
     """Text of a file under tests/fixtures."""
     with open(os.path.join(FIXTURES, *parts)) as handle:

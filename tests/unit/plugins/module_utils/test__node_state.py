@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FakeModule
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _node_state as ns
 
 # systemctl show --property=Id,LoadState,ActiveState,SubState,UnitFileState,FragmentPath,DropInPaths over three units:
@@ -134,21 +135,6 @@ def test_package_name_rejected(bad):
     with pytest.raises(ns.NodeStateError) as err:
         ns.check_package_name(bad)
     assert 'is not a package name' in str(err.value)
-
-
-class FakeModule(object):
-    def __init__(self, tools, calls):
-        self.tools = tools
-        self.calls = list(calls)
-        self.seen = []
-
-    def get_bin_path(self, name, required=False, opt_dirs=None):
-        return self.tools.get(name)
-
-    def run_command(self, argv, environ_update=None, **kwargs):
-        assert environ_update == {'LC_ALL': 'C', 'LANGUAGE': 'C'}
-        self.seen.append(argv)
-        return self.calls.pop(0)
 
 
 def test_collect_units_one_call(monkeypatch):

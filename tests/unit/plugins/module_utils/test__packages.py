@@ -10,13 +10,11 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import read_fixture
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FakeModule, read_fixture
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _driver_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _node_state
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _packages as pk
-
-C_LOCALE = {'LC_ALL': 'C', 'LANGUAGE': 'C'}
 
 
 def capture(name):
@@ -88,25 +86,6 @@ def test_parse_dpkg_arch_qualified_name():
 ])
 def test_version_text(record, text):
     assert pk.version_text(record) == text
-
-
-class FakeModule(object):
-    """get_bin_path from a table; run_command answers one captured command after checking its argv and locale."""
-
-    def __init__(self, tools, calls):
-        self.tools = tools
-        self.calls = list(calls)
-        self.seen = []
-
-    def get_bin_path(self, name, required=False, opt_dirs=None):
-        return self.tools.get(name)
-
-    def run_command(self, argv, environ_update=None, **kwargs):
-        assert environ_update == C_LOCALE
-        assert kwargs['expand_user_and_vars'] is False
-        self.seen.append(list(argv))
-        assert self.calls, 'unexpected command {0}'.format(argv)
-        return self.calls.pop(0)
 
 
 EL = {'rpm': '/usr/bin/rpm', 'dpkg-query': None}
