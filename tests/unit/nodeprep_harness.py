@@ -179,6 +179,15 @@ class FakeModule(object):
         return self.calls.pop(0)
 
 
+def process_gone(pid):
+    """The process has exited (no /proc entry, or a zombie waiting for its parent)."""
+    try:
+        with open('/proc/{0}/stat'.format(pid)) as handle:
+            return handle.read().split(') ', 1)[1].startswith('Z')
+    except (IOError, OSError):
+        return True
+
+
 def read_fixture(*parts):
     """Text of a file under tests/fixtures."""
     with open(os.path.join(FIXTURES, *parts)) as handle:

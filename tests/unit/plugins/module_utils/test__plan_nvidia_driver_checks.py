@@ -148,18 +148,7 @@ EXPECTED = {
             'fabric.manager': (
                 'fail', '1 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
         },
-        [
-            'driver: not the wanted driver, or not loaded',
-            'nouveau: not blacklisted',
-            'repository: missing or different',
-            'EPEL: missing or different',
-            'module stream: 580-open',
-            'extras: nvidia-persistenced, nvidia-fabricmanager, libnvidia-nscq',
-            'versionlock: plugin or entries missing, or stale entries',
-            'nvidia-persistenced: not enabled and running',
-            'nvidia-fabricmanager: not enabled and running',
-            'verify: nvidia-smi lists 0 GPU(s), the PCI bus shows 1',
-        ]),
+        T.FRESH_REASONS),
     'a stopped fabric manager': (
         {
             'fabric.manager': (

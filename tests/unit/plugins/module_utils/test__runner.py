@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import fake_script, real_module
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import fake_script, process_gone, real_module
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nvidia_collect
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _runner
@@ -120,18 +120,9 @@ def test_real_undecodable_bytes_are_replaced(tmp_path):
     assert _runner.run(real_module(), [script]).stdout == u'a\ufffdb\n'
 
 
-def _gone(pid):
-    """The process has exited (no /proc entry, or a zombie waiting for its parent)."""
-    try:
-        with open('/proc/{0}/stat'.format(pid)) as handle:
-            return handle.read().split(') ', 1)[1].startswith('Z')
-    except (IOError, OSError):
-        return True
-
-
-def _wait_gone(pid):
+def _waitprocess_gone(pid):
     for dummy in range(50):
-        if _gone(pid):
+        if process_gone(pid):
             return True
         time.sleep(0.1)
     return False
@@ -145,7 +136,7 @@ def test_real_timeout_kills_the_child_too(tmp_path):
     assert time.time() - started < 10
     assert (result.rc, result.stdout, result.timed_out) == (124, 'started\n', True)
     child = int(pidfile.read_text())
-    assert _wait_gone(child), 'the child {0} of the timed-out command is still running'.format(child)
+    assert _waitprocess_gone(child), 'the child {0} of the timed-out command is still running'.format(child)
 
 
 def test_real_term_ignored_then_killed(tmp_path):
@@ -156,7 +147,7 @@ def test_real_term_ignored_then_killed(tmp_path):
     result = _runner.run(real_module(), [script], timeout=1, kill_after=1)
     assert time.time() - started < 10
     assert (result.rc, result.timed_out) == (-9, True)
-    assert _wait_gone(int(pidfile.read_text()))
+    assert _waitprocess_gone(int(pidfile.read_text()))
 
 
 def test_real_exit_15_is_not_a_timeout(tmp_path):

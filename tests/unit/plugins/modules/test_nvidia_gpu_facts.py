@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_smi, real_module, run_main_rc
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_smi, process_gone, real_module, run_main_rc
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nvidia_collect
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
@@ -102,14 +102,6 @@ def test_garbage_output_fails(tmp_path, capsys):
     assert (result['rc'], result['cmd'], result['stdout']) == (0, [smi, '-q', '-x'], '<html></html>\n')
 
 
-def _gone(pid):
-    try:
-        with open('/proc/{0}/stat'.format(pid)) as handle:
-            return handle.read().split(') ', 1)[1].startswith('Z')
-    except (IOError, OSError):
-        return True
-
-
 def test_hang_is_killed_with_its_children(tmp_path, capsys):
     pidfile = tmp_path / 'child.pid'
     smi = fake_smi(tmp_path, 'echo partial\nsleep 30 &\necho $! > "{0}"\nwait'.format(pidfile))
@@ -122,10 +114,10 @@ def test_hang_is_killed_with_its_children(tmp_path, capsys):
     assert result['cmd'] == [smi, '-q', '-x']
     assert result['stdout'] == 'partial\n'
     for dummy in range(50):
-        if _gone(int(pidfile.read_text())):
+        if process_gone(int(pidfile.read_text())):
             break
         time.sleep(0.1)
-    assert _gone(int(pidfile.read_text()))
+    assert process_gone(int(pidfile.read_text()))
 
 
 def test_collector_raises_its_own_timeout_class(tmp_path):
