@@ -24,7 +24,7 @@ GOAL_MS = 30.0
 
 def load_parser():
     # The parser has no Ansible import, so it can be loaded straight from its file.
-    path = os.path.join(ROOT, 'plugins', 'module_utils', '_nvsmi.py')
+    path = os.path.join(ROOT, 'plugins', 'module_utils', 'parsers', '_nvidia_smi_xml.py')
     spec = importlib.util.spec_from_file_location('_nvsmi', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

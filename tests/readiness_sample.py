@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 _SPEC = importlib.util.spec_from_file_location('nodeprep_conftest', os.path.join(HERE, 'unit', 'conftest.py'))
 _SPEC.loader.exec_module(importlib.util.module_from_spec(_SPEC))
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as F  # noqa: E402
 
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_report as rr  # noqa: E402
 

@@ -13,9 +13,9 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 # Ansible's own OS facts, when the play has them (setup), win over the gather's /etc/os-release (_kernel.os_facts).
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import OS_FACT_KEYS
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._os_release import OS_FACT_KEYS
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
 

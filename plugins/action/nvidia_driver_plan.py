@@ -14,8 +14,8 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import run_state
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._plan_nvidia_driver import driver_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._driver import run_state
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans._plan_nvidia_driver import driver_facts
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
 
 MODULE = 'gpufleet.nodeprep.nvidia_driver_plan'

@@ -14,7 +14,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _rolling as R
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _rolling as R
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
 
 

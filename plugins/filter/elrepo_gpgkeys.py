@@ -8,7 +8,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_kernel
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_kernel
 
 
 def elrepo_gpgkeys(major, base='', keys=None):

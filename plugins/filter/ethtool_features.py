@@ -9,10 +9,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._ethtool import (
-    EthtoolError,
-    parse_features,
-)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._ethtool import EthtoolError, parse_features
 
 
 def ethtool_features(data):

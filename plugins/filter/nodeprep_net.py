@@ -17,7 +17,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import NicError, select_nics
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_selection import NicError, select_nics
 
 # Kept for callers of the former filter-only implementation.
 NicSelectError = NicError

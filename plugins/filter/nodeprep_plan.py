@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import os_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._os_release import os_facts
 
 
 def nodeprep_os_facts(facts):

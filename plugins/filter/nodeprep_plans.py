@@ -13,8 +13,8 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.collections import is_sequence
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import (
-    NodeStateError, path_changes, unit_name)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_records import NodeStateError, unit_name
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._path_changes import path_changes
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain, plain_dict
 
 

@@ -9,7 +9,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import (
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_xml import (
     NvidiaSmiParseError,
     parse_nvsmi_xml,
 )

@@ -330,19 +330,40 @@ ansible_facts:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvidia_collect import (
-    NvidiaCollectError, NvidiaSmiTimeout, collect_nvidia_facts, collect_topology, empty_facts)
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import KernelError, collect_kernel_facts
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._limits import LimitsError, collect_limits_facts
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import ShmError, collect_shm_facts
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import NicError, collect_nic_facts
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._ethtool import EthtoolError
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import (
-    NodeStateError, check_file_path, check_package_name, collect_contents, collect_files, collect_packages,
-    collect_units, unit_name)
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import (
-    exit_facts, facts_warnings, fail_kwargs)
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import CommandError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nvidia_smi import (
+    NvidiaCollectError,
+    NvidiaSmiTimeout,
+    collect_nvidia_facts,
+    collect_topology,
+    empty_facts,
+)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._kernel import KernelError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._kernel_state import collect_kernel_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import LimitsError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._limits import collect_limits_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._mounts import ShmError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._shm_state import collect_shm_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_selection import NicError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nic import collect_nic_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._ethtool import EthtoolError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_records import (
+    NodeStateError,
+    check_file_path,
+    check_package_name,
+    unit_name,
+)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._node_state import (
+    collect_contents,
+    collect_files,
+    collect_packages,
+    collect_units,
+)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_module import (
+    exit_facts,
+    facts_warnings,
+    fail_kwargs,
+)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import CommandError
 
 SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic')
 # Read only when their option lists something; kept by keep_gathered like the others.

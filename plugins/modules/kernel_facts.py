@@ -320,11 +320,9 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import run_facts_module
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import (
-    KernelError,
-    collect_kernel_facts,
-)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_module import run_facts_module
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._kernel import KernelError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._kernel_state import collect_kernel_facts
 
 
 def main():

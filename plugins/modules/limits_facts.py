@@ -250,11 +250,9 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import run_facts_module
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._limits import (
-    LimitsError,
-    collect_limits_facts,
-)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_module import run_facts_module
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import LimitsError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._limits import collect_limits_facts
 
 
 def main():

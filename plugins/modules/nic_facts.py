@@ -151,11 +151,9 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import run_facts_module
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import (
-    NicError,
-    collect_nic_facts,
-)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_module import run_facts_module
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_selection import NicError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nic import collect_nic_facts
 
 
 def main():

@@ -172,21 +172,21 @@ persistence:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._ethtool import (
-    EthtoolFeatureError,
-    persistence_names,
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._ethtool import EthtoolFeatureError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._ethtool_names import persistence_names
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._nic_offload import (
     plan_feature_changes,
     verify_features,
 )
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import (
-    NicError,
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_selection import NicError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nic import (
     find_tool,
     nm_device_states,
     nm_managed,
     persistence_method,
     read_features,
 )
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import run_status
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import run_status
 
 
 def _onoff(value):

@@ -143,8 +143,12 @@ plan:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_node import DriverNodeError, read_driver_node
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._driver_plan import driver_plan, family_of, run_state
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._driver_node import (
+    DriverNodeError,
+    read_driver_node,
+)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._driver import driver_plan, run_state
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._driver_packages import family_of
 
 
 def main():

@@ -330,17 +330,17 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import (
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_xml import (
     NvidiaSmiParseError,
     parse_nvsmi_xml,
 )
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvidia_collect import (
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nvidia_smi import (
     NvidiaCollectError,
     find_nvidia_smi,
     query_xml,
 )
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import CommandNotFound, run
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._gpu_settings import (
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import CommandNotFound, run
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._gpu_settings import (
     GpuSettingsError,
     LOCKS,
     find_by_bus_id,

@@ -444,8 +444,8 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import exit_facts, fail_kwargs
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvidia_collect import (
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_module import exit_facts, fail_kwargs
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nvidia_smi import (
     NvidiaCollectError,
     collect_nvidia_facts,
 )

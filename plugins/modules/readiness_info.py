@@ -240,8 +240,11 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import parse_units_show, units_argv
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness import (
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_records import (
+    parse_units_show,
+    units_argv,
+)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._readiness import (
     ReadinessError,
     checked_values,
     evaluate,
@@ -249,8 +252,9 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness impor
     summarize,
     FAIL,
 )
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _dcgm
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import CommandNotFound, run, run_status
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _dcgmi
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _dcgm
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import CommandNotFound, run, run_status
 
 _SYSTEMD_RUN_DIR = '/run/systemd/system'
 
@@ -328,11 +332,11 @@ def read_dcgm(module, enabled, level, timeout):
     probe['dcgmi'] = dcgmi
     if not dcgmi:
         return probe
-    probe['discovery'] = _dcgm_command(module, _dcgm.discovery_argv(dcgmi), min(timeout, DCGM_DISCOVERY_TIMEOUT))
+    probe['discovery'] = _dcgm_command(module, _dcgmi.discovery_argv(dcgmi), min(timeout, DCGM_DISCOVERY_TIMEOUT))
     both = probe['discovery']['stdout'] + probe['discovery']['stderr']
-    if _dcgm.no_host_engine(both):
+    if _dcgmi.no_host_engine(both):
         return probe
-    probe['diag'] = _dcgm_command(module, _dcgm.diag_argv(dcgmi, level), timeout)
+    probe['diag'] = _dcgm_command(module, _dcgmi.diag_argv(dcgmi, level), timeout)
     return probe
 
 
@@ -383,7 +387,7 @@ def main():
                              'number of lines'.format(module.params['kernel_log_lines']))
     try:
         _dcgm.check_timeout(module.params['dcgm_timeout'], 'dcgm_timeout')
-    except _dcgm.DcgmError as exc:
+    except _dcgmi.DcgmError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**run_checks(module))
 

@@ -148,12 +148,9 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._facts_module import run_facts_module
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._shm import (
-    SHM_PATH,
-    ShmError,
-    collect_shm_facts,
-)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_module import run_facts_module
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._mounts import SHM_PATH, ShmError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._shm_state import collect_shm_facts
 
 
 def main():

@@ -19,16 +19,16 @@ import re
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_dcgm
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_gpu_settings
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_kernel
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_memlock
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nccl
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nic_offload
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nvidia_driver
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_rdma
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_dcgm
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_gpu_settings
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_kernel
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_memlock
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nccl
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nic_offload
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nvidia_driver
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_rdma
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_shm
 
 # Every role of the collection that configures a node, in the order playbooks/site.yml runs them: the one list of
 # the roles (site.yml, the readiness role and the node_plan action read it from here).

@@ -20,7 +20,7 @@ import calendar
 import json
 import time
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._readiness import (
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._readiness import (
     CHECK_IDS,
     FAIL,
     PASS,

@@ -21,7 +21,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_node
 
 FILE_NAME = 'run-summary.json'
 VERSION = 1

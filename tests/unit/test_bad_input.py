@@ -828,10 +828,10 @@ def test_host_facts_bad_input(tmp_path, monkeypatch, capsys, name, module, base,
 # Readiness: bad settings are refused with a message, and a state that could not be read fails (never skip, never
 # pass). readiness_info runs with no command (services [], kernel_log_lines 0) on the converged B200 fact set.
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as RF  # noqa: E402
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as RF  # noqa: E402
 
 from ansible_collections.gpufleet.nodeprep.plugins.modules import readiness_info  # noqa: E402
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as RR  # noqa: E402
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as RR  # noqa: E402
 
 
 def _drop(namespace, subset, message):
@@ -865,7 +865,7 @@ def _no_plans(facts, settings):
 
 def _typed_plans(facts, settings):
     """The plans the readiness role passes: each planning role's variables typed by node_plan's rules."""
-    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
     from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
     if facts.pop('_no_plans', False):
         return {}

@@ -18,7 +18,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ROOT
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test__plan_gpu_settings as PG
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import test__plan_gpu_settings as PG
 
 try:
     from ansible.template import trust_as_template

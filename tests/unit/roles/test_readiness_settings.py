@@ -20,10 +20,10 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as F  # noqa: E402
 
 try:
     from ansible.template import trust_as_template

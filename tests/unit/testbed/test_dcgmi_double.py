@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _dcgm
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _dcgm
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _dcgmi
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 from ansible_collections.gpufleet.nodeprep.tests.unit.testbed import test_gpu_double
 
@@ -61,7 +62,7 @@ def test_no_host_engine(node, capsys):  # noqa: F811
     node.ready('hgx-h100-8gpu')
     rc, out = run(capsys, 'discovery', '-l')
     assert rc == 235
-    assert _dcgm.no_host_engine(out)
+    assert _dcgmi.no_host_engine(out)
     status, _expected, observed = _dcgm.judge(probe((0, ''), (rc, out)), [])
     assert status == 'skip' and 'host engine is not running' in observed
 
@@ -71,7 +72,7 @@ def test_converged_node_passes(engine, capsys):
     discovery = run(capsys, 'discovery', '-l')
     diag = run(capsys, 'diag', '-r', '1', '-j')
     assert diag[0] == 0
-    found = _dcgm.parse_discovery(discovery[1])
+    found = _dcgmi.parse_discovery(discovery[1])
     assert (found['gpu_count'], found['nvswitch_count']) == (8, 4)
     assert [g['pci_bus_id'] for g in found['gpus']] == [g['pci_bus_id'] for g in profile['gpus']]
     gpus = [dict(index=g['index'], pci_bus_id=g['pci_bus_id']) for g in profile['gpus']]
@@ -127,7 +128,7 @@ def test_the_fault_defaults_to_the_last_gpu(engine, capsys):
     persistence_on()
     engine.fault(dd.FAULT_DIAG_FAIL)
     diag = run(capsys, 'diag', '-r', '1', '-j')
-    failed = [r for r in _dcgm.parse_diag(diag[1])['results'] if r['status'] == 'Fail']
+    failed = [r for r in _dcgmi.parse_diag(diag[1])['results'] if r['status'] == 'Fail']
     assert [r['entity_id'] for r in failed] == [7]
 
 
@@ -136,7 +137,7 @@ def test_levels_add_tests(engine, capsys, level, tests):
     persistence_on()
     rc, out = run(capsys, 'diag', '-r', level, '-j')
     assert rc == 0
-    assert len(_dcgm.parse_diag(out)['summaries']) == tests
+    assert len(_dcgmi.parse_diag(out)['summaries']) == tests
 
 
 def test_a_lost_gpu_is_missing_from_dcgm(engine, capsys):

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_xml import parse_nvsmi_xml
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, ROOT
 
 DOUBLE = os.path.join(ROOT, 'tests', 'testbed', 'gpu_double')
@@ -406,7 +406,9 @@ def test_dkms_build_fails_for_the_marked_kernel(node, capsys):
     """Fault dkms-build-fails (R24): dkms install/autoinstall fail for the kernels it names with dkms's texts and exit
     codes, leave build/make.log naming the kernel, and dkms status shows the module installed for the others only;
     the default marks the fleet's ELRepo kernel-ml."""
-    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _dkms, _kernel
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _dkms
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _dkms_status
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _kernel_state
     node.profile()
     ml = '6.16.7-1.el9.elrepo.x86_64'
     src = node.path / 'usr/src/nvidia-open-580.95.05'
@@ -429,13 +431,13 @@ def test_dkms_build_fails_for_the_marked_kernel(node, capsys):
     log = (node.path / 'var/lib/dkms/nvidia-open/580.95.05/build/make.log').read_text()
     assert _dkms.log_kernel(log) == ml and 'Error 2' in _dkms.log_tail(log)[-4]
     assert double_tools.cmd_dkms(['status']) == 0
-    entries = _kernel.parse_dkms_status(capsys.readouterr().out)
+    entries = _dkms_status.parse_dkms_status(capsys.readouterr().out)
     assert _dkms.needed_for(entries, KERNEL, ml) == (['nvidia-open/580.95.05'], ['nvidia-open/580.95.05'])
     # Another glob: the ELRepo kernel builds, and a successful build removes the failed build's log.
     (node.path / 'var/lib/testbed/faults/dkms-build-fails').write_text('7.*\n')
     assert double_tools.cmd_dkms(['install', 'nvidia-open/580.95.05', '-k', ml]) == 0
     assert not (node.path / 'var/lib/dkms/nvidia-open/580.95.05/build/make.log').exists()
-    assert _kernel.dkms_logs(str(node.path), entries) == {}
+    assert _kernel_state.dkms_logs(str(node.path), entries) == {}
 
 
 def test_grubby_default_and_set_default(node, capsys):
@@ -526,7 +528,7 @@ def test_b200_has_no_nvidia_bridge_but_sw_mng_connectx_functions(node):
     assert hits == ['mlx5_0', 'mlx5_2']
     assert os.path.realpath(str(ib / 'mlx5_0' / 'device')) == str(pci / '0000:05:00.0')
     assert len(list(ib.iterdir())) == 12
-    from ansible_collections.gpufleet.nodeprep.plugins.module_utils._kernel import scan_pci
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._kernel_state import scan_pci
     assert scan_pci(str(node.path))['nvswitch_count'] == 0
 
 

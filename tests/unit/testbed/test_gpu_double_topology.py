@@ -9,8 +9,10 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_fabric, _topology
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_fabric
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _topology
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _nvidia_smi_topo
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_xml import parse_nvsmi_xml
 from ansible_collections.gpufleet.nodeprep.tests.unit.testbed import test_gpu_double
 
 node = test_gpu_double.node  # the double's node fixture (a root with the double installed)
@@ -21,7 +23,7 @@ PROFILES = ['hgx-b200-8gpu', 'hgx-h100-8gpu', 'hgx-h200-8gpu', 'gb200-4gpu', 'gb
 def topo(node):  # noqa: F811
     out, rc = node.smi('topo', '-m')
     assert rc == 0, out
-    return out, _topology.parse_topo_matrix(out)
+    return out, _nvidia_smi_topo.parse_topo_matrix(out)
 
 
 def gpus(node):  # noqa: F811

@@ -17,7 +17,7 @@ from ansible.playbook.play_context import PlayContext
 from ansible.template import Templar
 
 from ansible_collections.gpufleet.nodeprep.plugins.action import node_plan
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 
 

@@ -14,8 +14,8 @@ import pytest
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpufleet.nodeprep.plugins.action import nvidia_driver_plan as A
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _driver_plan as P
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test__plan_nvidia_driver as T
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _driver as P
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import test__plan_nvidia_driver as T
 
 
 def _play_facts(state, given=None, check_mode=False):

@@ -19,7 +19,7 @@ from ansible.playbook.play_context import PlayContext
 
 from ansible_collections.gpufleet.nodeprep.plugins.action import readiness_report
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as F  # noqa: E402
 
 
 def make_action(args):

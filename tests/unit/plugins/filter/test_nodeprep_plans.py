@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.plugins.filter.core import get_hash
 
 from ansible_collections.gpufleet.nodeprep.plugins.filter import nodeprep_plans as fp
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _node_state as ns
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _node_state as ns
 
 CONF = u'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\n'
 
@@ -118,7 +118,7 @@ def test_unit_names():
 def test_node_sha1_matches_the_hash_filter(tmp_path):
     """The controller compares `content | hash('sha1')` with the sha1 gpu_node_facts read on the node."""
     from ansible.plugins.filter.core import get_hash
-    from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _node_state
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _node_state
     text = u'NCCL_SOCKET_IFNAME=ib0\nNCCL_IB_HCA=mlx5\n'
     path = tmp_path / 'f'
     path.write_text(text)

@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 
 from ansible_collections.gpufleet.nodeprep.plugins.filter.nvidia_smi_xml import FilterModule, nvidia_smi_xml
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_xml import parse_nvsmi_xml
 
 XML_DIR = os.path.join(FIXTURES, 'nvidia-smi-xml')
 

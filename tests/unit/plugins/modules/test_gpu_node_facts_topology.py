@@ -13,8 +13,8 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_smi, run_main_rc
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvidia_collect import topology_from_output
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._topology import parse_topo_matrix
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nvidia_smi import topology_from_output
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_topo import parse_topo_matrix
 from ansible_collections.gpufleet.nodeprep.plugins.modules import gpu_node_facts
 
 B200 = os.path.join(FIXTURES, 'nvidia-smi-xml', 'b200-8gpu_k8s-test-infra.xml')

@@ -13,7 +13,7 @@ import pytest
 
 from ansible.module_utils import basic
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _limits
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _limits
 from ansible_collections.gpufleet.nodeprep.plugins.modules import limits_facts
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES

@@ -17,7 +17,7 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ScriptedCommands, ethtool_fixture, run_main
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nic
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _nic
 from ansible_collections.gpufleet.nodeprep.plugins.modules import nic_facts
 
 IP = '/usr/sbin/ip'

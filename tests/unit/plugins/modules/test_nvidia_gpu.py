@@ -17,8 +17,8 @@ from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import pa
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 
 from ansible_collections.gpufleet.nodeprep.plugins.modules import nvidia_gpu
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nvidia_collect
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._runner import Result
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _nvidia_smi
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import Result
 
 SMI = '/usr/bin/nvidia-smi'
 QUERY = [SMI, '-q', '-x']
@@ -92,7 +92,7 @@ def env(monkeypatch, tmp_path):
 def run(monkeypatch, capsys, env, args, calls, check_mode=False):
     runner = FakeRunner(calls, timeout=args.get('timeout', 60))
     monkeypatch.setattr(nvidia_gpu, 'run', runner)
-    monkeypatch.setattr(_nvidia_collect, 'run', runner)
+    monkeypatch.setattr(_nvidia_smi, 'run', runner)
     args = dict(args)
     args.setdefault('state_dir', env['state_dir'])
     if check_mode:

@@ -13,8 +13,8 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_smi, process_gone, real_module, run_main_rc
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nvidia_collect
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nvsmi import parse_nvsmi_xml
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _nvidia_smi
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_xml import parse_nvsmi_xml
 from ansible_collections.gpufleet.nodeprep.plugins.modules import nvidia_gpu_facts
 
 XML_DIR = os.path.join(FIXTURES, 'nvidia-smi-xml')
@@ -122,9 +122,9 @@ def test_hang_is_killed_with_its_children(tmp_path, capsys):
 
 def test_collector_raises_its_own_timeout_class(tmp_path):
     smi = fake_smi(tmp_path, 'sleep 30')
-    with pytest.raises(_nvidia_collect.NvidiaSmiTimeout) as excinfo:
-        _nvidia_collect.collect_nvidia_facts(real_module(), timeout=1, nvidia_smi=smi)
-    assert isinstance(excinfo.value, _nvidia_collect.NvidiaCollectError)
+    with pytest.raises(_nvidia_smi.NvidiaSmiTimeout) as excinfo:
+        _nvidia_smi.collect_nvidia_facts(real_module(), timeout=1, nvidia_smi=smi)
+    assert isinstance(excinfo.value, _nvidia_smi.NvidiaCollectError)
     assert excinfo.value.cmd == [smi, '-q', '-x']
 
 

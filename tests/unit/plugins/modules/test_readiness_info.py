@@ -13,10 +13,10 @@ import pytest
 from ansible.module_utils import basic
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import patch_module_args
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._node_state import collect_files
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._node_state import collect_files
 from ansible_collections.gpufleet.nodeprep.plugins.modules import readiness_info
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as F  # noqa: E402
 
 UNITS = ['nvidia-persistenced.service', 'nvidia-fabricmanager.service', 'nodeprep-gpu-settings.service']
 JOURNAL = ['/usr/bin/journalctl', '-k', '-b', '0', '--no-pager', '-q', '-o', 'short-iso', '-n', '20000']

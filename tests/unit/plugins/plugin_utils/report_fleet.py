@@ -17,7 +17,7 @@ import random
 
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_report as rr
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as F
 
 GENERATED = '2026-01-05T08:00:00Z'
 

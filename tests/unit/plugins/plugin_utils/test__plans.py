@@ -10,10 +10,10 @@ import types
 
 import pytest
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as F
 
 
 def fake_rules():

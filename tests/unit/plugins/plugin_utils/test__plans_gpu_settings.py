@@ -11,11 +11,11 @@ import copy
 
 import pytest
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_gpu_settings as pg
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_gpu_settings as pg
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.test__plan_gpu_settings import (
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans.test__plan_gpu_settings import (
     ALL, B200, SETTLED, node, settle)
 
 

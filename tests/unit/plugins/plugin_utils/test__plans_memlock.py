@@ -9,9 +9,9 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test__plan_memlock as T
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import test__plan_memlock as T
 
 
 def plan(provided, facts=None):

@@ -11,10 +11,10 @@ import xml.etree.ElementTree as ET
 
 from html.parser import HTMLParser
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _readiness as r
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_report as rr
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils import test_readiness_facts as F  # noqa: E402
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as F  # noqa: E402
 
 
 def _report():

@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
+# Its functions may change without notice; do not import it from other collections.
+"""The NVIDIA driver's packages and repositories as the node shows them: the package family of the OS, the
+installed packages the driver plan looks at, /etc/yum.repos.d/*.repo and the dnf module stream file.
+
+The collector that reads them is collect/_driver_node.py; the driver's rules (rules/_driver.py) import these back.
+Pure functions; no Ansible import; Python 3.6 compatible.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+# CUDA repository signing keys (R5): rhel8/rhel9 D42D0685, rhel10 CDF6BA43, Debian/Ubuntu 3bf863cc.
+CUDA_EL_KEYS = {'8': 'D42D0685.pub', '9': 'D42D0685.pub', '10': 'CDF6BA43.pub'}
+
+# Installed packages whose version is the driver's (the versionlock holds exactly these, R9).
+# libnvsdm(-<branch>): NVSDM is versioned and locked with the driver (R22; dnf versionlock add libnvsdm).
+NVIDIA_STACK_RE = re.compile(r'^(nvidia-|kmod-nvidia|libnvidia-|cuda-drivers|libnvsdm(-\d{3})?$)')
+
+
+def family_of(os_facts):
+    """'el', 'debian' or 'unsupported' from ansible's os_family and major version."""
+    fam = os_facts.get('os_family')
+    major = str(os_facts.get('distribution_major_version', ''))
+    if fam == 'RedHat' and major in CUDA_EL_KEYS:
+        return 'el'
+    if fam == 'Debian':
+        return 'debian'
+    return 'unsupported'
+
+
+# R22: what NVIDIA's driver container installs with nvlsm on NVLink 5 (nvlink5_pkgs_install()): the fabric manager's
+# start script needs ibstat to find the SW_MNG port.  A distribution package, not versioned with the driver.
+NVLINK5_PACKAGES = ('infiniband-diags',)
+
+
+# ----------------------------------------------------------------------------------------------------- node readers
+
+def parse_repo_files(files):
+    """{repo id: {baseurl, enabled, gpgcheck, gpgkey, file}} from {path: text} of /etc/yum.repos.d/*.repo."""
+    repos = {}
+    for path in sorted(files):
+        section = None
+        for raw in files[path].splitlines():
+            line = raw.strip()
+            if not line or line.startswith(('#', ';')):
+                continue
+            if line.startswith('[') and line.endswith(']'):
+                section = line[1:-1].strip()
+                repos[section] = {'file': path, 'enabled': True, 'gpgcheck': False, 'baseurl': None, 'gpgkey': None}
+                continue
+            if section is None or '=' not in line:
+                continue
+            key, value = [p.strip() for p in line.split('=', 1)]
+            if key in ('enabled', 'gpgcheck'):
+                repos[section][key] = value.lower() in ('1', 'true', 'yes')
+            elif key in ('baseurl', 'gpgkey'):
+                repos[section][key] = value
+    return repos
+
+
+def parse_module_file(text):
+    """The enabled stream of /etc/dnf/modules.d/nvidia-driver.module, '' when none."""
+    stream = ''
+    enabled = False
+    for line in (text or '').splitlines():
+        key, _sep, value = line.partition('=')
+        if key.strip() == 'stream':
+            stream = value.strip()
+        if key.strip() == 'state' and value.strip() == 'enabled':
+            enabled = True
+    return stream if enabled else ''
+
+
+def keep_package(name):
+    """Installed packages the plan looks at (the module drops the rest of rpm -qa / dpkg-query)."""
+    extra = ('nvlsm', 'dkms', 'epel-release', 'python3-dnf-plugin-versionlock') + NVLINK5_PACKAGES
+    # Ubuntu's Canonical-signed modules (R25): linux-modules-nvidia-<branch>-server[-open]-<kernel> and the metas.
+    # NVIDIA DCGM (the dcgm role's plan reads them here: this list is read with the node's own package manager).
+    return bool(NVIDIA_STACK_RE.match(name) or name in extra or name.startswith('linux-modules-nvidia-')
+                or name.startswith('datacenter-gpu-manager-'))

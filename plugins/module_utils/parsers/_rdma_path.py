@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
+# Its functions may change without notice; do not import it from other collections.
+"""Parsers of what the gather reads for the GPUDirect RDMA path: ``lspci -vvv`` (devices, bridges, ACS bits),
+/etc/default/grub and Boot Loader Specification options, /proc/kallsyms (the peer-memory symbols), and the name of
+the nvidia_peermem module.  The kernel command line's IOMMU words are parsers/_kernel_cmdline.py.
+
+Pure functions; no Ansible import; Python 3.6 compatible.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+PEERMEM_MODULE = 'nvidia_peermem'
+# The peer-memory API nvidia_peermem links against (MLNX_OFED / DOCA-OFED ib_core); without it modprobe fails with
+# "Unknown symbol ib_register_peer_memory_client".
+PEER_MEMORY_SYMBOLS = ('ib_register_peer_memory_client', 'ib_unregister_peer_memory_client')
+ACS_FLAGS = ('SrcValid', 'TransBlk', 'ReqRedir', 'CmpltRedir', 'UpstreamFwd', 'EgressCtrl', 'DirectTrans')
+GPU_CLASSES = ('3D controller', 'VGA compatible controller')
+NIC_CLASSES = ('Ethernet controller', 'Infiniband controller', 'Network controller')
+
+
+# ---------------------------------------------------------------- parsers
+
+_HEADER_RE = re.compile(r'^(?:([0-9a-fA-F]{4,8}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])\s+([^:]+?):\s*(.*)$')
+_BUS_RE = re.compile(r'Bus:\s+primary=([0-9a-fA-F]+),\s*secondary=([0-9a-fA-F]+),\s*subordinate=([0-9a-fA-F]+)')
+_EXPRESS_RE = re.compile(r'Capabilities:\s+\[[0-9a-fA-F]+\]\s+Express\s+(?:\(v\d+\)\s+)?(.+?)(?:\s+\(Slot[+-]\))?,')
+_FLAG_RE = re.compile(r'([A-Za-z]+)([+-])')
+
+
+def bus_id(domain, bus, device, function):
+    """The sysfs spelling of a PCI address (``0000:17:01.0``)."""
+    return '{0:04x}:{1:02x}:{2:02x}.{3}'.format(int(domain or '0', 16), int(bus, 16), int(device, 16), function)
+
+
+def parse_acs_flags(text):
+    """``{flag: bool}`` from the words of an ``ACSCap:``/``ACSCtl:`` line (``SrcValid+ TransBlk- ...``)."""
+    flags = {}
+    for name, sign in _FLAG_RE.findall(text or ''):
+        if name in ACS_FLAGS:
+            flags[name] = sign == '+'
+    return flags
+
+
+def parse_lspci_vvv(text):
+    """Devices of ``lspci -vvv`` (with or without ``-D``/``-nn``), in the order printed.
+
+    Each is ``{bus_id, class, description, port, secondary, subordinate, acs_cap, acs_ctl, denied}``: ``port`` is
+    the PCI Express device/port type lspci names (``Downstream Port``, ``Root Port``, ``Upstream Port``,
+    ``Endpoint``, ...; None without an Express capability), ``secondary``/``subordinate`` the bus range behind a
+    bridge (ints; None for an endpoint), ``acs_cap``/``acs_ctl`` the ACS bits (None without an ACS capability),
+    ``denied`` true when lspci could not read the capabilities (not root).
+    """
+    devices = []
+    current = None
+    for raw in (text or '').splitlines():
+        line = raw.rstrip()
+        if not line:
+            continue
+        if not line[0].isspace():
+            match = _HEADER_RE.match(line)
+            if not match:
+                current = None
+                continue
+            domain, bus, dev, func, klass, desc = match.groups()
+            klass = re.sub(r'\s*\[[0-9a-fA-F]{4}\]$', '', klass.strip())
+            current = {'bus_id': bus_id(domain, bus, dev, func), 'class': klass, 'description': desc.strip(),
+                       'port': None, 'secondary': None, 'subordinate': None, 'acs_cap': None, 'acs_ctl': None,
+                       'denied': False}
+            devices.append(current)
+            continue
+        if current is None:
+            continue
+        stripped = line.strip()
+        match = _BUS_RE.search(stripped)
+        if match:
+            current['secondary'] = int(match.group(2), 16)
+            current['subordinate'] = int(match.group(3), 16)
+            continue
+        match = _EXPRESS_RE.search(stripped)
+        if match:
+            current['port'] = match.group(1).strip()
+            continue
+        if stripped.startswith('Capabilities: <access denied>'):
+            current['denied'] = True
+        elif stripped.startswith('ACSCap:'):
+            current['acs_cap'] = parse_acs_flags(stripped[len('ACSCap:'):])
+        elif stripped.startswith('ACSCtl:'):
+            current['acs_ctl'] = parse_acs_flags(stripped[len('ACSCtl:'):])
+    return devices
+
+
+def device_kind(device):
+    """``gpu`` (an NVIDIA display/3D function), ``nic`` (a Mellanox/NVIDIA networking function) or None."""
+    desc = device.get('description') or ''
+    klass = device.get('class') or ''
+    if klass in GPU_CLASSES and ('NVIDIA' in desc or '[10de:' in desc):
+        return 'gpu'
+    if klass in NIC_CLASSES and ('Mellanox' in desc or '[15b3:' in desc):
+        return 'nic'
+    return None
+
+
+def kallsyms_symbols(text, wanted=PEER_MEMORY_SYMBOLS):
+    """The names of ``wanted`` that ``/proc/kallsyms`` (its text: ``addr type name[\t[module]]`` lines) defines.
+
+    A substring search per name over the whole text: /proc/kallsyms has over 100 000 lines, and a line-by-line scan
+    in Python costs most of a second on a node that lacks the symbol (measured: 0.7-0.8 s for 122 000 lines).
+    """
+    found = []
+    for name in wanted:
+        if re.search(r' {0}(?:\t|\n|$)'.format(re.escape(name)), text or ''):
+            found.append(name)
+    return sorted(found)
+
+
+def parse_default_grub(text):
+    """``{name: value}`` of the ``GRUB_*`` assignments of /etc/default/grub (quotes removed; the last one wins)."""
+    values = {}
+    for line in (text or '').splitlines():
+        match = re.match(r'^\s*(GRUB_[A-Z_]+)=(.*)$', line)
+        if match:
+            value = match.group(2).strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
+                value = value[1:-1]
+            values[match.group(1)] = value
+    return values
+
+
+def parse_bls_options(text):
+    """The ``options`` line of a Boot Loader Specification entry ('' without one)."""
+    for line in (text or '').splitlines():
+        words = line.split(None, 1)
+        if words and words[0] == 'options':
+            return words[1].strip() if len(words) == 2 else ''
+    return ''

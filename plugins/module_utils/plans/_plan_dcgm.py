@@ -1,0 +1,268 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
+# Its functions may change without notice; do not import it from other collections.
+"""The dcgm role's settings and its plan (see _plan.py for the plan's shape): NVIDIA DCGM 4 from NVIDIA's CUDA
+repository (the one the nvidia_driver role configures), the package of the DCGM generation that matches the CUDA
+major of the driver, ``nvidia-dcgm`` enabled and running, version-locked like the driver (EL: dnf versionlock of the
+exact installed NEVRA; Debian family: an apt hold).  Opt-in (``nodeprep_dcgm_install``).  Pure; no Ansible import.
+
+Package names and what they hold, from NVIDIA/DCGM (v4.6.0, ``cmake/packaging.cmake``, ``docker/Dockerfile.ubi9``,
+``docker/Dockerfile.ubuntu22.04``, ``config-files/systemd/nvidia-dcgm.service.in``): ``datacenter-gpu-manager-4-core``
+(``nv-hostengine``, ``dcgmi``, the unit ``nvidia-dcgm.service``) and one package per CUDA major,
+``datacenter-gpu-manager-4-cuda11``, ``-cuda12``, ``-cuda13``, each requiring the core package at exactly its own
+``epoch:version-release`` (epoch 1, release 1: Debian ``1:4.5.2-1``, EL ``datacenter-gpu-manager-4-cuda12-4.5.2-1``).
+
+The CUDA major of the driver: nvidia-smi's ``CUDA Version`` (the highest CUDA the loaded driver supports), else the
+driver's branch (NVIDIA CUDA Toolkit release notes, "CUDA Toolkit and Corresponding Driver Versions": CUDA 11.0
+needs >= 450.36.06, 12.0 GA >= 525.60.13, 13.0 GA >= 580.65.06), else ``nodeprep_dcgm_cuda_major``, which also
+overrides both.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._driver_packages import family_of
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._os_release import os_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._package_db import version_text
+
+ROLE = 'dcgm'
+CHECKS = ()
+PREFIX = 'nodeprep_dcgm_'
+CORE = 'datacenter-gpu-manager-4-core'
+CUDA_PACKAGE = 'datacenter-gpu-manager-4-cuda{0}'
+CUDA_MAJORS = (11, 12, 13)
+PACKAGES = (CORE,) + tuple(CUDA_PACKAGE.format(m) for m in CUDA_MAJORS)
+SERVICE = 'nvidia-dcgm.service'
+# The first driver branch of each CUDA major (NVIDIA CUDA Toolkit release notes, see above), newest first.
+BRANCH_CUDA = ((580, 13), (525, 12), (450, 11))
+# What DCGM's packages carry (cmake/packaging.cmake: CPACK_*_PACKAGE_EPOCH 1, release "1").
+EPOCH = '1'
+RELEASE = '1'
+VERSIONLOCK_PLUGIN = {'el': 'python3-dnf-plugin-versionlock'}
+
+_VERSION_RE = re.compile(r'^[0-9]+(\.[0-9]+){1,3}$')
+_INSTALLED_RE = re.compile(r'^(?:(?P<epoch>[0-9]+):)?(?P<version>[^-]+)-(?P<release>.+)$')
+
+SETTINGS = {
+    PREFIX + 'install': {
+        'type': 'bool', 'default': False,
+        'description': 'Install NVIDIA DCGM 4 (the package of the CUDA major of the driver), enable and start '
+                       'C(nvidia-dcgm), lock its version. V(false) leaves DCGM alone (installed or not).'},
+    PREFIX + 'version': {
+        'type': 'str', 'default': '',
+        'description': "The DCGM version, such as V(4.5.2). V('') installs the newest in NVIDIA's repository and then "
+                       'keeps the node at the version installed (a later run does not upgrade it).'},
+    PREFIX + 'cuda_major': {
+        'type': 'int', 'default': None,
+        'description': 'The CUDA major of the DCGM package (11, 12 or 13). V(null) takes it from the driver '
+                       "(nvidia-smi's CUDA version, else the driver branch)."},
+    PREFIX + 'versionlock': {
+        'type': 'bool', 'default': True,
+        'description': 'Lock the DCGM packages at the version installed (EL dnf versionlock, apt hold), like the '
+                       'driver.'},
+    PREFIX + 'service': {
+        'type': 'bool', 'default': True,
+        'description': 'Enable and start C(nvidia-dcgm.service) (the host engine the readiness check '
+                       'C(gpu.dcgm_diag) needs).'},
+}
+
+
+def gather(settings):
+    request = _plan.new_gather()
+    if settings[PREFIX + 'install']:
+        # The installed DCGM packages come with the kernel subset (kernel_state.driver_node.packages, read with the
+        # node's own package manager, _driver_plan.keep_package).
+        request['subsets'] = ['kernel', 'nvidia']
+        request['units'] = [SERVICE]
+    return request
+
+
+def check_settings(plan, settings):
+    version = settings[PREFIX + 'version'] or ''
+    if version and not _VERSION_RE.match(version):
+        _plan.add_problem(plan, PREFIX + 'version', version, "a DCGM version such as 4.5.2, or '' for the newest")
+    major = settings[PREFIX + 'cuda_major']
+    if major is not None and major not in CUDA_MAJORS:
+        _plan.add_problem(plan, PREFIX + 'cuda_major', major, 'one of {0}, or null to take it from the driver'.format(
+            ', '.join(str(m) for m in CUDA_MAJORS)))
+
+
+def cuda_major_of_branch(branch):
+    for first, major in BRANCH_CUDA:
+        if branch >= first:
+            return major
+    return None
+
+
+def cuda_major(facts, settings):
+    """(major, why): the CUDA major the DCGM package must match, and where it was read; (None, why not)."""
+    given = settings[PREFIX + 'cuda_major']
+    if given is not None:
+        return given, 'nodeprep_dcgm_cuda_major'
+    nvidia = facts.get('nvidia') if isinstance(facts.get('nvidia'), dict) else {}
+    cuda = str(nvidia.get('cuda_version') or '')
+    if re.match(r'^[0-9]+\.', cuda):
+        return int(cuda.split('.', 1)[0]), 'nvidia-smi: CUDA Version {0}'.format(cuda)
+    module = (facts.get('kernel_state') or {}).get('nvidia_module') if isinstance(facts.get('kernel_state'),
+                                                                                  dict) else None
+    version = (module or {}).get('version') or nvidia.get('driver_version')
+    if version and re.match(r'^[0-9]+\.', str(version)):
+        branch = str(version).split('.', 1)[0]
+        major = cuda_major_of_branch(int(branch))
+        if major is not None:
+            return major, 'driver {0} (branch {1})'.format(version, branch)
+    return None, ('no driver answers (nvidia-smi: {0}) and no nvidia module is loaded'.format(
+        nvidia.get('error') or 'no CUDA version'))
+
+
+def split_installed(text):
+    """{epoch, version, release} of an installed version as the gather reports it (``1:4.5.2-1``); None."""
+    match = _INSTALLED_RE.match(text or '')
+    if not match:
+        return None
+    return {'epoch': match.group('epoch') or '0', 'version': match.group('version'), 'release': match.group('release')}
+
+
+def package_spec(family, name, version):
+    """What to install: the name, or exactly the version (EL name-4.5.2, Debian name=1:4.5.2-1)."""
+    if not version:
+        return name
+    if family == 'el':
+        return '{0}-{1}'.format(name, version)
+    return '{0}={1}:{2}-{3}'.format(name, EPOCH, version, RELEASE)
+
+
+def lock_entry(name, installed):
+    """The versionlock.list line dnf writes for an installed package (name-epoch:version-release.*)."""
+    parts = split_installed(installed)
+    return '{0}-{1}:{2}-{3}.*'.format(name, parts['epoch'], parts['version'], parts['release'])
+
+
+def installed_packages(facts):
+    """{name: 'epoch:version-release' | None} of the DCGM packages, from the gather's driver_node package list."""
+    node = ((facts.get('kernel_state') or {}).get('driver_node') or {}) if isinstance(facts.get('kernel_state'),
+                                                                                      dict) else {}
+    records = node.get('packages') if isinstance(node.get('packages'), dict) else {}
+    out = {}
+    for name in PACKAGES:
+        found = records.get(name)
+        out[name] = version_text(found[-1]) if found else None
+    return out
+
+
+def _unit(facts):
+    units = facts.get('nodeprep_units') if isinstance(facts.get('nodeprep_units'), dict) else {}
+    return units.get(SERVICE) or {}
+
+
+def plan(facts, settings, context):
+    out = _plan.new_plan(ROLE)
+    check_settings(out, settings)
+    if out['problems'] or not settings[PREFIX + 'install']:
+        return out
+    host = context.get('host') or 'this node'
+    pci = ((facts.get('kernel_state') or {}).get('pci') or {}) if isinstance(facts.get('kernel_state'), dict) else {}
+    if pci.get('gpu_count') == 0:
+        out['reports'].append('DCGM is not installed on {0}: no NVIDIA GPU on its PCI bus.'.format(host))
+        return out
+    family = family_of(os_facts(facts))
+    if family not in ('el', 'debian'):
+        out['errors'].append('DCGM on {0}: the OS family {1} is not one the role installs on (allowed: EL 8/9/10, '
+                             'Debian and Ubuntu).'.format(host, os_facts(facts).get('os_family')))
+        return out
+    major, why = cuda_major(facts, settings)
+    if major is None:
+        if context.get('check_mode') and context.get('driver_pending') is not None:
+            out['reports'].append('Check mode on {0}: the DCGM package follows the CUDA major of the driver that this '
+                                  'run installs; it is chosen once that driver is loaded.'.format(host))
+            out['reasons'].append('install: DCGM (the package of the CUDA major of the driver installed in this run)')
+            # The tasks a real run changes here, predicted by name (the CUDA major is read once the driver is loaded):
+            # the same keys as an installing plan (relock: a lock after the installation; service: nothing of DCGM is
+            # installed yet, so its unit is neither enabled nor running).
+            out['args']['predict'] = True
+            out['args']['family'] = family
+            out['args']['relock'] = bool(settings[PREFIX + 'versionlock'])
+            if settings[PREFIX + 'service']:
+                out['args']['service'] = {'name': SERVICE, 'enabled': True, 'state': 'started'}
+            return out
+        out['errors'].append('DCGM on {0}: cannot tell the CUDA major of the driver ({1}); set nodeprep_dcgm_cuda_major '
+                             '(allowed: {2}).'.format(host, why, ', '.join(str(m) for m in CUDA_MAJORS)))
+        return out
+    if major not in CUDA_MAJORS:
+        out['errors'].append('DCGM on {0}: the driver supports CUDA {1} ({2}), DCGM 4 has packages for CUDA {3}; set '
+                             'nodeprep_dcgm_cuda_major.'.format(host, major, why,
+                                                                ', '.join(str(m) for m in CUDA_MAJORS)))
+        return out
+    name = CUDA_PACKAGE.format(major)
+    packages = installed_packages(facts)
+    wanted = settings[PREFIX + 'version'] or ''
+    have = packages.get(name)
+    have_core = packages.get(CORE)
+    have_parts = split_installed(have)
+    core_parts = split_installed(have_core)
+    out['args']['package'] = name
+    out['args']['cuda_major'] = major
+    out['args']['cuda_major_from'] = why
+    out['args']['family'] = family
+    others = [n for n in PACKAGES if n not in (name, CORE) and packages.get(n)]
+    if others:
+        out['reports'].append('DCGM on {0}: {1} is also installed (left alone; {2} matches {3}).'.format(
+            host, ', '.join(others), name, why))
+
+    install = []
+    if have is None:
+        install.append('{0} is not installed ({1})'.format(name, why))
+    elif wanted and (have_parts or {}).get('version') != wanted:
+        install.append('{0} is {1}, wanted {2} (nodeprep_dcgm_version)'.format(name, have, wanted))
+    elif have_core is None or (core_parts and have_parts and core_parts['version'] != have_parts['version']):
+        install.append('{0} is {1}, {2} is {3}'.format(name, have, CORE, have_core or 'not installed'))
+    locked = settings[PREFIX + 'versionlock']
+    node = ((facts.get('kernel_state') or {}).get('driver_node') or {}) if isinstance(facts.get('kernel_state'),
+                                                                                      dict) else {}
+    lock = {'add': [], 'remove': [], 'hold': [], 'unhold': [], 'plugin': None}
+    if install:
+        out['reasons'].extend('install: ' + text for text in install)
+        out['args']['install'] = {'name': [package_spec(family, name, wanted), package_spec(family, CORE, wanted)],
+                                  'state': 'present'}
+        if family == 'el':
+            # A lock of another version keeps dnf from installing the one wanted: it goes first.
+            lock['remove'] = [e for e in node.get('versionlock') or []
+                              if e.lstrip('!').startswith(tuple(p + '-' for p in (name, CORE)))]
+        else:
+            lock['unhold'] = [p for p in (name, CORE) if p in (node.get('apt_holds') or [])]
+    elif locked:
+        if family == 'el':
+            entries = [lock_entry(name, have), lock_entry(CORE, have_core)]
+            current = node.get('versionlock') or []
+            lock['add'] = [e for e in entries if e not in current]
+            lock['remove'] = [e for e in current if e not in entries
+                              and e.lstrip('!').startswith(tuple(p + '-' for p in (name, CORE)))
+                              and re.match(r'^!?(?:{0}|{1})-[0-9]+:'.format(re.escape(name), re.escape(CORE)), e)]
+            if (lock['add'] or lock['remove']) and not node.get('versionlock_plugin'):
+                lock['plugin'] = VERSIONLOCK_PLUGIN['el']
+            for entry in lock['add']:
+                out['reasons'].append('versionlock: {0} is not locked'.format(entry))
+            for entry in lock['remove']:
+                out['reasons'].append('versionlock: {0} locks another version'.format(entry))
+        else:
+            lock['hold'] = [p for p in (name, CORE) if p not in (node.get('apt_holds') or [])]
+            for package in lock['hold']:
+                out['reasons'].append('apt hold: {0} is not held'.format(package))
+    out['args']['lock'] = lock
+    # After an installation the lock is planned again from the versions installed (tasks/main.yml).
+    out['args']['relock'] = bool(install and locked)
+
+    if settings[PREFIX + 'service']:
+        unit = _unit(facts)
+        if unit.get('enabled') != 'enabled' or unit.get('active') != 'active':
+            out['reasons'].append('{0}: {1}, {2} (wanted enabled and running)'.format(
+                SERVICE, unit.get('active') or 'not installed', unit.get('enabled') or 'not enabled'))
+            out['args']['service'] = {'name': SERVICE, 'enabled': True, 'state': 'started'}
+    return out

@@ -1,0 +1,187 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
+# Its functions may change without notice; do not import it from other collections.
+"""NVIDIA DCGM: the readiness check ``gpu.dcgm_diag`` and its settings.  Pure; no Ansible import; Python 3.6
+compatible.  What dcgmi prints is parsed by parsers/_dcgmi.py; from NVIDIA/DCGM (tags v3.3.9 and v4.6.0):
+
+* Severities (dcgmlib/dcgm_errors.h dcgmErrorSeverity_t): 0 NONE, 1 MONITOR, 2 ISOLATE, 3 UNKNOWN, 4 TRIAGE,
+  5 CONFIG, 6 RESET.  Error 29 is DCGM_FR_PERSISTENCE_MODE ("Persistence mode for GPU %u is disabled."): the
+  software test (level 1) fails every GPU whose persistence mode is off, with severity CONFIG.
+* dcgmi exits with the dcgmReturn_t as an unsigned byte: 0, 226 (-30 DCGM_ST_NVVS_ERROR: the diagnostic ran and
+  reported an error), 205 (-51 DCGM_ST_NVVS_ISOLATE_ERROR), 235 (-21 DCGM_ST_CONNECTION_NOT_VALID: no host engine).
+  The JSON is printed with a failing exit status too, so the document is read whatever the exit status is.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._dcgmi import (
+    DcgmError,
+    _int_or_none,
+    no_host_engine,
+    parse_diag,
+    parse_discovery,
+)
+
+CHECK = 'gpu.dcgm_diag'
+LEVELS = (1, 2, 3, 4)
+DEFAULT_LEVEL = 1
+DEFAULT_TIMEOUT = 300
+SEVERITIES = {0: 'NONE', 1: 'MONITOR', 2: 'ISOLATE', 3: 'UNKNOWN', 4: 'TRIAGE', 5: 'CONFIG', 6: 'RESET'}
+PERSISTENCE_MODE_ERROR = 29
+SEVERITY_CONFIG = 5
+RC_NVVS_ERROR = 226
+RC_ISOLATE = 205
+RC_NO_HOST_ENGINE = 235
+PASSING = ('Pass', 'Skip', 'Not Run')
+SERVICE = 'nvidia-dcgm.service'
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# settings and commands
+
+
+def check_level(value, name='nodeprep_readiness_dcgm_level'):
+    """``value`` as a diagnostic level (1 to 4); DcgmError naming the value and what is allowed."""
+    if isinstance(value, bool):
+        level = None
+    else:
+        try:
+            level = int(value)
+        except (TypeError, ValueError):
+            level = None
+    if level not in LEVELS or str(value).strip() != str(level):  # '1.5' and 1.5 are no level
+        raise DcgmError('{0}={1!r} is not a DCGM diagnostic level; allowed: {2} (dcgmi diag -r: 1 quick, about a '
+                        'minute; 2 medium; 3 long; 4 extended)'.format(name, value,
+                                                                       ', '.join(str(x) for x in LEVELS)))
+    return level
+
+
+def check_timeout(value, name='nodeprep_readiness_dcgm_timeout'):
+    """``value`` as a positive whole number of seconds; DcgmError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise DcgmError('{0}={1!r} is not a timeout; allowed: a whole number of seconds, at least 1 (level 1 takes '
+                        'about a minute)'.format(name, value))
+    return value
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the readiness check
+
+
+def _bus_ids(discovery, gpus):
+    """GPU id -> PCI bus id, from DCGM's discovery, else from nvidia-smi's index (DCGM numbers GPUs as NVML does)."""
+    out = {}
+    for gpu in gpus or []:
+        index = _int_or_none(gpu.get('index'))
+        if index is not None and gpu.get('pci_bus_id'):
+            out[index] = gpu['pci_bus_id']
+    for gpu in (discovery or {}).get('gpus') or []:
+        if gpu.get('pci_bus_id'):
+            out[gpu['id']] = gpu['pci_bus_id']
+    return out
+
+
+def _label(result, bus_ids):
+    entity = result['entity_id']
+    group = result['entity_group']
+    if entity is None:
+        return 'all GPUs'
+    if group == 'GPU':
+        bus = bus_ids.get(entity)
+        return 'GPU {0}{1}'.format(entity, ' ({0})'.format(bus) if bus else '')
+    return '{0} {1}'.format(group, entity)
+
+
+def _warning_text(warning):
+    text = warning['text'] or 'no warning text'
+    severity = SEVERITIES.get(warning['severity'])
+    return '{0} [error {1}{2}]'.format(text, warning['error_id'], ', severity ' + severity if severity else '')
+
+
+def judge(probe, gpus=None):
+    """``(status, expected, observed)`` of gpu.dcgm_diag from what readiness_info ran (``probe``; see
+    plugins/modules/readiness_info.py) and nvidia-smi's GPUs (``gpus``, for the bus ids and the count)."""
+    probe = probe if isinstance(probe, dict) else {}
+    level = probe.get('level') or DEFAULT_LEVEL
+    expected = ('dcgmi diag -r {0}: every test passes (or is skipped) on every GPU, and DCGM sees every GPU '
+                'nvidia-smi lists'.format(level))
+    if not probe.get('enabled'):
+        return 'skip', expected, 'not run: nodeprep_readiness_dcgm is false (it takes about a minute)'
+    if not probe.get('dcgmi'):
+        return 'skip', expected, 'DCGM is not installed (no dcgmi in PATH; role gpufleet.nodeprep.dcgm installs it)'
+    discovery = probe.get('discovery') or {}
+    diag = probe.get('diag') or {}
+    both = ' '.join([discovery.get('stdout') or '', discovery.get('stderr') or '', diag.get('stdout') or '',
+                     diag.get('stderr') or ''])
+    if no_host_engine(both) or discovery.get('rc') == RC_NO_HOST_ENGINE:
+        return 'skip', expected, ('the DCGM host engine is not running ({0} not active: dcgmi cannot connect); '
+                                  'start it, or let role gpufleet.nodeprep.dcgm enable it'.format(SERVICE))
+    found = parse_discovery(discovery.get('stdout')) if discovery.get('rc') == 0 else None
+    problems = []
+    notes = []
+    nvsmi_count = len(gpus or [])
+    if found is not None and found['gpu_count'] is not None:
+        notes.append('DCGM sees {0} GPU{1}{2}'.format(
+            found['gpu_count'], '' if found['gpu_count'] == 1 else 's',
+            ' and {0} NVSwitch{1}'.format(found['nvswitch_count'], '' if found['nvswitch_count'] == 1 else 'es')
+            if found['nvswitch_count'] else ''))
+        if gpus is not None and nvsmi_count and found['gpu_count'] < nvsmi_count:
+            problems.append('DCGM sees {0} GPUs, nvidia-smi lists {1}'.format(found['gpu_count'], nvsmi_count))
+    elif found is not None:
+        notes.append('dcgmi discovery -l printed no GPU count')
+    elif discovery:
+        notes.append('dcgmi discovery -l failed (rc={0}): {1}'.format(
+            discovery.get('rc'), (discovery.get('stderr') or discovery.get('stdout') or '').strip()[:200]))
+    if diag.get('timed_out'):
+        problems.append('dcgmi diag -r {0} did not finish within {1} s (nodeprep_readiness_dcgm_timeout)'.format(
+            level, probe.get('timeout')))
+        return 'fail', expected, '; '.join(problems + notes)
+    try:
+        parsed = parse_diag(diag.get('stdout'))
+    except DcgmError as exc:
+        text = (diag.get('stderr') or diag.get('stdout') or '').strip()[:300]
+        problems.append('dcgmi diag -r {0} failed (rc={1}): {2}{3}'.format(
+            level, diag.get('rc'), exc, '; it printed: ' + text if text else ''))
+        return 'fail', expected, '; '.join(problems + notes)
+    if parsed['runtime_error']:
+        problems.append('DCGM could not run the diagnostic: {0}'.format(parsed['runtime_error']))
+    results = parsed['results']
+    if not results and not parsed['runtime_error']:
+        problems.append('dcgmi diag -r {0} reported no test result (rc={1})'.format(level, diag.get('rc')))
+    bus_ids = _bus_ids(found, gpus)
+    failed, warned, persistence = [], [], []
+    for result in results:
+        status = result['status']
+        if status in PASSING:
+            continue
+        words = '; '.join(_warning_text(w) for w in result['warnings']) or 'no warning text'
+        line = '{0}: {1} {2}: {3}'.format(_label(result, bus_ids), result['test'],
+                                          'warned' if status == 'Warn' else 'failed' if status == 'Fail'
+                                          else 'status {0!r}'.format(status), words)
+        (warned if status == 'Warn' else failed).append(line)
+        if result['warnings'] and all(w['error_id'] == PERSISTENCE_MODE_ERROR for w in result['warnings']):
+            persistence.append(_label(result, bus_ids))
+    if persistence and len(persistence) == len(failed):
+        problems.append('persistence mode is off ({0}): DCGM\'s level-1 software test fails every GPU whose '
+                        'persistence mode is off (severity CONFIG); enable nvidia-persistenced (role '
+                        'gpufleet.nodeprep.nvidia_driver, nodeprep_nvidia_driver_persistenced)'.format(
+                            ', '.join(persistence)))
+    problems.extend(failed)
+    version = 'DCGM {0}'.format(parsed['version']) if parsed['version'] else 'DCGM {0}.x'.format(
+        parsed['generation'])
+    tests = sorted(set(r['test'] for r in results))
+    summary = '{0}: {1} result{2} of {3} ({4})'.format(version, len(results), '' if len(results) == 1 else 's',
+                                                       ', '.join(tests) or 'no test', '; '.join(notes) or
+                                                       'discovery not read')
+    if problems:
+        return 'fail', expected, '; '.join(problems + warned + [summary])
+    if warned:
+        return 'warn', expected, '; '.join(warned + [summary])
+    skipped = sum(1 for r in results if r['status'] != 'Pass')
+    return 'pass', expected, '{0}; all passed{1}'.format(
+        summary, ' ({0} skipped or not run)'.format(skipped) if skipped else '')

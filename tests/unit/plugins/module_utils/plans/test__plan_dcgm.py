@@ -1,0 +1,219 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The dcgm role's decision table (plugins/module_utils/_plan_dcgm.py): facts + settings -> plan."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import copy
+
+import pytest
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_dcgm as p
+
+CUDA12 = 'datacenter-gpu-manager-4-cuda12'
+CUDA13 = 'datacenter-gpu-manager-4-cuda13'
+CORE = 'datacenter-gpu-manager-4-core'
+RUNNING = {'load': 'loaded', 'active': 'active', 'sub': 'running', 'enabled': 'enabled'}
+STOPPED = {'load': 'loaded', 'active': 'inactive', 'sub': 'dead', 'enabled': 'disabled'}
+NOT_FOUND = {'load': 'not-found', 'active': 'inactive', 'sub': 'dead', 'enabled': None}
+
+
+def facts(family='el', cuda='13.0', driver='580.105.08', packages=None, unit=None, locks=(), holds=(), gpus=8):
+    os_info = ({'os_family': 'RedHat', 'distribution_major_version': '9', 'distribution': 'Rocky'} if family == 'el'
+               else {'os_family': 'Debian', 'distribution_major_version': '24', 'distribution': 'Ubuntu'})
+    node = {'versionlock': list(locks), 'versionlock_plugin': True} if family == 'el' else {'apt_holds': list(holds)}
+    # The gather's driver_node package list (_packages.parse_rpm / parse_dpkg records), DCGM's among the others.
+    records = {'nvidia-open': [{'epoch': 3, 'version': '580.105.08', 'release': '1.el9', 'arch': 'x86_64'}]}
+    for name, text in (packages or {}).items():
+        epoch, rest = text.split(':')
+        version, release = rest.rsplit('-', 1)
+        records[name] = [{'epoch': int(epoch), 'version': version, 'release': release, 'arch': 'x86_64'}]
+    node['packages'] = records
+    return {
+        'nodeprep_gathered': ['kernel', 'nvidia', 'units'],
+        'kernel_state': {'os': os_info, 'pci': {'gpu_count': gpus}, 'driver_node': node,
+                         'nvidia_module': {'loaded': driver is not None, 'version': driver}},
+        'nvidia': ({'present': True, 'cuda_version': cuda, 'driver_version': driver, 'gpus': []} if cuda else
+                   {'present': False, 'error': 'nvidia-smi not found', 'cuda_version': None, 'gpus': []}),
+        'nodeprep_units': {p.SERVICE: dict(unit if unit is not None else NOT_FOUND)},
+    }
+
+
+def settings(**given):
+    out = _plan.defaults(p)
+    out['nodeprep_dcgm_install'] = True
+    out.update(given)
+    return out
+
+
+def plan(the_facts, the_settings, **context):
+    return _plan.plan_with(p, the_facts, the_settings, (), _plan.new_context(host='gpu-a01', **context))
+
+
+INSTALLED = {CUDA13: '1:4.5.2-1', CORE: '1:4.5.2-1'}
+LOCKS = ['{0}-1:4.5.2-1.*'.format(CUDA13), '{0}-1:4.5.2-1.*'.format(CORE)]
+
+# (name, facts, settings, install names or None, lock {add, remove, hold, unhold}, service args?, reasons)
+TABLE = [
+    ('fresh EL node, driver 580 (CUDA 13.0)', facts(), settings(),
+     [CUDA13, CORE], {'add': [], 'remove': [], 'hold': [], 'unhold': []}, True,
+     ['install: datacenter-gpu-manager-4-cuda13 is not installed (nvidia-smi: CUDA Version 13.0)',
+      'nvidia-dcgm.service: inactive, not enabled (wanted enabled and running)']),
+    ('fresh EL node, driver 570 (CUDA 12.8)', facts(cuda='12.8', driver='570.172.08'), settings(),
+     [CUDA12, CORE], {'add': [], 'remove': [], 'hold': [], 'unhold': []}, True, None),
+    ('a version asked for, Debian', facts(family='debian'), settings(nodeprep_dcgm_version='4.5.2'),
+     [CUDA13 + '=1:4.5.2-1', CORE + '=1:4.5.2-1'], {'add': [], 'remove': [], 'hold': [], 'unhold': []}, True, None),
+    ('a version asked for, EL', facts(), settings(nodeprep_dcgm_version='4.5.2'),
+     [CUDA13 + '-4.5.2', CORE + '-4.5.2'], {'add': [], 'remove': [], 'hold': [], 'unhold': []}, True, None),
+    ('converged EL node: nothing to do', facts(packages=INSTALLED, unit=RUNNING, locks=LOCKS), settings(),
+     None, {'add': [], 'remove': [], 'hold': [], 'unhold': []}, False, []),
+    ('converged Debian node: nothing to do', facts(family='debian', packages=INSTALLED, unit=RUNNING,
+                                                   holds=[CUDA13, CORE, 'nvidia-open']), settings(),
+     None, {'add': [], 'remove': [], 'hold': [], 'unhold': []}, False, []),
+    ('installed, not locked, host engine stopped', facts(packages=INSTALLED, unit=STOPPED), settings(),
+     None, {'add': LOCKS, 'remove': [], 'hold': [], 'unhold': []}, True,
+     ['versionlock: datacenter-gpu-manager-4-cuda13-1:4.5.2-1.* is not locked',
+      'versionlock: datacenter-gpu-manager-4-core-1:4.5.2-1.* is not locked',
+      'nvidia-dcgm.service: inactive, disabled (wanted enabled and running)']),
+    ('installed and not held, Debian', facts(family='debian', packages=INSTALLED, unit=RUNNING), settings(),
+     None, {'add': [], 'remove': [], 'hold': [CUDA13, CORE], 'unhold': []}, False,
+     ['apt hold: datacenter-gpu-manager-4-cuda13 is not held', 'apt hold: datacenter-gpu-manager-4-core is not held']),
+    ('an older version installed and locked, a newer one asked for (EL)',
+     facts(packages={CUDA13: '1:4.4.1-1', CORE: '1:4.4.1-1'}, unit=RUNNING,
+           locks=[CUDA13 + '-1:4.4.1-1.*', CORE + '-1:4.4.1-1.*', 'nvidia-open-3:580.105.08-1.el9.*']),
+     settings(nodeprep_dcgm_version='4.5.2'),
+     [CUDA13 + '-4.5.2', CORE + '-4.5.2'],
+     {'add': [], 'remove': [CUDA13 + '-1:4.4.1-1.*', CORE + '-1:4.4.1-1.*'], 'hold': [], 'unhold': []}, False,
+     ['install: datacenter-gpu-manager-4-cuda13 is 1:4.4.1-1, wanted 4.5.2 (nodeprep_dcgm_version)']),
+    ('held at an older version, a newer one asked for (Debian)',
+     facts(family='debian', packages={CUDA13: '1:4.4.1-1', CORE: '1:4.4.1-1'}, unit=RUNNING, holds=[CUDA13, CORE]),
+     settings(nodeprep_dcgm_version='4.5.2'),
+     [CUDA13 + '=1:4.5.2-1', CORE + '=1:4.5.2-1'], {'add': [], 'remove': [], 'hold': [], 'unhold': [CUDA13, CORE]},
+     False, None),
+    ('no lock wanted, no service wanted', facts(packages=INSTALLED, unit=STOPPED),
+     settings(nodeprep_dcgm_versionlock=False, nodeprep_dcgm_service=False),
+     None, {'add': [], 'remove': [], 'hold': [], 'unhold': []}, False, []),
+    ('the driver is loaded but nvidia-smi fails: the branch decides', facts(cuda=None, driver='575.57.08'), settings(),
+     [CUDA12, CORE], {'add': [], 'remove': [], 'hold': [], 'unhold': []}, True,
+     ['install: datacenter-gpu-manager-4-cuda12 is not installed (driver 575.57.08 (branch 575))',
+      'nvidia-dcgm.service: inactive, not enabled (wanted enabled and running)']),
+    ('the CUDA major given overrides the driver', facts(), settings(nodeprep_dcgm_cuda_major=12),
+     [CUDA12, CORE], {'add': [], 'remove': [], 'hold': [], 'unhold': []}, True, None),
+]
+
+
+@pytest.mark.parametrize('name, the_facts, the_settings, install, lock, service, reasons', TABLE,
+                         ids=[row[0] for row in TABLE])
+def test_decision_table(name, the_facts, the_settings, install, lock, service, reasons):
+    out = plan(the_facts, the_settings)
+    assert (out['problems'], out['errors'], out['missing']) == ([], [], []), name
+    assert (out['args'].get('install') or {}).get('name') == install
+    assert dict((key, out['args']['lock'][key]) for key in ('add', 'remove', 'hold', 'unhold')) == lock
+    assert ('service' in out['args']) == service
+    if reasons is not None:
+        assert out['reasons'] == reasons
+    # A node with nothing to do has no play of the role in site.yml.
+    assert bool(out['run']) == bool(out['reasons'] or out['reports'])
+
+
+def test_installing_without_a_version_plans_the_lock_again_afterwards():
+    out = plan(facts(), settings())
+    assert out['args']['relock'] is True
+    assert plan(facts(), settings(nodeprep_dcgm_versionlock=False))['args']['relock'] is False
+
+
+def test_off_by_default_and_then_nothing_is_gathered_or_done():
+    defaults = _plan.defaults(p)
+    assert defaults['nodeprep_dcgm_install'] is False
+    assert p.gather(defaults) == _plan.new_gather()
+    out = plan({}, defaults)
+    assert (out['reasons'], out['run'], out['args']) == ([], [], {})
+
+
+def test_a_node_without_gpu_gets_no_dcgm():
+    out = plan(facts(gpus=0), settings())
+    assert out['reasons'] == []
+    assert out['reports'] == ['DCGM is not installed on gpu-a01: no NVIDIA GPU on its PCI bus.']
+
+
+def test_other_cuda_packages_are_reported_and_left_alone():
+    out = plan(facts(packages=dict(INSTALLED, **{CUDA12: '1:4.5.2-1'}), unit=RUNNING, locks=LOCKS), settings())
+    assert out['reasons'] == []
+    assert out['reports'] == ['DCGM on gpu-a01: datacenter-gpu-manager-4-cuda12 is also installed (left alone; '
+                              'datacenter-gpu-manager-4-cuda13 matches nvidia-smi: CUDA Version 13.0).']
+
+
+def test_without_a_driver_the_cuda_major_is_asked_for():
+    out = plan(facts(cuda=None, driver=None), settings())
+    assert out['errors'] == ['DCGM on gpu-a01: cannot tell the CUDA major of the driver (no driver answers '
+                             '(nvidia-smi: nvidia-smi not found) and no nvidia module is loaded); set '
+                             'nodeprep_dcgm_cuda_major (allowed: 11, 12, 13).']
+
+
+def test_check_mode_with_the_driver_of_this_run_predicts():
+    out = plan(facts(cuda=None, driver=None), settings(), check_mode=True, driver_pending={'persistenced': True})
+    assert out['errors'] == []
+    assert out['args']['predict'] is True
+    assert out['reasons'] == ['install: DCGM (the package of the CUDA major of the driver installed in this run)']
+    # The keys the role's check-mode tasks read: the lock after the installation, the host engine, the family.
+    assert (out['args']['relock'], out['args']['family']) == (True, 'el')
+    assert out['args']['service'] == {'name': 'nvidia-dcgm.service', 'enabled': True, 'state': 'started'}
+    bare = plan(facts(cuda=None, driver=None), settings(nodeprep_dcgm_versionlock=False, nodeprep_dcgm_service=False),
+                check_mode=True, driver_pending={'persistenced': True})
+    assert bare['args']['relock'] is False and 'service' not in bare['args']
+
+
+def test_a_cuda_dcgm4_has_no_package_for():
+    out = plan(facts(cuda='14.0', driver='610.10'), settings())
+    assert out['errors'] == ['DCGM on gpu-a01: the driver supports CUDA 14 (nvidia-smi: CUDA Version 14.0), DCGM 4 '
+                             'has packages for CUDA 11, 12, 13; set nodeprep_dcgm_cuda_major.']
+
+
+def test_unsupported_os():
+    the_facts = facts()
+    the_facts['kernel_state']['os'] = {'os_family': 'Suse', 'distribution_major_version': '15'}
+    assert plan(the_facts, settings())['errors'] == [
+        'DCGM on gpu-a01: the OS family Suse is not one the role installs on (allowed: EL 8/9/10, Debian and Ubuntu).']
+
+
+@pytest.mark.parametrize('name, value, words', [
+    ('nodeprep_dcgm_version', '4.5', None),
+    ('nodeprep_dcgm_version', 'latest', 'nodeprep_dcgm_version="latest": a DCGM version such as 4.5.2, or \'\' for '
+                                        'the newest'),
+    ('nodeprep_dcgm_version', '4.5.2-1', 'nodeprep_dcgm_version="4.5.2-1": a DCGM version such as 4.5.2, or \'\' '
+                                         'for the newest'),
+    ('nodeprep_dcgm_cuda_major', 10, 'nodeprep_dcgm_cuda_major=10: one of 11, 12, 13, or null to take it from the '
+                                     'driver'),
+])
+def test_settings_are_checked(name, value, words):
+    out = plan(facts(), settings(**{name: value}))
+    if words is None:
+        assert out['problems'] == []
+    else:
+        assert out['problems'] == [words]
+        assert out['reasons'] == []
+
+
+@pytest.mark.parametrize('branch, major', [(450, 11), (470, 11), (520, 11), (525, 12), (535, 12), (575, 12),
+                                           (580, 13), (590, 13), (418, None)])
+def test_branch_to_cuda_major(branch, major):
+    assert p.cuda_major_of_branch(branch) == major
+
+
+def test_missing_facts_are_asked_for():
+    the_facts = copy.deepcopy(facts())
+    del the_facts['nodeprep_units']
+    the_facts['nodeprep_gathered'].remove('units')
+    out = plan(the_facts, settings())
+    assert out['missing'] and out['reasons'] == []
+
+
+def test_the_versionlock_plugin_is_installed_where_missing():
+    the_facts = facts(packages=INSTALLED, unit=RUNNING)
+    the_facts['kernel_state']['driver_node']['versionlock_plugin'] = False
+    out = plan(the_facts, settings())
+    assert out['args']['lock']['plugin'] == 'python3-dnf-plugin-versionlock'
+    assert plan(facts(packages=INSTALLED, unit=RUNNING, locks=LOCKS), settings())['args']['lock']['plugin'] is None

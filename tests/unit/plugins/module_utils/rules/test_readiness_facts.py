@@ -1,0 +1,383 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Data only (no tests): fact sets for the readiness tests: an 8x B200 HGX node, freshly provisioned or converged.
+
+The GPU values (bus ids, 183359 MiB, power limits 200-1000 W with a 1000 W default, max clocks 1965/3996 MHz,
+device ID 0x2901, driver 580.105.08, fabric Completed/Success) are those of the real capture
+tests/fixtures/nvidia-smi-xml/b200-8gpu_k8s-test-infra.xml; test_readiness.py checks them against it.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import copy
+import hashlib
+import os
+import re
+
+import jinja2
+import yaml
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _nvswitch_fabric
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_kernel
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_memlock
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nccl
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nic_offload
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nvidia_driver
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_shm
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _nvidia_smi_topo
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
+_FALLBACK_RE = re.compile(r'^\{\{ (nodeprep_[a-z0-9_]+)(?: \| default\((.*)\))? \}\}$')
+
+
+def role_settings():
+    """The settings the readiness role passes when the inventory sets nothing: roles/readiness/vars/main.yml's
+    fallbacks, and the readiness role's own defaults."""
+    with open(os.path.join(ROOT, 'roles', 'readiness', 'vars', 'main.yml')) as handle:
+        templates = yaml.safe_load(handle)['__nodeprep_readiness_settings']
+    with open(os.path.join(ROOT, 'roles', 'readiness', 'defaults', 'main.yml')) as handle:
+        own = yaml.safe_load(handle)
+    env = jinja2.Environment(autoescape=False)  # nosec B701 - literals of a YAML file, no HTML
+    settings = {}
+    for name, template in templates.items():
+        match = _FALLBACK_RE.match(template)
+        assert match and match.group(1) == name, template
+        settings[name] = own[name] if match.group(2) is None else env.compile_expression(match.group(2))()
+    return settings
+
+
+BUS_IDS = ['00000000:8F:00.0', '00000000:90:00.0', '00000000:96:00.0', '00000000:97:00.0',
+           '00000000:C4:00.0', '00000000:C5:00.0', '00000000:CB:00.0', '00000000:CC:00.0']
+SYSFS_IDS = ['0000:8f:00.0', '0000:90:00.0', '0000:96:00.0', '0000:97:00.0',
+             '0000:c4:00.0', '0000:c5:00.0', '0000:cb:00.0', '0000:cc:00.0']
+SWITCH_IDS = ['0000:05:00.0', '0000:06:00.0']
+RUNNING = '5.14.0-570.58.1.el9_6.x86_64'
+GIB = 1024 ** 3
+
+
+def gpu(index):
+    return {
+        'index': index, 'pci_bus_id': BUS_IDS[index], 'uuid': 'GPU-00000000-0000-0000-0000-00000000000{0}'.format(index),
+        'name': 'NVIDIA B200', 'architecture': 'Blackwell', 'persistence_mode': True, 'memory_total_mib': 183359,
+        'power_limit_w': 700.0, 'default_power_limit_w': 1000.0, 'min_power_limit_w': 200.0,
+        'max_power_limit_w': 1000.0, 'mig_mode': 'Disabled', 'compute_mode': 'Default',
+        # at the lock of the converged node's settings (1500-1965 MHz): a locked GPU runs within its lock, even idle
+        'clocks': {'graphics_mhz': 1965, 'sm_mhz': 1965, 'mem_mhz': 3996, 'video_mhz': 660},
+        'applications_clocks': {'graphics_mhz': 1965, 'mem_mhz': 3996},
+        'default_applications_clocks': {'graphics_mhz': 1965, 'mem_mhz': 3996},
+        'max_clocks': {'graphics_mhz': 1965, 'sm_mhz': 1965, 'mem_mhz': 3996},
+        'supported_clocks': None,
+        'ecc': {'current': 'Enabled', 'pending': 'Enabled', 'volatile_uncorrectable': 0, 'aggregate_uncorrectable': 0},
+        'retired_pages': None,
+        'remapped_rows': {'pending': False, 'failure': False, 'correctable': 0, 'uncorrectable': 0},
+        'fabric': {'state': 'Completed', 'status': 'Success'},
+        'pci_device_id': '0x2901',
+    }
+
+
+def pci():
+    return {
+        'gpus': [{'bus_id': bus, 'device_id': '0x2901', 'vendor_id': '0x10de'} for bus in SYSFS_IDS],
+        'gpu_count': 8,
+        'nvswitches': [{'bus_id': bus, 'device_id': '0x22a3', 'vendor_id': '0x10de'} for bus in SWITCH_IDS],
+        'nvswitch_count': 2,
+    }
+
+
+def nic(driver, ipv4, gro, lro_fixed=False):
+    return {
+        'mtu': 9000 if driver == 'mlx5_core' else 1500, 'speed_mbps': 400000 if driver == 'mlx5_core' else 1000,
+        'addresses': {'ipv4': [ipv4], 'ipv6': []},
+        'driver': {'driver': driver, 'version': '6.8', 'firmware_version': '28.43.1014', 'bus_info': ''},
+        'features': {'generic-receive-offload': {'enabled': gro, 'fixed': False},
+                     'large-receive-offload': {'enabled': False, 'fixed': lro_fixed},
+                     'tcp-segmentation-offload': {'enabled': True, 'fixed': False}},
+        'nm_managed': True,
+    }
+
+
+def gpu_settings_plan(facts, settings, probe=None):
+    """The gpu_settings plan of a node on which that role installed its files (the state the probe's unit shows):
+    what the readiness checks gpu.power_limit and gpu.clocks read.  ``settings`` may hold the role's variables."""
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_gpu_settings as pg
+    from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import test__plan_gpu_settings as T
+    given = dict((name, copy.deepcopy(spec['default'])) for name, spec in pg.SETTINGS.items())
+    given.update((name, copy.deepcopy(settings[name])) for name in pg.SETTINGS if name in settings)
+    gpus = given['nodeprep_gpu_settings_gpus']
+    given['nodeprep_gpu_settings_gpus'] = [gpus] if isinstance(gpus, str) else gpus
+    services = (probe or {}).get('services') or {}
+    unit = services.get(pg.UNIT) or {}
+    node = {
+        'nodeprep_gathered': ['nvidia'],
+        'nvidia': copy.deepcopy(facts.get('nvidia') or {}),
+        'nodeprep_units': {pg.PERSISTENCED: {'active': (services.get(pg.PERSISTENCED) or {}).get('active_state')},
+                           pg.UNIT: {'active': unit.get('active_state')}},
+        'nodeprep_files': dict((path, {'exists': False}) for path in pg.gather(given)['files']),
+        'nodeprep_contents': {pg.RECORD: None, pg.BOOT_ID: T.BOOT + '\n'},
+    }
+    ctx = T.context()
+    first = pg.plan(node, given, ctx)
+    if not first['problems']:
+        node = T.settle(node, first, touch_gpus=False)
+        if unit and unit.get('unit_file_state') != 'enabled':
+            node['nodeprep_files'][pg.UNIT_LINK] = {'exists': False}
+    return _plan.finish(pg.plan(node, given, ctx))
+
+
+def unlimited():
+    return {'memlock': {'soft': 'unlimited', 'hard': 'unlimited'}, 'nofile': {'soft': 1024, 'hard': 524288}}
+
+
+def _file(content):
+    return {'exists': True, 'type': 'file', 'mode': '0644', 'uid': 0, 'gid': 0, 'size': len(content),
+            'sha1': _plan.sha1_text(content), 'target': None}
+
+
+def _dir():
+    return {'exists': True, 'type': 'directory', 'mode': '0755', 'uid': 0, 'gid': 0, 'size': 4096, 'sha1': None,
+            'target': None}
+
+
+def _absent():
+    return {'exists': False, 'type': None, 'mode': None, 'uid': None, 'gid': None, 'size': None, 'sha1': None,
+            'target': None}
+
+
+MEMLOCK_FILE = '/etc/security/limits.d/90-nodeprep-memlock.conf'
+SLURMD_DIR = '/etc/systemd/system/slurmd.service.d'
+
+
+def memlock_files(written=True, want='unlimited'):
+    """The files the memlock role writes with the settings of converged(): as it wrote them, or absent."""
+    files = {MEMLOCK_FILE: _plan_memlock.limits_content(['*', 'root'], want), _plan_memlock.SYSTEM_CONF_DIR: None,
+             _plan_memlock.MANAGER_DROPIN: _plan_memlock.manager_content(want), SLURMD_DIR: None,
+             SLURMD_DIR + '/' + _plan_memlock.DROPIN_NAME: _plan_memlock.service_content(want)}
+    if not written:
+        return dict((path, _absent()) for path in files)
+    return dict((path, _dir() if content is None else _file(content)) for path, content in files.items())
+
+
+# The rule module of each role whose readiness checks read its plan (_readiness.PLAN_CHECKS).
+RULE_MODULES = {'kernel': _plan_kernel, 'memlock': _plan_memlock, 'shm': _plan_shm, 'nccl': _plan_nccl, 'nic_offload': _plan_nic_offload,
+                'nvidia_driver': _plan_nvidia_driver}
+
+# The OS of the node (kernel_state.os, read from /etc/os-release by the gather) and its driver packages as the gather
+# reads them (kernel_state.driver_node): NVIDIA's EL9 repository, the driver of nvidia-smi installed.
+EL9 = {'os_family': 'RedHat', 'distribution': 'Rocky', 'distribution_version': '9.6',
+       'distribution_major_version': '9', 'architecture': 'x86_64'}
+
+
+def unit_states(probe, names):
+    """gpu_node_facts' ``nodeprep_units`` of ``names`` from the probe's systemctl show states."""
+    services = (probe or {}).get('services') or {}
+    out = {}
+    for name in names:
+        name = name if name.endswith('.service') else name + '.service'
+        unit = services.get(name) or {}
+        active = unit.get('active_state') or 'inactive'
+        out[name] = {'load': unit.get('load_state') or 'not-found', 'active': active,
+                     'sub': 'running' if active == 'active' else 'dead', 'enabled': unit.get('unit_file_state')}
+    return out
+
+
+def driver_facts(facts, probe, settings):
+    """The facts the nvidia_driver plan reads on this node: these facts, the OS and driver packages, the units of
+    the probe, the role's files absent."""
+    out = copy.deepcopy(facts)
+    kernel_state = out.get('kernel_state')
+    if isinstance(kernel_state, dict):
+        kernel_state.setdefault('os', dict(EL9))
+        version = (out.get('nvidia') or {}).get('driver_version')
+        packages = {}
+        names = ['nvidia-open', 'kmod-nvidia-open-dkms', 'nvidia-driver', 'nvidia-persistenced']
+        if _nvswitch_fabric.nvswitch_fabric(kernel_state) != 'none':
+            names += ['nvidia-fabricmanager', 'libnvidia-nscq']
+        if version:
+            for name in names:
+                packages[name] = [{'epoch': 3, 'version': version, 'release': '1.el9', 'arch': 'x86_64'}]
+        kernel_state.setdefault('driver_node', {'repos': {}, 'packages': packages, 'versionlock': [],
+                                                'versionlock_plugin': True, 'module_stream': '580-open'})
+    request = _plan_nvidia_driver.gather(settings)
+    # The units as the gather read them; a probe given (what the tests change) says their state now.
+    units = dict(out.get('nodeprep_units') or {})
+    if probe is not None or not units:
+        units.update(unit_states(probe, request['units']))
+    out['nodeprep_units'] = units
+    files = dict((path, {'exists': False}) for path in request['files'])
+    files.update(out.get('nodeprep_files') or {})
+    out['nodeprep_files'] = files
+    return out
+
+
+def plans(facts, settings, probe=None, host='gpu-a01'):
+    """The plans the readiness role hands to readiness_info: each planning role's plan from these facts, with the
+    settings given (already typed) over the role's defaults; gpu_settings' on the node its role settled."""
+    out = {}
+    if not isinstance(facts, dict) or not isinstance(settings, dict):
+        return out
+    for role in sorted(set(r.PLAN_CHECKS.values())):
+        if role == 'gpu_settings':
+            out[role] = gpu_settings_plan(facts, settings, probe)
+            continue
+        module = RULE_MODULES[role]
+        if role == 'nvidia_driver':
+            # Typed as the node_plan action types them (a value that does not type is a problem of the plan).
+            from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+            typed, problems = _plans.typed_settings(role, dict(
+                (name, copy.deepcopy(settings[name])) for name in module.SETTINGS if name in settings))
+            out[role] = _plan.plan_with(module, driver_facts(facts, probe, typed), typed, problems,
+                                        _plan.new_context(host=host))
+            continue
+        typed = _plan.defaults(module)
+        typed.update((name, copy.deepcopy(settings[name])) for name in module.SETTINGS if name in settings)
+        out[role] = _plan.plan_with(module, facts, typed, (), _plan.new_context(host=host))
+    return out
+
+
+def evaluate(facts, settings, probe=None):
+    """_readiness.evaluate with the roles' plans made from the same facts and settings."""
+    return r.evaluate(facts, settings, probe, plans(facts, settings, probe))
+
+
+def checked_values(facts, settings, probe=None):
+    return r.checked_values(facts, settings, probe, plans(facts, settings, probe))
+
+
+def topology():
+    """gpu_node_facts' nvidia.topology of an 8x B200 HGX node: the real topo -m capture of vllm-project/vllm#24513
+    (tests/fixtures/topo, SOURCES.md): every GPU pair at NV18, each GPU with a NIC at PIX."""
+    with open(os.path.join(ROOT, 'tests', 'fixtures', 'topo',
+                           'b200-8gpu-8nic-nv18_topo-m_vllm-issue24513-excerpt.txt')) as handle:
+        return {'matrix': _nvidia_smi_topo.parse_topo_matrix(handle.read()), 'error': None}
+
+
+def converged():
+    """facts, settings, probe of a node site.yml has converged."""
+    facts = {
+        'nodeprep_gathered': ['nvidia', 'kernel', 'limits', 'shm', 'nic', 'files'],
+        # The nic_offload plan's files: the NICs are persisted through NetworkManager (nm_managed), no boot unit.
+        'nodeprep_files': {_plan_nic_offload.UNIT_FILE: {'exists': False}, _plan_nic_offload.ENV_DIR: {'exists': False},
+                           '/etc/nccl.conf': file_state(NCCL_CONF)},
+        'nodeprep_file_patterns': list(_plan_nic_offload.FILE_PATTERNS),
+        'nvidia': {'present': True, 'error': None, 'driver_version': '580.105.08', 'cuda_version': '13.0',
+                   'attached_gpus': 8, 'gpus': [gpu(i) for i in range(8)], 'topology': topology()},
+        'kernel_state': {
+            'running': RUNNING, 'installed': [RUNNING], 'default': RUNNING, 'devel': {RUNNING: True},
+            'nouveau': {'loaded': False, 'blacklisted': True,
+                        'blacklist_files': ['/etc/modprobe.d/nvidia-installer-disable-nouveau.conf']},
+            'nvidia_module': {'loaded': True, 'version': '580.105.08', 'flavour': 'open'},
+            'dkms': [], 'pci': pci(),
+            # The OS (from /etc/os-release) and the installed kernel packages the kernel plan reads.
+            'os': {'os_family': 'RedHat', 'distribution': 'Rocky', 'distribution_version': '9.6',
+                   'distribution_major_version': '9', 'architecture': 'x86_64'},
+            'packages': {'kernel': [RUNNING], 'kernel-core': [RUNNING]},
+            # The GPUDirect RDMA path (_rdma.py): one ConnectX function, nvidia_peermem loaded, no IOMMU, no switch.
+            'rdma': {'connectx': ['0000:8d:00.0'], 'peermem_loaded': True, 'peer_symbols': None,
+                     'cmdline': 'BOOT_IMAGE=(hd0,gpt2)/vmlinuz-{0} root=/dev/nvme0n1p3 ro iommu=pt'.format(RUNNING),
+                     'iommu': {'groups': 0, 'class': [], 'device_types': {}}, 'bridges': [], 'lspci_error': None},
+        },
+        'limits': {
+            'entries': [], 'effective': {'root': unlimited(), 'train': unlimited()}, 'errors': [],
+            'systemd': {'default': unlimited(), 'services': {'slurmd': unlimited()}, 'errors': []},
+        },
+        'shm': {'path': '/dev/shm', 'mounted': True, 'fstype': 'tmpfs', 'size_bytes': 716 * GIB, 'used_bytes': 0,
+                'free_bytes': 716 * GIB, 'mount_options': ['rw', 'nosuid', 'nodev', 'size=751619276800'],
+                'unlimited': False, 'ram_bytes': 2014 * GIB, 'swap_bytes': 0, 'default_size_bytes': 1007 * GIB,
+                'errors': [],
+                'fstab': {'options': ['nosuid', 'nodev', 'size=716G'], 'size_bytes': 716 * GIB,
+                          'size_explicit': True, 'unlimited': False, 'vfstype': 'tmpfs', 'spec': 'tmpfs',
+                          'line': 3}},
+        'nics': {'ens3f0np0': nic('mlx5_core', '10.20.0.11/16', False),
+                 'eno1': nic('igb', '192.168.1.11/24', True)},
+    }
+    settings = role_settings()
+    settings.update({
+        'nodeprep_expected_gpus': 8,
+        'nodeprep_nvidia_driver_branch': '580',
+        'nodeprep_gpu_settings_power_limit': '70%',
+        'nodeprep_gpu_settings_locked_gpu_clocks': {'min': 1500, 'max': 1965},
+        'nodeprep_memlock_verify_users': ['root', 'train'],
+        'nodeprep_memlock_services': ['slurmd.service'],
+        'nodeprep_shm_size': '716G',
+        'nodeprep_nccl_conf': {'NCCL_DEBUG': 'WARN', 'NCCL_IB_TIMEOUT': 22, 'NCCL_SOCKET_IFNAME': 'ens3f0np0'},
+        'nodeprep_nic_offload_networks': ['10.20.0.0/16'],
+        'nodeprep_nic_offload_features': {'generic-receive-offload': False, 'large-receive-offload': False},
+    })
+    active = {'load_state': 'loaded', 'active_state': 'active', 'unit_file_state': 'enabled'}
+    probe = {
+        'kernel_log': {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [], 'error': None},
+        'services': {'nvidia-persistenced.service': dict(active), 'nvidia-fabricmanager.service': dict(active),
+                     'nvlsm.service': dict(active), 'nodeprep-gpu-settings.service': dict(active)},
+    }
+    probe['dcgm'] = dcgm_passing()
+    facts['nodeprep_files'].update(memlock_files())
+    # The units the nvidia_driver plan reads, as the gather read them on this node.
+    facts['nodeprep_units'] = unit_states(probe, _plan_nvidia_driver.gather(_plan.defaults(_plan_nvidia_driver))['units'])
+    return facts, settings, probe
+
+
+def dcgm_passing():
+    """What readiness_info ran for gpu.dcgm_diag on a node whose DCGM diagnostic passed: the 8-GPU test object of
+    NVIDIA/DCGM issue #215 (tests/fixtures/dcgmi, a real DCGM 4.x excerpt) in the envelope of the 4.x schema; DCGM's
+    discovery not read."""
+    fixtures = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), '..', '..', '..', 'fixtures', 'dcgmi')
+    with open(os.path.join(fixtures, 'h100-8gpu-dcgm4-diag-diagnostic-test-excerpt_dcgm-issue215.txt')) as f:
+        excerpt = f.read().rstrip().rstrip(',')
+    doc = ('{"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [' + excerpt + ']}]}, '
+           '"metadata": {"version": "4.1.1"}}')
+    return {'enabled': True, 'level': 1, 'timeout': 300, 'dcgmi': '/usr/bin/dcgmi',
+            'diag': {'rc': 0, 'stdout': doc, 'stderr': '', 'timed_out': False}}
+
+
+# What the nccl role writes for converged()'s settings (the plan compares its SHA-1 with the gathered one).
+NCCL_CONF = 'NCCL_DEBUG=WARN\nNCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=ens3f0np0\n'
+
+
+def file_state(text, mode='0644'):
+    """A gathered file record (gpu_node_facts' nodeprep_files entry) of a file holding ``text`` (str or bytes)."""
+    raw = text if isinstance(text, bytes) else text.encode('utf-8')
+    return {'exists': True, 'type': 'file', 'mode': mode, 'uid': 0, 'gid': 0, 'size': len(raw),
+            'sha1': hashlib.sha1(raw).hexdigest(), 'target': None}  # nosec B324 - what gpu_node_facts reports
+
+
+MISSING_FILE = {'exists': False, 'type': None, 'mode': None, 'uid': None, 'gid': None, 'size': None, 'sha1': None,
+                'target': None}
+
+
+def fresh():
+    """facts, settings, probe of the same node as delivered: distro kernel without devel, nouveau, no driver."""
+    facts, settings, probe = converged()
+    facts = copy.deepcopy(facts)
+    facts['nvidia'] = {'present': False, 'error': 'nvidia-smi not found', 'driver_version': None,
+                       'cuda_version': None, 'attached_gpus': 0, 'gpus': []}
+    ks = facts['kernel_state']
+    ks['devel'] = {RUNNING: False}
+    ks['nouveau'] = {'loaded': True, 'blacklisted': False, 'blacklist_files': []}
+    ks['nvidia_module'] = {'loaded': False, 'version': None, 'flavour': None}
+    # As delivered: the inbox RDMA stack, ACS on at the switch port above GPU 0 (firmware default), IOMMU translating.
+    ks['rdma'] = dict(ks['rdma'], peermem_loaded=False, peer_symbols=[], cmdline='BOOT_IMAGE=(hd0,gpt2)/vmlinuz ro',
+                      iommu={'groups': 120, 'class': ['dmar0'], 'device_types': {SYSFS_IDS[0]: 'DMA-FQ'}},
+                      bridges=[{'bus_id': '0000:8e:01.0', 'class': 'PCI bridge', 'port': 'Downstream Port',
+                                'secondary': 0x8f, 'subordinate': 0x8f, 'denied': False,
+                                'acs_ctl': {'SrcValid': True, 'TransBlk': False, 'ReqRedir': True, 'CmpltRedir': True,
+                                            'UpstreamFwd': True, 'EgressCtrl': False, 'DirectTrans': False}}])
+    eight_mib = {'soft': 8192, 'hard': 8192}
+    facts['limits'] = {'entries': [], 'effective': {'root': {'memlock': eight_mib}, 'train': {'memlock': eight_mib}},
+                       'errors': [],
+                       'systemd': {'default': {'memlock': eight_mib}, 'services': {'slurmd': {'memlock': eight_mib}},
+                                   'errors': []}}
+    facts['nodeprep_files'].update(memlock_files(written=False))
+    facts['shm'].update(size_bytes=1007 * GIB, free_bytes=1007 * GIB, fstab=None)
+    facts['nics']['ens3f0np0']['features']['generic-receive-offload']['enabled'] = True
+    missing = {'load_state': 'not-found', 'active_state': 'inactive', 'unit_file_state': None}
+    facts['nodeprep_files']['/etc/nccl.conf'] = dict(MISSING_FILE)
+    probe = {
+        'kernel_log': {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [], 'error': None},
+        'services': dict((name, dict(missing)) for name in probe['services']),
+    }
+    return facts, settings, probe
