@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Controller side of gpufleet.nodeprep.node_plan: type the role variables once, gather what the roles need (one
 gpu_node_facts execution, only when the facts lack it) and return one plan per role.
-Documentation: plugins/modules/node_plan.py; the plan's shape: plugins/module_utils/_plan.py."""
+Documentation: plugins/modules/node_plan.py; the plan's shape: plugins/module_utils/plans/_plan.py."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -14,7 +14,7 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
-# Ansible's own OS facts, when the play has them (setup), win over the gather's /etc/os-release (_kernel.os_facts).
+# Ansible's own OS facts, when the play has them (setup), win over the gather's /etc/os-release (_os_release.os_facts).
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._os_release import OS_FACT_KEYS
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain

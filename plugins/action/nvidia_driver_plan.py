@@ -5,7 +5,7 @@
 """Controller side of gpufleet.nodeprep.nvidia_driver_plan: the re-plans of the nvidia_driver role's later stages
 take the same inputs as its node plan.  The facts are built from ``ansible_facts`` by the function the node plan uses
 (_plan_nvidia_driver.driver_facts), the settings are those the node plan typed (``nodeprep_plans.nvidia_driver.args.
-driver_settings``) and the run's state is reduced to what driver_plan reads (_driver_plan.run_state); the module
+driver_settings``) and the run's state is reduced to what driver_plan reads (_driver.run_state); the module
 then reads the driver packages on the node.  Documentation: plugins/modules/nvidia_driver_plan.py."""
 
 from __future__ import absolute_import, division, print_function

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Action of gpufleet.nodeprep.rolling_plan: the plan of a rolling maintenance run, on the controller, from every
 host's plans (ansible_facts.nodeprep_plans), its marker file (ansible_facts.nodeprep_contents) and the backend's
-state answer.  The rules: plugins/module_utils/_rolling.py (plan_run).  Documentation:
+state answer.  The rules: plugins/module_utils/rules/_rolling.py (plan_run).  Documentation:
 plugins/modules/rolling_plan.py."""
 
 from __future__ import absolute_import, division, print_function

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Action of gpufleet.nodeprep.rolling_slurm: the Slurm backend of the rolling maintenance run (state, drain,
 set_reason, wait_empty, resume, reboot, wait_reboot).  Every Slurm command is an argv run by ansible.builtin.command on the host the task
-runs on (delegate_to the Slurm controller); the decisions are plugins/module_utils/_rolling.py.
+runs on (delegate_to the Slurm controller); the decisions are plugins/module_utils/rules/_rolling.py.
 Documentation: plugins/modules/rolling_slurm.py."""
 
 from __future__ import absolute_import, division, print_function

@@ -8,7 +8,7 @@
 ``nodeprep_select_nics`` turns the ``ansible_facts.nics`` dictionary (written by
 ``gpufleet.nodeprep.nic_facts`` / ``gpu_node_facts``) into the sorted list of
 interface names chosen by name, by kernel driver or by network (CIDR). The rule
-itself is ``select_nics()`` in plugins/module_utils/_nic.py, the one NIC
+itself is ``select_nics()`` in plugins/module_utils/parsers/_nic_selection.py, the one NIC
 selection the modules and the readiness checks use as well.
 """
 

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The OS facts the kernel and nvidia_driver roles read (their decisions are the plans of gpufleet.nodeprep.node_plan:
-plugins/module_utils/_plan_kernel.py and _plan_nvidia_driver.py)."""
+plugins/module_utils/plans/_plan_kernel.py and plans/_plan_nvidia_driver.py)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -14,7 +14,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._os_rele
 
 
 def nodeprep_os_facts(facts):
-    """_kernel.os_facts: the OS facts the kernel and nvidia_driver roles read (only the keys they need are read)."""
+    """_os_release.os_facts: the OS facts the kernel and nvidia_driver roles read (only the keys they need are read)."""
     if not isinstance(facts, dict):
         raise AnsibleFilterError('nodeprep_os_facts: the input must be ansible_facts (a dict), got {0}'.format(
             type(facts).__name__))

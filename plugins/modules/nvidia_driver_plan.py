@@ -21,7 +21,7 @@ description:
     services (no C(nvlsm) unit - the fabric manager starts NVLSM on NVLink 5), the persistence-mode drop-in for the
     packaged Ubuntu unit, why a reboot is needed, what stops the role before a reboot (Secure Boot without an enrolled
     DKMS key) and what check mode predicts.
-  - The decisions live in C(plugins/module_utils/_driver_plan.py) (pure functions with pytest tables).
+  - The decisions live in C(plugins/module_utils/rules/_driver.py) (pure functions with pytest tables).
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
   - gpufleet.nodeprep.attributes.INFO_MODULE
@@ -88,7 +88,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 plan:
-  description: The decisions; see C(plugins/module_utils/_driver_plan.py) and C(docs/roles/nvidia_driver.md).
+  description: The decisions; see C(plugins/module_utils/rules/_driver.py) and C(docs/roles/nvidia_driver.md).
   returned: always
   type: dict
   contains:

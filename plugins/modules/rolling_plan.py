@@ -23,7 +23,7 @@ description:
   - A node whose kernel or nvidia_driver plan has reasons or needs a reboot is a candidate; settings-only nodes are
     V(in-place) (never drained); a node someone else holds (drained, down, failed, a reboot pending, any reason that
     is not V(nodeprep:...)) is V(skipped-held) unless O(include_held); a node with our reason is picked up at its
-    recorded phase. The rules are C(plugins/module_utils/_rolling.py); docs/rolling-maintenance.md lists them.
+    recorded phase. The rules are C(plugins/module_utils/rules/_rolling.py); docs/rolling-maintenance.md lists them.
   - Without O(slurm) it returns only C(need_slurm), the nodes Slurm must be asked about (empty on a fleet already
     on target, which then asks Slurm nothing).
   - Never changes anything.

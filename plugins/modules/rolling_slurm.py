@@ -37,7 +37,7 @@ description:
     flag of a node rebooted with a nextstate and keeps it DOWN after the reboot, so no job starts there.
   - O(op=wait_reboot) polls until each node of O(nodes) registered again after its reboot (DOWN, reason ending in
     C(reboot complete)), Slurm gave up (C(reboot timed out), after C(ResumeTimeout)), or O(timeout) seconds passed.
-  - The decisions are the pure functions of C(plugins/module_utils/_rolling.py); a site with another workload
+  - The decisions are the pure functions of C(plugins/module_utils/rules/_rolling.py); a site with another workload
     manager implements the same operations in a tasks file (docs/rolling-maintenance.md, "Backend").
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes

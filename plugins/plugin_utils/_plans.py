@@ -5,7 +5,7 @@
 
 # PRIVATE to the gpufleet.nodeprep collection; may change in any release.
 #
-# The controller side of the one plan per role and node (plugins/module_utils/_plan.py): which roles plan in
+# The controller side of the one plan per role and node (plugins/module_utils/plans/_plan.py): which roles plan in
 # Python, in which order site.yml runs them, and the typing of the role variables from the rule modules' SETTINGS
 # with Ansible's own argument spec validator (the same one a role's meta/argument_specs.yml validation uses).
 

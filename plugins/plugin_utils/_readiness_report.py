@@ -11,7 +11,7 @@
 # render_exit_status() write it. Only the action
 # plugin plugins/action/readiness_report.py imports this file, so none of it is
 # shipped to the managed nodes (module_utils are). The checks themselves, their
-# ids and remedies live in plugins/module_utils/_readiness.py.
+# ids and remedies live in plugins/module_utils/rules/_readiness.py.
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

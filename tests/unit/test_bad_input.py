@@ -556,7 +556,7 @@ ROLE_CASES = [
     ('kernel unknown source', 'localhost', 'kernel', {'nodeprep_kernel_source': 'mainline'},
      SPEC, ['nodeprep_kernel_source', 'mainline', 'distro, hwe, elrepo-lt, elrepo-ml']),
     # These fake hosts show no NVIDIA GPU on their PCI bus: nodeprep_gpu_node true keeps the kernel role's work (and
-    # its refusals) there (plugins/module_utils/_gpu_node.py).
+    # its refusals) there (plugins/module_utils/rules/_gpu_node.py).
     ('kernel hwe on Debian', 'localhost', 'kernel', {'nodeprep_gpu_node': True, 'nodeprep_kernel_source': 'hwe'},
      KERNEL_SOURCE, ['nodeprep_kernel_source=hwe is not available on Debian', 'allowed here: distro']),
     ('kernel elrepo-ml on Debian', 'localhost', 'kernel', {'nodeprep_gpu_node': True, 'nodeprep_kernel_source': 'elrepo-ml'},

@@ -10,7 +10,7 @@ packages, the versionlock list and plugin, the dnf module stream, the apt source
 
 One reader, called by the nvidia_driver_plan module and by the kernel facts collector (so the first gather of
 site.yml carries it as ``kernel_state.driver_node`` and the plan can be computed on the controller).  The parsers are
-the pure functions of _driver_plan.py.
+the pure functions of rules/_driver.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,7 +27,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._driver_
 )
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._packages import PackagesError, read_packages
 
-# The installed kernel packages the kernel role's plan reads (_kernel.kernel_packages), from the same package list:
+# The installed kernel packages the kernel role's plan reads (_kernel_state.kernel_packages), from the same package list:
 # EL kernel / kernel-core and the ELRepo kernel-lt / kernel-ml ones, Debian/Ubuntu linux-image / linux-headers and
 # the linux-generic meta packages.
 KERNEL_PACKAGE_RE = re.compile(r'^(kernel(-lt|-ml)?(-core|-devel)?|linux-(image|headers|generic)(-.+)?)$')

@@ -365,7 +365,7 @@ def _dkms(module, root, warnings):
 
 def dkms_logs(root, entries, modules=NVIDIA_MODULES, limit=65536):
     """{'module/version': text} of the make.log a failed build of an NVIDIA DKMS module left
-    (<root>/var/lib/dkms/<module>/<version>/build/make.log, _dkms.MAKE_LOG; its last ``limit`` bytes)."""
+    (<root>/var/lib/dkms/<module>/<version>/build/make.log, _dkms_status.MAKE_LOG; its last ``limit`` bytes)."""
     out = {}
     for entry in entries or []:
         name = '{0}/{1}'.format(entry.get('module'), entry.get('version'))
@@ -474,7 +474,7 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
         'dkms': dkms,
         'dkms_logs': dkms_logs(root, dkms),
         'pci': pci,
-        # The GPUDirect RDMA path (_rdma.py): ConnectX devices, nvidia_peermem, ACS, IOMMU, in this round trip.
+        # The GPUDirect RDMA path (collect/_rdma_state.py): ConnectX devices, nvidia_peermem, ACS, IOMMU, in this round trip.
         'rdma': collect_rdma_facts(module, root, run_status, [g['bus_id'] for g in pci['gpus']],
                                    [b['bus_id'] for b in pci['nvlink5_bridges']]),
         'secure_boot': _secure_boot(module, root, warnings),

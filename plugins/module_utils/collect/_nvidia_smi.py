@@ -10,7 +10,7 @@
 # kills the process group of a hung nvidia-smi) and turns its output into the ``ansible_facts.nvidia`` namespace (see
 # docs/contracts.md). Used by the nvidia_gpu_facts, nvidia_gpu and gpu_node_facts modules.
 # collect_topology runs ``nvidia-smi topo -m`` (gpu_node_facts, for the readiness check gpu.topology) in the same
-# module run, and parses it with _topology.parse_topo_matrix.
+# module run, and parses it with _nvidia_smi_topo.parse_topo_matrix.
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

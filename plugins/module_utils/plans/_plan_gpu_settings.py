@@ -5,7 +5,7 @@
 
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # Its functions may change without notice; do not import it from other collections.
-"""The gpu_settings role's plan (see _plan.py for the plan's shape).
+"""The gpu_settings role's plan (see plans/_plan.py for the plan's shape).
 
 Every rule is _gpu_settings' (selection, the power limit forms, rounding, range and tolerance, clocks, the commands
 now and after a boot, the lock record, the volatile-settings rule); this file only reads the settings once, the
@@ -118,7 +118,7 @@ SETTINGS = {
         'description': ['Where C(nvidia_gpu) writes the replay file (JSON argv lists) that '
                         'C(nodeprep-gpu-settings.service) runs at boot. Removed when there is nothing to replay.']},
 }
-# The collection-wide nodeprep_gpu_node: the role does nothing on a node that is not a GPU node (_gpu_node.py).
+# The collection-wide nodeprep_gpu_node: the role does nothing on a node that is not a GPU node (rules/_gpu_node.py).
 SETTINGS.update(_gpu_node.SETTINGS)
 
 

@@ -5,9 +5,9 @@
 
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # Its functions may change without notice; do not import it from other collections.
-"""The memlock role's rule: its settings, what it gathers and its plan (see _plan.py for the plan's shape).
+"""The memlock role's rule: its settings, what it gathers and its plan (see plans/_plan.py for the plan's shape).
 
-The one rule for a limit (``_limits.covers``): the role writes exactly the wanted value in its own files (the PAM
+The one rule for a limit (``_memlock.covers``): the role writes exactly the wanted value in its own files (the PAM
 limits drop-in, the systemd manager drop-in, one drop-in per chosen service), compared by content; an effective
 limit at least as large as wanted is not drift, a smaller one is.  When the role's own file is right and the
 effective limit is still smaller, another file wins (a later limits.d file, a later system.conf.d drop-in): the role

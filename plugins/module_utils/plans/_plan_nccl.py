@@ -5,11 +5,11 @@
 
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # Its functions may change without notice; do not import it from other collections.
-"""The nccl role's plan (see _plan.py for the plan's shape): /etc/nccl.conf and the PyTorch profile.d file, each
+"""The nccl role's plan (see plans/_plan.py for the plan's shape): /etc/nccl.conf and the PyTorch profile.d file, each
 rendered once with its full content and compared with the gathered file state by SHA-1.
 
-The NCCL rules (the names NCCL and PyTorch read, how a value is written, what is refused) live in _nccl.py; the
-choice of the training network's interfaces in _nic.select_nics.  The readiness check ``nccl.config`` is this
+The NCCL rules (the names NCCL and PyTorch read, how a value is written, what is refused) live in rules/_nccl.py; the
+choice of the training network's interfaces in _nic_selection.select_nics.  The readiness check ``nccl.config`` is this
 plan's drift: it passes exactly when the files the role manages hold the wanted content.  Nothing here decodes a
 file of the node (only its SHA-1 is compared), so no byte in /etc/nccl.conf can break a plan or a check.
 
@@ -65,7 +65,7 @@ SETTINGS = {
         'type': 'path', 'default': '/etc/profile.d/nodeprep-torch-nccl.sh',
         'description': 'The profile.d file for the PyTorch variables.'},
 }
-# The collection-wide nodeprep_gpu_node: the role does nothing on a node that is not a GPU node (_gpu_node.py).
+# The collection-wide nodeprep_gpu_node: the role does nothing on a node that is not a GPU node (rules/_gpu_node.py).
 SETTINGS.update(_gpu_node.SETTINGS)
 
 TORCH_ENV_HEADER = (

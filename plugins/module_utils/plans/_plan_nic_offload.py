@@ -5,14 +5,14 @@
 
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # Its functions may change without notice; do not import it from other collections.
-"""The nic_offload role's plan (see _plan.py for the shape): which NICs, which features change on each, the
+"""The nic_offload role's plan (see plans/_plan.py for the shape): which NICs, which features change on each, the
 ``nic_offload`` module's arguments, and the files that persist the features (the boot unit, each interface's
 environment file, the ``.device.wants`` links), rendered here in full.
 
-The rules it uses live elsewhere and are not written again here: the NIC selection is ``_nic.select_nics``, what
-ethtool would change and how each feature persists is ``_nic.offload_plan`` (``_ethtool.plan_feature_changes`` and
+The rules it uses live elsewhere and are not written again here: the NIC selection is ``_nic_selection.select_nics``, what
+ethtool would change and how each feature persists is ``_nic_offload.offload_plan`` (``_nic_offload.plan_feature_changes`` and
 ``persistence_names``, which the ``nic_offload`` module runs on the node), and the boot unit's ``ethtool -K``
-arguments are ``_nic.unit_env_args``.  The readiness check ``nic.offload`` is this plan's drift.
+arguments are ``_nic_offload.unit_env_args``.  The readiness check ``nic.offload`` is this plan's drift.
 
 Pure functions; no Ansible import (Python 3.6+).
 """

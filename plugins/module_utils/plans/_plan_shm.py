@@ -5,7 +5,7 @@
 
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # Its functions may change without notice; do not import it from other collections.
-"""The shm role's settings and its plan for /dev/shm (see _plan.py for the plan's shape).
+"""The shm role's settings and its plan for /dev/shm (see plans/_plan.py for the plan's shape).
 
 The one home of the role's decision: the wanted size (_shm.wanted_size), what is kept (R10: never smaller than live
 unless nodeprep_shm_shrink), what fstab must say so that the next boot keeps it, what the role refuses (a size

@@ -7,7 +7,7 @@
 # Its functions may change without notice; do not import it from other collections.
 """The GPUs' NVLink fabric state (readiness check ``gpu.fabric``): one rule, pure, no Ansible import.
 
-Input: the ``ansible_facts.nvidia.gpus`` list (_nvsmi.py parses each GPU's ``<fabric>`` block into ``fabric``:
+Input: the ``ansible_facts.nvidia.gpus`` list (parsers/_nvidia_smi_xml.py parses each GPU's ``<fabric>`` block into ``fabric``:
 ``state``, ``status``, ``clique_id``, ``cluster_uuid``, ``health``; None where nvidia-smi prints N/A).
 
 The rule (NVML ``nvmlGpuFabricInfo_t``: the status means something only once the state is ``Completed``;

@@ -9,7 +9,7 @@
 storage nodes of a whole-cluster inventory.
 
 ``decide(facts, value)`` reads the collection-wide setting ``nodeprep_gpu_node`` (SETTINGS below) and the PCI scan of
-the gather (``ansible_facts.kernel_state.pci``, _kernel.scan_pci: NVIDIA display/3D controllers in sysfs):
+the gather (``ansible_facts.kernel_state.pci``, _kernel_state.scan_pci: NVIDIA display/3D controllers in sysfs):
 
 ============  ===========================  ===========  ============================================================
 setting       PCI bus                      GPU node     why

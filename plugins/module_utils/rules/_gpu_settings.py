@@ -17,7 +17,7 @@
 #                        one, and boot_commands(), the commands that take it there from a fresh boot (the replay file
 #                        the boot unit runs verbatim).
 #
-# Callers: the nvidia_gpu module and the gpu_settings role's plan (_plan_gpu_settings.py, which the readiness
+# Callers: the nvidia_gpu module and the gpu_settings role's plan (plans/_plan_gpu_settings.py, which the readiness
 # checks gpu.power_limit and gpu.clocks read). The boot script does not import this file: it replays what
 # nvidia_gpu wrote.
 #

@@ -9,7 +9,7 @@
 #
 # The one home of the NCCL rules: the names NCCL reads, how a value is written
 # to /etc/nccl.conf, and what is refused. The nccl role's plan
-# (_plan_nccl.py), whose drift is the readiness check nccl.config, calls these
+# (plans/_plan_nccl.py), whose drift is the readiness check nccl.config, calls these
 # functions. Pure functions, no Ansible import, Python 3.6 compatible.
 #
 # How NCCL reads the file (NVIDIA/nccl src/misc/param.cc, setEnvFile()): one

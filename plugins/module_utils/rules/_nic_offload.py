@@ -202,7 +202,7 @@ def unit_env_args(persistence, features):
 
 def offload_plan(nics, selected, wanted, ignore_fixed=False):
     """What nic_offload would do on each selected NIC, judged from ``ansible_facts.nics`` with the module's own
-    rules (plan_feature_changes and persistence_names); the nic_offload role's plan (_plan_nic_offload.py) and so
+    rules (plan_feature_changes and persistence_names); the nic_offload role's plan (plans/_plan_nic_offload.py) and so
     the readiness check nic.offload read it.
 
     ``wanted`` is nodeprep_nic_offload_features (``gro``, ``generic-receive-offload``, ``rx-gro-hw``, ... -> bool).

@@ -188,7 +188,7 @@ def _distance(cell):
 
 def is_switched(fabric_kind, gpus):
     """Whether the GPUs' NVLinks go through NVSwitches: ``fabric_kind`` (the kernel facts' ``pci`` or ``nvlink5``,
-    see _driver_plan.nvswitch_fabric) or a GPU in a multi-node NVLink domain (GB200/GB300 trays: the switches are in
+    see _nvswitch_fabric.nvswitch_fabric) or a GPU in a multi-node NVLink domain (GB200/GB300 trays: the switches are in
     other trays). None when neither is known."""
     if fabric_kind in ('pci', 'nvlink5'):
         return True

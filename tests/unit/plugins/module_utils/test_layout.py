@@ -7,7 +7,7 @@
 * collect/: what runs on the node (reads files, runs commands through collect/_runner.py);
 * parsers/: pure parsers of real outputs and file formats, and what a format means;
 * rules/: the collection's decisions;
-* plans/: the plan's shape (_plan.py) and each role's plan (_plan_<role>.py).
+* plans/: the plan's shape (plans/_plan.py) and each role's plan (_plan_<role>.py).
 
 Imports point one way: plans -> rules -> parsers, collect -> parsers; parsers import parsers only, rules never import
 collect, nothing below plans imports plans; no import cycle at module level.  Modules and action plugins may import any

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """gpu_node_facts nvidia_topology: nvidia-smi topo -m read in the same module run (a fake nvidia-smi answering with
-the real B200 captures of tests/fixtures), and _nvidia_collect.topology_from_output."""
+the real B200 captures of tests/fixtures), and _nvidia_smi.topology_from_output."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 

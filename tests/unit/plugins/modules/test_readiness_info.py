@@ -164,7 +164,7 @@ def test_systemctl_block_count_mismatch(monkeypatch, capsys):
     result, _calls = run(monkeypatch, capsys, base_args(), [
         (JOURNAL, (0, '', '')), (SHOW, (0, 'Id=nvidia-persistenced.service\nLoadState=loaded\n', '')),
     ])
-    # the same reading as gpu_node_facts' units subset (_node_state.parse_units_show): blocks matched by Id, a unit
+    # the same reading as gpu_node_facts' units subset (_node_records.parse_units_show): blocks matched by Id, a unit
     # without a block is not-found, never the state of another unit
     assert not result.get('failed'), result
     services = result['probe']['services']

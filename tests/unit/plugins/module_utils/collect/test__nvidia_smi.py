@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tests of plugins/module_utils/_nvidia_collect.py facts_from_output: what nvidia-smi's exit status and output
+"""Tests of plugins/module_utils/collect/_nvidia_smi.py facts_from_output: what nvidia-smi's exit status and output
 become in ansible_facts.nvidia (the real B200 capture of tests/fixtures)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

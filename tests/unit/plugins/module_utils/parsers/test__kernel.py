@@ -270,7 +270,7 @@ def test_os_identity(text, debian_version, expected):
 # ------------------------------------------------------------------------------------------------ kernel packages
 
 def test_kernel_packages_el_releases_are_uname_r():
-    """rpm -qa's NAME, EPOCH, VERSION, RELEASE, ARCH (_packages.parse_rpm) -> the releases the kernel role's plan picks
+    """rpm -qa's NAME, EPOCH, VERSION, RELEASE, ARCH (_package_db.parse_rpm) -> the releases the kernel role's plan picks
     from: <version>-<release>.<arch>, what the EL and ELRepo kernel packages name their /lib/modules directory."""
     raw = parse_rpm_list('kernel-core\t0\t5.14.0\t611.el9\tx86_64\nkernel-core\t0\t5.14.0\t570.el9\tx86_64\n'
                          'kernel-lt-core\t0\t6.1.100\t1.el9.elrepo\tx86_64\n')

@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tests of plugins/module_utils/_plan.py: the plan's shape, what is still to gather, managed paths."""
+"""Tests of plugins/module_utils/plans/_plan.py: the plan's shape, what is still to gather, managed paths."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 

@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The dcgm role's decision table (plugins/module_utils/_plan_dcgm.py): facts + settings -> plan."""
+"""The dcgm role's decision table (plugins/module_utils/plans/_plan_dcgm.py): facts + settings -> plan."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -25,7 +25,7 @@ def facts(family='el', cuda='13.0', driver='580.105.08', packages=None, unit=Non
     os_info = ({'os_family': 'RedHat', 'distribution_major_version': '9', 'distribution': 'Rocky'} if family == 'el'
                else {'os_family': 'Debian', 'distribution_major_version': '24', 'distribution': 'Ubuntu'})
     node = {'versionlock': list(locks), 'versionlock_plugin': True} if family == 'el' else {'apt_holds': list(holds)}
-    # The gather's driver_node package list (_packages.parse_rpm / parse_dpkg records), DCGM's among the others.
+    # The gather's driver_node package list (_package_db.parse_rpm / parse_dpkg records), DCGM's among the others.
     records = {'nvidia-open': [{'epoch': 3, 'version': '580.105.08', 'release': '1.el9', 'arch': 'x86_64'}]}
     for name, text in (packages or {}).items():
         epoch, rest = text.split(':')

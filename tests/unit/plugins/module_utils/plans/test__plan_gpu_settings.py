@@ -61,7 +61,7 @@ def node(nvidia=None, daemon=True, files=None, record=None):
     """A node's gathered facts: nothing of the role installed yet (files: path -> entry)."""
     state = {'exists': False}
     facts = {
-        # The PCI scan of the kernel subset: the GPU rule (_gpu_node.py) reads it, gpu_settings being a GPU role.
+        # The PCI scan of the kernel subset: the GPU rule (rules/_gpu_node.py) reads it, gpu_settings being a GPU role.
         'nodeprep_gathered': ['nvidia', 'kernel'],
         'kernel_state': {'pci': {'gpu_count': 8}},
         'nvidia': copy.deepcopy(B200 if nvidia is None else nvidia),

@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The kernel role's plan (plugins/module_utils/_plan_kernel.py): facts + settings -> plan (every decision the role's
+"""The kernel role's plan (plugins/module_utils/plans/_plan_kernel.py): facts + settings -> plan (every decision the role's
 tasks read: the target kernel, the installation, the devel package, grubby, the reboot), settings typed once
 (``-e nodeprep_reboot_ok=false`` never allows a reboot), and the readiness check kernel.devel_matched as its drift."""
 from __future__ import absolute_import, division, print_function
@@ -40,7 +40,7 @@ ML = '6.15.2-1.el9.elrepo.x86_64'
 K8 = '4.18.0-553.el8_10.x86_64'
 K10 = '6.12.0-55.el10.x86_64'
 DEB = '6.1.0-37-amd64'
-# kernel_state.packages as _kernel.kernel_packages makes them from rpm -qa / dpkg-query -W.
+# kernel_state.packages as _kernel_state.kernel_packages makes them from rpm -qa / dpkg-query -W.
 EL9_DISTRO = {'kernel': [K9], 'kernel-core': [K9]}
 UBUNTU_GA = {'linux-generic': ['5.15.0.140.135'], 'linux-image-' + U_GA: ['5.15.0-140.150']}
 

@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tests of plugins/module_utils/_plan_memlock.py: facts + settings -> the memlock plan (problems, reasons, drift,
+"""Tests of plugins/module_utils/plans/_plan_memlock.py: facts + settings -> the memlock plan (problems, reasons, drift,
 files), the readiness checks read from it (agreement), and the idempotence property.
 
 The typing of the settings as users write them (``-e nodeprep_memlock_domains=root``, ``"false"``) is tested where

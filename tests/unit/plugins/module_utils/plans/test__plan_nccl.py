@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""plugins/module_utils/_plan_nccl.py: facts + settings -> the nccl role's plan, its agreement with the readiness
+"""plugins/module_utils/plans/_plan_nccl.py: facts + settings -> the nccl role's plan, its agreement with the readiness
 check nccl.config, and idempotence (apply the plan's files, plan again: nothing to do)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -45,7 +45,7 @@ NICS = {'eno1': {'addresses': {'ipv4': ['192.168.1.11/24'], 'ipv6': []}, 'driver
                       'driver': {'driver': 'mlx5_core'}}}
 
 
-# The PCI scan of an 8-GPU node (the GPU rule, _gpu_node.py, reads it: nccl is a GPU role).
+# The PCI scan of an 8-GPU node (the GPU rule, rules/_gpu_node.py, reads it: nccl is a GPU role).
 GPU_NODE = {'pci': {'gpu_count': 8}}
 
 

@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The nic_offload role's plan (plugins/module_utils/_plan_nic_offload.py): a table of facts + settings -> plan,
+"""The nic_offload role's plan (plugins/module_utils/plans/_plan_nic_offload.py): a table of facts + settings -> plan,
 its agreement with the readiness check nic.offload, and idempotence (apply the plan to a fake node, plan again).
 
 The settings are typed as the node_plan action types them (plugin_utils/_plans.typed_settings, which imports only

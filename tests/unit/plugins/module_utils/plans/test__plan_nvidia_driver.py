@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The nvidia_driver role's plan (plugins/module_utils/_plan_nvidia_driver.py): facts + settings -> plan.
+"""The nvidia_driver role's plan (plugins/module_utils/plans/_plan_nvidia_driver.py): facts + settings -> plan.
 
 The settings go through _plans.typed_settings first, as the node_plan action sends them: ``"false"`` (the -e k=v
 form) must never reboot a node or install IMEX or nvidia-persistenced (issue #22).

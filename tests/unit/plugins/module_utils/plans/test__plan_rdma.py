@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The rdma role's plan (_plan_rdma.py): facts + settings -> what the role does (a decision table), and idempotency."""
+"""The rdma role's plan (plans/_plan_rdma.py): facts + settings -> what the role does (a decision table), and idempotency."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The shm role's plan (plugins/module_utils/_plan_shm.py): facts + settings -> plan, the readiness check shm.size
+"""The shm role's plan (plugins/module_utils/plans/_plan_shm.py): facts + settings -> plan, the readiness check shm.size
 read from the same plan, and the idempotence of what the plan applies.
 
 Expected sizes are written by hand (64 GiB = 68719476736 bytes, ...), not computed with the collection's code."""

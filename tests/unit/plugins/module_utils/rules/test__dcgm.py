@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tests of plugins/module_utils/_dcgm.py: the parsers on real captures (tests/fixtures/dcgmi, SOURCES.md says where
+"""Tests of plugins/module_utils/parsers/_dcgmi.py and rules/_dcgm.py: the parsers on real captures (tests/fixtures/dcgmi, SOURCES.md says where
 each comes from), the readiness rule gpu.dcgm_diag, and the package decision of the dcgm role."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

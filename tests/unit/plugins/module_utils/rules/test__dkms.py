@@ -2,10 +2,10 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The NVIDIA DKMS builds a kernel needs before the node may boot it (plugins/module_utils/_dkms.py, R24), on
+"""The NVIDIA DKMS builds a kernel needs before the node may boot it (plugins/module_utils/rules/_dkms.py, R24), on
 ``dkms status`` lines of the shapes real dkms prints (dell/dkms ``do_status``: ``$m/$v, $k, $a: $status`` since
 2.8.6, commit f83b758; ``$m, $v, $k, $a: $status`` and ``$m, $v: added`` before; ``$m/$v: added`` since 3.0.0) and
-public captures (REALITY.md R8: NVIDIA's Ubuntu packages, Debian 13), parsed by _kernel.parse_dkms_status."""
+public captures (REALITY.md R8: NVIDIA's Ubuntu packages, Debian 13), parsed by _dkms_status.parse_dkms_status."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 

@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Decision tables of the nvidia_driver role (plugins/module_utils/_driver_plan.py).
+"""Decision tables of the nvidia_driver role (plugins/module_utils/rules/_driver.py).
 
 Each row is a node state (facts + what the module read on the node) and the settings; the assertions name what the
 plan must decide.  Rows cover R1 (names by branch), R3 (no nvlsm unit), R4 (EPEL/CRB), R5/R6 (keys), R7 (Ubuntu
@@ -715,7 +715,7 @@ def test_epel_directory_per_release(os_facts, release):
     ('NAME="Rocky Linux"\nID="rocky"\nVERSION_ID="9.6"\n', '9'),
 ])
 def test_epel_directory_from_the_gathered_os_release(os_release, release):
-    """The gather's OS identity (_kernel.os_identity, from /etc/os-release) gives what epel_release needs."""
+    """The gather's OS identity (_os_release.os_identity, from /etc/os-release) gives what epel_release needs."""
     from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _os_release
     assert P.epel_release(_os_release.os_identity(os_release, machine='x86_64')) == release
 

@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Decision tables of the nvidia_driver extras (plugins/module_utils/_driver_plan.py): R21 (apt release of NVIDIA's
+"""Decision tables of the nvidia_driver extras (plugins/module_utils/rules/_driver.py): R21 (apt release of NVIDIA's
 fabric manager, nscq, nvsdm and imex: '-1' below 590, '-1ubuntu1' from 590 on, matched by '<V>-*'; persistenced and
 imex pinned on apt as well) and R22 (NVLink 5: nvlsm with infiniband-diags, NVSDM instead of nscq, x86_64 only).
 """

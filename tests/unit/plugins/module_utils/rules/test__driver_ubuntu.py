@@ -2,10 +2,10 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Ubuntu's Canonical-signed driver flavour (R25; plugins/module_utils/_driver_ubuntu.py and its use in
-_driver_plan.driver_plan and the role plan).
+"""Ubuntu's Canonical-signed driver flavour (R25; plugins/module_utils/rules/_driver_ubuntu.py and its use in
+_driver.driver_plan and the role plan).
 
-The installed packages are dpkg-query lines in the collection's own query format (_packages.DPKG_FORMAT), with the
+The installed packages are dpkg-query lines in the collection's own query format (_package_db.DPKG_FORMAT), with the
 names and versions of Ubuntu 24.04's archive (tests/testbed/REALITY.md, "Ubuntu's signed driver"): the driver
 580.95.05-0ubuntu0.24.04.2, the modules of kernel 6.8.0-60-generic versioned like that kernel.  Each row says which
 flavour the node has, whether the source setting is refused (naming both flavours) and, for source ubuntu, what is
@@ -53,7 +53,7 @@ SETTINGS = {'method': 'repo', 'source': 'nvidia', 'branch': '580', 'version': ''
 
 
 def dpkg(*rows):
-    """The installed packages as _packages.parse_dpkg reads dpkg-query -W -f DPKG_FORMAT; rows (name, version[,
+    """The installed packages as _package_db.parse_dpkg reads dpkg-query -W -f DPKG_FORMAT; rows (name, version[,
     status])."""
     lines = ['{0}\t{1}\t{2}\tamd64'.format(r[0], r[1], r[2] if len(r) > 2 else 'ii ') for r in rows]
     return parse_dpkg('\n'.join(lines) + '\n')[0]

@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""plugins/module_utils/_gpu_fabric.py: gpu.fabric on the real GB200, B200 and H100 captures (tests/fixtures/
+"""plugins/module_utils/rules/_gpu_fabric.py: gpu.fabric on the real GB200, B200 and H100 captures (tests/fixtures/
 nvidia-smi-xml) and as a table of fabric blocks."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

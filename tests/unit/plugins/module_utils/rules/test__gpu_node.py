@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The GPU rule (plugins/module_utils/_gpu_node.py): PCI scan + nodeprep_gpu_node -> GPU node or not, and what it does
+"""The GPU rule (plugins/module_utils/rules/_gpu_node.py): PCI scan + nodeprep_gpu_node -> GPU node or not, and what it does
 to the plans of the GPU roles and to readiness on a node without NVIDIA GPUs (a login node, the Slurm controller)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""plugins/module_utils/_nccl.py: the one NCCL name list and the /etc/nccl.conf format (NVIDIA/nccl param.cc)."""
+"""plugins/module_utils/rules/_nccl.py: the one NCCL name list and the /etc/nccl.conf format (NVIDIA/nccl param.cc)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 

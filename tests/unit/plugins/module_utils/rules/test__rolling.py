@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""plugins/module_utils/_rolling.py: the parsers on Slurm 22.05.8's real output (slurm/SOURCES.md) and the decision
+"""plugins/module_utils/rules/_rolling.py: the parsers on Slurm 22.05.8's real output (slurm/SOURCES.md) and the decision
 tables of the rolling maintenance run."""
 
 from __future__ import absolute_import, division, print_function

@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""plugins/module_utils/_topology.py: the topo -m parser on real captures (tests/fixtures/topo, SOURCES.md) and the
+"""plugins/module_utils/parsers/_nvidia_smi_topo.py and rules/_topology.py: the topo -m parser on real captures (tests/fixtures/topo, SOURCES.md) and the
 gpu.topology rule as a table (matrix + GPUs + NVSwitches -> status, observed)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

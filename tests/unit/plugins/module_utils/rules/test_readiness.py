@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tests of plugins/module_utils/_readiness.py: evaluate() over realistic fact sets, the helpers, the report."""
+"""Tests of plugins/module_utils/rules/_readiness.py: evaluate() over realistic fact sets, the helpers, the report."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 

@@ -276,7 +276,7 @@ def converged():
             'os': {'os_family': 'RedHat', 'distribution': 'Rocky', 'distribution_version': '9.6',
                    'distribution_major_version': '9', 'architecture': 'x86_64'},
             'packages': {'kernel': [RUNNING], 'kernel-core': [RUNNING]},
-            # The GPUDirect RDMA path (_rdma.py): one ConnectX function, nvidia_peermem loaded, no IOMMU, no switch.
+            # The GPUDirect RDMA path (rules/_rdma.py): one ConnectX function, nvidia_peermem loaded, no IOMMU, no switch.
             'rdma': {'connectx': ['0000:8d:00.0'], 'peermem_loaded': True, 'peer_symbols': None,
                      'cmdline': 'BOOT_IMAGE=(hd0,gpt2)/vmlinuz-{0} root=/dev/nvme0n1p3 ro iommu=pt'.format(RUNNING),
                      'iommu': {'groups': 0, 'class': [], 'device_types': {}}, 'bridges': [], 'lspci_error': None},
