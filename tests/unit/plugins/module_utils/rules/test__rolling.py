@@ -14,7 +14,7 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _rolling as R
 
-SLURM = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'slurm')
+SLURM = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'slurm')
 EL, UB = 'el9-b200-01', 'ubuntu2404-h200-01'
 
 
