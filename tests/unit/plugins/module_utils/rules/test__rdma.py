@@ -2,7 +2,8 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The GPUDirect RDMA parsers and rules (parsers/_rdma_path.py, parsers/_kernel_cmdline.py, rules/_rdma.py, collect/_rdma_state.py) on a real HGX H100 `lspci -vvv` capture (tests/fixtures/lspci)."""
+"""The GPUDirect RDMA parsers and rules (parsers/_rdma_path.py, parsers/_kernel_cmdline.py, rules/_rdma.py,
+collect/_rdma_state.py) on a real HGX H100 `lspci -vvv` capture (tests/fixtures/lspci)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
