@@ -37,10 +37,14 @@ MODE = '0644'
 SETTINGS = {
     'nodeprep_nccl_conf': {
         'type': 'dict', 'default': {},
-        'description': 'NCCL variables (name to value) for C(/etc/nccl.conf). Booleans are written as V(1)/V(0).'},
+        'description': ['NCCL variables (name to value) written to O(nodeprep_nccl_conf_path) as C(NAME=VALUE) lines, '
+                        'for example V({NCCL_IB_HCA: "=mlx5_0,mlx5_1", NCCL_DEBUG: WARN}). Booleans are written as '
+                        'V(1)/V(0).',
+                        'Empty, with O(nodeprep_nccl_socket_networks) empty too, leaves the file alone.']},
     'nodeprep_nccl_strict': {
         'type': 'bool', 'default': False,
-        'description': 'Fail instead of warning on names that nothing reads or that are in the wrong file.'},
+        'description': ['Fail instead of warning on names that nothing reads (such as V(NCCL_TIMEOUT) or '
+                        'V(PYTORCH_ENABLE_FP8)) or that are in the wrong file.']},
     'nodeprep_nccl_extra_names': {
         'type': 'list', 'elements': 'str', 'default': [],
         'description': 'Names to accept besides the built-in list (for variables of newer NCCL or PyTorch '
@@ -48,12 +52,15 @@ SETTINGS = {
     'nodeprep_nccl_socket_networks': {
         'type': 'list', 'elements': 'str', 'default': [],
         'description': ['Training network(s) in CIDR notation. The interfaces with an address inside them become '
-                        'C(NCCL_SOCKET_IFNAME) (for example V(=ens1f0np0,ens1f1np1)). The role fails when none '
-                        'matches.',
+                        'C(NCCL_SOCKET_IFNAME), written as an exact-match list (for example V(=ens1f0np0,ens1f1np1)). '
+                        'The role fails when none matches.',
                         'Uses the C(nic) facts of M(gpufleet.nodeprep.gpu_node_facts).']},
     'nodeprep_nccl_torch_env': {
         'type': 'dict', 'default': {},
-        'description': 'PyTorch variables (name to value) exported for login shells through a profile.d file.'},
+        'description': ['PyTorch ProcessGroupNCCL variables (C(TORCH_NCCL_*), name to value) exported for login '
+                        'shells through the profile.d file O(nodeprep_nccl_torch_env_path).',
+                        'PyTorch reads them at start-up, before NCCL reads C(/etc/nccl.conf), so they do not belong '
+                        'there. Empty leaves the file alone.']},
     'nodeprep_nccl_conf_path': {
         'type': 'path', 'default': '/etc/nccl.conf',
         'description': 'The NCCL configuration file.'},

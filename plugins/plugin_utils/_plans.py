@@ -29,6 +29,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nic
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nvidia_driver
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_rdma
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
 
 # Every role of the collection that configures a node, in the order playbooks/site.yml runs them: the one list of
 # the roles (site.yml, the readiness role and the node_plan action read it from here).
@@ -40,6 +41,10 @@ RULES = dict((module.ROLE, module) for module in (
     _plan_rdma, _plan_dcgm))
 
 PLANNED_ROLES = tuple(role for role in SITE_ROLES if role in RULES)
+
+# The roles of site.yml's batched play (they may reboot a node), and the others: its settings roles.
+DISRUPTIVE_ROLES = ('kernel', 'nvidia_driver')
+SETTINGS_ROLES = tuple(role for role in SITE_ROLES if role not in DISRUPTIVE_ROLES)
 
 # The collection's root on the controller (roles/<role>/... of ROLE_FILES are read from here).
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -69,6 +74,14 @@ def rules(role):
     except KeyError:
         raise PlanError('roles: {0!r} is not a role of gpufleet.nodeprep that plans in Python; those that do: '
                         '{1}'.format(role, ', '.join(PLANNED_ROLES) or 'none'))
+
+
+def contracts():
+    """``[(role, SETTINGS)]`` of every role of the collection (site.yml's order, then readiness): the one source of
+    each role's variables, from which ``make settings-gen`` writes the role's meta/argument_specs.yml options,
+    defaults/main.yml and README variable table."""
+    return [(role, RULES[role].SETTINGS) for role in SITE_ROLES] + [
+        (_readiness_settings.ROLE, _readiness_settings.SETTINGS)]
 
 
 def validator_spec(settings):
