@@ -101,12 +101,12 @@ class ActionModule(ActionBase):
             nvidia_topology=dict(type='bool', default=False),
             plan=dict(type='bool', default=True),
         ))
-        roles = [short_name(role) for role in (_plans.PLANNED_ROLES if args['roles'] is None else args['roles'])]
+        roles = [short_name(role) for role in (_plans.SITE_ROLES if args['roles'] is None else args['roles'])]
         unknown = [role for role in roles if role not in _plans.RULES]
         if unknown:
             raise AnsibleActionFail('roles: {0} {1} not a role of gpufleet.nodeprep that plans in Python; those that '
                                     'do: {2}'.format(', '.join(unknown), 'is' if len(unknown) == 1 else 'are',
-                                                     ', '.join(_plans.PLANNED_ROLES)))
+                                                     ', '.join(_plans.SITE_ROLES)))
         extra = _plan.merge_gathers([plain(args['gather_extra'])])
         unknown = sorted(set(args['gather_extra']) - set(extra))
         if unknown:

@@ -16,8 +16,8 @@
 # command failed, so each module can hand them to fail_json.
 #
 # select_nics() is the collection's one NIC selection (by name, driver or
-# network): nic_facts, the nic_offload role's plan, the nodeprep_select_nics
-# filter (nccl role) and the readiness checks all call it. Network matching uses the
+# network): nic_facts, the nic_offload and nccl roles' plans and the readiness
+# checks all call it. Network matching uses the
 # standard library's ipaddress module (Python 3.3+, so also EL8's
 # platform-python 3.6); netaddr is not needed.
 
@@ -136,7 +136,8 @@ def select_nics(nics, names=None, drivers=None, networks=None, what='networks'):
     An interface is chosen when its name is in ``names``, its driver (``driver.driver``) is in ``drivers``, or
     one of its IPv4/IPv6 addresses lies inside one of ``networks`` (CIDR strings). No selector chooses nothing.
     Used by nic_facts/gpu_node_facts (which interfaces to read), the nic_offload role's plan (and so the readiness
-    check nic.offload), the nodeprep_select_nics filter (nccl role) and the readiness check nccl.config. Raises NicError naming the bad input;
+    check nic.offload), the nccl role's plan (and so the readiness check nccl.config). Raises NicError naming the bad
+    input;
     ``what`` names the networks setting in that message.
     """
     if not isinstance(nics, dict):

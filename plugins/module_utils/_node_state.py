@@ -268,17 +268,6 @@ def path_change(state, want):
     return None
 
 
-def path_changes(files, wants):
-    """Reasons (a list, empty when nothing would change) for every ``want`` whose path would change."""
-    files = files if isinstance(files, dict) else {}
-    reasons = []
-    for want in wants:
-        reason = path_change(files.get(want.get('path')), want)
-        if reason:
-            reasons.append(reason)
-    return reasons
-
-
 CONTENT_MAX_BYTES = 64 * 1024
 
 

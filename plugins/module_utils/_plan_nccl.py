@@ -111,12 +111,33 @@ def _addresses(nics):
     return '; '.join(parts) or 'no interface reported'
 
 
+def _nccl_rules(conf, torch_env, extra_names):
+    """The NCCL rules (_nccl.py) over the settings as given: ``errors`` (values no file may hold: refused),
+    ``torch_env`` (the PyTorch values as text) and ``problems`` (names nothing reads or in the wrong file)."""
+    out = {'errors': [], 'torch_env': {}, 'problems': []}
+    try:
+        if conf:
+            _nccl.effective_conf(conf)
+    except _nccl.NcclError as exc:
+        out['errors'].append(str(exc))
+    try:
+        out['torch_env'] = _nccl.torch_env_values(torch_env)
+    except _nccl.NcclError as exc:
+        out['errors'].append(str(exc))
+    try:
+        out['problems'] = _nccl.name_problems(conf if isinstance(conf, dict) else {},
+                                              torch_env if isinstance(torch_env, dict) else {}, extra_names)
+    except _nccl.NcclError as exc:
+        out['errors'].append(str(exc))
+    return out
+
+
 def _check_settings(plan, settings):
     """Problems of the settings as given; returns (conf, torch_env values, name warnings)."""
     conf = settings['nodeprep_nccl_conf']
     torch_env = settings['nodeprep_nccl_torch_env']
     networks = settings['nodeprep_nccl_socket_networks']
-    checked = _nccl.plan(conf, torch_env=torch_env, extra_names=settings['nodeprep_nccl_extra_names'])
+    checked = _nccl_rules(conf, torch_env, settings['nodeprep_nccl_extra_names'])
     plan['problems'].extend(checked['errors'])
     if networks:
         try:

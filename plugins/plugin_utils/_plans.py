@@ -35,16 +35,16 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readines
 # the roles (site.yml, the readiness role and the node_plan action read it from here).
 SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma', 'dcgm')
 
-# The roles whose decisions are a rule module's plan(); the others still decide in their own tasks.
+# The rule module of each role (its plan() and SETTINGS): every role of SITE_ROLES decides in Python.
 RULES = dict((module.ROLE, module) for module in (
     _plan_kernel, _plan_nvidia_driver, _plan_gpu_settings, _plan_memlock, _plan_shm, _plan_nccl, _plan_nic_offload,
     _plan_rdma, _plan_dcgm))
 
-PLANNED_ROLES = tuple(role for role in SITE_ROLES if role in RULES)
-
 # The roles of site.yml's batched play (they may reboot a node), and the others: its settings roles.
 DISRUPTIVE_ROLES = ('kernel', 'nvidia_driver')
 SETTINGS_ROLES = tuple(role for role in SITE_ROLES if role not in DISRUPTIVE_ROLES)
+# What the site_roles lookup's stage option names.
+STAGES = {'all': SITE_ROLES, 'disruptive': DISRUPTIVE_ROLES, 'settings': SETTINGS_ROLES}
 
 # The collection's root on the controller (roles/<role>/... of ROLE_FILES are read from here).
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -73,7 +73,7 @@ def rules(role):
         return RULES[role]
     except KeyError:
         raise PlanError('roles: {0!r} is not a role of gpufleet.nodeprep that plans in Python; those that do: '
-                        '{1}'.format(role, ', '.join(PLANNED_ROLES) or 'none'))
+                        '{1}'.format(role, ', '.join(SITE_ROLES)))
 
 
 def contracts():

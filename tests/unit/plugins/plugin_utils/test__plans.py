@@ -103,8 +103,9 @@ def test_an_unknown_role_names_the_roles_that_plan(fake):
 
 def test_site_roles_lists_every_role_once():
     assert len(set(_plans.SITE_ROLES)) == len(_plans.SITE_ROLES)
-    assert set(_plans.PLANNED_ROLES) <= set(_plans.SITE_ROLES)
-    assert set(_plans.RULES) == set(_plans.PLANNED_ROLES)
+    assert set(_plans.RULES) == set(_plans.SITE_ROLES)
+    # site.yml's two stages: each role in one of them, in SITE_ROLES' order.
+    assert _plans.DISRUPTIVE_ROLES + _plans.SETTINGS_ROLES == _plans.SITE_ROLES
 
 
 def test_the_driver_settings_come_typed_from_the_plan():
