@@ -113,6 +113,15 @@ def parse_networks(networks, what='networks'):
     return parsed
 
 
+def valid_networks(networks):
+    """Whether every item of ``networks`` is a CIDR network (what parse_networks takes without an error)."""
+    try:
+        parse_networks(networks)
+    except NicError:
+        return False
+    return True
+
+
 def _nic_addresses(ifname, nic):
     addresses = nic.get('addresses') or {}
     if not isinstance(addresses, dict):

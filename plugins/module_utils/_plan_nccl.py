@@ -27,7 +27,8 @@ except ImportError:  # Python 2 (sanity's compile test)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _nccl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import NicError, parse_networks, select_nics
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import (
+    NicError, parse_networks, select_nics, valid_networks)
 
 ROLE = 'nccl'
 CHECK = 'nccl.config'
@@ -90,7 +91,9 @@ def gather(settings):
         request['files'].append(settings['nodeprep_nccl_torch_env_path'])
     if settings['nodeprep_nccl_socket_networks']:
         request['subsets'] = ['nic']
-        request['nic_networks'] = list(settings['nodeprep_nccl_socket_networks'])
+        if valid_networks(settings['nodeprep_nccl_socket_networks']):
+            # With a bad network every NIC is read, and the plan refuses the value in its own words.
+            request['nic_networks'] = list(settings['nodeprep_nccl_socket_networks'])
     return request
 
 

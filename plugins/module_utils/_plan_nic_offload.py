@@ -30,6 +30,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils._nic import (
     offload_plan,
     parse_networks,
     select_nics,
+    valid_networks,
     unit_env_args,
 )
 
@@ -214,8 +215,11 @@ def gather(settings):
     if not settings['nodeprep_nic_offload_features']:
         return request
     request['subsets'] = ['nic']
-    if not settings['nodeprep_nic_offload_interfaces'] and not settings['nodeprep_nic_offload_drivers']:
-        request['nic_networks'] = list(settings['nodeprep_nic_offload_networks'])
+    networks = list(settings['nodeprep_nic_offload_networks'])
+    if not settings['nodeprep_nic_offload_interfaces'] and not settings['nodeprep_nic_offload_drivers'] and \
+            valid_networks(networks):
+        # Only networks that parse narrow the gather; with a bad one every NIC is read and the plan refuses it.
+        request['nic_networks'] = networks
     if settings['nodeprep_nic_offload_persist']:
         request['files'] = [UNIT_FILE, ENV_DIR] + list(FILE_PATTERNS)
     return request

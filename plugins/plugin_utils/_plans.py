@@ -147,6 +147,20 @@ def role_files(role):
     return dict(_ROLE_FILES[role])
 
 
+def refusal(role, plan, host=''):
+    """Why ``role`` must stop on ``host`` before it changes anything, in one line built from its plan's own words:
+    ``<role> on <host>: invalid settings: <problem>; ...; <error>; ...; facts not gathered: <missing>; ...`` (each
+    problem names the variable, the value given and what is allowed).  None when the plan has no problem, error or
+    missing fact (a GPU role's plan on a node that is not a GPU node keeps only its problems)."""
+    parts = []
+    if plan.get('problems'):
+        parts.append('invalid settings: ' + '; '.join(plan['problems']))
+    parts.extend(plan.get('errors') or [])
+    if plan.get('missing'):
+        parts.append('facts not gathered: ' + '; '.join(plan['missing']))
+    return '{0} on {1}: {2}'.format(role, host or 'this node', '; '.join(parts)) if parts else None
+
+
 def plan_role(role, facts, settings, problems, context):
     """The plan of ``role`` (finished: ``run`` filled), with the typing problems first and the facts still missing."""
     module = rules(role)

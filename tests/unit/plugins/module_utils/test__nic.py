@@ -380,3 +380,11 @@ def test_offload_plan_refuses_like_the_module():
     # A feature skipped is not persisted either.
     assert skipped['persistence'] == {'nm_managed': None, 'nm_properties': {}, 'nm_unsupported': [], 'link_keys': {},
                                       'link_unsupported': []}
+
+
+@pytest.mark.parametrize('networks, valid', [
+    ([], True), (['10.20.0.0/16'], True), (['10.20.0.0/16', 'fd00::/64'], True), ('10.20.0.0/16', True),
+    (['fabric'], False), (['10.20.0.0/16', '10.0.0.0/33'], False), ({'a': 1}, False),
+])
+def test_valid_networks(networks, valid):
+    assert _nic.valid_networks(networks) is valid

@@ -122,3 +122,18 @@ def test_the_driver_settings_come_typed_from_the_plan():
         'not managed (nodeprep_nvidia_driver_persistenced false)', 'skip')
     assert (checks['driver.nouveau_blacklisted']['expected'], checks['driver.nouveau_blacklisted']['status']) == (
         'not managed (nodeprep_nvidia_driver_blacklist_nouveau false)', 'skip')
+
+
+@pytest.mark.parametrize('plan, expected', [
+    ({'problems': [], 'errors': [], 'missing': []}, None),
+    ({'problems': ['nodeprep_x=1: allowed: 2', 'nodeprep_y="a": allowed: b'], 'errors': [], 'missing': []},
+     'shm on gpu-a01: invalid settings: nodeprep_x=1: allowed: 2; nodeprep_y="a": allowed: b'),
+    ({'problems': ['nodeprep_x=1: allowed: 2'], 'errors': ['/dev/shm is not a mounted tmpfs on gpu-a01.'],
+      'missing': ['subsets: shm']},
+     'shm on gpu-a01: invalid settings: nodeprep_x=1: allowed: 2; /dev/shm is not a mounted tmpfs on gpu-a01.; '
+     'facts not gathered: subsets: shm'),
+    ({'problems': [], 'errors': [], 'missing': ['subsets: shm', 'files: /etc/fstab']},
+     'shm on gpu-a01: facts not gathered: subsets: shm; files: /etc/fstab'),
+])
+def test_refusal_is_the_plans_words(plan, expected):
+    assert _plans.refusal('shm', plan, 'gpu-a01') == expected
