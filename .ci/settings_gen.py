@@ -211,8 +211,8 @@ def argument_specs(text, role, settings):
 # ------------------------------------------------------------------------------------------------------- defaults
 
 def comment(text, indent=''):
-    return ['{0}# {1}'.format(indent, line) for line in textwrap.wrap(text, WIDTH - len(indent) - 2,
-                                                                        break_on_hyphens=False, break_long_words=False)]
+    lines = textwrap.wrap(text, WIDTH - len(indent) - 2, break_on_hyphens=False, break_long_words=False)
+    return ['{0}# {1}'.format(indent, line) for line in lines]
 
 
 def suboptions_words(entry, render):
@@ -276,8 +276,8 @@ def readme_block(role, settings):
         default = '`{0}` or `{1}`'.format(shared_name, flow(settings[shared_name].get('default'))) if shared_name \
             else '`{0}`'.format(flow(entry.get('default')))
         choices = ', '.join('`{0}`'.format(flow(choice)) for choice in entry.get('choices') or [])
-        rows.append('| `{0}` | {1} | {2} | {3} | {4} |'.format(name, type_words(entry), cell(default), cell(choices),
-                                                           readme_description(entry)))
+        rows.append('| `{0}` | {1} | {2} | {3} | {4} |'.format(
+            name, type_words(entry), cell(default), cell(choices), readme_description(entry)))
         for sub_name, sub in (entry.get('options') or {}).items():
             sub_default = 'required' if sub.get('required') else '`{0}`'.format(flow(sub.get('default')))
             sub_choices = ', '.join('`{0}`'.format(flow(choice)) for choice in sub.get('choices') or [])
@@ -349,7 +349,7 @@ def generated(contracts):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--check', action='store_true', help='write nothing; fail when a committed file is stale')
     args = parser.parse_args(argv)
     try:
@@ -373,8 +373,8 @@ def main(argv=None):
         print('ok  settings-check: {0} files are what the SETTINGS of {1} roles generate'.format(
             len(files), len(contracts)))
     else:
-        print('settings-gen: {0} of {1} files written{2}'.format(len(stale), len(files),
-                                                              (': ' + ', '.join(stale)) if stale else ''))
+        print('settings-gen: {0} of {1} files written{2}'.format(
+            len(stale), len(files), (': ' + ', '.join(stale)) if stale else ''))
     return 0
 
 

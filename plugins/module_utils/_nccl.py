@@ -273,4 +273,3 @@ def name_problems(conf, torch_env=None, extra_names=()):
             problems.append('{0}: not a variable PyTorch or NCCL reads (add it to nodeprep_nccl_extra_names if it '
                             'is real)'.format(label))
     return problems
-

@@ -24,4 +24,3 @@ def plain(value):
     if is_sequence(value):
         return [plain(v) for v in value]
     return value
-

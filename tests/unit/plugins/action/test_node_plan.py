@@ -172,8 +172,8 @@ def test_node_plan_asks_for_topology_only_with_nvidia(subsets, topology, want):
 # fail_on_problems: a role's prologue stops the host on its plan's problems, errors and missing facts.
 
 def test_fail_on_problems_fails_the_host_with_the_plans_words():
-    result, _calls = run({'roles': ['fake'], 'fail_on_problems': True}, {'nodeprep_fake_flag': 'maybe',
-                                                                        'ansible_facts': GATHERED})
+    result, _calls = run({'roles': ['fake'], 'fail_on_problems': True},
+                         {'nodeprep_fake_flag': 'maybe', 'ansible_facts': GATHERED})
     assert result['failed'] is True
     assert result['msg'].startswith('fake on gpu-a01: invalid settings: nodeprep_fake_flag="maybe": ')
     assert 'Valid booleans include' in result['msg']
