@@ -45,7 +45,7 @@ OPTIONS_LINE = '    options:'
 OPTIONS_NOTE = "    # Generated from the role's SETTINGS by `make settings-gen` (edit them there, not here):"
 WIDTH = 118
 # Keys of a SETTINGS entry written to argument_specs.yml, in this order.
-SPEC_KEYS = ('description', 'type', 'elements', 'required', 'choices', 'default', 'options')
+SPEC_KEYS = ('description', 'type', 'elements', 'required', 'choices', 'default', 'options', 'version_added')
 _MARKUP = re.compile(r'\b([CVOEMIBU])\(([^)]*)\)|\bL\(([^,)]*),\s*([^)]*)\)')
 
 
@@ -155,6 +155,10 @@ def _scalars_flow(value):
 
 def spec_entry(entry):
     """One option of argument_specs.yml from a SETTINGS entry (no default key for a default of None)."""
+    unknown = sorted(set(entry) - set(SPEC_KEYS))
+    if unknown:
+        raise ValueError('a SETTINGS entry has keys this generator does not write: {0} (known: {1})'.format(
+            ', '.join(unknown), ', '.join(SPEC_KEYS)))
     out = {}
     for key in SPEC_KEYS:
         if key not in entry or entry[key] is None or (key == 'required' and not entry[key]):
