@@ -42,7 +42,7 @@ TARBALL      = $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
 
 
 .PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix units-matrix lint py36 py36-units security \
-        build docs-rst docs-rst-check importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo report-screenshots bench clean
+        build docs-rst docs-rst-check settings-gen settings-check importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo report-screenshots bench clean
 
 deps: ## Install the Debian packages the gates and the simulated fleet need (root)
 	bash .ci/install-deps.sh
@@ -72,7 +72,7 @@ collection-link: venv
 	@ln -sfn $(SITE_PKGS)/ansible_collections $(BUNDLED)/ansible_collections
 
 # deps first: on a fresh Debian 12 machine (root) `make test` alone installs python3-venv, debootstrap, ... itself.
-test: deps units units-ansible-test units-matrix py36 py36-units security sanity sanity-matrix lint docs-rst-check build importer docs-lint docsite ee changelog-lint \
+test: deps settings-check units units-ansible-test units-matrix py36 py36-units security sanity sanity-matrix lint docs-rst-check build importer docs-lint docsite ee changelog-lint \
       molecule slurm-fleet ## Run every gate (what CI runs)
 
 units: collection-link ## pytest unit tests (tests/unit mirrors plugins/)
@@ -153,6 +153,13 @@ units-matrix: sanity-copy $(foreach v,$(UNITS_MATRIX),$(TMP)/core-$(v)/.stamp) #
 
 lint: collection-link ## ansible-lint (production profile) on roles and playbooks
 	$(BIN)/ansible-lint --profile production
+
+settings-gen: collection-link ## Write each role's argument_specs options, defaults/main.yml and README variable table from its SETTINGS (then docs-rst)
+	PYTHONPATH=$(COLL_ROOT) $(PY) .ci/settings_gen.py
+	$(PY) .ci/docs_md2rst.py
+
+settings-check: collection-link ## The roles' argument_specs options, defaults and README tables as committed are what their SETTINGS generate
+	PYTHONPATH=$(COLL_ROOT) $(PY) .ci/settings_gen.py --check
 
 docs-rst: venv ## Regenerate docs/docsite/rst/*.rst (the docsite's guides, committed) from docs/*.md
 	$(PY) .ci/docs_md2rst.py

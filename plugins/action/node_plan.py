@@ -71,8 +71,8 @@ def merge_facts(old, new, subsets=()):
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'nvidia_timeout', 'nvidia_topology',
-                             'plan'))
+    _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'fail_on_problems', 'nvidia_timeout',
+                             'nvidia_topology', 'plan'))
 
     def _facts(self, task_vars):
         facts = task_vars.get('ansible_facts') or {}
@@ -97,16 +97,17 @@ class ActionModule(ActionBase):
             gather=dict(type='str', choices=list(GATHER_MODES), default='auto'),
             gather_extra=dict(type='dict', default={}),
             fail_on_error=dict(type='bool', default=True),
+            fail_on_problems=dict(type='bool', default=False),
             nvidia_timeout=dict(type='int'),
             nvidia_topology=dict(type='bool', default=False),
             plan=dict(type='bool', default=True),
         ))
-        roles = [short_name(role) for role in (_plans.PLANNED_ROLES if args['roles'] is None else args['roles'])]
+        roles = [short_name(role) for role in (_plans.SITE_ROLES if args['roles'] is None else args['roles'])]
         unknown = [role for role in roles if role not in _plans.RULES]
         if unknown:
             raise AnsibleActionFail('roles: {0} {1} not a role of gpufleet.nodeprep that plans in Python; those that '
                                     'do: {2}'.format(', '.join(unknown), 'is' if len(unknown) == 1 else 'are',
-                                                     ', '.join(_plans.PLANNED_ROLES)))
+                                                     ', '.join(_plans.SITE_ROLES)))
         extra = _plan.merge_gathers([plain(args['gather_extra'])])
         unknown = sorted(set(args['gather_extra']) - set(extra))
         if unknown:
@@ -176,4 +177,10 @@ class ActionModule(ActionBase):
         facts_out['nodeprep_plans'] = all_plans
         # The plans live once, in the facts: the roles, site.yml and readiness read ansible_facts.nodeprep_plans.
         result.update({'changed': False, 'gathered': bool(gathered), 'ansible_facts': facts_out})
+        if args['fail_on_problems']:
+            # A role's prologue: the host stops here, before the role changes anything, in the plan's own words.
+            refusals = [text for text in (_plans.refusal(role, plans[role], context['host']) for role in roles)
+                        if text]
+            if refusals:
+                result.update({'failed': True, 'msg': ' | '.join(refusals)})
         return result

@@ -167,3 +167,34 @@ def test_node_plan_asks_for_topology_only_with_nvidia(subsets, topology, want):
     from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import gather_args
     args = gather_args({'subsets': subsets}, nvidia_topology=topology)
     assert args.get('nvidia_topology') is want
+
+
+# fail_on_problems: a role's prologue stops the host on its plan's problems, errors and missing facts.
+
+def test_fail_on_problems_fails_the_host_with_the_plans_words():
+    result, _calls = run({'roles': ['fake'], 'fail_on_problems': True},
+                         {'nodeprep_fake_flag': 'maybe', 'ansible_facts': GATHERED})
+    assert result['failed'] is True
+    assert result['msg'].startswith('fake on gpu-a01: invalid settings: nodeprep_fake_flag="maybe": ')
+    assert 'Valid booleans include' in result['msg']
+    # The plan is still returned, with the same problem.
+    assert result['ansible_facts']['nodeprep_plans']['fake']['problems'][0].startswith('nodeprep_fake_flag="maybe"')
+
+
+def test_fail_on_problems_names_the_facts_not_gathered():
+    result, _calls = run({'roles': ['fake'], 'fail_on_problems': True, 'gather': 'never'}, {})
+    assert result['failed'] is True
+    assert result['msg'] == 'fake on gpu-a01: facts not gathered: subsets: shm; files: /etc/fake.conf'
+
+
+def test_fail_on_problems_passes_a_plan_with_only_work():
+    result, _calls = run({'roles': ['fake'], 'fail_on_problems': True}, {'ansible_facts': GATHERED})
+    assert 'failed' not in result
+    assert result['ansible_facts']['nodeprep_plans']['fake']['reasons'] == ['/etc/fake.conf: missing']
+
+
+def test_without_fail_on_problems_a_problem_stays_in_the_plan():
+    # site.yml's first play and the readiness role plan every role: one role's bad setting fails no node there.
+    result, _calls = run({'roles': ['fake']}, {'nodeprep_fake_flag': 'maybe', 'ansible_facts': GATHERED})
+    assert 'failed' not in result
+    assert result['ansible_facts']['nodeprep_plans']['fake']['run'][0].startswith('invalid settings: ')
