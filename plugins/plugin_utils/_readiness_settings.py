@@ -8,7 +8,7 @@
 roles/readiness/meta/argument_specs.yml, its defaults/main.yml and the variable table of its README from SETTINGS
 (the roles that plan have theirs in their rule modules, plugins/plugin_utils/_plans.py RULES).
 
-The checks also read the variables of the roles that configure the node (plugins/module_utils/_readiness.py
+The checks also read the variables of the roles that configure the node (plugins/module_utils/rules/_readiness.py
 SETTING_NAMES); those are documented, and defaulted, by their own roles.  No Ansible import.
 """
 

@@ -509,7 +509,7 @@ def _unread(facts, namespace):
     return gather_errors(facts).get(namespace)
 
 
-# The checks whose verdict is a role's plan (plugins/module_utils/_plan_<role>.py, made on the controller by the
+# The checks whose verdict is a role's plan (plugins/module_utils/plans/_plan_<role>.py, made on the controller by the
 # gpufleet.nodeprep.node_plan action): the check passes exactly when that plan has no drift for it.  Their settings
 # are the role's own, typed once by the action; none of them is in SETTING_NAMES.
 PLAN_CHECKS = {'kernel.devel_matched': 'kernel',
