@@ -53,4 +53,3 @@ def path_change(state, want):
         if state.get(key) != want.get(key, 0):
             return '{0}: {1} {2}, not {3}'.format(path, key, state.get(key), want.get(key, 0))
     return None
-

@@ -307,8 +307,9 @@ def test_os_facts_prefer_ansibles_own():
     facts = {'os_family': 'Debian', 'distribution': 'Ubuntu', 'distribution_version': '24.04',
              'distribution_major_version': '24', 'architecture': 'x86_64', 'kernel': '6.8.0-60-generic',
              'kernel_state': {'os': GATHERED_OS}}
-    assert _os_release.os_facts(facts) == {'os_family': 'Debian', 'distribution': 'Ubuntu', 'distribution_version': '24.04',
-                                 'distribution_major_version': '24', 'architecture': 'x86_64'}
+    assert _os_release.os_facts(facts) == {'os_family': 'Debian', 'distribution': 'Ubuntu',
+                                           'distribution_version': '24.04', 'distribution_major_version': '24',
+                                           'architecture': 'x86_64'}
 
 
 def test_os_facts_from_the_gather_without_setup():
