@@ -389,12 +389,13 @@ NCCL_STRICT = NCCL_ASSERT  # one task fails on every problem of the plan
 SHM_ASSERT = 'Refuse invalid settings, and a node the role cannot size'
 MEMLOCK_ASSERT = 'Refuse settings the plan cannot use, before changing anything'
 NIC_ASSERT = 'Refuse settings and NIC states the role cannot use, before changing anything'
-# The kernel role's plan (_plan_kernel) refuses a source the platform lacks; the role fails on it first.
-KERNEL_SOURCE = 'Check the settings and the facts the plan read'
+# The kernel role's plan (_plan_kernel) refuses a source the platform lacks; the role fails on it first (the one
+# prologue failure task, worded as gpu_settings').
+KERNEL_SOURCE = GPU_ASSERT
 KERNEL_ELREPO = KERNEL_SOURCE
 # The nvidia_driver role's plan (node_plan, _plan_nvidia_driver) makes the cross-field refusals settings problems; the
 # role fails on them in its first check, before anything else (they were separate asserts in validate.yml).
-DRIVER_PLAN = 'Check the settings and the facts the plan read'
+DRIVER_PLAN = GPU_ASSERT
 DRIVER_BRANCH = DRIVER_PLAN
 DRIVER_VERSION = DRIVER_PLAN
 DRIVER_RUNFILE = DRIVER_PLAN

@@ -147,16 +147,15 @@ DECISIONS = [
       'kernel: (newest kernel to be installed) must boot next (the boot loader default is '
       '6.1.100-1.el9.elrepo.x86_64)',
       'reboot: running 6.1.100-1.el9.elrepo.x86_64, (newest kernel to be installed) boots next']),
-    ('EL9 ELRepo kernel-lt installed and booting: only the repository to check',
+    ('EL9 ELRepo kernel-lt installed and booting: nothing to do (the repository is written only to install from it)',
      facts(EL9, LT, LT, {LT: True}, {'kernel-lt': [LT], 'kernel-lt-core': [LT]}), {'nodeprep_kernel_source': 'elrepo-lt'},
      LT, NO_INSTALL, (False, 'kernel-lt-devel-6.1.100-1.el9.elrepo'), False,
-     ['kernel source elrepo-lt: the tasks check the repository elrepo-kernel']),
+     []),
     ('EL9 ELRepo kernel-lt installed twice, distro kernel boots next: the newest kernel-lt',
      facts(EL9, K9, K9, {K9: True}, dict(EL9_DISTRO, **{'kernel-lt-core': [LT_OLD, LT]})),
      {'nodeprep_kernel_source': 'elrepo-lt'},
      LT, NO_INSTALL, (True, 'kernel-lt-devel-6.1.100-1.el9.elrepo'), True,
-     ['kernel source elrepo-lt: the tasks check the repository elrepo-kernel',
-      'devel: /lib/modules/6.1.100-1.el9.elrepo.x86_64/build does not resolve: kernel-lt-devel-6.1.100-1.el9.elrepo is '
+     [      'devel: /lib/modules/6.1.100-1.el9.elrepo.x86_64/build does not resolve: kernel-lt-devel-6.1.100-1.el9.elrepo is '
       'not installed',
       'kernel: 6.1.100-1.el9.elrepo.x86_64 must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
       'reboot: running 5.14.0-570.el9.x86_64, 6.1.100-1.el9.elrepo.x86_64 boots next']),
@@ -164,8 +163,7 @@ DECISIONS = [
      facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-ml'},
      '(newest kernel-ml to be installed)',
      {'module': 'dnf', 'name': ['kernel-ml', 'kernel-ml-devel'], 'enablerepo': 'elrepo-kernel'}, (False, None), True,
-     ['kernel source elrepo-ml: the tasks check the repository elrepo-kernel',
-      'install: kernel-ml, kernel-ml-devel (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
+     [      'install: kernel-ml, kernel-ml-devel (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
       'devel: no kernel of the chosen source is installed yet (kernel-ml), so neither is its devel/headers package',
       'kernel: (newest kernel-ml to be installed) must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
       'reboot: running 5.14.0-570.el9.x86_64, (newest kernel-ml to be installed) boots next']),
@@ -173,15 +171,13 @@ DECISIONS = [
      facts(EL9, K9, K9, {K9: True, ML: True}, dict(EL9_DISTRO, **{'kernel-ml': [ML], 'kernel-ml-core': [ML]})),
      {'nodeprep_kernel_source': 'elrepo-ml'},
      ML, NO_INSTALL, (False, 'kernel-ml-devel-6.15.2-1.el9.elrepo'), True,
-     ['kernel source elrepo-ml: the tasks check the repository elrepo-kernel',
-      'kernel: 6.15.2-1.el9.elrepo.x86_64 must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
+     [      'kernel: 6.15.2-1.el9.elrepo.x86_64 must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
       'reboot: running 5.14.0-570.el9.x86_64, 6.15.2-1.el9.elrepo.x86_64 boots next']),
     ('EL9 ELRepo kernel-ml wanted without its devel package',
      facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_kernel_manage_devel': False},
      '(newest kernel-ml to be installed)',
      {'module': 'dnf', 'name': ['kernel-ml'], 'enablerepo': 'elrepo-kernel'}, (False, None), True,
-     ['kernel source elrepo-ml: the tasks check the repository elrepo-kernel',
-      'install: kernel-ml (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
+     [      'install: kernel-ml (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
       'kernel: (newest kernel-ml to be installed) must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
       'reboot: running 5.14.0-570.el9.x86_64, (newest kernel-ml to be installed) boots next']),
     ('EL8 distro kernel devel by its uname-r provide',
@@ -193,8 +189,7 @@ DECISIONS = [
      facts(EL10, K10, K10, {K10: True}, {'kernel-core': [K10], 'kernel-ml-core': [ML]}),
      {'nodeprep_kernel_source': 'elrepo-ml'},
      ML, NO_INSTALL, (True, 'kernel-ml-devel-6.15.2-1.el9.elrepo'), True,
-     ['kernel source elrepo-ml: the tasks check the repository elrepo-kernel',
-      'devel: /lib/modules/6.15.2-1.el9.elrepo.x86_64/build does not resolve: kernel-ml-devel-6.15.2-1.el9.elrepo is '
+     [      'devel: /lib/modules/6.15.2-1.el9.elrepo.x86_64/build does not resolve: kernel-ml-devel-6.15.2-1.el9.elrepo is '
       'not installed',
       'kernel: 6.15.2-1.el9.elrepo.x86_64 must boot next (the boot loader default is 6.12.0-55.el10.x86_64)',
       'reboot: running 6.12.0-55.el10.x86_64, 6.15.2-1.el9.elrepo.x86_64 boots next']),
@@ -239,7 +234,7 @@ def test_decision_table(name, state, given, target, install, devel, set_default,
     assert plan['reasons'] == reasons
     running = state['kernel_state']['running']
     why = [] if target == running else ['kernel: running {0}, the kernel that boots next is {1}'.format(running, target)]
-    assert plan['reboot'] == {'needed': bool(why), 'why': why, 'allowed': False}
+    assert plan['reboot'] == {'needed': bool(why), 'why': why, 'allowed': False, 'timeout': 1800, 'before': []}
     assert plan['run'] == reasons
 
 
@@ -309,7 +304,7 @@ def test_boot_devel_is_for_the_kernel_that_boots_next():
 def test_a_reboot_only_when_allowed(given, allowed):
     plan = make_plan(facts(EL9, K9, K9_NEW, {K9_NEW: True}, {'kernel-core': [K9, K9_NEW]}), given)
     assert plan['problems'] == []
-    assert plan['reboot'] == {'needed': True, 'allowed': allowed,
+    assert plan['reboot'] == {'needed': True, 'allowed': allowed, 'timeout': 1800, 'before': [],
                               'why': ['kernel: running 5.14.0-570.el9.x86_64, the kernel that boots next is '
                                       '5.14.0-611.el9.x86_64']}
     assert plan['args']['kernel']['reboot_ok'] is allowed
@@ -414,38 +409,11 @@ def applied(state, plan):
 def test_planning_again_after_the_work_finds_nothing_to_do(name, state, given):
     plan = make_plan(state, given)
     after = make_plan(applied(state, plan), given)
-    # The ELRepo repository is the tasks' to check on every run (yum_repository compares it).
-    assert [r for r in after['reasons'] if not r.startswith('kernel source elrepo-')] == []
+    assert after['reasons'] == []
     assert after['drift'] == [] and after['reboot']['needed'] is False
 
 
 # --------------------------------------------------------------------------------------- readiness agreement
-
-@pytest.mark.parametrize('name, state, given', [(c[0], c[1], c[2]) for c in DECISIONS + REFUSALS],
-                         ids=[case[0] for case in DECISIONS + REFUSALS])
-def test_devel_check_passes_exactly_when_the_plan_has_no_devel_reason(name, state, given):
-    """kernel.devel_matched is the plan's drift: it passes exactly when the plan has no devel reason (and the role
-    can run here); with manage_devel false it says the trees are not managed."""
-    if state['kernel_state']['packages'] is False:
-        state = dict(state, kernel_state=dict(state['kernel_state'], packages=None))
-    plan = make_plan(state, given)
-    check = _readiness.plan_check(K.CHECK, plan)
-    devel_reasons = [r for r in plan['reasons'] if r.startswith('devel: ')]
-    settings = plan['settings']
-    if not settings['nodeprep_kernel_manage_devel']:
-        assert devel_reasons == [] and check['status'] == 'skip'
-        assert check['expected'].startswith('not managed')
-        return
-    assert (check['status'] == 'pass') == (devel_reasons == [] and plan['errors'] == [])
-    if plan['errors']:
-        assert (check['status'], check['observed']) == ('fail', 'the kernel role cannot run here: ' + plan['errors'][0])
-    elif devel_reasons:
-        assert (check['status'], check['observed']) == ('fail', '; '.join(devel_reasons))
-    else:
-        target = plan['args']['kernel']['target']
-        assert check['observed'] == 'devel/headers present for {0} (/lib/modules/{0}/build)'.format(target)
-        assert check['expected'] == 'devel/headers installed for the kernel that boots next, ' + target
-
 
 def test_devel_check_names_the_release_and_the_package():
     plan = make_plan(facts(UBUNTU, '6.9.0-custom', '6.9.0-custom', {U_GA: True}, UBUNTU_GA))
@@ -470,7 +438,7 @@ def with_boot(state, cmdline, boot_args):
     return state
 
 
-@pytest.mark.parametrize('name, os_info, running, cmdline, boot, reasons, grubby, line, reboot', [
+IOMMU = [
     ('EL: grubby adds it, then a reboot', EL9, K9, 'BOOT_IMAGE=(hd0,gpt2)/vmlinuz ro',
      {'bls': {'m-' + K9 + '.conf': 'root=/dev/sda ro'}},
      ['iommu=pt: missing from the boot entries m-{0}.conf'.format(K9),
@@ -484,10 +452,18 @@ def with_boot(state, cmdline, boot_args):
      ['iommu=pt: missing from GRUB_CMDLINE_LINUX in /etc/default/grub',
       'kernel: iommu=pt is not on the running kernel command line (/proc/cmdline)'],
      None, 'GRUB_CMDLINE_LINUX="iommu=pt"', True),
-])
-def test_iommu_passthrough_table(name, os_info, running, cmdline, boot, reasons, grubby, line, reboot):
+]
+
+
+def _iommu_state(case):
+    name, os_info, running, cmdline, boot = case[:5]
     packages = EL9_DISTRO if os_info is EL9 else UBUNTU_GA
-    state = with_boot(facts(os_info, running, running, {running: True}, packages), cmdline, boot)
+    return with_boot(facts(os_info, running, running, {running: True}, packages), cmdline, boot)
+
+
+@pytest.mark.parametrize('name, os_info, running, cmdline, boot, reasons, grubby, line, reboot', IOMMU)
+def test_iommu_passthrough_table(name, os_info, running, cmdline, boot, reasons, grubby, line, reboot):
+    state = _iommu_state((name, os_info, running, cmdline, boot))
     plan = make_plan(state, {'nodeprep_kernel_iommu_passthrough': True})
     assert plan['errors'] == [], name
     assert plan['reasons'] == reasons, name
@@ -520,7 +496,7 @@ def ml_facts(default, dkms, logs=None):
     return state
 
 
-@pytest.mark.parametrize('name, state, missing, failed, restore, reason', [
+DKMS = [
     ('the driver works and is not built for the kernel that boots next: built first',
      ml_facts(ML10, DKMS_NOW), ['nvidia-open/580.95.05'], [], True,
      'dkms: nvidia-open/580.95.05 not built for ' + ML10 + '; built before the node may boot it'),
@@ -533,7 +509,11 @@ def ml_facts(default, dkms, logs=None):
      ml_facts(K10, DKMS_NOW), ['nvidia-open/580.95.05'], [], False, 'dkms: nvidia-open/580.95.05 not built'),
     ('no driver installed: nothing to build',
      ml_facts(ML10, []), [], [], True, None),
-], ids=lambda value: value if isinstance(value, str) and ' ' in value and len(value) > 30 else None)
+]
+
+
+@pytest.mark.parametrize('name, state, missing, failed, restore, reason', DKMS,
+                         ids=lambda value: value if isinstance(value, str) and ' ' in value and len(value) > 30 else None)
 def test_nvidia_dkms_built_before_the_reboot(name, state, missing, failed, restore, reason):
     plan = make_plan(state, {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_reboot_ok': True})
     dkms = plan['args']['kernel']['dkms']
@@ -553,3 +533,52 @@ def test_nvidia_dkms_nothing_to_build_when_the_running_kernel_boots_next():
     plan = make_plan(ml_facts(K10, DKMS_NOW), {})
     assert plan['args']['kernel']['target'] == K10
     assert plan['args']['kernel']['dkms']['missing'] == [] and plan['reasons'] == []
+
+
+# --------------------------------------------------------------------------------------- readiness agreement
+
+def _agreement_rows():
+    rows = [(c[0], c[1], c[2]) for c in DECISIONS + REFUSALS]
+    for case in IOMMU:
+        rows.append(('iommu: ' + case[0], _iommu_state(case), {'nodeprep_kernel_iommu_passthrough': True}))
+    for case in DKMS:
+        rows.append(('dkms: ' + case[0], case[1], {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_reboot_ok': True}))
+    rows.append(('the OS not known', _no_os(), {}))
+    rows.append(('devel not managed, a reboot pending', facts(EL9, K9, K9_NEW, {}, {'kernel-core': [K9, K9_NEW]}),
+                 {'nodeprep_kernel_manage_devel': False}))
+    return rows
+
+
+def _no_os():
+    state = facts(EL9, K9, K9, {K9: True})
+    del state['kernel_state']['os']
+    return state
+
+
+@pytest.mark.parametrize('name, state, given', _agreement_rows(), ids=[row[0] for row in _agreement_rows()])
+def test_the_check_agrees_with_the_plan(name, state, given):
+    """The agreement table of the kernel plan (issue 27): kernel.devel_matched passes (or does not apply) exactly
+    when the plan has no drift; it fails exactly when the plan refuses the node (errors, problems) or has fail-level
+    drift; every piece of the role's work is fixable drift of it (the reasons are exactly the fixable drift)."""
+    if state['kernel_state'].get('packages') is False:
+        state = dict(state, kernel_state=dict(state['kernel_state'], packages=None))
+    plan = make_plan(state, given)
+    check = _readiness.plan_check(K.CHECK, plan)
+    drift = plan['drift']
+    refuses = bool(plan['errors'] or plan['problems'])
+    assert plan['reasons'] == [item['msg'] for item in drift if item['fixable']], name
+    assert (check['status'] in ('pass', 'skip')) == (drift == [] and not refuses), name
+    assert (check['status'] == 'fail') == (refuses or any(item['level'] == 'fail' for item in drift)), name
+    for reason in plan['reasons']:
+        assert reason in check['observed'], (name, reason)
+    if plan['errors']:
+        assert not plan['reasons']
+        assert (check['status'], check['observed']) == ('fail', 'the kernel role cannot run here: ' + plan['errors'][0])
+    devel_reasons = [r for r in plan['reasons'] if r.startswith('devel: ')]
+    if not plan['settings']['nodeprep_kernel_manage_devel']:
+        assert devel_reasons == [] and check['expected'].startswith('not managed')
+        assert (check['status'] == 'skip') == (drift == [])
+    elif not refuses and not plan['reasons'] and plan['args']['kernel'] is not None:
+        target = plan['args']['kernel']['target']
+        assert check['observed'] == 'devel/headers present for {0} (/lib/modules/{0}/build)'.format(target)
+        assert check['expected'] == 'devel/headers installed for the kernel that boots next, ' + target
