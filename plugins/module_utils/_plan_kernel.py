@@ -425,7 +425,7 @@ def plan(facts, settings, context):
     or PLACEHOLDER's text while the source has no kernel installed: ``pending``), ``install`` (``{module, name,
     enablerepo}``: the packages to install, empty when the facts show them installed), ``elrepo`` (the repository
     definition, None for other sources), ``devel`` (``{family, release, needed, package}`` for the target),
-    ``boot_devel`` (the same for the kernel that boots next, whatever it is), ``set_default`` (grubby must change the
+    ``set_default`` (grubby must change the
     default), ``dkms`` (dkms_plan: the NVIDIA DKMS builds the target needs before the node may boot it), ``grubby``,
     ``reboot_ok``, ``iommu``; and the lists the tasks loop over: ``repositories``, ``installs``, ``default`` (the
     grubby argv), ``iommu_commands``, ``grub_lines``, ``restore`` (grubby back to the running kernel after a failed
@@ -546,7 +546,6 @@ def plan(facts, settings, context):
     if run['stage'] == 'rebooted' and run['booting'] and running != run['booting']:
         out['errors'].append('The node rebooted but runs {0}, not {1} (the boot loader\'s default is now {2}).'.format(
             running, run['booting'], default))
-    boot_package = devel_package(family, source, nxt, os_info.get('architecture'))
     predict_install = bool(check_mode and install['enablerepo'] and not _elrepo_defined(state))
     out['args']['kernel'] = {
         'family': family,
@@ -557,7 +556,6 @@ def plan(facts, settings, context):
         'install': install,
         'elrepo': elrepo,
         'devel': {'family': family, 'release': target, 'needed': devel_needed, 'package': package},
-        'boot_devel': {'release': nxt, 'needed': not (state.get('devel') or {}).get(nxt), 'package': boot_package},
         'set_default': set_default,
         'dkms': dkms,
         'grubby': GRUBBY,

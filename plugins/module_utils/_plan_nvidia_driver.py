@@ -721,7 +721,7 @@ def _not_judged(out, why):
 
 
 def _drift(out, check, msg, level='fail'):
-    # The role's reasons are driver_work's (the tasks' conditions); the drift says what readiness reports.
+    # The readiness wording of a check; the role's reasons are work_items' (each also drift of its check, plan()).
     out['drift'].append({'check': check, 'msg': msg, 'level': level, 'fixable': True})
 
 
@@ -747,7 +747,7 @@ def judge(out, start, facts, settings, units, files):
     """The readiness checks of the role (CHECKS) from the driver plan of the start: their words (``checks``) and
     the drift that fails or warns them.  Every rule is the plan's: the open-only GPUs (start['open_required_reasons']),
     the branch match (wanted_match), the fabric detection and the fabric manager switch (start['fabric']), the
-    persistence daemon's unit rule (_unit_is, as driver_work reads it)."""
+    persistence daemon's unit rule (_unit_is, as work_items reads it)."""
     _nouveau(out, facts, settings)
     _loaded(out, start, facts, settings)
     _open_modules(out, start, facts, settings)
@@ -852,7 +852,7 @@ def _persistenced(out, start, facts, settings, units, files):
         return
     persist = start['persistenced']
     seen = unit_text(units, PERSISTENCED_UNIT)
-    # The role's rule (driver_work): the packaged Ubuntu unit is static, started at boot by the wants link.
+    # The role's rule (work_items): the packaged Ubuntu unit is static, started at boot by the wants link.
     enabled = _unit_is(units, PERSISTENCED_UNIT, not persist['dropin'], False)
     running = _unit_is(units, PERSISTENCED_UNIT, False, True)
     gpus = (facts.get('nvidia') or {}).get('gpus') or []

@@ -52,9 +52,10 @@ def facts(os_info, running, default=None, devel=None, packages=None):
                              'packages': EL9_DISTRO if packages is None else packages}}
 
 
-def make_plan(ansible_facts, given=None):
+def make_plan(ansible_facts, given=None, check_mode=False, run=None):
     settings, problems = _plans.typed_settings('kernel', given or {})
-    return _plans.plan_role('kernel', ansible_facts, settings, problems, _plan.new_context(host='node1'))
+    return _plans.plan_role('kernel', ansible_facts, settings, problems, _plan.new_context(
+        host='node1', check_mode=check_mode, extra={'run': {'kernel': run}} if run else None))
 
 
 def _role_yaml(*parts):
@@ -282,13 +283,18 @@ def test_a_distro_kernel_needs_no_package_list():
 
 
 def test_boot_devel_is_for_the_kernel_that_boots_next():
-    """The nvidia_driver role's entry point (devel_for_boot.yml): the kernel that boots next, whatever the target."""
-    plan = make_plan(facts(EL9, K9, LT, {K9: True}, {'kernel-core': [K9], 'kernel-lt-core': [LT]}),
-                     {'nodeprep_kernel_source': 'elrepo-lt'})
-    assert plan['args']['kernel']['boot_devel'] == {'release': LT, 'needed': True,
-                                                    'package': 'kernel-lt-devel-6.1.100-1.el9.elrepo'}
-    plan = make_plan(facts(EL9, K9, K9, {K9: True}))
-    assert plan['args']['kernel']['boot_devel'] == {'release': K9, 'needed': False, 'package': distro_devel(K9)}
+    """The devel/headers of the kernel that boots next, whatever the target and the kernel role's source (the
+    nvidia_driver role builds against it): boot_devel tells the source of that release from the package that holds
+    it, as `rpm -qf` on its /lib/modules folder did."""
+    assert K.boot_devel(facts(EL9, K9, LT, {K9: True}, {'kernel-core': [K9], 'kernel-lt-core': [LT]})) == {
+        'family': 'el', 'release': LT, 'needed': True, 'package': 'kernel-lt-devel-6.1.100-1.el9.elrepo'}
+    assert K.boot_devel(facts(EL9, K9, ML, {ML: True}, {'kernel-core': [K9], 'kernel-ml-core': [ML]})) == {
+        'family': 'el', 'release': ML, 'needed': False, 'package': 'kernel-ml-devel-6.15.2-1.el9.elrepo'}
+    assert K.boot_devel(facts(EL9, K9, K9, {K9: True})) == {'family': 'el', 'release': K9, 'needed': False,
+                                                           'package': distro_devel(K9)}
+    assert K.boot_devel(facts(UBUNTU, U_GA, U_HWE, {}, UBUNTU_GA)) == {
+        'family': 'debian', 'release': U_HWE, 'needed': True, 'package': 'linux-headers-' + U_HWE}
+    assert K.boot_devel(facts(SUSE, '6.4.0-150600', None, {})) is None
 
 
 @pytest.mark.parametrize('given, allowed', [
@@ -413,6 +419,80 @@ def test_planning_again_after_the_work_finds_nothing_to_do(name, state, given):
     assert after['drift'] == [] and after['reboot']['needed'] is False
 
 
+# --------------------------------------------------------------------------------------- the stages of a run
+
+def test_the_tasks_loop_over_the_plan_s_lists():
+    plan = make_plan(facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-ml'})
+    args = plan['args']['kernel']
+    assert [r['name'] for r in args['repositories']] == ['elrepo-kernel']
+    assert args['installs'] == [{'module': 'dnf', 'name': ['kernel-ml', 'kernel-ml-devel'],
+                                 'enablerepo': 'elrepo-kernel'}]
+    assert args['default'] == [['grubby', '--set-default=/boot/vmlinuz-(newest kernel-ml to be installed)']]
+    assert args['predict'] == [] and plan['args']['run'] == {'stage': 'start',
+                                                             'booting': '(newest kernel-ml to be installed)'}
+    # Installed and booting: nothing to loop over, the repository is left alone.
+    done = make_plan(facts(EL9, ML, ML, {ML: True}, dict(EL9_DISTRO, **{'kernel-ml': [ML], 'kernel-ml-core': [ML]})),
+                     {'nodeprep_kernel_source': 'elrepo-ml'})['args']['kernel']
+    assert (done['repositories'], done['installs'], done['default'], done['verify']) == ([], [], [], [])
+
+
+@pytest.mark.parametrize('repos, predicted', [
+    (None, True),
+    ({}, True),
+    ({'elrepo-kernel': {'baseurl': 'x', 'enabled': False, 'gpgcheck': True, 'gpgkey': None, 'file': 'f'}}, False),
+])
+def test_check_mode_predicts_an_install_from_a_repository_it_did_not_define(repos, predicted):
+    state = facts(EL9, K9, K9, {K9: True})
+    if repos is not None:
+        state['kernel_state']['driver_node'] = {'repos': repos}
+    args = make_plan(state, {'nodeprep_kernel_source': 'elrepo-ml'}, check_mode=True)['args']['kernel']
+    assert args['predict'] == ([K.INSTALL_TASK] if predicted else [])
+    assert bool(args['installs']) is not predicted
+    # A real run installs.
+    assert make_plan(state, {'nodeprep_kernel_source': 'elrepo-ml'})['args']['kernel']['installs']
+
+
+def test_right_after_an_installation_grubby_sets_the_default_once():
+    """Check mode cannot tell whether the new kernel's package made itself the default: both modes run grubby right
+    after the installation, and the plans after that one do not."""
+    state = facts(EL9, K9, ML, {K9: True, ML: True}, dict(EL9_DISTRO, **{'kernel-ml': [ML], 'kernel-ml-core': [ML]}))
+    given = {'nodeprep_kernel_source': 'elrepo-ml'}
+    assert make_plan(state, given)['args']['kernel']['default'] == []
+    after = make_plan(state, given, run={'stage': 'installed'})
+    assert after['args']['kernel']['default'] == [['grubby', '--set-default=/boot/vmlinuz-' + ML]]
+    assert after['args']['run'] == {'stage': 'start', 'booting': ML}
+
+
+def test_a_failed_dkms_build_stops_the_node_with_what_it_said():
+    state = ml_facts(ML10, DKMS_NOW, {'nvidia-open/580.95.05': FAILED_LOG})
+    given = {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_reboot_ok': True}
+    assert make_plan(state, given)['errors'] == [] and make_plan(state, given)['args']['kernel']['restore'] == []
+    build = {'cmd': ['dkms', 'install', 'nvidia-open/580.95.05', '-k', ML10], 'rc': 11,
+             'stdout_lines': ['Building module:', 'Error! Bad return status for module build on kernel: ' + ML10],
+             'stderr_lines': []}
+    plan = make_plan(state, given, run={'stage': 'dkms', 'dkms': [build]})
+    assert len(plan['errors']) == 1
+    assert plan['errors'][0].startswith('kernel on node1: the NVIDIA driver is not built for ' + ML10)
+    assert plan['errors'][0].endswith('dkms install nvidia-open/580.95.05 -k {0} exited 11: Building module: | Error! '
+                                      'Bad return status for module build on kernel: {0}'.format(ML10))
+    assert plan['args']['kernel']['restore'] == [['grubby', '--set-default=/boot/vmlinuz-' + K10]]
+
+
+def test_a_reboot_that_did_not_bring_the_kernel_is_an_error():
+    state = facts(EL9, K9, K9_NEW, {K9_NEW: True}, {'kernel-core': [K9, K9_NEW]})
+    plan = make_plan(state, run={'stage': 'rebooted', 'booting': K9_NEW})
+    assert plan['errors'] == ['The node rebooted but runs {0}, not {1} (the boot loader\'s default is now {1}).'.format(
+        K9, K9_NEW)]
+    assert make_plan(facts(EL9, K9_NEW, K9_NEW, {K9_NEW: True}, {'kernel-core': [K9, K9_NEW]}),
+                     run={'stage': 'rebooted', 'booting': K9_NEW})['errors'] == []
+
+
+def test_a_stage_the_plan_does_not_know_is_named():
+    with pytest.raises(ValueError) as exc:
+        K.run_state({'stage': 'booted'})
+    assert str(exc.value) == "run.stage='booted': allowed start, installed, dkms, rebooted"
+
+
 # --------------------------------------------------------------------------------------- readiness agreement
 
 def test_devel_check_names_the_release_and_the_package():
@@ -533,6 +613,80 @@ def test_nvidia_dkms_nothing_to_build_when_the_running_kernel_boots_next():
     plan = make_plan(ml_facts(K10, DKMS_NOW), {})
     assert plan['args']['kernel']['target'] == K10
     assert plan['args']['kernel']['dkms']['missing'] == [] and plan['reasons'] == []
+
+
+# --------------------------------------------------------------------------------------- the stages of a run
+
+def test_the_tasks_loop_over_the_plan_s_lists():
+    plan = make_plan(facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-ml'})
+    args = plan['args']['kernel']
+    assert [r['name'] for r in args['repositories']] == ['elrepo-kernel']
+    assert args['installs'] == [{'module': 'dnf', 'name': ['kernel-ml', 'kernel-ml-devel'],
+                                 'enablerepo': 'elrepo-kernel'}]
+    assert args['default'] == [['grubby', '--set-default=/boot/vmlinuz-(newest kernel-ml to be installed)']]
+    assert args['predict'] == [] and plan['args']['run'] == {'stage': 'start',
+                                                             'booting': '(newest kernel-ml to be installed)'}
+    # Installed and booting: nothing to loop over, the repository is left alone.
+    done = make_plan(facts(EL9, ML, ML, {ML: True}, dict(EL9_DISTRO, **{'kernel-ml': [ML], 'kernel-ml-core': [ML]})),
+                     {'nodeprep_kernel_source': 'elrepo-ml'})['args']['kernel']
+    assert (done['repositories'], done['installs'], done['default'], done['verify']) == ([], [], [], [])
+
+
+@pytest.mark.parametrize('repos, predicted', [
+    (None, True),
+    ({}, True),
+    ({'elrepo-kernel': {'baseurl': 'x', 'enabled': False, 'gpgcheck': True, 'gpgkey': None, 'file': 'f'}}, False),
+])
+def test_check_mode_predicts_an_install_from_a_repository_it_did_not_define(repos, predicted):
+    state = facts(EL9, K9, K9, {K9: True})
+    if repos is not None:
+        state['kernel_state']['driver_node'] = {'repos': repos}
+    args = make_plan(state, {'nodeprep_kernel_source': 'elrepo-ml'}, check_mode=True)['args']['kernel']
+    assert args['predict'] == ([K.INSTALL_TASK] if predicted else [])
+    assert bool(args['installs']) is not predicted
+    # A real run installs.
+    assert make_plan(state, {'nodeprep_kernel_source': 'elrepo-ml'})['args']['kernel']['installs']
+
+
+def test_right_after_an_installation_grubby_sets_the_default_once():
+    """Check mode cannot tell whether the new kernel's package made itself the default: both modes run grubby right
+    after the installation, and the plans after that one do not."""
+    state = facts(EL9, K9, ML, {K9: True, ML: True}, dict(EL9_DISTRO, **{'kernel-ml': [ML], 'kernel-ml-core': [ML]}))
+    given = {'nodeprep_kernel_source': 'elrepo-ml'}
+    assert make_plan(state, given)['args']['kernel']['default'] == []
+    after = make_plan(state, given, run={'stage': 'installed'})
+    assert after['args']['kernel']['default'] == [['grubby', '--set-default=/boot/vmlinuz-' + ML]]
+    assert after['args']['run'] == {'stage': 'start', 'booting': ML}
+
+
+def test_a_failed_dkms_build_stops_the_node_with_what_it_said():
+    state = ml_facts(ML10, DKMS_NOW, {'nvidia-open/580.95.05': FAILED_LOG})
+    given = {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_reboot_ok': True}
+    assert make_plan(state, given)['errors'] == [] and make_plan(state, given)['args']['kernel']['restore'] == []
+    build = {'cmd': ['dkms', 'install', 'nvidia-open/580.95.05', '-k', ML10], 'rc': 11,
+             'stdout_lines': ['Building module:', 'Error! Bad return status for module build on kernel: ' + ML10],
+             'stderr_lines': []}
+    plan = make_plan(state, given, run={'stage': 'dkms', 'dkms': [build]})
+    assert len(plan['errors']) == 1
+    assert plan['errors'][0].startswith('kernel on node1: the NVIDIA driver is not built for ' + ML10)
+    assert plan['errors'][0].endswith('dkms install nvidia-open/580.95.05 -k {0} exited 11: Building module: | Error! '
+                                      'Bad return status for module build on kernel: {0}'.format(ML10))
+    assert plan['args']['kernel']['restore'] == [['grubby', '--set-default=/boot/vmlinuz-' + K10]]
+
+
+def test_a_reboot_that_did_not_bring_the_kernel_is_an_error():
+    state = facts(EL9, K9, K9_NEW, {K9_NEW: True}, {'kernel-core': [K9, K9_NEW]})
+    plan = make_plan(state, run={'stage': 'rebooted', 'booting': K9_NEW})
+    assert plan['errors'] == ['The node rebooted but runs {0}, not {1} (the boot loader\'s default is now {1}).'.format(
+        K9, K9_NEW)]
+    assert make_plan(facts(EL9, K9_NEW, K9_NEW, {K9_NEW: True}, {'kernel-core': [K9, K9_NEW]}),
+                     run={'stage': 'rebooted', 'booting': K9_NEW})['errors'] == []
+
+
+def test_a_stage_the_plan_does_not_know_is_named():
+    with pytest.raises(ValueError) as exc:
+        K.run_state({'stage': 'booted'})
+    assert str(exc.value) == "run.stage='booted': allowed start, installed, dkms, rebooted"
 
 
 # --------------------------------------------------------------------------------------- readiness agreement
