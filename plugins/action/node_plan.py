@@ -118,9 +118,9 @@ class ActionModule(ActionBase):
         for role, state in sorted(plain(args['run']).items()):
             reader = getattr(_plans.RULES.get(short_name(role)), 'run_state', None)
             if reader is None:
+                readers = sorted(name for name, rules in _plans.RULES.items() if hasattr(rules, 'run_state'))
                 raise AnsibleActionFail('run: {0} is not a role whose plan reads what the run did; those that do: '
-                                        '{1}'.format(role, ', '.join(sorted(r for r, m in _plans.RULES.items()
-                                                                             if hasattr(m, 'run_state')))))
+                                        '{1}'.format(role, ', '.join(readers)))
             try:
                 reader(state)
             except ValueError as exc:

@@ -486,37 +486,37 @@ def _files(driver, facts, settings, files, need_repo):
     show them right."""
     kernel_state = facts['kernel_state']
     out = []
+
+    def add(path, state, content=None, mode=None, src=None, right=False, why=': missing or different'):
+        out.append(_entry(path, state, content, mode, src, change=None if right else path + why))
+
     if settings[PREFIX + 'blacklist_nouveau']:
         # Written where no file blacklists nouveau yet (kernel_facts reads every modprobe.d file).
         out.append(_entry(settings[PREFIX + 'nouveau_conf'], 'file', NOUVEAU_TEXT, '0644', change=None if (
             kernel_state.get('nouveau') or {}).get('blacklisted') else 'nouveau: not blacklisted'))
     persist = driver['persistenced']
     if persist['enable'] and persist['runfile_unit']:
-        out.append(_entry(RUNFILE_UNIT, 'file', RUNFILE_UNIT_TEXT, '0644', change=None if _file_is(
-            files, RUNFILE_UNIT, RUNFILE_UNIT_TEXT) else RUNFILE_UNIT + ': missing or different'))
+        add(RUNFILE_UNIT, 'file', RUNFILE_UNIT_TEXT, '0644', right=_file_is(files, RUNFILE_UNIT, RUNFILE_UNIT_TEXT))
     if persist['enable'] and persist['dropin']:
         folder = persist['dropin_path'].rsplit('/', 1)[0]
-        out.append(_entry(folder, 'directory', mode='0755', change=None if _file_is(
-            files, folder, mode='0755', kind='directory') else folder + ': missing'))
-        out.append(_entry(persist['dropin_path'], 'file', persist['dropin_content'], '0644', change=None if _file_is(
-            files, persist['dropin_path'], persist['dropin_content']) else persist['dropin_path'] + ': missing or '
-                                                                                               'different'))
-        out.append(_entry(persist['wants_link'], 'link', src=persist['unit_path'], change=None if _file_is(
-            files, persist['wants_link'], kind='link', target=persist['unit_path']) else persist['wants_link'] +
-            ': missing or different'))
+        add(folder, 'directory', mode='0755', right=_file_is(files, folder, mode='0755', kind='directory'),
+            why=': missing')
+        add(persist['dropin_path'], 'file', persist['dropin_content'], '0644',
+            right=_file_is(files, persist['dropin_path'], persist['dropin_content']))
+        add(persist['wants_link'], 'link', src=persist['unit_path'],
+            right=_file_is(files, persist['wants_link'], kind='link', target=persist['unit_path']))
     fabric = driver['fabric']
     if fabric['ib_umad']:
-        out.append(_entry(fabric['ib_umad_conf'], 'file', fabric['ib_umad_conf_content'], '0644', change=None if _file_is(
-            files, fabric['ib_umad_conf'], fabric['ib_umad_conf_content']) else fabric['ib_umad_conf'] + ': missing or '
-                                                                                                    'different'))
+        add(fabric['ib_umad_conf'], 'file', fabric['ib_umad_conf_content'], '0644',
+            right=_file_is(files, fabric['ib_umad_conf'], fabric['ib_umad_conf_content']))
     repo = driver['repo']
     if driver['family'] == 'debian' and need_repo:
         node = kernel_state.get('driver_node') or {}
         out.append(_entry(repo['apt_sources'], 'file', repo['apt_content'], '0644', change=None if node.get(
             'apt_sources_content') == repo['apt_content'] else 'repository: missing or different'))
     if settings[PREFIX + 'method'] == 'runfile' and not driver['ok']:
-        out.append(_entry(RUNFILE_DIR, 'directory', mode='0755', change=None if _file_is(
-            files, RUNFILE_DIR, mode='0755', kind='directory') else RUNFILE_DIR + ': missing'))
+        add(RUNFILE_DIR, 'directory', mode='0755', right=_file_is(files, RUNFILE_DIR, mode='0755', kind='directory'),
+            why=': missing')
     return out
 
 

@@ -145,7 +145,7 @@ def test_fresh_el9_h100_check_mode_predicts_everything():
     assert plan['predict'] == {'packages': True, 'extras': True, 'versionlock': True,
                                'units': ['nvidia-persistenced', 'nvidia-fabricmanager']}
     assert plan['reboot']['why'] == ['nvidia_driver: nouveau is loaded (it is blacklisted and leaves at the next '
-                                         'boot)']
+                                     'boot)']
 
 
 def test_fresh_el8_enables_powertools():
@@ -323,7 +323,7 @@ def test_move_after_install(from_version, to_version, fm_from, nscq_from, fm_to,
     assert sorted(plan['extras']['remove']) == sorted([fm_from, nscq_from])
     assert plan['extras']['missing'] == ['{0}-{1}'.format(fm_to, to_version), '{0}-{1}'.format(nscq_to, to_version)]
     assert plan['reboot']['why'] == ['nvidia_driver: the loaded NVIDIA module is {0}, the installed driver is '
-                                         '{1}'.format(from_version, to_version)]
+                                     '{1}'.format(from_version, to_version)]
     # Locks: only the new, installed packages at the new version; the fabric manager about to go is not locked.
     assert all(to_version in e for e in plan['versionlock']['add'])
     assert not [e for e in plan['versionlock']['add'] if e.startswith((fm_from + '-', nscq_from + '-'))]
@@ -333,7 +333,7 @@ def test_move_check_mode_predicts_reboot_and_extras():
     plan = P.driver_plan(running_on('580.95.05'), settings(branch='590'), node=el_node_with('580.95.05'),
                          stage='installed', run={'start_version': '580.95.05', 'installing': True}, check_mode=True)
     assert plan['reboot']['why'] == ['nvidia_driver: the loaded NVIDIA module 580.95.05 will differ from the '
-                                         'driver being installed']
+                                     'driver being installed']
     assert plan['extras']['remove'] == ['libnvidia-nscq', 'nvidia-fabricmanager']
     assert plan['predict']['extras'] is True and plan['predict']['versionlock'] is True
     assert 'nvidia-fabricmanager' in plan['predict']['units']
@@ -449,7 +449,7 @@ def test_plain_modprobe_failure_is_a_reboot_reason():
     plan = P.driver_plan(_sb_facts({'enabled': False}), settings(), node=el_node_with('580.95.05'), stage='installed',
                          run={'modprobe': {'rc': 1, 'stderr': 'modprobe: ERROR: could not insert: Device busy\n'}})
     assert plan['reboot']['why'] == ['nvidia_driver: modprobe nvidia failed: modprobe: ERROR: could not insert: '
-                                         'Device busy']
+                                     'Device busy']
 
 
 # ------------------------------------------------------------------------------------------------ R24: DKMS for the boot kernel

@@ -156,7 +156,7 @@ DECISIONS = [
      facts(EL9, K9, K9, {K9: True}, dict(EL9_DISTRO, **{'kernel-lt-core': [LT_OLD, LT]})),
      {'nodeprep_kernel_source': 'elrepo-lt'},
      LT, NO_INSTALL, (True, 'kernel-lt-devel-6.1.100-1.el9.elrepo'), True,
-     [      'devel: /lib/modules/6.1.100-1.el9.elrepo.x86_64/build does not resolve: kernel-lt-devel-6.1.100-1.el9.elrepo is '
+     ['devel: /lib/modules/6.1.100-1.el9.elrepo.x86_64/build does not resolve: kernel-lt-devel-6.1.100-1.el9.elrepo is '
       'not installed',
       'kernel: 6.1.100-1.el9.elrepo.x86_64 must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
       'reboot: running 5.14.0-570.el9.x86_64, 6.1.100-1.el9.elrepo.x86_64 boots next']),
@@ -164,7 +164,7 @@ DECISIONS = [
      facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-ml'},
      '(newest kernel-ml to be installed)',
      {'module': 'dnf', 'name': ['kernel-ml', 'kernel-ml-devel'], 'enablerepo': 'elrepo-kernel'}, (False, None), True,
-     [      'install: kernel-ml, kernel-ml-devel (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
+     ['install: kernel-ml, kernel-ml-devel (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
       'devel: no kernel of the chosen source is installed yet (kernel-ml), so neither is its devel/headers package',
       'kernel: (newest kernel-ml to be installed) must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
       'reboot: running 5.14.0-570.el9.x86_64, (newest kernel-ml to be installed) boots next']),
@@ -172,13 +172,13 @@ DECISIONS = [
      facts(EL9, K9, K9, {K9: True, ML: True}, dict(EL9_DISTRO, **{'kernel-ml': [ML], 'kernel-ml-core': [ML]})),
      {'nodeprep_kernel_source': 'elrepo-ml'},
      ML, NO_INSTALL, (False, 'kernel-ml-devel-6.15.2-1.el9.elrepo'), True,
-     [      'kernel: 6.15.2-1.el9.elrepo.x86_64 must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
+     ['kernel: 6.15.2-1.el9.elrepo.x86_64 must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
       'reboot: running 5.14.0-570.el9.x86_64, 6.15.2-1.el9.elrepo.x86_64 boots next']),
     ('EL9 ELRepo kernel-ml wanted without its devel package',
      facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_kernel_manage_devel': False},
      '(newest kernel-ml to be installed)',
      {'module': 'dnf', 'name': ['kernel-ml'], 'enablerepo': 'elrepo-kernel'}, (False, None), True,
-     [      'install: kernel-ml (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
+     ['install: kernel-ml (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
       'kernel: (newest kernel-ml to be installed) must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
       'reboot: running 5.14.0-570.el9.x86_64, (newest kernel-ml to be installed) boots next']),
     ('EL8 distro kernel devel by its uname-r provide',
@@ -190,7 +190,7 @@ DECISIONS = [
      facts(EL10, K10, K10, {K10: True}, {'kernel-core': [K10], 'kernel-ml-core': [ML]}),
      {'nodeprep_kernel_source': 'elrepo-ml'},
      ML, NO_INSTALL, (True, 'kernel-ml-devel-6.15.2-1.el9.elrepo'), True,
-     [      'devel: /lib/modules/6.15.2-1.el9.elrepo.x86_64/build does not resolve: kernel-ml-devel-6.15.2-1.el9.elrepo is '
+     ['devel: /lib/modules/6.15.2-1.el9.elrepo.x86_64/build does not resolve: kernel-ml-devel-6.15.2-1.el9.elrepo is '
       'not installed',
       'kernel: 6.15.2-1.el9.elrepo.x86_64 must boot next (the boot loader default is 6.12.0-55.el10.x86_64)',
       'reboot: running 6.12.0-55.el10.x86_64, 6.15.2-1.el9.elrepo.x86_64 boots next']),
@@ -290,8 +290,8 @@ def test_boot_devel_is_for_the_kernel_that_boots_next():
         'family': 'el', 'release': LT, 'needed': True, 'package': 'kernel-lt-devel-6.1.100-1.el9.elrepo'}
     assert K.boot_devel(facts(EL9, K9, ML, {ML: True}, {'kernel-core': [K9], 'kernel-ml-core': [ML]})) == {
         'family': 'el', 'release': ML, 'needed': False, 'package': 'kernel-ml-devel-6.15.2-1.el9.elrepo'}
-    assert K.boot_devel(facts(EL9, K9, K9, {K9: True})) == {'family': 'el', 'release': K9, 'needed': False,
-                                                           'package': distro_devel(K9)}
+    assert K.boot_devel(facts(EL9, K9, K9, {K9: True})) == {
+        'family': 'el', 'release': K9, 'needed': False, 'package': distro_devel(K9)}
     assert K.boot_devel(facts(UBUNTU, U_GA, U_HWE, {}, UBUNTU_GA)) == {
         'family': 'debian', 'release': U_HWE, 'needed': True, 'package': 'linux-headers-' + U_HWE}
     assert K.boot_devel(facts(SUSE, '6.4.0-150600', None, {})) is None
