@@ -72,7 +72,7 @@ class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'fail_on_problems', 'nvidia_timeout',
-                             'nvidia_topology', 'plan'))
+                             'nvidia_topology', 'plan', 'run'))
 
     def _facts(self, task_vars):
         facts = task_vars.get('ansible_facts') or {}
@@ -101,6 +101,7 @@ class ActionModule(ActionBase):
             nvidia_timeout=dict(type='int'),
             nvidia_topology=dict(type='bool', default=False),
             plan=dict(type='bool', default=True),
+            run=dict(type='dict', default={}),
         ))
         roles = [short_name(role) for role in (_plans.SITE_ROLES if args['roles'] is None else args['roles'])]
         unknown = [role for role in roles if role not in _plans.RULES]
@@ -114,6 +115,18 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail('gather_extra: {0} not known; allowed keys: {1}'.format(
                 ', '.join(unknown), ', '.join(sorted(extra))))
 
+        # What the roles' tasks did so far in this run: only for roles whose plan reads it (run_state), checked here.
+        for role, state in sorted(plain(args['run']).items()):
+            reader = getattr(_plans.RULES.get(short_name(role)), 'run_state', None)
+            if reader is None:
+                readers = sorted(name for name, rules in _plans.RULES.items() if hasattr(rules, 'run_state'))
+                raise AnsibleActionFail('run: {0} is not a role whose plan reads what the run did; those that do: '
+                                        '{1}'.format(role, ', '.join(readers)))
+            try:
+                reader(state)
+            except ValueError as exc:
+                raise AnsibleActionFail('run.{0}: {1}'.format(role, to_native(exc)))
+
         # The settings, typed once from the rule modules' SETTINGS (the variables as the play sees them).
         typed = {}
         for role in roles:
@@ -126,9 +139,11 @@ class ActionModule(ActionBase):
             typed[role] = _plans.typed_settings(role, provided)
 
         pending = task_vars.get('nodeprep_nvidia_driver_pending')
+        # What the roles' tasks did so far in this run (the later stages of kernel and nvidia_driver), per role.
         context = _plan.new_context(host=task_vars.get('inventory_hostname', ''),
                                     check_mode=bool(self._play_context.check_mode),
-                                    driver_pending=plain(self._templar.template(pending)) if pending else None)
+                                    driver_pending=plain(self._templar.template(pending)) if pending else None,
+                                    extra={'run': dict((short_name(r), v) for r, v in plain(args['run']).items())})
         facts = self._facts(task_vars)
         request = _plan.merge_gathers([_plans.gather_request(roles, dict((r, typed[r][0]) for r in roles)), extra])
         gathered = {}

@@ -98,6 +98,19 @@ options:
         bare gather with it.
     type: bool
     default: true
+  run:
+    description:
+      - What the tasks of a role did so far in this run, by role name, for the plans of its later stages (the
+        C(kernel) and C(nvidia_driver) roles plan again with it after an installation, a build, C(modprobe) or a
+        reboot). Each role's plan returns what to hand back in C(args.run); a role not named plans as at its start.
+      - Keys of C(kernel) - C(stage) (V(start), V(installed), V(dkms), V(rebooted)), C(booting) (the release the
+        reboot was for), C(dkms) (the registered results of the DKMS builds).
+      - Keys of C(nvidia_driver) - C(stage) (V(start), V(installed), V(rebooted)), C(start_version), C(installing),
+        C(modprobe) (the registered result of C(modprobe nvidia), as it is), C(files) (the paths written in this run),
+        C(initramfs) (the initramfs was rebuilt in this run).
+      - A stage that is not one of these fails the task, naming the value.
+    type: dict
+    default: {}
 attributes:
   action:
     support: full
@@ -123,6 +136,13 @@ EXAMPLES = r"""
 - name: Show why the shm role would run
   ansible.builtin.debug:
     var: ansible_facts.nodeprep_plans.shm.run
+
+- name: Plan the driver again from a new gather, after the installation of this run
+  gpufleet.nodeprep.node_plan:
+    roles: [nvidia_driver]
+    gather: always
+    run:
+      nvidia_driver: "{{ ansible_facts.nodeprep_plans.nvidia_driver.args.run | combine({'stage': 'installed'}) }}"
 """
 
 RETURN = r"""
@@ -148,7 +168,9 @@ ansible_facts:
       description:
         - One plan per role. Keys C(problems), C(errors), C(missing), C(reasons), C(drift) (items C(check), C(msg)),
           C(reports), C(files) (items C(path), C(state), C(content), C(mode), C(owner), C(group), C(src), C(change)),
-          C(units), C(args), C(reboot) (C(needed), C(why)), C(run) and C(settings) (the typed variables).
+          C(units), C(args), C(reboot) (C(needed), C(why), C(allowed); for the C(kernel) and C(nvidia_driver) roles
+          also C(timeout) and C(before), the commands to run just before the reboot), C(run) and C(settings) (the
+          typed variables).
       returned: when O(plan) is true
       type: dict
 """

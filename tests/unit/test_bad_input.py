@@ -393,11 +393,11 @@ SHM_ASSERT = PROLOGUE.format('Plan /dev/shm')
 MEMLOCK_ASSERT = PROLOGUE.format('Plan the memlock limits of this node')
 NIC_ASSERT = PROLOGUE.format('Plan the NIC offload features')
 # The kernel role's plan (_plan_kernel) refuses a source the platform lacks; the role fails on it first.
-KERNEL_SOURCE = 'Check the settings and the facts the plan read'
+KERNEL_SOURCE = PROLOGUE.format('Plan the kernel')
 KERNEL_ELREPO = KERNEL_SOURCE
 # The nvidia_driver role's plan (node_plan, _plan_nvidia_driver) makes the cross-field refusals settings problems; the
-# role fails on them in its first check, before anything else (they were separate asserts in validate.yml).
-DRIVER_PLAN = 'Check the settings and the facts the plan read'
+# role fails on them in its first task, before anything else (they were separate asserts in validate.yml).
+DRIVER_PLAN = PROLOGUE.format('Plan the driver')
 DRIVER_BRANCH = DRIVER_PLAN
 DRIVER_VERSION = DRIVER_PLAN
 DRIVER_RUNFILE = DRIVER_PLAN

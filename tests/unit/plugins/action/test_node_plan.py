@@ -198,3 +198,33 @@ def test_without_fail_on_problems_a_problem_stays_in_the_plan():
     result, _calls = run({'roles': ['fake']}, {'nodeprep_fake_flag': 'maybe', 'ansible_facts': GATHERED})
     assert 'failed' not in result
     assert result['ansible_facts']['nodeprep_plans']['fake']['run'][0].startswith('invalid settings: ')
+
+
+def test_what_the_run_did_reaches_the_plan_of_that_role():
+    """The later stages of a role plan again with what the run did (``run``), checked by the role's run_state."""
+    module = _plans.RULES['fake']
+
+    def run_state(state):
+        if (state or {}).get('stage') not in (None, 'start', 'installed'):
+            raise ValueError('run.stage={0!r}: allowed start, installed'.format(state.get('stage')))
+        return state
+    module.run_state = run_state
+    plain_plan = module.plan
+
+    def plan(facts, settings, context):
+        out = plain_plan(facts, settings, context)
+        out['args']['run'] = context['run'].get('fake')
+        return out
+    module.plan = plan
+    facts = dict(GATHERED, nodeprep_file_patterns=[])
+    result, calls = run({'roles': ['fake'], 'run': {'gpufleet.nodeprep.fake': {'stage': 'installed'}}},
+                        {'ansible_facts': facts})
+    assert calls == []
+    assert result['ansible_facts']['nodeprep_plans']['fake']['args']['run'] == {'stage': 'installed'}
+    with pytest.raises(AnsibleActionFail) as exc:
+        run({'roles': ['fake'], 'run': {'fake': {'stage': 'later'}}}, {'ansible_facts': facts})
+    assert str(exc.value) == "run.fake: run.stage='later': allowed start, installed"
+    with pytest.raises(AnsibleActionFail) as exc:
+        run({'roles': ['fake'], 'run': {'shm': {}}}, {'ansible_facts': facts})
+    assert str(exc.value) == ('run: shm is not a role whose plan reads what the run did; those that do: fake, kernel, '
+                              'nvidia_driver')
