@@ -26,6 +26,7 @@ strings, "N/A"), "sum", ("min", "max", "average" with -v), "error"}], "error", "
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import copy
 import json
 import re
 
@@ -73,9 +74,17 @@ def _new_result():
             'warnings': [], 'notes': []}
 
 
+def _matrix(key, description=None):
+    return {'key': key, 'description': description, 'column_labels': [], 'row_labels': [], 'matrix': [],
+            'sum': None, 'min': None, 'max': None, 'average': None}
+
+
 def _testcase(name, status='Running'):
-    return {'name': name, 'status': status, 'description': None, 'column_labels': [], 'row_labels': [],
-            'matrix': [], 'sum': None, 'min': None, 'max': None, 'average': None, 'error': None}
+    """A test case; its first matrix's fields are the case's own (``description``, ``matrix``, ``sum``...), every
+    matrix (bidirectional device tests print three: ``<name>_read1``, ``_read2``, ``_total``) in ``matrices``."""
+    case = _matrix(name)
+    case.update(name=name, status=status, error=None, matrices=[])
+    return case
 
 
 def parse_nvbandwidth_text(text):
@@ -84,6 +93,7 @@ def parse_nvbandwidth_text(text):
         text = text.decode('utf-8', 'replace')
     out = _new_result()
     current = None
+    block = None
     state = 'header'  # header | description | columns | rows | done
     for number, raw in enumerate((text or '').splitlines(), 1):
         line = raw.strip()
@@ -118,6 +128,7 @@ def parse_nvbandwidth_text(text):
         match = _RUNNING.match(line)
         if match:
             current = _testcase(match.group(1))
+            block = None
             out['testcases'].append(current)
             state = 'description'
             continue
@@ -126,7 +137,7 @@ def parse_nvbandwidth_text(text):
             status = 'Error' if match.group(1) == 'ERROR' else match.group(1)
             if status == 'Waived':
                 out['waived'] += 1
-            elif current is not None and current['status'] == 'Running' and not current['matrix']:
+            elif current is not None and current['status'] == 'Running' and block is None:
                 current['status'], current['error'] = status, match.group(2)
                 state = 'done'
             else:
@@ -134,45 +145,63 @@ def parse_nvbandwidth_text(text):
             continue
         match = _SUM.match(line)
         if match:
-            if current is None or match.group(2) != current['name']:
+            key = match.group(2)
+            if block is None or not (key == current['name'] or key.startswith(current['name'] + '_')):
                 _fail(number, raw, '{0} names a test case that is not the one running ({1})'.format(
                     match.group(1), current['name'] if current else 'none'))
-            current[{'SUM': 'sum', 'MIN': 'min', 'MAX': 'max', 'AVG': 'average'}[match.group(1)]] = \
+            block['key'] = key
+            block[{'SUM': 'sum', 'MIN': 'min', 'MAX': 'max', 'AVG': 'average'}[match.group(1)]] = \
                 float(match.group(3))
             if match.group(1) == 'SUM':
                 current['status'] = 'Passed'
             state = 'done'
             continue
         match = _PERF.match(line)
-        if match and current is not None and match.group(1) == current['name']:
-            current['sum'], current['unit'], current['status'] = float(match.group(2)), match.group(3), 'Passed'
+        if match and block is not None and match.group(1).startswith(current['name']):
+            block['key'], block['sum'], block['unit'] = match.group(1), float(match.group(2)), match.group(3)
+            current['status'] = 'Passed'
             state = 'done'
             continue
         if state == 'header' and current is None and _HOSTNAME.match(line) and out['host'] is None:
             out['host'] = line
             continue
-        if state == 'description':
-            current['description'] = line
+        if state in ('description', 'done') and current is not None and current['status'] in ('Running', 'Passed'):
+            # a matrix's description: the first of the test case, or the next one of a bidirectional test
+            block = _matrix(current['name'], line)
+            current['matrices'].append(block)
             state = 'columns'
             continue
         if state == 'columns':
-            current['column_labels'] = line.split()
+            block['column_labels'] = line.split()
             state = 'rows'
             continue
         if state == 'rows':
             tokens = line.split()
-            if len(tokens) != len(current['column_labels']) + 1:
+            if len(tokens) != len(block['column_labels']) + 1:
                 _fail(number, raw, 'a matrix row of {0}: expected a label and {1} values, found {2} fields'.format(
-                    current['name'], len(current['column_labels']), len(tokens)))
+                    current['name'], len(block['column_labels']), len(tokens)))
             try:
                 values = [_value(token) for token in tokens[1:]]
             except NvbandwidthParseError as exc:
                 _fail(number, raw, str(exc))
-            current['row_labels'].append(tokens[0])
-            current['matrix'].append(values)
+            block['row_labels'].append(tokens[0])
+            block['matrix'].append(values)
             continue
         _fail(number, raw, 'not a line nvbandwidth prints here (state: {0})'.format(state))
+    for case in out['testcases']:
+        _lift(case)
     return out
+
+
+_MATRIX_FIELDS = ('description', 'column_labels', 'row_labels', 'matrix', 'sum', 'min', 'max', 'average')
+
+
+def _lift(case):
+    """The first matrix's fields become the test case's own (one matrix is the usual case)."""
+    if case['matrices']:
+        first = case['matrices'][0]
+        for key in _MATRIX_FIELDS:
+            case[key] = copy.deepcopy(first[key])
 
 
 def parse_nvbandwidth_json(text):
@@ -233,6 +262,8 @@ def parse_nvbandwidth_json(text):
         for key in ('sum', 'min', 'max', 'average'):
             if case.get(key) is not None:
                 result[key] = float(case[key])
+        if result['matrix']:
+            result['matrices'].append(dict((key, copy.deepcopy(result[key])) for key in _MATRIX_FIELDS + ('key',)))
         if result['status'] == 'Waived':
             out['waived'] += 1
         out['testcases'].append(result)
@@ -246,7 +277,8 @@ def parse_nvbandwidth(text):
     ``driver_version``, ``host``, ``devices`` (``index``, ``name``, ``bus_id`` or None), ``testcases`` (``name``,
     ``status``: ``Passed``, ``Waived``, ``Error`` or ``Running`` when the output ended inside the test,
     ``description``, ``column_labels``, ``row_labels``, ``matrix`` (floats, None for N/A), ``sum``, ``min``,
-    ``max``, ``average``, ``error``), ``waived`` (how many were waived), ``error``, ``warnings``, ``notes``.
+    ``max``, ``average``, ``error``; ``matrices``: every matrix of the case, the first being the case itself),
+    ``waived`` (how many were waived), ``error``, ``warnings``, ``notes``.
     """
     if isinstance(text, bytes):
         text = text.decode('utf-8', 'replace')

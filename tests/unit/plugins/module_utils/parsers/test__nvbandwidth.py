@@ -7,6 +7,7 @@ Expected values were read from the files by eye; inputs built here are labelled 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
 import os
 
 import pytest
@@ -134,3 +135,29 @@ def test_json_after_warning_lines():
     # constructed: nvbandwidth's own WARNING lines before the document (as NVIDIA/DCGM's test input with errors has)
     parsed = B.parse_nvbandwidth('WARNING: Failed to acquire log file lock\n{"nvbandwidth": {"version": "v0.5"}}')
     assert parsed['version'] == 'v0.5' and parsed['warnings'] == ['WARNING: Failed to acquire log file lock']
+
+
+def test_constructed_bidirectional_device_test_prints_three_matrices():
+    # constructed in the layout of testcases_ce.cpp (DeviceToDeviceBidirReadCE: _read1, _read2, _total)
+    text = ('Running device_to_device_bidirectional_memcpy_read_ce.\n'
+            'memcpy CE GPU(row) <-> GPU(column) Read1 bandwidth (GB/s)\n           0         1\n'
+            ' 0       N/A    370.00\n 1    371.00       N/A\n\n'
+            'SUM device_to_device_bidirectional_memcpy_read_ce_read1 741.00\n\n'
+            'memcpy CE GPU(row) <-> GPU(column) Read2 bandwidth (GB/s)\n           0         1\n'
+            ' 0       N/A    360.00\n 1    361.00       N/A\n\n'
+            'SUM device_to_device_bidirectional_memcpy_read_ce_read2 721.00\n\n'
+            'memcpy CE GPU(row) <-> GPU(column) Total bandwidth (GB/s)\n           0         1\n'
+            ' 0       N/A    730.00\n 1    732.00       N/A\n\n'
+            'SUM device_to_device_bidirectional_memcpy_read_ce_total 1462.00\n')
+    [case] = B.parse_nvbandwidth(text)['testcases']
+    assert case['status'] == 'Passed' and case['sum'] == 741.0
+    assert [(m['key'], m['sum']) for m in case['matrices']] == [
+        ('device_to_device_bidirectional_memcpy_read_ce_read1', 741.0),
+        ('device_to_device_bidirectional_memcpy_read_ce_read2', 721.0),
+        ('device_to_device_bidirectional_memcpy_read_ce_total', 1462.0)]
+    assert case['matrices'][2]['matrix'][1][0] == 732.0
+
+
+def test_results_are_plain_data():
+    for name in (H100_D2D, JSON_1GPU):
+        json.dumps(B.parse_nvbandwidth(read(name)))
