@@ -37,7 +37,7 @@ class NvbandwidthParseError(ValueError):
 
 _HEADER_FIELDS = (
     ('version', re.compile(r'^nvbandwidth Version: (\S+)$')),
-    ('git_version', re.compile(r'^Built from Git version: (.*)$')),
+    ('git_version', re.compile(r'^Built from Git version:(?: (.*))?$')),
     ('mpi_version', re.compile(r'^MPI version: (.*)$')),
     ('cuda_runtime', re.compile(r'^CUDA Runtime Version: (\d+)$')),
     ('cuda_driver', re.compile(r'^CUDA Driver Version: (\d+)$')),
@@ -105,7 +105,8 @@ def parse_nvbandwidth_text(text):
         for key, pattern in _HEADER_FIELDS:
             match = pattern.match(line)
             if match:
-                out[key] = int(match.group(1)) if key in _INT_KEYS else match.group(1)
+                # a build from a release tarball has no git: "Built from Git version: " (output.cpp), kept as ''
+                out[key] = int(match.group(1)) if key in _INT_KEYS else (match.group(1) or '')
                 matched = True
                 break
         if matched:

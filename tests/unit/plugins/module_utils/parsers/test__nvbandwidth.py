@@ -161,3 +161,13 @@ def test_constructed_bidirectional_device_test_prints_three_matrices():
 def test_results_are_plain_data():
     for name in (H100_D2D, JSON_1GPU):
         json.dumps(B.parse_nvbandwidth(read(name)))
+
+
+def test_a_build_without_git_prints_an_empty_git_version():
+    """Constructed input (the two header lines only, as output.cpp of v0.8 prints them when CMake's `git describe`
+    gave nothing: a build from a release tarball), followed by one real capture's body."""
+    with open(os.path.join(DIR, '8gpu_h2d-ce_nvbandwidth-readme.txt')) as handle:
+        body = handle.read()
+    parsed = B.parse_nvbandwidth('nvbandwidth Version: v0.8\nBuilt from Git version: \n\n' + body)
+    assert (parsed['version'], parsed['git_version']) == ('v0.8', '')
+    assert parsed['testcases'][0]['name'] == 'host_to_device_memcpy_ce'
