@@ -29,15 +29,17 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nic
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_nvidia_driver
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_rdma
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils import _plan_shm
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_perf_tools
 
 # Every role of the collection that configures a node, in the order playbooks/site.yml runs them: the one list of
 # the roles (site.yml, the readiness role and the node_plan action read it from here).
-SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma', 'dcgm')
+SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma', 'dcgm',
+              'perf_tools')
 
 # The roles whose decisions are a rule module's plan(); the others still decide in their own tasks.
 RULES = dict((module.ROLE, module) for module in (
     _plan_kernel, _plan_nvidia_driver, _plan_gpu_settings, _plan_memlock, _plan_shm, _plan_nccl, _plan_nic_offload,
-    _plan_rdma, _plan_dcgm))
+    _plan_rdma, _plan_dcgm, _plan_perf_tools))
 
 PLANNED_ROLES = tuple(role for role in SITE_ROLES if role in RULES)
 

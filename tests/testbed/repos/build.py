@@ -105,6 +105,9 @@ KEYS = {
 # Which key signs the RPMs of each EL repository, and which key files each one serves (at the real file names).
 EL_SIGNER = {
     'baseos': lambda el: 'rocky-' + el[2:],
+    # Rocky signs CRB / PowerTools with the same key as BaseOS (the node's .repo names that key for both)
+    'crb': lambda el: 'rocky-' + el[2:],
+    'powertools': lambda el: 'rocky-' + el[2:],
     'cuda': lambda el: 'cuda-rhel10' if el == 'el10' else 'cuda-rhel',
     'epel': lambda el: 'epel-' + el[2:],
     'elrepo': lambda el: 'elrepo-v1' if el == 'el8' else 'elrepo-v2',

@@ -378,3 +378,26 @@ def test_nvbandwidth_built_from_a_tarball_has_no_git_version(node):  # noqa: F81
     out = perf_double.nvbandwidth(['-t', 'host_to_device_memcpy_ce'], 'v0.8', '')[0]
     assert out.splitlines()[:2] == ['nvbandwidth Version: v0.8', 'Built from Git version: ']
     assert _nvbandwidth.parse_nvbandwidth(out)['version'] == 'v0.8'
+
+
+@pytest.mark.parametrize('profile', ['hgx-h100-8gpu', 'hgx-h200-8gpu', 'hgx-b200-8gpu'])
+def test_a_healthy_profile_passes_its_models_thresholds(node, profile):  # noqa: F811
+    """Without a fault the double's figures pass the public thresholds (docs/readiness-thresholds.md), in each
+    threshold's own run shape; with allreduce-slow they do not."""
+    node.ready(profile)
+    nccl_lib(node)
+    name = xml_gpus(node)[0]['name']
+    t = T.thresholds(name)
+    shape = ['-b', str(t['allreduce_min_bytes']['value']), '-e', str(t['allreduce_max_bytes']['value']), '-f', '2',
+             '-g', '8', '-c', '1']
+    parsed = _nccl_tests.parse_nccl_tests(perf_double.all_reduce_perf(shape)[0])
+    assert parsed['avg_busbw'] >= t['allreduce_busbw_gbps']['value'] and parsed['wrong_total'] == 0
+    if t['host_to_device_gbps']['value'] is not None:
+        cases = _nvbandwidth.parse_nvbandwidth(perf_double.nvbandwidth(
+            ['-t', 'host_to_device_memcpy_ce', 'device_to_host_memcpy_ce', 'device_to_device_memcpy_read_ce'])[0])
+        h2d, d2h, d2d = [[v for row in c['matrix'] for v in row if v is not None] for c in cases['testcases']]
+        assert min(h2d) >= t['host_to_device_gbps']['value'] and min(d2h) >= t['device_to_host_gbps']['value']
+        assert min(d2d) >= t['device_to_device_read_gbps']['value']
+    node.fault('allreduce-slow', '')
+    parsed = _nccl_tests.parse_nccl_tests(perf_double.all_reduce_perf(shape)[0])
+    assert parsed['avg_busbw'] < t['allreduce_busbw_gbps']['value']

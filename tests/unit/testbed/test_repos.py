@@ -239,6 +239,16 @@ def test_rpms_verify_with_their_repository_key_only(repos, tmp_path, el, repo, k
     assert proc.returncode != 0 and 'NOT OK' in proc.stdout
 
 
+@pytest.mark.parametrize('el, repo', [('el8', 'powertools'), ('el9', 'crb'), ('el10', 'crb')])
+def test_crb_rpms_verify_with_the_baseos_key(repos, tmp_path, el, repo):
+    """The node's .repo file checks CRB / PowerTools with the Rocky key of BaseOS (gpgcheck=1), as on Rocky."""
+    own = rpmdb_with(tmp_path, os.path.join(repos, el, 'baseos', 'RPM-GPG-KEY-Rocky-' + el[2:]))
+    pkgs = sorted(glob.glob(os.path.join(repos, el, repo, '*.rpm')))
+    assert pkgs
+    for p in pkgs:
+        assert sh(['rpm', '--dbpath', own, '-K', p]).stdout.strip().endswith('digests signatures OK'), p
+
+
 def test_keys_are_distinct(repos):
     files = [os.path.join(repos, 'el9', 'cuda', 'D42D0685.pub'), os.path.join(repos, 'el10', 'cuda', 'CDF6BA43.pub'),
              os.path.join(repos, 'apt', 'cuda', '3bf863cc.pub')]
