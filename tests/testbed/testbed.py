@@ -231,6 +231,7 @@ FAULTS['allreduce-slow'] = {
     'flag': 'allreduce-slow',
     'help': 'all_reduce_perf reports a lower bus bandwidth: --value the factor (default 0.5); nvbandwidth untouched'}
 
+
 class TestbedError(Exception):
     pass
 

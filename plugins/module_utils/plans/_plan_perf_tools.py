@@ -127,7 +127,9 @@ SETTINGS = {
 # ---------------------------------------------------------------- settings
 
 def check_settings(plan, settings):
-    get = lambda name: settings[PREFIX + name]  # noqa: E731
+    def get(name):
+        return settings[PREFIX + name]
+
     prefix = get('prefix') or ''
     if not _PATH_RE.match(prefix) or posixpath.normpath(prefix) in ('/', '/usr', '/etc') or '..' in prefix.split('/'):
         _plan.add_problem(plan, PREFIX + 'prefix', prefix, 'an absolute folder of its own, such as /opt/nodeprep/perf')
@@ -364,8 +366,8 @@ def plan(facts, settings, context):
         wanted = [(name, None) for name in package_names(family, cuda, build)]
     nccl = None
     if 'all_reduce_perf' in build:
-        nccl_cuda = settings[PREFIX + 'nccl_cuda'] or NCCL_CUDA_BUILD.get(cuda[0], 'X.Y' if out['args']['predict']
-                                                                           else None)
+        fallback = 'X.Y' if out['args']['predict'] else None
+        nccl_cuda = settings[PREFIX + 'nccl_cuda'] or NCCL_CUDA_BUILD.get(cuda[0], fallback)
         if not nccl_cuda:
             out['errors'].append('perf_tools on {0}: NVIDIA publishes no NCCL build known to the role for CUDA {1}.{2} '
                                  '({3}); set nodeprep_perf_tools_nccl_cuda (the +cudaX.Y of the NCCL packages).'.format(

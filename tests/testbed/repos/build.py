@@ -847,8 +847,8 @@ def build(out, force=False, keys_dir=None):
                 devtools_payload(os.path.join(work, 'payload-devtools-' + el), '/usr/lib64', {
                     'gxx': tools['gxx'][0], 'cmake': tools['cmake'][0], 'boost': tools['boost'][0]})
             devtools_payload(os.path.join(work, 'payload-devtools-apt'), '/usr/lib/x86_64-linux-gnu', {
-                'gxx': APT_DEVTOOLS['g++'].split(':')[-1].split('-')[0],
-                'cmake': APT_DEVTOOLS['cmake'].split('-')[0], 'boost': APT_BOOST_VERSION})
+                'gxx': APT_DEVTOOLS['g++'].rsplit(':', 1)[-1].split('-', 1)[0],
+                'cmake': APT_DEVTOOLS['cmake'].split('-', 1)[0], 'boost': APT_BOOST_VERSION})
             source_tarballs(tmp_out)
             jobs = []
             el_dirs = {}

@@ -198,8 +198,8 @@ def test_all_reduce_perf_slow_fault_halves_it(node):  # noqa: F811
     parsed = _nccl_tests.parse_nccl_tests(perf_double.all_reduce_perf(['-b', '16G', '-e', '16G', '-g', '8'])[0])
     assert 235.0 < parsed['avg_busbw'] < 241.0
     node.fault('allreduce-slow', '0.8\n')
-    parsed = _nccl_tests.parse_nccl_tests(perf_double.all_reduce_perf(['-b', '1G', '-e', '16G', '-f', '2', '-g',
-                                                                        '8'])[0])
+    shape = ['-b', '1G', '-e', '16G', '-f', '2', '-g', '8']
+    parsed = _nccl_tests.parse_nccl_tests(perf_double.all_reduce_perf(shape)[0])
     assert [row['size'] for row in parsed['rows']] == [2 ** 30 * n for n in (1, 2, 4, 8, 16)]
     assert 370.0 < parsed['avg_busbw'] < 385.0
 

@@ -242,8 +242,8 @@ def nvb_text_matrix(values):
     width = 2
     out = [' ' * width + ''.join('{0:>10}'.format(n) for n in range(len(values[0])))]
     for n, row in enumerate(values):
-        out.append('{0:>{1}}'.format(n, width) + ''.join('{0:>10}'.format('N/A' if v is None else '{0:.2f}'.format(v))
-                                                          for v in row))
+        cells = ''.join('{0:>10}'.format('N/A' if v is None else '{0:.2f}'.format(v)) for v in row)
+        out.append('{0:>{1}}'.format(n, width) + cells)
     return out
 
 

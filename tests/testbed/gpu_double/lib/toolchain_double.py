@@ -371,7 +371,7 @@ def cmake(args, cwd):
         if match:
             project_line = number
             rest = ' '.join([match.group(1)] + lines[number:number + 2])
-            languages = re.findall(r'\b(CUDA|CXX)\b', rest.split(')')[0])
+            languages = re.findall(r'\b(CUDA|CXX)\b', rest.split(')', 1)[0])
         if re.match(r'\s*find_package\(Boost\b.*program_options', line):
             boost_line = number
         match = re.match(r'\s*(\S+\.(?:cu|cpp))\s*$', line)

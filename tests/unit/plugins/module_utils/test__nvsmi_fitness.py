@@ -76,9 +76,8 @@ def test_event_reasons_and_counters():
     assert gpu['clocks_event_reasons']['hw_slowdown'] is False
     assert gpu['clocks_event_reasons']['hw_thermal_slowdown'] is False
     assert gpu['clocks_event_reasons']['hw_power_brake_slowdown'] is False
-    assert gpu['clocks_event_reasons_counters_us'] == {'sw_power_cap': 7015662857, 'sync_boost': 0,
-                                                        'sw_therm_slowdown': 0, 'hw_therm_slowdown': 0,
-                                                        'hw_power_brake': 0}
+    assert gpu['clocks_event_reasons_counters_us'] == {
+        'sw_power_cap': 7015662857, 'sync_boost': 0, 'sw_therm_slowdown': 0, 'hw_therm_slowdown': 0, 'hw_power_brake': 0}
     # v12 (570.148.08) has no counters element
     assert parse_nvsmi_xml(load('a100-sxm4-40gb-1gpu_k8s-test-infra.xml'))['gpus'][0][
         'clocks_event_reasons_counters_us'] is None
@@ -127,12 +126,11 @@ def test_mig_modes_and_vbios():
 
 
 def test_bad_width_names_the_element():
-    text = load('b200-8gpu_k8s-test-infra.xml').replace('<current_link_width>16x</current_link_width>',
-                                                         '<current_link_width>sixteen</current_link_width>', 1)
+    good = '<current_link_width>16x</current_link_width>'
+    text = load('b200-8gpu_k8s-test-infra.xml').replace(good, '<current_link_width>sixteen</current_link_width>', 1)
     # a status word is "no value", a number in another unit is an error naming the element
     assert parse_nvsmi_xml(text)['gpus'][0]['pcie']['width_current'] is None
-    text = load('b200-8gpu_k8s-test-infra.xml').replace('<current_link_width>16x</current_link_width>',
-                                                         '<current_link_width>16 lanes</current_link_width>', 1)
+    text = load('b200-8gpu_k8s-test-infra.xml').replace(good, '<current_link_width>16 lanes</current_link_width>', 1)
     with pytest.raises(NvidiaSmiParseError) as err:
         parse_nvsmi_xml(text)
     assert str(err.value) == ("GPU 0 (00000000:8F:00.0) <pci/pci_gpu_link_info/link_widths/current_link_width>: "

@@ -57,8 +57,8 @@ def test_doc_table_lists_every_model_with_its_figures():
         allreduce = entry['allreduce']
         assert busbw.startswith('none' if not allreduce else '{0} ('.format(allreduce['busbw_gbps']))
         if entry['nvbandwidth']:
-            figures = [entry['nvbandwidth'][k] for k in ('host_to_device_memcpy_ce', 'device_to_host_memcpy_ce',
-                                                          'device_to_device_memcpy_read_ce')]
+            keys = ('host_to_device_memcpy_ce', 'device_to_host_memcpy_ce', 'device_to_device_memcpy_read_ce')
+            figures = [entry['nvbandwidth'][k] for k in keys]
             assert nvb.startswith(' / '.join('none' if f is None else str(f) for f in figures))
         else:
             assert nvb == 'none'
