@@ -19,6 +19,8 @@ import re
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_records import (
+    NodeStateError, check_file_path, check_package_name, unit_name)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_dcgm
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_gpu_settings
@@ -248,6 +250,23 @@ def _validate(spec, given):
     return typed, failed
 
 
+def _gather_problem(module, settings):
+    """Why the gather ``settings`` make the role ask for cannot be asked of a node (a unit, file or package name the
+    gather module refuses: a unit name with a space given in a list setting), in the gather module's words, or
+    None."""
+    try:
+        request = _plan.role_gather(module, settings)
+        for unit in request.get('units') or []:
+            unit_name(unit)
+        for path in request.get('files') or []:
+            check_file_path(path)
+        for name in request.get('packages') or []:
+            check_package_name(name)
+    except NodeStateError as exc:
+        return 'the node cannot be asked about it: {0}'.format(exc)
+    return None
+
+
 def typed_settings(role, provided):
     """(settings, problems) of ``role``: the variables the play gave (``provided``, already templated; only the
     role's own names are read) typed and completed with the defaults of the rule module's SETTINGS.
@@ -256,7 +275,8 @@ def typed_settings(role, provided):
     list becomes a list.  Before and after it, for every setting of every role, driven by its entry in SETTINGS: a
     number anywhere in the value must be finite and fit a signed 64-bit integer (number_problem), a path setting
     must be an absolute path on the node as written (node_path_problem: Ansible's path type would expand ~ and
-    $VARIABLE on the controller), a list of strings has no empty item.  A value that cannot be used is a problem
+    $VARIABLE on the controller), a list of strings has no empty item, and the role's gather request must be one
+    the gather module takes (_gather_problem: a unit name with a space).  A value that cannot be used is a problem
     naming the variable; its default is used so that the plan can still say what else is wrong (a raise here would
     lose the plans of every role of the node), and the role fails on the problem before it changes anything.
     """
@@ -273,6 +293,14 @@ def typed_settings(role, provided):
     for name in given:
         if name not in refused:
             found = _typed_problem(spec[name], settings[name])
+            if found:
+                refused[name] = [found]
+    typed = [name for name in sorted(given) if name not in refused]
+    defaults = dict((name, copy.deepcopy(entry.get('default'))) for name, entry in spec.items())
+    if typed and _gather_problem(module, dict(defaults, **dict((name, settings[name]) for name in typed))):
+        # The setting that makes the gather request one the node cannot be asked: each alone over the defaults.
+        for name in typed:
+            found = _gather_problem(module, dict(defaults, **{name: settings[name]}))
             if found:
                 refused[name] = [found]
     problems = []

@@ -264,3 +264,39 @@ def test_an_empty_list_item_has_its_words():
     assert _plans.typed_settings('memlock', {'nodeprep_memlock_services': 'slurmd,,sshd'})[1] == [
         'nodeprep_memlock_services="slurmd,,sshd": has an empty item; allowed: a list of non-empty items; [] for none '
         '(-e \'{"name": []}\') (role memlock: docs/roles/memlock.md)']
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Text the node cannot be asked about: a unit name with a space in a list setting made the plan raise while it
+# listed what to gather (parsers/_node_records.unit_name), and node_plan lost every role's plan.
+
+ODD_TEXTS = ['nvidia pm', '-x', 'a\nb', 'a, b c', '../x', '*', '{x}', ' ', 'a\x00b', '[', '/', '1.2.3.4.5', '-1']
+
+
+def text_cases():
+    return [pytest.param(role, name, text, id='{0}:{1!r}'.format(name, text)) for role in _plans.SITE_ROLES
+            for name, entry in sorted(_plans.RULES[role].SETTINGS.items())
+            if entry['type'] in ('str', 'list', 'raw', 'path') for text in ODD_TEXTS]
+
+
+@pytest.mark.parametrize('role, name, text', text_cases())
+def test_odd_text_in_any_setting_is_planned_or_refused_never_raised(role, name, text, facts):
+    settings, problems = _plans.typed_settings(role, {name: text})
+    _plans.gather_request([role], {role: settings})
+    plan = _plans.plan_role(role, copy.deepcopy(facts), settings, problems, _plan.new_context(host='gpu-a01'))
+    assert plan['run'] is not None
+    assert all(problem.startswith('nodeprep_') for problem in problems)
+
+
+def test_a_unit_the_node_cannot_be_asked_about_is_refused_naming_the_variable(facts):
+    name = 'nodeprep_nvidia_driver_persistence_conflicting_units'
+    settings, problems = _plans.typed_settings('nvidia_driver', {name: 'nvidia-pm,gpu mode'})
+    assert problems == [
+        name + '="nvidia-pm,gpu mode": the node cannot be asked about it: units: \'gpu mode\' is not a unit name '
+        "(allowed: a name such as nvidia-persistenced or nvidia-persistenced.service, without spaces, not starting "
+        "with '-') (role nvidia_driver: docs/roles/nvidia_driver.md)"]
+    assert settings[name] == _plans.RULES['nvidia_driver'].SETTINGS[name]['default']
+    result, _calls = NP.run({'gather': 'never'}, {name: ['gpu mode'], 'ansible_facts': copy.deepcopy(facts)})
+    plans = result['ansible_facts']['nodeprep_plans']
+    assert sorted(plans) == sorted(_plans.SITE_ROLES)
+    assert plans['nvidia_driver']['problems'][0].startswith(name + '=["gpu mode"]: the node cannot be asked')
