@@ -115,6 +115,10 @@ PATH_ALLOWED = ('allowed: an absolute path on the node as written (no ~ or $VARI
                 'them; no newline or other control character, no space at either end, no empty, . or .. part, no / '
                 'at the end)')
 
+# Path settings whose rule says more precisely which paths it takes: a refused path names those words too (the
+# rule's own check never sees a value the typing refused).
+_PATH_WORDS = {'nodeprep_memlock_limits_file': _plan_memlock.FILE_ALLOWED}
+
 # A list setting's items: an empty item (-e 'name=' or 'a,,b' split on commas) names nothing.
 LIST_ITEM_ALLOWED = "allowed: a list of non-empty items; [] for none (-e '{\"name\": []}')"
 
@@ -179,10 +183,10 @@ def number_problem(value, raw=False, where=''):
     return None
 
 
-def node_path_problem(value, empty_ok=False):
+def node_path_problem(value, empty_ok=False, words=None):
     """Why ``value`` cannot be a path setting (a file or folder on the node), or None.  ``empty_ok``: the setting's
-    default is '' (its documented 'none')."""
-    allowed = PATH_ALLOWED + (", or '' (the default)" if empty_ok else '')
+    default is '' (its documented 'none').  ``words``: what the setting's rule allows, said first."""
+    allowed = (words + '; ' if words else '') + PATH_ALLOWED + (", or '' (the default)" if empty_ok else '')
     if value == '' and empty_ok:
         return None
     if not isinstance(value, str) or not value:
@@ -208,12 +212,12 @@ def node_path_problem(value, empty_ok=False):
     return '{0}; {1}'.format(words, allowed)
 
 
-def _given_problem(entry, value):
+def _given_problem(name, entry, value):
     """What is wrong with a setting's value as given, before the validator types it (which would expand a path on
     the controller, or raise on a number it cannot take), or None."""
     found = number_problem(value, raw=entry['type'] == 'raw')
     if found is None and entry['type'] == 'path':
-        found = node_path_problem(value, empty_ok=entry.get('default') == '')
+        found = node_path_problem(value, empty_ok=entry.get('default') == '', words=_PATH_WORDS.get(name))
     return found
 
 
@@ -285,7 +289,7 @@ def typed_settings(role, provided):
     given = dict((name, provided[name]) for name in spec if name in provided)
     refused = {}
     for name in given:
-        found = _given_problem(spec[name], given[name])
+        found = _given_problem(name, spec[name], given[name])
         if found:
             refused[name] = [found]
     settings, failed = _validate(spec, dict((name, value) for name, value in given.items() if name not in refused))

@@ -231,9 +231,11 @@ def path_cases():
 @pytest.mark.parametrize('role, name, entry, bad, words', path_cases())
 def test_a_path_that_is_not_a_path_on_the_node_is_refused(role, name, entry, bad, words):
     settings, problems = _plans.typed_settings(role, {name: bad})
-    assert problems == ['{0}={1}: {2}; {3}{4} (role {5}: docs/roles/{5}.md)'.format(
-        name, _plan.show(bad), words, _plans.PATH_ALLOWED, ", or '' (the default)" if entry['default'] == '' else '',
-        role)]
+    # The memlock rule says which files pam_limits reads: its words come first there.
+    own = _plans._PATH_WORDS[name] + '; ' if name in _plans._PATH_WORDS else ''
+    assert problems == ['{0}={1}: {2}; {3}{4}{5} (role {6}: docs/roles/{6}.md)'.format(
+        name, _plan.show(bad), words, own, _plans.PATH_ALLOWED,
+        ", or '' (the default)" if entry['default'] == '' else '', role)]
     assert settings[name] == entry['default']
 
 
