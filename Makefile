@@ -42,7 +42,7 @@ TARBALL      = $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
 
 
 .PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix units-matrix lint py36 py36-units security \
-        build docs-rst docs-rst-check importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo report-screenshots bench clean
+        build docs-rst docs-rst-check importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo report-screenshots bench bench-scale clean
 
 deps: ## Install the Debian packages the gates and the simulated fleet need (root)
 	bash .ci/install-deps.sh
@@ -226,6 +226,11 @@ report-screenshots: venv ## Readiness report at 4 and 500 nodes: HTML size per h
 bench: deps collection-link ## Benchmarks: the parser, then the simulated fleet (root; BENCH_SIZES, BENCH_REPEATS: docs/performance.md)
 	$(PY) bench/bench_nvsmi.py || echo "bench: the parser missed its goal (see above); going on with the fleet"
 	$(PY) bench/fleet_bench.py
+
+# Not part of `make test`: a measurement (about 20-30 minutes on 2 cores), not a gate. BENCH_RECORDING=<folder> replays
+# a recording made before (no fleet, no root needed for that part).
+bench-scale: deps collection-link ## The controller at 100, 250 and 1,000 hosts: record on the fleet, replay (root; docs/performance.md)
+	$(PY) bench/scale_bench.py
 
 clean: ## Remove build outputs (keeps .venv/)
 	rm -rf $(TMP) .pytest_cache
