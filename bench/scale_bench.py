@@ -361,14 +361,15 @@ class ScaleBench(object):
         return results
 
     # -- 3. replay -------------------------------------------------------------------------------------------------------
-    def replay(self, recording):
+    def replay(self, recording, sizes=None):
         import yaml
         with open(os.path.join(recording, 'recording.json')) as handle:
             meta = json.load(handle)
         overlay = {'nodeprep_readiness_report_dir': os.path.join(WORK, 'report')}
         figures = []
+        sizes = sizes if sizes is not None else self.sizes
         largest = max(self.sizes)
-        for hosts in self.sizes:
+        for hosts in sizes:
             inv = scalestats.replay_inventory(meta['inventory'], meta['nodes'], hosts, overlay)
             inv_path = os.path.join(WORK, 'replay-{0}.yml'.format(hosts))
             with open(inv_path, 'w') as handle:
@@ -380,7 +381,7 @@ class ScaleBench(object):
                     os.remove(replay_log)
                 env = {'ANSIBLE_CONNECTION_PLUGINS': os.path.join(HERE, 'connection_plugins'),
                        'BENCH_REPLAY_DIR': os.path.join(recording, name), 'BENCH_REPLAY_LOG': replay_log}
-                if hosts == largest and self.pyspy_bin:
+                if hosts == largest and self.pyspy_bin and sizes is self.sizes:
                     self.profile_tags.add(tag)
                 stats, callback, load = self.playbook(tag, playbook, [inv_path], extra_env=env)
                 row = scalestats.replay_figures(hosts, stats, callback, name)
@@ -462,6 +463,15 @@ class ScaleBench(object):
             start = time.monotonic()
             figures, meta = self.replay(recording)
             self.step('replay_s', start)
+            if ssh_runs:
+                # The same playbooks replayed on as many hosts as the fleet has: beside the cold-SSH run, what the
+                # replay leaves out (the ssh processes, and the ssh plugin's own work in the workers).
+                small, _ = self.replay(recording, [len(meta['nodes'])])
+                for row in ssh_runs:
+                    same = [f for f in small if f['playbook'] == row['playbook']]
+                    if same:
+                        row['replay_all_cpu_per_host_s'] = same[0]['all_cpu_per_host_s']
+                        row['replay_main_cpu_per_host_ms'] = same[0]['main_cpu_per_host_ms']
         finally:
             if self.fleet_up and not self.keep:
                 self.testbed('down')
@@ -505,6 +515,12 @@ class ScaleBench(object):
                  'Per-host cost at the largest size over the smallest: main process {0}, all controller CPU '
                  '{1}.'.format(doc['growth_1000_over_100']['main_cpu_per_host'],
                                doc['growth_1000_over_100']['all_cpu_per_host']), '']
+        for f in doc['replay']:
+            if f['hosts'] == max(r['hosts'] for r in doc['replay']):
+                lines.append('{0}.yml at {1} hosts: {2} task results per host; plays that matched no host: {3}.'.format(
+                    f['playbook'], f['hosts'], f['run']['task_results_per_host'],
+                    '; '.join(f['run']['plays_no_hosts']) or 'none'))
+        lines.append('')
         if doc.get('cold_ssh'):
             lines += ['## Cold SSH on the real fleet (empty ControlPath folder, ControlPersist 60 s)', '',
                       scalestats.ssh_table(doc['cold_ssh']), '']

@@ -18,7 +18,8 @@ DOCUMENTATION = '''
     description:
       - At the end of the playbook, in the controller's main process, measures per host the JSON size of the facts
         in the VariableManager's fact cache and of the set_fact and registered values in its non-persistent cache
-        (on an even sample of BENCH_SCALE_SAMPLE hosts, default 40), with the largest keys.
+        (on an even sample of BENCH_SCALE_SAMPLE hosts, default 40), with the largest keys; a value several hosts
+        hold as one object (a run_once task's registered result) is sized once, apart.
       - Records each host's recap, each play's matched hosts and each task's results by status, and writes it all
         as JSON to the file named by BENCH_SCALE_OUT.
     requirements:
@@ -111,7 +112,11 @@ class CallbackModule(CallbackBase):
         self._task(result)['unreachable'] += 1
 
     def _sizes(self):
-        """Per sampled host: bytes of facts, of registered values and of set_fact values, and their largest keys."""
+        """Per sampled host: bytes of facts, of registered values and of set_fact values, and their largest keys.
+
+        A value that several hosts hold as the same object (a run_once task's registered result is set on every host
+        of the play, by reference) is counted apart, once: `shared`, not in any host's figure.
+        """
         if self.vm is None:
             return None
         start = time.process_time()
@@ -119,13 +124,24 @@ class CallbackModule(CallbackBase):
         nonpersistent = self.vm._nonpersistent_fact_cache
         fact_hosts = set(facts_cache.keys())
         hosts = sorted(fact_hosts | set(nonpersistent.keys()))
+        sample = even_sample(hosts, self.sample)
+        holders = {}
+        for host in sample:
+            for value in nonpersistent.get(host, {}).values():
+                holders[id(value)] = holders.get(id(value), 0) + 1
         per_host = {}
         keys = {'facts': {}, 'registered': {}, 'set_fact': {}}
-        for host in even_sample(hosts, self.sample):
+        shared = {}
+        for host in sample:
             facts = sizes_of(facts_cache.get(host) if host in fact_hosts else {})
-            np = sizes_of(nonpersistent.get(host, {}))
-            reg = dict((k, v) for k, v in np.items() if k in self.registered)
-            setf = dict((k, v) for k, v in np.items() if k not in self.registered)
+            own = {}
+            for k, v in nonpersistent.get(host, {}).items():
+                if holders[id(v)] > 1:
+                    shared.setdefault((str(k), id(v)), json_size(v))
+                else:
+                    own[str(k)] = json_size(v)
+            reg = dict((k, v) for k, v in own.items() if k in self.registered)
+            setf = dict((k, v) for k, v in own.items() if k not in self.registered)
             per_host[host] = {'facts': sum(facts.values()), 'registered': sum(reg.values()),
                               'set_fact': sum(setf.values())}
             for kind, sizes in (('facts', facts), ('registered', reg), ('set_fact', setf)):
@@ -137,6 +153,7 @@ class CallbackModule(CallbackBase):
             means = sorted(((sum(v) / n, k) for k, v in sizes.items()), reverse=True)
             top[kind] = [{'key': k, 'mean_bytes': round(m)} for m, k in means[:8]]
         return {'hosts_in_caches': len(hosts), 'sampled': len(per_host), 'per_host': per_host, 'top_keys': top,
+                'shared': [{'key': k, 'bytes': b} for (k, _), b in sorted(shared.items())],
                 'cpu_s': time.process_time() - start}
 
     def v2_playbook_on_stats(self, stats):
