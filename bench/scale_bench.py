@@ -501,8 +501,8 @@ class ScaleBench(object):
         c = doc['conditions']
         rec = c.get('recording') or {}
         lines = ['# `make bench-scale`', '',
-                 '{0}, commit {1}, {2}, Python {3}; {4}.'.format(c['date_utc'], c['commit'], c['ansible'],
-                                                                  c['python'], c['host']),
+                 '{0}, commit {1}, {2}, Python {3}; {4}.'.format(
+                     c['date_utc'], c['commit'], c['ansible'], c['python'], c['host']),
                  'Load average at start {0}, at end {1}. Recording: {2} ({3}, commit {4}, nodes {5}).'.format(
                      c['loadavg_start'], c.get('loadavg_end'), rec.get('folder'), rec.get('date_utc'),
                      rec.get('commit'), ', '.join(rec.get('nodes') or [])),
@@ -510,8 +510,9 @@ class ScaleBench(object):
                  '## Replayed (no simulated node on the controller\'s cores)', '',
                  scalestats.replay_table(doc['replay']), '',
                  'Load average (1 min) during each run: ' + '; '.join(
-                     '{0} at {1}: mean {2}, max {3}'.format(f['playbook'], f['hosts'], f['load']['mean'],
-                                                          f['load']['max']) for f in doc['replay']) + '.', '',
+                     '{0} at {1}: mean {2}, max {3}'.format(
+                         f['playbook'], f['hosts'], f['load']['mean'], f['load']['max']) for f in doc['replay']) + '.',
+                 '',
                  'Per-host cost at the largest size over the smallest: main process {0}, all controller CPU '
                  '{1}.'.format(doc['growth_1000_over_100']['main_cpu_per_host'],
                                doc['growth_1000_over_100']['all_cpu_per_host']), '']
@@ -557,7 +558,9 @@ def utcnow():
 def git_revision():
     commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, universal_newlines=True, check=False).stdout.strip()
-    dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'], cwd=ROOT,
+    # Changes to the guides and changelog fragments do not change what is measured.
+    dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no', '--', '.', ':!docs',
+                            ':!changelogs'], cwd=ROOT,
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True,
                            check=False).stdout.strip()
     return commit + (' (with uncommitted changes)' if dirty else '')

@@ -308,20 +308,25 @@ def group_of(frames):
     return 'other'
 
 
-def profile_summary(stacks, top=30):
-    """{'samples', 'groups': [(group, share)], 'cumulative': [(function, share, group)]} of collapsed stacks."""
+def profile_summary(stacks, top=60):
+    """{'samples', 'groups': [(group, share)], 'cumulative': [(function, share, group)], 'own': [(function, share,
+    group of its stack)]} of collapsed stacks (own: the sample's innermost frame)."""
     total = sum(c for _, c in stacks) or 1
-    groups, cumulative = {}, {}
+    groups, cumulative, own = {}, {}, {}
     for frames, count in stacks:
         g = group_of(frames)
         groups[g] = groups.get(g, 0) + count
         for f in set(short_frame(f) for f in frames):
             cumulative[f] = cumulative.get(f, 0) + count
-    order = sorted(cumulative.items(), key=lambda kv: -kv[1])[:top]
+        leaf = (short_frame(frames[-1]), g)
+        own[leaf] = own.get(leaf, 0) + count
+    order = sorted(cumulative.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    leaves = sorted(own.items(), key=lambda kv: (-kv[1], kv[0]))[:top // 2]
     return {
         'samples': total,
         'groups': sorted(((g, round(c / total, 3)) for g, c in groups.items()), key=lambda gc: -gc[1]),
         'cumulative': [(f, round(c / total, 3), group_of([f])) for f, c in order],
+        'own': [(f, round(c / total, 3), g) for (f, g), c in leaves],
     }
 
 
@@ -333,6 +338,9 @@ def profile_text(title, summary):
     lines += ['', 'top functions by cumulative share (a sample counts for every function on its stack):']
     for f, share, g in summary['cumulative']:
         lines.append('  {0:>6.1%}  {1}{2}'.format(share, f, '' if g == 'other' else '   [' + g + ']'))
+    lines += ['', 'top functions by own share (the innermost frame of a sample; [the group of its stack]):']
+    for f, share, g in summary.get('own') or []:
+        lines.append('  {0:>6.1%}  {1}   [{2}]'.format(share, f, g))
     return '\n'.join(lines) + '\n'
 
 

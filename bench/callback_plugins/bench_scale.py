@@ -100,7 +100,8 @@ class CallbackModule(CallbackBase):
         return self.tasks[key]
 
     def v2_runner_on_ok(self, result):
-        self._task(result)['changed' if result._result.get('changed') else 'ok'] += 1
+        # is_changed(), not the result dict: this callback converts no result for itself.
+        self._task(result)['changed' if result.is_changed() else 'ok'] += 1
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         self._task(result)['failed'] += 1

@@ -121,9 +121,10 @@ def test_compile_recording_splits_modules_and_commands():
 INVENTORY = {'all': {
     'vars': {'ansible_user': 'root', 'nodeprep_expected_gpus': 8},
     'children': {
-        'redhat': {'children': {'el9': {'hosts': {'n1': {'ansible_host': '10.0.0.2', 'branch': '580'},
-                                                   'n2': {'ansible_host': '10.0.0.6', 'branch': '570'}},
-                                         'vars': {'repo': 'el9'}}}},
+        'redhat': {'children': {'el9': {
+            'hosts': {'n1': {'ansible_host': '10.0.0.2', 'branch': '580'},
+                      'n2': {'ansible_host': '10.0.0.6', 'branch': '570'}},
+            'vars': {'repo': 'el9'}}}},
         'gpu_b200': {'hosts': {'n1': {}, 'n3': {}}, 'vars': {'clocks': 1965}},
     }}}
 
@@ -256,6 +257,10 @@ def test_profile_groups_each_sample_once_by_precedence():
     assert cumulative['main (scale_run.py)'] == (1.0, 'other')
     assert cumulative['StrategyBase._process_pending_results (ansible/plugins/strategy/__init__.py)'] == (
         0.25, 'result handling')
+    own = dict(((f, g), share) for f, share, g in summary['own'])
+    assert own[('Popen._launch (multiprocessing/popen_fork.py)', 'forks')] == round(4 / 12, 3)
+    assert own[('TemplateEngine.template (ansible/_internal/_templating/_engine.py)',
+                'variable lookups (get_vars)')] == 0.25
     text = ss.profile_text('title', summary)
     assert text.startswith('title\n') and '[forks]' in text
 
