@@ -257,9 +257,10 @@ class ScaleBench(object):
         start = time.monotonic()
         # The converge: every node at once (not measured); a second one when the first still changed something.
         for attempt in (1, 2):
-            stats, callback, _ = self.playbook('converge-{0}'.format(attempt), PLAYBOOKS[0][1], [inventory, overlay],
-                                               extra_args=['-e', 'nodeprep_disruptive_serial=100%'], forks=5)
-            noop, why, _ = scalestats.run_verdict(callback or {}, 'site')
+            stats, callback, dummy = self.playbook(
+                'converge-{0}'.format(attempt), PLAYBOOKS[0][1], [inventory, overlay],
+                extra_args=['-e', 'nodeprep_disruptive_serial=100%'], forks=5)
+            noop, why, dummy = scalestats.run_verdict(callback or {}, 'site')
             if noop:
                 break
             if stats['rc'] and attempt == 2:
@@ -288,7 +289,7 @@ class ScaleBench(object):
         """raw/<playbook>/<address>.jsonl -> <playbook>/<node>/index.json + <n>.out, and recording.json."""
         by_address = scalestats.addresses(inv)
         nodes = set()
-        for name, _ in PLAYBOOKS:
+        for name, dummy in PLAYBOOKS:
             for path in sorted(glob.glob(os.path.join(raw, name, '*.jsonl'))):
                 address = os.path.basename(path)[:-len('.jsonl')]
                 node = by_address.get(address)
@@ -466,7 +467,7 @@ class ScaleBench(object):
             if ssh_runs:
                 # The same playbooks replayed on as many hosts as the fleet has: beside the cold-SSH run, what the
                 # replay leaves out (the ssh processes, and the ssh plugin's own work in the workers).
-                small, _ = self.replay(recording, [len(meta['nodes'])])
+                small, dummy = self.replay(recording, [len(meta['nodes'])])
                 for row in ssh_runs:
                     same = [f for f in small if f['playbook'] == row['playbook']]
                     if same:

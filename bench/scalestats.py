@@ -80,7 +80,7 @@ def inventory_hosts(inv):
 
 def addresses(inv):
     """{ansible_host: host} of an inventory: the recorder names its files by address."""
-    hostvars, _ = inventory_hosts(inv)
+    hostvars, dummy = inventory_hosts(inv)
     return dict((str(v['ansible_host']), h) for h, v in hostvars.items() if v.get('ansible_host'))
 
 
@@ -279,7 +279,7 @@ def parse_collapsed(text):
         line = line.strip()
         if not line:
             continue
-        body, _, count = line.rpartition(' ')
+        body, dummy, count = line.rpartition(' ')
         try:
             stacks.append((body.split(';'), int(count)))
         except ValueError:
@@ -311,7 +311,7 @@ def group_of(frames):
 def profile_summary(stacks, top=60):
     """{'samples', 'groups': [(group, share)], 'cumulative': [(function, share, group)], 'own': [(function, share,
     group of its stack)]} of collapsed stacks (own: the sample's innermost frame)."""
-    total = sum(c for _, c in stacks) or 1
+    total = sum(c for dummy, c in stacks) or 1
     groups, cumulative, own = {}, {}, {}
     for frames, count in stacks:
         g = group_of(frames)

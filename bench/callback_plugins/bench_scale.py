@@ -154,7 +154,7 @@ class CallbackModule(CallbackBase):
             means = sorted(((sum(v) / n, k) for k, v in sizes.items()), reverse=True)
             top[kind] = [{'key': k, 'mean_bytes': round(m)} for m, k in means[:8]]
         return {'hosts_in_caches': len(hosts), 'sampled': len(per_host), 'per_host': per_host, 'top_keys': top,
-                'shared': [{'key': k, 'bytes': b} for (k, _), b in sorted(shared.items())],
+                'shared': [{'key': k, 'bytes': b} for (k, dummy), b in sorted(shared.items())],
                 'cpu_s': time.process_time() - start}
 
     def v2_playbook_on_stats(self, stats):

@@ -182,7 +182,7 @@ def test_run_verdict_of_a_no_op():
 def test_run_verdict_names_what_changed_failed_or_left(recap_change, reason):
     cb = _callback()
     cb['recap']['b'].update(recap_change)
-    noop, why, _ = ss.run_verdict(cb, 'site')
+    noop, why, dummy = ss.run_verdict(cb, 'site')
     assert not noop and why == [reason]
 
 
@@ -190,7 +190,7 @@ def test_run_verdict_role_tasks_only_readiness_may_run():
     task = {'name': 't', 'role': 'gpufleet.nodeprep.readiness', 'ok': 2, 'changed': 0, 'skipped': 0, 'failed': 0,
             'unreachable': 0}
     assert ss.run_verdict(_callback(tasks=[task]), 'readiness')[0]
-    noop, why, _ = ss.run_verdict(_callback(tasks=[task]), 'site')
+    noop, why, dummy = ss.run_verdict(_callback(tasks=[task]), 'site')
     assert not noop and why == ['tasks of role(s) gpufleet.nodeprep.readiness ran']
     skipped = dict(task, role='gpufleet.nodeprep.kernel', ok=0, skipped=2)
     assert ss.run_verdict(_callback(tasks=[skipped]), 'site')[0]
