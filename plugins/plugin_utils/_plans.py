@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import copy
 import io
+import math
 import os
 import re
 
@@ -140,9 +141,9 @@ def _shown(value):
 def _number_words(number):
     """Why ``number`` (an int or a float, not a bool) cannot be a setting's number, or None."""
     if isinstance(number, float):
-        if number != number:
+        if math.isnan(number):
             return 'NaN is not a number'
-        if number in (float('inf'), float('-inf')):
+        if math.isinf(number):
             return 'an infinite number'
     if not NUMBER_MIN <= number <= NUMBER_MAX:
         return 'a number out of range'
@@ -170,14 +171,13 @@ def number_problem(value, raw=False, where=''):
         words = _number_words(number)
         return '{0}{1}; {2}'.format(where, words, NUMBERS_ALLOWED) if words else None
     if isinstance(value, dict):
-        items = sorted(value.items(), key=lambda item: str(item[0]))
+        items = [(str(key), item) for key, item in sorted(value.items(), key=lambda pair: str(pair[0]))]
     elif isinstance(value, (list, tuple)):
-        items = list(enumerate(value))
+        items = [('[{0}]'.format(index), item) for index, item in enumerate(value)]
     else:
         return None
     for key, item in items:
-        found = number_problem(item, raw, '{0}{1}: '.format(where, key if isinstance(value, dict) else
-                                                                   '[{0}]'.format(key)))
+        found = number_problem(item, raw, '{0}{1}: '.format(where, key))
         if found:
             return found
     return None
@@ -192,24 +192,24 @@ def node_path_problem(value, empty_ok=False, words=None):
     if not isinstance(value, str) or not value:
         return 'not a path; ' + allowed
     if '\n' in value or '\r' in value:
-        words = 'has a newline'
+        what = 'has a newline'
     elif any(ord(char) < 32 or ord(char) == 127 for char in value):
-        words = 'has a control character'
+        what = 'has a control character'
     elif value != value.strip():
-        words = 'has a space at one end'
+        what = 'has a space at one end'
     elif value.startswith('~'):
-        words = '~ is not expanded on the node'
+        what = '~ is not expanded on the node'
     elif '$' in value:
-        words = '$ is not expanded on the node'
+        what = '$ is not expanded on the node'
     elif not value.startswith('/'):
-        words = 'not an absolute path'
+        what = 'not an absolute path'
     elif len(value) > 1 and value.endswith('/'):
-        words = 'ends with /'
+        what = 'ends with /'
     elif [part for part in value.split('/')[1:] if part in ('', '.', '..')]:
-        words = 'has an empty, . or .. part'
+        what = 'has an empty, . or .. part'
     else:
         return None
-    return '{0}; {1}'.format(words, allowed)
+    return '{0}; {1}'.format(what, allowed)
 
 
 def _given_problem(name, entry, value):

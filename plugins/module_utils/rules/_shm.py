@@ -100,7 +100,7 @@ def parse_size(value, name):
         number, unit = match.groups()
         # More digits than a float holds reads as infinite: too large, like any size above MAX_BYTES.
         size = float(number) * _SUFFIX[(unit or '').lower()]
-    if size != size or abs(size) > MAX_BYTES:
+    if math.isnan(size) or abs(size) > MAX_BYTES:
         raise SizeTooLarge('{0}: {1!r} is larger than {2} bytes'.format(name, value, MAX_BYTES))
     return int(size)
 

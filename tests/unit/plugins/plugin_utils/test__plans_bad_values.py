@@ -57,8 +57,8 @@ NUMERIC = numeric_settings()
 
 
 def test_the_table_covers_the_numbers_of_every_role():
-    assert set(role for role, _name, _entry, _where in NUMERIC) >= {'kernel', 'nvidia_driver', 'gpu_settings',
-                                                                      'memlock', 'shm', 'nccl', 'rdma', 'dcgm'}
+    roles = set(role for role, _name, _entry, _where in NUMERIC)
+    assert roles >= {'kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'rdma', 'dcgm'}
     assert ('shm', 'nodeprep_shm_size') in [(r, n) for r, n, _e, _w in NUMERIC]
     assert ('gpu_settings', 'nodeprep_gpu_settings_applications_clocks') in [(r, n) for r, n, _e, w in NUMERIC if w]
     assert len(NUMERIC) >= 15

@@ -110,7 +110,7 @@ def test_lines():
 # The failures as the tools word them (sources: tests/fixtures/SOURCES.md "Failure messages of the run summary"),
 # in the shape ansible_failed_result has: a loop's result says only "One or more items failed", its failed items
 # say what failed.
-URL_ERROR = 'Request failed: <url' 'open error [Errno 113] No route to host>'
+URL_ERROR = 'Request failed: <url' + 'open error [Errno 113] No route to host>'
 
 
 def looped(*items):
