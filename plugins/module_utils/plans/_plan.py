@@ -238,6 +238,19 @@ def want_path(plan, facts, path, state='file', content=None, mode=None, src=None
     return entry
 
 
+def judge_check(plan, check, status, expected, observed):
+    """Readiness check ``check`` of ``plan`` from the rule that judges the node's state for it (``status``,
+    ``expected``, ``observed``: a readiness rule's verdict, such as rules/_rdma.acs_result): its words; a failure that
+    the plan's own work and refusals do not already name becomes drift no run of the role fixes, so that the check
+    fails exactly when the plan says why.  Call it after the plan has added its work for ``check``."""
+    if status == 'skip':
+        set_check(plan, check, expected, skip=observed)
+        return
+    set_check(plan, check, expected, observed if status == 'pass' else '')
+    if status == 'fail' and not drift_for(plan, check, 'fail') or status == 'warn' and not drift_for(plan, check):
+        add_drift(plan, check, observed, fixable=False, level=status)
+
+
 def drift_for(plan, check, level=None):
     """The drift messages of ``plan`` for readiness check ``check`` (of one ``level`` when given)."""
     return [item['msg'] for item in plan.get('drift') or []
@@ -269,9 +282,12 @@ def finish(plan):
 
 def role_gather(module, settings):
     """What the role whose rule module is ``module`` must gather: its own ``gather``, and for a GPU role whose
-    ``nodeprep_gpu_node`` is auto the kernel subset (the PCI scan the GPU rule reads, in the same round trip)."""
+    ``nodeprep_gpu_node`` is auto the kernel subset (the PCI scan the GPU rule reads, in the same round trip) when it
+    gathers anything at all (a role whose settings ask for nothing has no work to keep off a node; readiness gathers
+    the PCI scan itself)."""
     request = module.gather(settings)
-    if module.ROLE in _gpu_node.GPU_ROLES and _gpu_node.needs_pci(settings.get(_gpu_node.NAME)):
+    if module.ROLE in _gpu_node.GPU_ROLES and _gpu_node.needs_pci(settings.get(_gpu_node.NAME)) \
+            and not is_empty(request):
         request = merge_gathers([request, {'subsets': ['kernel']}])
     return request
 

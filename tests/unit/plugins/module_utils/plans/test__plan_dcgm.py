@@ -12,6 +12,8 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_dcgm as p
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_node
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 
 CUDA12 = 'datacenter-gpu-manager-4-cuda12'
 CUDA13 = 'datacenter-gpu-manager-4-cuda13'
@@ -134,9 +136,21 @@ def test_off_by_default_and_then_nothing_is_gathered_or_done():
 
 
 def test_a_node_without_gpu_gets_no_dcgm():
+    """The GPU-node rule (rules/_gpu_node.py, applied by _plan.plan_with) decides, not the dcgm plan itself: no work,
+    the one line, and gpu.dcgm_diag skips; site.yml does not run the role there (``run`` empty)."""
     out = plan(facts(gpus=0), settings())
-    assert out['reasons'] == []
-    assert out['reports'] == ['DCGM is not installed on gpu-a01: no NVIDIA GPU on its PCI bus.']
+    assert out['reasons'] == [] and out['run'] == [] and out['drift'] == []
+    assert out['reports'] == [_gpu_node.skip_line({'why': 'no NVIDIA GPU on the PCI bus'})]
+    assert out['checks'][p.CHECK]['skip'] == 'no NVIDIA GPU on the PCI bus'
+
+
+@pytest.mark.parametrize('value', [False, 'false', 'no', '0'])
+def test_a_node_marked_not_a_gpu_node_gets_no_dcgm_whatever_its_bus_shows(value):
+    typed, problems = _plans.typed_settings('dcgm', {'nodeprep_dcgm_install': True, 'nodeprep_gpu_node': value})
+    out = plan(facts(gpus=8), typed)
+    assert problems == [] and out['reasons'] == [] and out['run'] == [] and out['errors'] == []
+    assert out['reports'] == [_gpu_node.skip_line({'why': 'nodeprep_gpu_node is false'})]
+    assert out['checks'][p.CHECK]['skip'] == 'nodeprep_gpu_node is false'
 
 
 def test_other_cuda_packages_are_reported_and_left_alone():
