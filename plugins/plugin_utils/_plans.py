@@ -90,8 +90,13 @@ def typed_settings(role, provided):
     list becomes a list.  A value that cannot be typed is a problem naming the variable; its default is used so
     that the plan can still say what else is wrong, and the role fails on the problem before it changes anything.
     """
-    module = rules(role)
-    spec = validator_spec(module.SETTINGS)
+    return typed_with(role, rules(role).SETTINGS, provided)
+
+
+def typed_with(role, contract, provided):
+    """typed_settings over the SETTINGS ``contract`` of ``role`` (a rule module's, or the readiness role's own:
+    plugin_utils/_readiness_settings.py)."""
+    spec = validator_spec(contract)
     given = dict((name, provided[name]) for name in spec if name in provided)
     checked = ArgumentSpecValidator(spec).validate(copy.deepcopy(given))
     settings = dict(checked.validated_parameters)

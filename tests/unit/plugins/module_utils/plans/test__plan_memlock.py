@@ -543,7 +543,7 @@ def test_defaults_and_argument_specs_are_the_settings():
 
 def test_readiness_holds_no_memlock_setting():
     assert [name for name in r.SETTING_NAMES if name.startswith('nodeprep_memlock_')] == []
-    settings = _load('roles', 'readiness', 'vars', 'main.yml')['__nodeprep_readiness_settings']
-    assert [name for name in settings if name.startswith('nodeprep_memlock_')] == []
+    from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
+    assert [name for name in _readiness_settings.SETTINGS if name.startswith('nodeprep_memlock_')] == []
     assert dict((check, role) for check, role in r.PLAN_CHECKS.items() if role == 'memlock') == {
         'memlock.users': 'memlock', 'memlock.services': 'memlock'}

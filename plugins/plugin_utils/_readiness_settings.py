@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# PRIVATE to the gpufleet.nodeprep collection; may change in any release.
+"""The readiness role's own variables, written once: ``make settings-gen`` writes the options of
+roles/readiness/meta/argument_specs.yml, its defaults/main.yml and the variable table of its README from SETTINGS
+(the roles that plan have theirs in their rule modules, plugins/plugin_utils/_plans.py RULES).
+
+The checks also read the variables of the roles that configure the node (plugins/module_utils/_readiness.py
+SETTING_NAMES); those are documented, and defaulted, by their own roles.  No Ansible import.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+ROLE = 'readiness'
+
+SETTINGS = {
+    'nodeprep_readiness_report_dir': {
+        'type': 'path', 'default': './readiness-report',
+        'description': ['Directory on the controller for the report (C(report.json), C(junit.xml), C(report.html), '
+                        'C(report.txt), C(readiness.prom), C(exit-status)); created when missing.']},
+    'nodeprep_readiness_prometheus_textfile': {
+        'type': 'str', 'default': '',
+        'description': ["Also write the metrics of C(readiness.prom) to this file for node_exporter's textfile "
+                        'collector on the controller (a C(.prom) name in the directory of '
+                        'C(--collector.textfile.directory), which must exist), for example '
+                        'C(/var/lib/node_exporter/textfile_collector/nodeprep_readiness.prom).',
+                        "V('') writes them only into O(nodeprep_readiness_report_dir)."]},
+    'nodeprep_readiness_report': {
+        'type': 'bool', 'default': True,
+        'description': ['Write the report and print the matrix.',
+                        "V(false) only keeps each node's result in the host variable C(nodeprep_readiness)."]},
+    'nodeprep_readiness_fail': {
+        'type': 'bool', 'default': True,
+        'description': ['Fail the nodes with a failed check, and those that could not be checked, once the report is '
+                        'written.',
+                        'V(false) reports without failing the run.']},
+    'nodeprep_readiness_xid_fail': {
+        'type': 'list', 'elements': 'int', 'default': [48, 62, 64, 74, 79, 94, 95, 119, 120, 154],
+        'description': ['NVIDIA Xid codes that fail C(gpu.health) when the kernel log of this boot has them; any other '
+                        'Xid is a warning.',
+                        'The default covers uncorrectable memory errors (48, 94, 95), row remapping failures (64), '
+                        'NVLink errors (74), a GPU fallen off the bus (79), GSP errors and timeouts (119, 120), '
+                        'microcontroller halts (62) and a GPU that needs a reset (154).']},
+    'nodeprep_readiness_kernel_log_lines': {
+        'type': 'int', 'default': 20000,
+        'description': 'How many of the last kernel log lines of this boot to search for Xid events; V(0) skips it.'},
+    'nodeprep_readiness_nvidia_timeout': {
+        'type': 'int', 'default': 60,
+        'description': 'Seconds nvidia-smi may take while the facts are gathered.'},
+    'nodeprep_readiness_dcgm': {
+        'type': 'bool', 'default': False,
+        'description': ["Run NVIDIA DCGM's diagnostic (C(dcgmi diag -r <level> -j)) for the check C(gpu.dcgm_diag), "
+                        "which fails with DCGM's own words for every GPU and test that failed.",
+                        'Off by default because level 1 takes about a minute per node. Without DCGM installed, or '
+                        'with its host engine (C(nvidia-dcgm.service)) stopped, the check skips saying so (the role '
+                        'C(gpufleet.nodeprep.dcgm) installs and starts it).']},
+    'nodeprep_readiness_dcgm_level': {
+        'type': 'int', 'default': 1, 'choices': [1, 2, 3, 4],
+        'description': 'The DCGM diagnostic level (C(dcgmi diag -r)) - 1 quick (about a minute), 2 medium, 3 long, '
+                       '4 extended.'},
+    'nodeprep_readiness_dcgm_timeout': {
+        'type': 'int', 'default': 300,
+        'description': 'Seconds C(dcgmi diag) may take; then it is killed and C(gpu.dcgm_diag) fails saying so.'},
+    'nodeprep_readiness_skip_checks': {
+        'type': 'list', 'elements': 'str', 'default': [],
+        'description': 'Check ids not to run on these hosts (reported as skip). Unknown ids are refused.'},
+}
