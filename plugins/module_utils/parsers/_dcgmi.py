@@ -35,13 +35,6 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._dcgmi_cli import (  # noqa: F401 (the API)
-    NO_HOST_ENGINE,
-    diag_argv,
-    discovery_argv,
-    no_host_engine,
-)
-
 GENERATIONS = (('4', 'DCGM Diagnostic'), ('3', 'DCGM GPU Diagnostic'))
 # Statuses as dcgmi writes them; nvvs's own document (which dcgmi 3.x reads) writes them in capitals.
 STATUSES = {'pass': 'Pass', 'skip': 'Skip', 'warn': 'Warn', 'fail': 'Fail', 'not run': 'Not Run'}  # nosec B105

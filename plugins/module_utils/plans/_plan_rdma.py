@@ -149,8 +149,8 @@ def _plan_peermem(plan, facts, settings):
         if decision['persist']:
             _plan.want_path(plan, facts, _rdma.MODULES_LOAD_FILE, content=render_modules_load(), mode=MODE,
                             check=PEER_MEMORY)
-    _plan.judge_check(plan, PEER_MEMORY, *_rdma.peer_memory_result(rdma, settings['nodeprep_rdma_path'], running,
-                                                                  flavour))
+    verdict = _rdma.peer_memory_result(rdma, settings['nodeprep_rdma_path'], running, flavour)
+    _plan.judge_check(plan, PEER_MEMORY, *verdict)
 
 
 def _plan_acs(plan, facts, settings):

@@ -14,7 +14,6 @@ __metaclass__ = type
 import copy
 import hashlib
 import os
-import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _nvswitch_fabric
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
