@@ -74,6 +74,14 @@ options:
     type: list
     elements: str
     default: []
+  nic_nm_properties:
+    description:
+      - NetworkManager properties (such as C(ethtool.feature-gro)) to read, for each interface reported that
+        NetworkManager manages, from its connection (C(nics.<name>.nm_connection) - C(name), C(properties), C(error))
+        in the same call; the nic_offload role compares them with what it persists there.
+    type: list
+    elements: str
+    default: []
   shm_path:
     description: The shared memory mount point to report.
     type: path
@@ -433,7 +441,8 @@ def gather(module, subsets):
                                                services=params['limits_services']),
         'shm': lambda: collect_shm_facts(module, path=params['shm_path']),
         'nic': lambda: collect_nic_facts(module, interfaces=params['nic_interfaces'] or None,
-                                         networks=params['nic_networks'] or None),
+                                         networks=params['nic_networks'] or None,
+                                         nm_properties=params['nic_nm_properties']),
     }
     facts, errors, timings = {}, {}, {}
     for name in subsets:
@@ -531,6 +540,7 @@ def main():
             limits_services=dict(type='list', elements='str', default=[]),
             nic_interfaces=dict(type='list', elements='str', default=[]),
             nic_networks=dict(type='list', elements='str', default=[]),
+            nic_nm_properties=dict(type='list', elements='str', default=[]),
             shm_path=dict(type='path', default=SHM_PATH),
             units=dict(type='list', elements='str', default=[]),
             files=dict(type='list', elements='str', default=[]),

@@ -861,6 +861,9 @@ def _nvidia_failed_no_kernel(facts, settings):
 def _role_names(facts, settings):
     # The names the nic_offload role documents (short ethtool -K names); the NIC already has them as wanted.
     settings['nodeprep_nic_offload_features'] = {'gro': False, 'lro': False, 'tso': True}
+    # The gather reads the connections' tso property too (nm_connection), as NetworkManager keeps it.
+    for nic in facts['nics'].values():
+        nic['nm_connection']['properties']['ethtool.feature-tso'] = 'on'
 
 
 def _kernel_names(facts, settings):

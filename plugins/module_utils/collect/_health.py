@@ -26,27 +26,17 @@ DCGM_DISCOVERY_TIMEOUT = 60
 def read_kernel_log(module, lines):
     """``{source, lines, error}``: the Xid lines of the last ``lines`` kernel log lines of this boot, from journalctl,
     else from dmesg where journald has no log; ``lines`` None and ``error`` the reason when neither could be read."""
-    result = {'source': None, 'lines': None, 'error': None}
     errors = []
-    journalctl = module.get_bin_path('journalctl')
-    if journalctl:
-        rc, out, err = run_status(module, [journalctl, '-k', '-b', '0', '--no-pager', '-q', '-o', 'short-iso',
-                                           '-n', str(lines)])
-        if rc == 0:
-            result.update(source='journalctl -k -b 0 (last {0} lines)'.format(lines),
-                          lines=[line for line in out.splitlines() if XID_MARK in line])
-            return result
-        errors.append('journalctl rc={0}: {1}'.format(rc, err.strip()))
-    dmesg = module.get_bin_path('dmesg')
-    if dmesg:
-        rc, out, err = run_status(module, [dmesg])
-        if rc == 0:
-            result.update(source='dmesg (last {0} lines)'.format(lines),
-                          lines=[line for line in out.splitlines()[-lines:] if XID_MARK in line])
-            return result
-        errors.append('dmesg rc={0}: {1}'.format(rc, err.strip()))
-    result['error'] = '; '.join(errors) or 'neither journalctl nor dmesg found'
-    return result
+    for tool, argv in (('journalctl', ['-k', '-b', '0', '--no-pager', '-q', '-o', 'short-iso', '-n', str(lines)]),
+                       ('dmesg', [])):
+        path = module.get_bin_path(tool)
+        if path:
+            rc, out, err = run_status(module, [path] + argv)
+            if rc == 0:
+                return {'source': '{0} (last {1} lines)'.format('journalctl -k -b 0' if argv else tool, lines),
+                        'lines': [line for line in out.splitlines()[-lines:] if XID_MARK in line], 'error': None}
+            errors.append('{0} rc={1}: {2}'.format(tool, rc, err.strip()))
+    return {'source': None, 'lines': None, 'error': '; '.join(errors) or 'neither journalctl nor dmesg found'}
 
 
 def _dcgm_command(module, argv, timeout):

@@ -83,7 +83,7 @@ SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'li
 
 # The gather request's list keys and the fact each is reported under.
 _GATHER_LISTS = ('subsets', 'units', 'files', 'packages', 'contents', 'limits_users', 'limits_services',
-                 'nic_networks')
+                 'nic_networks', 'nic_nm_properties')
 
 # The first line of every file a role renders: the files are compared by content, so it names no date or host.
 MANAGED = 'Managed by gpufleet.nodeprep ({0}); local changes are overwritten.'
@@ -164,6 +164,18 @@ def missing_facts(request, facts):
         missing['limits_services'] = [s for s in request.get('limits_services') or [] if s not in services]
         if (missing['limits_users'] or missing['limits_services']) and 'limits' not in missing['subsets']:
             missing['subsets'].append('limits')
+    if request.get('nic_nm_properties') and isinstance(facts.get('nics'), dict):
+        # A NIC NetworkManager manages must carry its connection with every property asked for.
+        read = [(nic.get('nm_connection') or {}) for nic in facts['nics'].values()
+                if isinstance(nic, dict) and nic.get('nm_managed')]
+
+        def lacks(conn, prop):
+            return not conn or bool(conn.get('name') and not conn.get('error')
+                                    and prop not in (conn.get('properties') or {}))
+        missing['nic_nm_properties'] = [prop for prop in request['nic_nm_properties']
+                                        if any(lacks(conn, prop) for conn in read)]
+        if missing['nic_nm_properties'] and 'nic' not in missing['subsets']:
+            missing['subsets'].append('nic')
     if request.get('shm_path') and isinstance(facts.get('shm'), dict) and 'shm' in have_subsets:
         if facts['shm'].get('path') not in (None, request['shm_path']) and 'shm' not in missing['subsets']:
             missing['subsets'].append('shm')

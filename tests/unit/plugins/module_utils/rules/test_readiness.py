@@ -88,7 +88,10 @@ FRESH = [
     ('shm.size', 'fail', 'live 1007.0 GiB, no fstab line (the next boot gives the tmpfs default, half of RAM: '
                          '1007.0 GiB); no /dev/shm line in fstab'),
     ('nccl.config', 'fail', '/etc/nccl.conf: missing'),
-    ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
+    # The live feature, and what NetworkManager's connection lacks to keep it (read in the gather; issue 27).
+    ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on; ens3f0np0: NetworkManager connection System '
+                            'ens3f0np0: ethtool.feature-gro is not set, wanted off; ens3f0np0: NetworkManager '
+                            'connection System ens3f0np0: ethtool.feature-lro is not set, wanted off'),
     ('fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
     ('gpu.fabric', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('gpu.topology', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),

@@ -79,7 +79,9 @@ def pci():
     }
 
 
-def nic(driver, ipv4, gro, lro_fixed=False):
+def nic(driver, ipv4, gro, lro_fixed=False, name='System eth', nm_gro='off'):
+    """A NIC NetworkManager manages, with its connection as the gather reads it for the nic_offload plan (the
+    properties of the features that role persists: nm_connection)."""
     return {
         'mtu': 9000 if driver == 'mlx5_core' else 1500, 'speed_mbps': 400000 if driver == 'mlx5_core' else 1000,
         'addresses': {'ipv4': [ipv4], 'ipv6': []},
@@ -88,6 +90,8 @@ def nic(driver, ipv4, gro, lro_fixed=False):
                      'large-receive-offload': {'enabled': False, 'fixed': lro_fixed},
                      'tcp-segmentation-offload': {'enabled': True, 'fixed': False}},
         'nm_managed': True,
+        'nm_connection': {'name': name, 'properties': {'ethtool.feature-gro': nm_gro, 'ethtool.feature-lro': 'off'},
+                          'error': None},
     }
 
 
@@ -286,8 +290,8 @@ def converged():
                 'fstab': {'options': ['nosuid', 'nodev', 'size=716G'], 'size_bytes': 716 * GIB,
                           'size_explicit': True, 'unlimited': False, 'vfstype': 'tmpfs', 'spec': 'tmpfs',
                           'line': 3}},
-        'nics': {'ens3f0np0': nic('mlx5_core', '10.20.0.11/16', False),
-                 'eno1': nic('igb', '192.168.1.11/24', True)},
+        'nics': {'ens3f0np0': nic('mlx5_core', '10.20.0.11/16', False, name='System ens3f0np0'),
+                 'eno1': nic('igb', '192.168.1.11/24', True, name='System eno1')},
     }
     settings = role_settings()
     settings.update({
@@ -368,6 +372,8 @@ def fresh():
     facts['nodeprep_files'].update(memlock_files(written=False))
     facts['shm'].update(size_bytes=1007 * GIB, free_bytes=1007 * GIB, fstab=None)
     facts['nics']['ens3f0np0']['features']['generic-receive-offload']['enabled'] = True
+    # NetworkManager's connection as installed: no ethtool property set.
+    facts['nics']['ens3f0np0']['nm_connection']['properties'] = {'ethtool.feature-gro': '', 'ethtool.feature-lro': ''}
     missing = {'load_state': 'not-found', 'active_state': 'inactive', 'unit_file_state': None}
     facts['nodeprep_files']['/etc/nccl.conf'] = dict(MISSING_FILE)
     probe = {
