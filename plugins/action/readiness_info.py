@@ -16,6 +16,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import FACT_NAMES, GATHER_MODULE, gather_args, \
     merge_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_records import GLOB_CHARS
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
@@ -119,6 +120,8 @@ class ActionModule(ActionBase):
         known = task_vars.get('ansible_facts') or {}
         facts = merge_facts(plain(dict((name, known[name]) for name in FACT_NAMES if name in known)),
                             plain(gathered.get('ansible_facts') or {}), request['subsets'])
+        # The globs this gather read (a path a glob did not report does not exist), as node_plan records them.
+        facts['nodeprep_file_patterns'] = [path for path in request['files'] if any(c in path for c in GLOB_CHARS)]
 
         # Every role's plan from these facts; the judgement (the plans' drift and the health rules) on the controller.
         pending = task_vars.get('nodeprep_nvidia_driver_pending')

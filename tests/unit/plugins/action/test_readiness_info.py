@@ -113,6 +113,19 @@ def test_converged_node_is_ready_with_one_gather_and_no_plan_sent():
     assert values['memlock (soft/hard KiB)'] == 'root unlimited/unlimited, train unlimited/unlimited'
 
 
+def test_the_globs_the_gather_read_are_recorded_for_the_plans():
+    """gpu_node_facts reports only the paths a glob matched: the plans must know which globs were read, as node_plan
+    records them (nodeprep_file_patterns), or the nic_offload plan finds its per-interface files not gathered (the
+    fleet showed it: nic.offload failed on every converged node)."""
+    gathered = converged_gather()
+    del gathered['nodeprep_file_patterns']
+    result, calls = run(inventory(), gathered=gathered)
+    globs = [path for path in calls[0][1]['files'] if '*' in path]
+    assert globs == ['/etc/nodeprep/nic-offload/*.env', '/etc/systemd/system/sys-subsystem-net-devices-*.device.wants',
+                     '/etc/systemd/system/sys-subsystem-net-devices-*.device.wants/nodeprep-nic-offload@*.service']
+    assert by_id(result, 'nic.offload')['status'] == 'pass'
+
+
 def test_settings_given_as_strings_are_typed_once():
     variables = inventory()
     variables.update(nodeprep_readiness_kernel_log_lines='500', nodeprep_readiness_dcgm='false',
