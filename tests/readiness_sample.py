@@ -27,7 +27,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readines
 
 
 def sample_report():
-    """The report of six hosts built from tests/unit/plugins/module_utils/test_readiness_facts.py."""
+    """The report of six hosts built from tests/unit/plugins/module_utils/rules/test_readiness_facts.py."""
     results = {}
     converged = F.converged()
     fresh = F.fresh()

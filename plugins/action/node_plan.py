@@ -72,8 +72,8 @@ def merge_facts(old, new, subsets=()):
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'nvidia_timeout', 'nvidia_topology',
-                             'plan'))
+    _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'fail_on_problems', 'nvidia_timeout',
+                             'nvidia_topology', 'plan', 'run'))
 
     def _facts(self, task_vars):
         facts = task_vars.get('ansible_facts') or {}
@@ -98,21 +98,35 @@ class ActionModule(ActionBase):
             gather=dict(type='str', choices=list(GATHER_MODES), default='auto'),
             gather_extra=dict(type='dict', default={}),
             fail_on_error=dict(type='bool', default=True),
+            fail_on_problems=dict(type='bool', default=False),
             nvidia_timeout=dict(type='int'),
             nvidia_topology=dict(type='bool', default=False),
             plan=dict(type='bool', default=True),
+            run=dict(type='dict', default={}),
         ))
-        roles = [short_name(role) for role in (_plans.PLANNED_ROLES if args['roles'] is None else args['roles'])]
+        roles = [short_name(role) for role in (_plans.SITE_ROLES if args['roles'] is None else args['roles'])]
         unknown = [role for role in roles if role not in _plans.RULES]
         if unknown:
             raise AnsibleActionFail('roles: {0} {1} not a role of gpufleet.nodeprep that plans in Python; those that '
                                     'do: {2}'.format(', '.join(unknown), 'is' if len(unknown) == 1 else 'are',
-                                                     ', '.join(_plans.PLANNED_ROLES)))
+                                                     ', '.join(_plans.SITE_ROLES)))
         extra = _plan.merge_gathers([plain(args['gather_extra'])])
         unknown = sorted(set(args['gather_extra']) - set(extra))
         if unknown:
             raise AnsibleActionFail('gather_extra: {0} not known; allowed keys: {1}'.format(
                 ', '.join(unknown), ', '.join(sorted(extra))))
+
+        # What the roles' tasks did so far in this run: only for roles whose plan reads it (run_state), checked here.
+        for role, state in sorted(plain(args['run']).items()):
+            reader = getattr(_plans.RULES.get(short_name(role)), 'run_state', None)
+            if reader is None:
+                readers = sorted(name for name, rules in _plans.RULES.items() if hasattr(rules, 'run_state'))
+                raise AnsibleActionFail('run: {0} is not a role whose plan reads what the run did; those that do: '
+                                        '{1}'.format(role, ', '.join(readers)))
+            try:
+                reader(state)
+            except ValueError as exc:
+                raise AnsibleActionFail('run.{0}: {1}'.format(role, to_native(exc)))
 
         # The settings, typed once from the rule modules' SETTINGS (the variables as the play sees them).
         typed = {}
@@ -126,9 +140,11 @@ class ActionModule(ActionBase):
             typed[role] = _plans.typed_settings(role, provided)
 
         pending = task_vars.get('nodeprep_nvidia_driver_pending')
+        # What the roles' tasks did so far in this run (the later stages of kernel and nvidia_driver), per role.
         context = _plan.new_context(host=task_vars.get('inventory_hostname', ''),
                                     check_mode=bool(self._play_context.check_mode),
-                                    driver_pending=plain(self._templar.template(pending)) if pending else None)
+                                    driver_pending=plain(self._templar.template(pending)) if pending else None,
+                                    extra={'run': dict((short_name(r), v) for r, v in plain(args['run']).items())})
         facts = self._facts(task_vars)
         request = _plan.merge_gathers([_plans.gather_request(roles, dict((r, typed[r][0]) for r in roles)), extra])
         gathered = {}
@@ -178,4 +194,10 @@ class ActionModule(ActionBase):
         facts_out['nodeprep_plans'] = all_plans
         # The plans live once, in the facts: the roles, site.yml and readiness read ansible_facts.nodeprep_plans.
         result.update({'changed': False, 'gathered': bool(gathered), 'ansible_facts': facts_out})
+        if args['fail_on_problems']:
+            # A role's prologue: the host stops here, before the role changes anything, in the plan's own words.
+            refusals = [text for text in (_plans.refusal(role, plans[role], context['host']) for role in roles)
+                        if text]
+            if refusals:
+                result.update({'failed': True, 'msg': ' | '.join(refusals)})
         return result

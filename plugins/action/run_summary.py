@@ -18,12 +18,13 @@ from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_summary
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
 
-# The readiness role's default of nodeprep_readiness_report_dir (roles/readiness/defaults/main.yml; a unit test
-# keeps the two equal): the summary lands next to the readiness report.
-DEFAULT_DEST = './readiness-report'
+# The readiness role's default of nodeprep_readiness_report_dir (its one home: the role's SETTINGS): the summary lands
+# next to the readiness report.
+DEFAULT_DEST = _readiness_settings.SETTINGS['nodeprep_readiness_report_dir']['default']
 RECORD_VAR = 'nodeprep_run_record'
 ERRORS_VAR = 'nodeprep_run_errors'
 UNPREDICTED_VAR = 'nodeprep_run_unpredicted'

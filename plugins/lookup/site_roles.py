@@ -14,14 +14,16 @@ author: gpufleet maintainers (@gpufleet)
 description:
   - Returns the names of this collection's roles that configure a node, in the order C(gpufleet.nodeprep.site) runs
     them. This list has one home (the collection's planner); the playbooks read it from there instead of naming the
-    roles again.
-  - With O(planned=true), only the roles whose decisions are made by M(gpufleet.nodeprep.node_plan); with
-    O(planned=false), only the others.
+    roles again, so a new role is added in one place.
+  - With O(stage), only the roles of one of C(gpufleet.nodeprep.site)'s two stages.
 options:
-  planned:
-    description: V(true) for the roles that plan with M(gpufleet.nodeprep.node_plan), V(false) for the others; all when
-      not given.
-    type: bool
+  stage:
+    description:
+      - V(all) every role; V(disruptive) the roles of the batched play, which may reboot a node (C(kernel),
+        C(nvidia_driver)); V(settings) the others, which run after them.
+    type: str
+    choices: [all, disruptive, settings]
+    default: all
 seealso:
   - module: gpufleet.nodeprep.node_plan
 """
@@ -30,6 +32,10 @@ EXAMPLES = r"""
 - name: List the roles site.yml runs
   ansible.builtin.debug:
     msg: "{{ lookup('gpufleet.nodeprep.site_roles', wantlist=true) }}"
+
+- name: Plan the settings roles again
+  gpufleet.nodeprep.node_plan:
+    roles: "{{ query('gpufleet.nodeprep.site_roles', stage='settings') }}"
 """
 
 RETURN = r"""
@@ -41,12 +47,11 @@ _raw:
 
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._plans import RULES, SITE_ROLES
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._plans import STAGES
 
 
 class LookupModule(LookupBase):
 
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
-        planned = self.get_option('planned')
-        return [role for role in SITE_ROLES if planned is None or (role in RULES) == bool(planned)]
+        return list(STAGES[self.get_option('stage')])

@@ -291,8 +291,7 @@ ansible_facts:
                    "distribution_major_version": "9", "architecture": "x86_64"}
         driver_node:
           description:
-            - What the nvidia_driver plan reads on the node besides these facts, as the
-              M(gpufleet.nodeprep.nvidia_driver_plan) module reads it - EL C(repos), C(versionlock),
+            - What the nvidia_driver plan reads on the node besides these facts - EL C(repos), C(versionlock),
               C(versionlock_plugin), C(module_stream); Debian family C(apt_sources_content), C(apt_keyring_present),
               C(apt_holds); both C(packages) (the installed NVIDIA packages, C(dkms), C(nvlsm), C(epel-release) and
               the versionlock plugin, each a list of C(epoch), C(version), C(release), C(arch)).

@@ -28,7 +28,10 @@ description:
     their full content, the module arguments, the reports and whether a reboot is needed. The roles' tasks read
     these plans; C(gpufleet.nodeprep.site) runs a role's play only on the nodes whose plan has something to do or
     to say (C(run)).
-  - Never changes the node; it does not fail on a bad setting either (the role does, before it changes anything).
+  - Never changes the node. It fails the host on the plans' problems only with O(fail_on_problems=true), the first
+    task of every role that plans (the role's prologue), so that a role stops before it changes anything; without it
+    (the default, for C(gpufleet.nodeprep.site)'s first play and the readiness role, which plan every role) a bad
+    setting is only a problem in the plan.
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
   - gpufleet.nodeprep.attributes.INFO_MODULE
@@ -57,9 +60,30 @@ options:
     type: dict
     default: {}
   fail_on_error:
-    description: Passed to M(gpufleet.nodeprep.gpu_node_facts) (the readiness role reports a broken reader instead).
+    description:
+      - Passed to M(gpufleet.nodeprep.gpu_node_facts). V(false) keeps a reader that fails (nvidia-smi while a driver
+        is installed but not loaded, a hung GPU) as C(nodeprep_errors) instead of failing the gather; the
+        nvidia_driver and readiness roles set it.
+      - About the gather only; what fails the host on the plans is O(fail_on_problems).
     type: bool
     default: true
+  fail_on_problems:
+    description:
+      - V(true) fails the host, after planning, when a plan of O(roles) has settings problems, errors (node
+        conditions the role cannot work with) or facts that could not be gathered (C(missing)).
+      - 'The message is the plans'' own words, one part per role that fails, joined with C( | ) - C(<role> on <host>:
+        invalid settings: <problem>; ...; <error>; ...; facts not gathered: <what>; ...), each problem naming the
+        variable, the value given and what is allowed.'
+      - The plans are still returned in C(ansible_facts.nodeprep_plans) (what Ansible keeps of a failed task's facts
+        depends on its release; the message has what a person needs).
+      - A GPU role on a node that is not a GPU node fails only on its settings problems (the GPU rule leaves no
+        errors and no missing facts in its plan).
+      - The plans' C(reports) are not printed by this task; the roles show them in a debug task next to it.
+      - Each role's C(tasks/main.yml) starts with this task (O(roles) its own role, tagged C(always)); the default
+        V(false) is for callers that must not fail a node for one role's problem (C(gpufleet.nodeprep.site)'s first
+        play, the readiness role, the re-plans a role makes after its work, whose failure it words itself).
+    type: bool
+    default: false
   nvidia_timeout:
     description: Seconds C(nvidia-smi) may take in the gather (the module's default when not given).
     type: int
@@ -74,6 +98,19 @@ options:
         bare gather with it.
     type: bool
     default: true
+  run:
+    description:
+      - What the tasks of a role did so far in this run, by role name, for the plans of its later stages (the
+        C(kernel) and C(nvidia_driver) roles plan again with it after an installation, a build, C(modprobe) or a
+        reboot). Each role's plan returns what to hand back in C(args.run); a role not named plans as at its start.
+      - Keys of C(kernel) - C(stage) (V(start), V(installed), V(dkms), V(rebooted)), C(booting) (the release the
+        reboot was for), C(dkms) (the registered results of the DKMS builds).
+      - Keys of C(nvidia_driver) - C(stage) (V(start), V(installed), V(rebooted)), C(start_version), C(installing),
+        C(modprobe) (the registered result of C(modprobe nvidia), as it is), C(files) (the paths written in this run),
+        C(initramfs) (the initramfs was rebuilt in this run).
+      - A stage that is not one of these fails the task, naming the value.
+    type: dict
+    default: {}
 attributes:
   action:
     support: full
@@ -90,12 +127,31 @@ EXAMPLES = r"""
   gpufleet.nodeprep.node_plan:
     roles: [shm, memlock]
 
+- name: A role's prologue - plan, and stop here on settings the role cannot use or on what the node lacks
+  gpufleet.nodeprep.node_plan:
+    roles: [shm]
+    fail_on_problems: true
+  tags: [always]
+
 - name: Show why the shm role would run
   ansible.builtin.debug:
     var: ansible_facts.nodeprep_plans.shm.run
+
+- name: Plan the driver again from a new gather, after the installation of this run
+  gpufleet.nodeprep.node_plan:
+    roles: [nvidia_driver]
+    gather: always
+    run:
+      nvidia_driver: "{{ ansible_facts.nodeprep_plans.nvidia_driver.args.run | combine({'stage': 'installed'}) }}"
 """
 
 RETURN = r"""
+msg:
+  description: Why the host failed, in the plans' words (see O(fail_on_problems)).
+  returned: when O(fail_on_problems=true) and a plan has problems, errors or missing facts
+  type: str
+  sample: 'shm on gpu-a01: invalid settings: nodeprep_shm_gpu_memory_ratio=0.0: must be a number greater than 0
+    (0.5: half of the GPU memory)'
 gathered:
   description: Whether this task ran M(gpufleet.nodeprep.gpu_node_facts).
   returned: always
@@ -112,7 +168,9 @@ ansible_facts:
       description:
         - One plan per role. Keys C(problems), C(errors), C(missing), C(reasons), C(drift) (items C(check), C(msg)),
           C(reports), C(files) (items C(path), C(state), C(content), C(mode), C(owner), C(group), C(src), C(change)),
-          C(units), C(args), C(reboot) (C(needed), C(why)), C(run) and C(settings) (the typed variables).
+          C(units), C(args), C(reboot) (C(needed), C(why), C(allowed); for the C(kernel) and C(nvidia_driver) roles
+          also C(timeout) and C(before), the commands to run just before the reboot), C(run) and C(settings) (the
+          typed variables).
       returned: when O(plan) is true
       type: dict
 """

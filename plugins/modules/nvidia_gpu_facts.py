@@ -306,6 +306,44 @@ ansible_facts:
                 - 'C([<reason>]) (bool): Whether this reason holds the clocks down now.'
               type: dict
               returned: always
+            clocks_event_reasons_counters_us:
+              description:
+                - Microseconds each reason has held the clocks down since the driver loaded (C(sw_power_cap),
+                  C(sync_boost), C(sw_therm_slowdown), C(hw_therm_slowdown), C(hw_power_brake)); V(null) where
+                  nvidia-smi prints no such element (drivers before 580).
+              type: dict
+              returned: always
+            pcie:
+              description:
+                - The PCIe link as nvidia-smi reads it, V(null) without a PCI section.
+                - nvidia-smi's help says the current generation and width may be lower while the GPU is not in use.
+              type: dict
+              returned: always
+              contains:
+                gen_current:
+                  description: Link generation now.
+                  type: int
+                gen_max:
+                  description: Highest generation of the link (GPU and host side).
+                  type: int
+                gen_device_current:
+                  description: Generation of the GPU side now (V(null) on drivers that do not print it).
+                  type: int
+                gen_device_max:
+                  description: Highest generation of the GPU (V(null) on drivers that do not print it).
+                  type: int
+                gen_host_max:
+                  description: Highest generation of the host side (V(null) where N/A).
+                  type: int
+                width_current:
+                  description: Lanes now (C(16x) is 16).
+                  type: int
+                width_max:
+                  description: Most lanes of the link.
+                  type: int
+                replay_counter:
+                  description: PCIe replays since the driver loaded.
+                  type: int
             ecc:
               description: >-
                 ECC mode C(current) and C(pending), and the C(volatile_uncorrectable) and C(aggregate_uncorrectable)

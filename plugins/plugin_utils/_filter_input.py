@@ -5,14 +5,13 @@
 
 # PRIVATE to the gpufleet.nodeprep collection; may change in any release.
 #
-# What the collection's filters do with their input before they hand it to the rules in plugins/module_utils: facts
+# What the collection's action plugins do with their input before they hand it to the rules in plugins/module_utils: facts
 # and role variables arrive as Ansible's own str/list/dict types (AnsibleUnicode, AnsibleSequence, lazy containers),
 # the rules take plain ones.
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.collections import is_sequence
 
 
@@ -25,12 +24,3 @@ def plain(value):
     if is_sequence(value):
         return [plain(v) for v in value]
     return value
-
-
-def plain_dict(value, name, what, none_is_empty=False):
-    """plain(value) when it is a dict; AnsibleFilterError naming the filter and the argument otherwise."""
-    if value is None and none_is_empty:
-        return {}
-    if not isinstance(value, dict):
-        raise AnsibleFilterError('{0}: {1} must be a dict, got {2}'.format(name, what, type(value).__name__))
-    return plain(value)

@@ -27,19 +27,26 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _pl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nccl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nic_offload
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nvidia_driver
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_perf_tools
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_rdma
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_shm
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
 
 # Every role of the collection that configures a node, in the order playbooks/site.yml runs them: the one list of
 # the roles (site.yml, the readiness role and the node_plan action read it from here).
-SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma', 'dcgm')
+SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma', 'dcgm',
+              'perf_tools')
 
-# The roles whose decisions are a rule module's plan(); the others still decide in their own tasks.
+# The rule module of each role (its plan() and SETTINGS): every role of SITE_ROLES decides in Python.
 RULES = dict((module.ROLE, module) for module in (
     _plan_kernel, _plan_nvidia_driver, _plan_gpu_settings, _plan_memlock, _plan_shm, _plan_nccl, _plan_nic_offload,
-    _plan_rdma, _plan_dcgm))
+    _plan_rdma, _plan_dcgm, _plan_perf_tools))
 
-PLANNED_ROLES = tuple(role for role in SITE_ROLES if role in RULES)
+# The roles of site.yml's batched play (they may reboot a node), and the others: its settings roles.
+DISRUPTIVE_ROLES = ('kernel', 'nvidia_driver')
+SETTINGS_ROLES = tuple(role for role in SITE_ROLES if role not in DISRUPTIVE_ROLES)
+# What the site_roles lookup's stage option names.
+STAGES = {'all': SITE_ROLES, 'disruptive': DISRUPTIVE_ROLES, 'settings': SETTINGS_ROLES}
 
 # The collection's root on the controller (roles/<role>/... of ROLE_FILES are read from here).
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -68,7 +75,15 @@ def rules(role):
         return RULES[role]
     except KeyError:
         raise PlanError('roles: {0!r} is not a role of gpufleet.nodeprep that plans in Python; those that do: '
-                        '{1}'.format(role, ', '.join(PLANNED_ROLES) or 'none'))
+                        '{1}'.format(role, ', '.join(SITE_ROLES)))
+
+
+def contracts():
+    """``[(role, SETTINGS)]`` of every role of the collection (site.yml's order, then readiness): the one source of
+    each role's variables, from which ``make settings-gen`` writes the role's meta/argument_specs.yml options,
+    defaults/main.yml and README variable table."""
+    return [(role, RULES[role].SETTINGS) for role in SITE_ROLES] + [
+        (_readiness_settings.ROLE, _readiness_settings.SETTINGS)]
 
 
 def validator_spec(settings):
@@ -137,6 +152,20 @@ def role_files(role):
                 raise PlanError('role {0}: cannot read {1}: {2}'.format(role, path, exc))
         _ROLE_FILES[role] = texts
     return dict(_ROLE_FILES[role])
+
+
+def refusal(role, plan, host=''):
+    """Why ``role`` must stop on ``host`` before it changes anything, in one line built from its plan's own words:
+    ``<role> on <host>: invalid settings: <problem>; ...; <error>; ...; facts not gathered: <missing>; ...`` (each
+    problem names the variable, the value given and what is allowed).  None when the plan has no problem, error or
+    missing fact (a GPU role's plan on a node that is not a GPU node keeps only its problems)."""
+    parts = []
+    if plan.get('problems'):
+        parts.append('invalid settings: ' + '; '.join(plan['problems']))
+    parts.extend(plan.get('errors') or [])
+    if plan.get('missing'):
+        parts.append('facts not gathered: ' + '; '.join(plan['missing']))
+    return '{0} on {1}: {2}'.format(role, host or 'this node', '; '.join(parts)) if parts else None
 
 
 def plan_role(role, facts, settings, problems, context):

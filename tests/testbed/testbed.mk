@@ -10,7 +10,8 @@
 #   make testbed-fault NODE=<name> FAULT=<kind> [GPU=<index>] [VALUE=<v>]
 #   make testbed-heal NODE=<name> [FAULT=<kind>]
 # Needs root. Kinds: gpu-missing gpu-removed nvidia-smi-hang driver-unloaded xid retired-pages
-# remapped-rows clocks-capped power-capped secure-boot shm-full node-down.
+# remapped-rows clocks-capped power-capped secure-boot shm-full node-down; issue 28: hw-slowdown
+# pcie-downtrained nvlink-inactive rows-pending mig-enabled allreduce-slow (tests/testbed/testbed.py FAULTS).
 
 TESTBED_PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 TESTBED := $(TESTBED_PYTHON) tests/testbed/testbed.py

@@ -203,6 +203,35 @@ FAULTS['nvlink-down'] = {
             'default 0: the pair shows its PCIe relation NODE/SYS)'}
 
 
+# Issue 28, fitness (flags read by the GPU double: lib/gpudouble.py, gpu_double/REALITY.md "Fitness faults").
+# --gpu takes one GPU or a comma list (default the last GPU); --value the words of the fault.
+FITNESS_GPU_FAULTS = ('hw-slowdown', 'pcie-downtrained', 'nvlink-inactive', 'rows-pending', 'mig-enabled')
+FAULTS['hw-slowdown'] = {
+    'flag': 'hw-slowdown',
+    'help': 'a hardware slowdown: clocks event reasons HW Slowdown and HW Power Brake Slowdown Active (--value '
+            'thermal: HW Thermal Slowdown), graphics/SM clocks at a quarter of the maximum (--gpu, default the last)'}
+FAULTS['pcie-downtrained'] = {
+    'flag': 'pcie-downtrained',
+    'help': 'the PCIe link trained lower than it can: current width x8 (--value x4, x8,gen4 ...), max unchanged, '
+            'host-to-device bandwidth scaled to the lanes and generation (--gpu, default the last)'}
+FAULTS['nvlink-inactive'] = {
+    'flag': 'nvlink-inactive',
+    'help': 'NVLinks that did not come up: nvidia-smi nvlink -s prints <inactive> for them, the XML, topo -m and '
+            'device-to-device bandwidth follow (--value link numbers "3,7" or all, default the last link; --gpu, '
+            'default the last)'}
+FAULTS['rows-pending'] = {
+    'flag': 'rows-pending',
+    'help': 'a row remap waits for a GPU reset: remapped rows Pending Yes, one more uncorrectable row, Xid 63 in the '
+            'kernel log (--gpu, default the last)'}
+FAULTS['mig-enabled'] = {
+    'flag': 'mig-enabled',
+    'help': 'MIG mode Enabled, current and pending (--value pending: pending Enabled, current still Disabled; --gpu, '
+            'default the last)'}
+FAULTS['allreduce-slow'] = {
+    'flag': 'allreduce-slow',
+    'help': 'all_reduce_perf reports a lower bus bandwidth: --value the factor (default 0.5); nvbandwidth untouched'}
+
+
 class TestbedError(Exception):
     pass
 
@@ -1539,6 +1568,14 @@ def fault_content(kind, args):
         return gpu + '\n' if gpu else ''
     if kind == 'nvlink-down':
         return '{0} {1}\n'.format(gpu or '0 1', args.value or '0')
+    if kind in FITNESS_GPU_FAULTS:
+        words = (args.value or '').replace(',', ' ') if kind != 'nvlink-inactive' else (args.value or '')
+        if not gpu and not words:
+            return ''
+        return ''.join('{0} {1}\n'.format(one, words).replace(' \n', '\n')
+                       for one in (gpu.replace(',', ' ').split() or ['last']))
+    if kind == 'allreduce-slow':
+        return '{0}\n'.format(args.value) if args.value else ''
     if kind == 'dkms-build-fails':
         return '{0}\n'.format(args.value) if args.value else ''
     return ''

@@ -383,18 +383,21 @@ def test_nic_offload_changed_after_one_feature_applied(tmp_path, monkeypatch, ca
 # Roles: one ansible-playbook run, every case a block with a rescue that records the failed task and its message.
 
 SPEC = "Validating arguments against arg spec 'main' - "
-GPU_ASSERT = 'Fail on settings the role cannot use, or on what the node lacks'
-NCCL_ASSERT = 'Check names and values'
+# Each role's first task, gpufleet.nodeprep.node_plan with fail_on_problems, stops the node on its plan's problems,
+# errors and missing facts, in the plan's words: '<role> on <host>: invalid settings: ...; <errors>'.
+PROLOGUE = '{0}; stops here on settings the role cannot use and on what the node lacks'
+GPU_ASSERT = PROLOGUE.format('Plan the GPU settings')
+NCCL_ASSERT = PROLOGUE.format('Plan the NCCL files')
 NCCL_STRICT = NCCL_ASSERT  # one task fails on every problem of the plan
-SHM_ASSERT = 'Refuse invalid settings, and a node the role cannot size'
-MEMLOCK_ASSERT = 'Refuse settings the plan cannot use, before changing anything'
-NIC_ASSERT = 'Refuse settings and NIC states the role cannot use, before changing anything'
+SHM_ASSERT = PROLOGUE.format('Plan /dev/shm')
+MEMLOCK_ASSERT = PROLOGUE.format('Plan the memlock limits of this node')
+NIC_ASSERT = PROLOGUE.format('Plan the NIC offload features')
 # The kernel role's plan (_plan_kernel) refuses a source the platform lacks; the role fails on it first.
-KERNEL_SOURCE = 'Check the settings and the facts the plan read'
+KERNEL_SOURCE = PROLOGUE.format('Plan the kernel')
 KERNEL_ELREPO = KERNEL_SOURCE
 # The nvidia_driver role's plan (node_plan, _plan_nvidia_driver) makes the cross-field refusals settings problems; the
-# role fails on them in its first check, before anything else (they were separate asserts in validate.yml).
-DRIVER_PLAN = 'Check the settings and the facts the plan read'
+# role fails on them in its first task, before anything else (they were separate asserts in validate.yml).
+DRIVER_PLAN = PROLOGUE.format('Plan the driver')
 DRIVER_BRANCH = DRIVER_PLAN
 DRIVER_VERSION = DRIVER_PLAN
 DRIVER_RUNFILE = DRIVER_PLAN
@@ -473,7 +476,8 @@ ROLE_CASES = [
     ('shm min size unknown unit', 'localhost', 'shm', {'nodeprep_shm_min_size': '64 gigs'},
      SHM_ASSERT, ['nodeprep_shm_min_size="64 gigs"', SHM_ALLOWED]),
     ('shm ratio zero', 'localhost', 'shm', {'nodeprep_shm_gpu_memory_ratio': 0},
-     SHM_ASSERT, ['invalid setting nodeprep_shm_gpu_memory_ratio=0.0: must be a number greater than 0']),
+     SHM_ASSERT, ['shm on localhost: invalid settings: nodeprep_shm_gpu_memory_ratio=0.0: must be a number greater than '
+                  '0']),
     ('shm larger than RAM + swap', 'localhost', 'shm', {'nodeprep_shm_size': '1024T'},
      SHM_ASSERT, ['nodeprep_shm_size="1024T" gives a /dev/shm of', 'more than RAM + swap',
                   'nodeprep_shm_allow_oversize=true']),
@@ -486,13 +490,13 @@ ROLE_CASES = [
     ('shm fstab neither true nor false', 'localhost', 'shm', {'nodeprep_shm_fstab': 'perhaps'},
      SPEC, ['nodeprep_shm_fstab', "'perhaps'", 'bool']),
     ('memlock value a word', 'localhost', 'memlock', {'nodeprep_memlock_value': 'lots'},
-     MEMLOCK_ASSERT, ['memlock on localhost: nodeprep_memlock_value="lots": ' + MEMLOCK_VALUE_ALLOWED]),
+     MEMLOCK_ASSERT, ['memlock on localhost: invalid settings: nodeprep_memlock_value="lots": ' + MEMLOCK_VALUE_ALLOWED]),
     ('memlock value zero', 'localhost', 'memlock', {'nodeprep_memlock_value': 0},
-     MEMLOCK_ASSERT, ['memlock on localhost: nodeprep_memlock_value=0: ' + MEMLOCK_VALUE_ALLOWED]),
+     MEMLOCK_ASSERT, ['memlock on localhost: invalid settings: nodeprep_memlock_value=0: ' + MEMLOCK_VALUE_ALLOWED]),
     ('memlock value -1', 'localhost', 'memlock', {'nodeprep_memlock_value': '-1'},
-     MEMLOCK_ASSERT, ['memlock on localhost: nodeprep_memlock_value="-1": ' + MEMLOCK_VALUE_ALLOWED]),
+     MEMLOCK_ASSERT, ['memlock on localhost: invalid settings: nodeprep_memlock_value="-1": ' + MEMLOCK_VALUE_ALLOWED]),
     ('memlock value a fraction', 'localhost', 'memlock', {'nodeprep_memlock_value': 0.5},
-     MEMLOCK_ASSERT, ['memlock on localhost: nodeprep_memlock_value=0.5: ' + MEMLOCK_VALUE_ALLOWED]),
+     MEMLOCK_ASSERT, ['memlock on localhost: invalid settings: nodeprep_memlock_value=0.5: ' + MEMLOCK_VALUE_ALLOWED]),
     ('memlock domain with a space', 'localhost', 'memlock', {'nodeprep_memlock_domains': ['bad user']},
      MEMLOCK_ASSERT, ['nodeprep_memlock_domains=["bad user"]: "bad user" is not a domain',
                       'a user, @group, %group, * or %']),

@@ -8,7 +8,7 @@
 """What the NVIDIA driver plan reads on the node besides the kernel facts: the repositories, the installed NVIDIA
 packages, the versionlock list and plugin, the dnf module stream, the apt source, keyring and holds.
 
-One reader, called by the nvidia_driver_plan module and by the kernel facts collector (so the first gather of
+One reader, called by the kernel facts collector (so the first gather of
 site.yml carries it as ``kernel_state.driver_node`` and the plan can be computed on the controller).  The parsers are
 the pure functions of rules/_driver.py.
 """

@@ -488,7 +488,7 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
 
 def _driver_node(module, root, identity, warnings):
     """What the driver plan reads besides these facts (_driver_node.read_driver_node); None for another root or an
-    OS the roles do not support (the nvidia_driver_plan module then reads it itself)."""
+    OS the roles do not support (the nvidia_driver plan then fails the node, naming it)."""
     if root not in ('/', '') or identity is None:
         return None
     try:

@@ -84,5 +84,9 @@ def keep_package(name):
     extra = ('nvlsm', 'dkms', 'epel-release', 'python3-dnf-plugin-versionlock') + NVLINK5_PACKAGES
     # Ubuntu's Canonical-signed modules (R25): linux-modules-nvidia-<branch>-server[-open]-<kernel> and the metas.
     # NVIDIA DCGM (the dcgm role's plan reads them here: this list is read with the node's own package manager).
+    # The perf_tools role's build packages (plans/_plan_perf_tools.package_names): CUDA toolkit parts, NCCL, the
+    # compiler, make, CMake and Boost.
+    extra += ('make', 'cmake', 'gcc-c++', 'g++', 'boost-devel', 'boost-static', 'libboost-program-options-dev')
     return bool(NVIDIA_STACK_RE.match(name) or name in extra or name.startswith('linux-modules-nvidia-')
-                or name.startswith('datacenter-gpu-manager-'))
+                or name.startswith(('datacenter-gpu-manager-', 'cuda-nvcc-', 'cuda-cudart-dev', 'cuda-driver-dev',
+                                    'cuda-nvml-dev', 'libnccl')))

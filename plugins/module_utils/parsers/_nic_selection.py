@@ -6,10 +6,10 @@
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # Its functions may change without notice; do not import it from other collections.
 # The addresses of ``ip -j addr`` entries and the collection's one NIC selection (by name, driver or network):
-# nic_facts/gpu_node_facts (which interfaces to read), the nic_offload role's plan, the nodeprep_select_nics filter
-# (nccl role) and the readiness checks all call select_nics().  It sits with the parsers because the gather's
-# collector (collect/_nic.py) reads the interfaces it chooses.  Network matching uses the standard library's
-# ipaddress module (Python 3.3+, so also EL8's platform-python 3.6); netaddr is not needed.
+# nic_facts/gpu_node_facts (which interfaces to read), the nic_offload and nccl roles' plans and the readiness checks
+# all call select_nics().  It sits with the parsers because the gather's collector (collect/_nic.py) reads the
+# interfaces it chooses.  Network matching uses the standard library's ipaddress module (Python 3.3+, so also
+# EL8's platform-python 3.6); netaddr is not needed.
 #
 # NicError is the error of the NIC readers too (a FactsReadError: cmd/rc/stdout/stderr when a command failed).
 
@@ -58,6 +58,15 @@ def parse_networks(networks, what='networks'):
     return parsed
 
 
+def valid_networks(networks):
+    """Whether every item of ``networks`` is a CIDR network (what parse_networks takes without an error)."""
+    try:
+        parse_networks(networks)
+    except NicError:
+        return False
+    return True
+
+
 def _nic_addresses(ifname, nic):
     addresses = nic.get('addresses') or {}
     if not isinstance(addresses, dict):
@@ -81,8 +90,8 @@ def select_nics(nics, names=None, drivers=None, networks=None, what='networks'):
     An interface is chosen when its name is in ``names``, its driver (``driver.driver``) is in ``drivers``, or
     one of its IPv4/IPv6 addresses lies inside one of ``networks`` (CIDR strings). No selector chooses nothing.
     Used by nic_facts/gpu_node_facts (which interfaces to read), the nic_offload role's plan (and so the readiness
-    check nic.offload), the nodeprep_select_nics filter (nccl role) and the readiness check nccl.config. Raises NicError naming the bad input;
-    ``what`` names the networks setting in that message.
+    check nic.offload), the nccl role's plan (and so the readiness check nccl.config). Raises NicError naming the bad
+    input; ``what`` names the networks setting in that message.
     """
     if not isinstance(nics, dict):
         raise NicError('input must be the ansible_facts.nics dict (interface name -> facts), got {0}'.format(

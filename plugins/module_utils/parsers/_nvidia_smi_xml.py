@@ -184,6 +184,56 @@ class _GpuReader(object):
             vendor_id = '0x{0}'.format(raw[4:].lower())
         return device_id, vendor_id
 
+    def pcie_link(self):
+        """The PCIe link: generation and width, current and maximum, as nvidia-smi reads them (``<pci_gpu_link_info>``;
+        ``device_*`` and ``host_max_gen`` only on drivers that print them), and the replay counter.  None without a
+        ``<pci>`` section.  nvidia-smi's own help says the current generation and width may be reduced while the GPU
+        is not in use (``--help-query-gpu``, ``pcie.link.gen.current``), so a lower current value alone proves no
+        fault."""
+        elem = self.top.get('pci')
+        if elem is None:
+            return None
+        pci = _children(elem)
+        info = _children(pci.get('pci_gpu_link_info'))
+        gen = _children(info.get('pcie_gen'))
+        width = _children(info.get('link_widths'))
+        base = 'pci/pci_gpu_link_info/'
+
+        def link_gen(tag):
+            return self.num(gen, base + 'pcie_gen', tag, ('',), int)
+
+        def link_width(tag):
+            return self.num(width, base + 'link_widths', tag, ('x',), int)
+
+        result = {
+            'gen_current': link_gen('current_link_gen'),
+            'gen_max': link_gen('max_link_gen'),
+            'gen_device_current': link_gen('device_current_link_gen'),
+            'gen_device_max': link_gen('max_device_link_gen'),
+            'gen_host_max': link_gen('max_host_link_gen'),
+            'width_current': link_width('current_link_width'),
+            'width_max': link_width('max_link_width'),
+            'replay_counter': self.num(pci, 'pci', 'replay_counter', ('',), int),
+        }
+        if all(v is None for v in result.values()):
+            return None
+        return result
+
+    def event_counters(self):
+        """Microseconds each clock event reason has held the clocks down since the driver loaded
+        (``<clocks_event_reasons_counters>``, nvsmi_device_v13: ``sw_power_cap``, ``sync_boost``,
+        ``sw_therm_slowdown``, ``hw_therm_slowdown``, ``hw_power_brake``); None where the element is absent."""
+        elem = self.top.get('clocks_event_reasons_counters')
+        if elem is None:
+            return None
+        prefix = 'clocks_event_reasons_counters_'
+        children = _children(elem)
+        result = {}
+        for tag in children:
+            name = tag[len(prefix):] if tag.startswith(prefix) else tag
+            result[name] = self.num(children, 'clocks_event_reasons_counters', tag, ('us',), int)
+        return result or None
+
     def power(self):
         if 'gpu_power_readings' in self.top:
             section, name = _children(self.top['gpu_power_readings']), 'gpu_power_readings'
@@ -402,6 +452,8 @@ class _GpuReader(object):
             'supported_clocks': supported,
             'supported_clocks_incomplete': incomplete,
             'clocks_event_reasons': self.event_reasons(),
+            'clocks_event_reasons_counters_us': self.event_counters(),
+            'pcie': self.pcie_link(),
             'ecc': self.ecc(),
             'retired_pages': self.retired_pages(),
             'remapped_rows': self.remapped_rows(),

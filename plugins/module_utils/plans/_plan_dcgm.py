@@ -62,8 +62,10 @@ _INSTALLED_RE = re.compile(r'^(?:(?P<epoch>[0-9]+):)?(?P<version>[^-]+)-(?P<rele
 SETTINGS = {
     PREFIX + 'install': {
         'type': 'bool', 'default': False,
-        'description': 'Install NVIDIA DCGM 4 (the package of the CUDA major of the driver), enable and start '
-                       'C(nvidia-dcgm), lock its version. V(false) leaves DCGM alone (installed or not).'},
+        'description': ["Install NVIDIA DCGM 4 from NVIDIA's CUDA repository (set up by the nvidia_driver role): the "
+                        'package of the CUDA major of the driver (C(datacenter-gpu-manager-4-cuda12), '
+                        'C(datacenter-gpu-manager-4-cuda13), ...), enable and start C(nvidia-dcgm), lock its version.',
+                        'V(false) leaves DCGM alone (installed or not).']},
     PREFIX + 'version': {
         'type': 'str', 'default': '',
         'description': "The DCGM version, such as V(4.5.2). V('') installs the newest in NVIDIA's repository and then "

@@ -65,11 +65,12 @@ _CLOCK_RANGE = 'null, "reset", or {min: MHz, max: MHz} with 0 < min <= max'
 SETTINGS = {
     PREFIX + 'apply': {
         'type': 'bool', 'default': True,
-        'description': 'Apply the settings to the running GPUs now.'},
+        'description': 'Apply the settings to the running GPUs now (through M(gpufleet.nodeprep.nvidia_gpu)).'},
     PREFIX + 'boot_persist': {
         'type': 'bool', 'default': True,
         'description': ['Write the replay file O(nodeprep_gpu_settings_config_path), install the re-apply script and '
-                        'enable C(nodeprep-gpu-settings.service).']},
+                        'enable C(nodeprep-gpu-settings.service), which re-applies the settings at every boot (the '
+                        'driver forgets power limits and clock locks).']},
     PREFIX + 'require_gpu': {
         'type': 'bool', 'default': False,
         'description': 'Fail, instead of skipping with a message, on hosts whose facts show no working NVIDIA GPU.'},
@@ -115,7 +116,8 @@ SETTINGS = {
         'description': 'Seconds nvidia-smi may take, for the facts and for each change.'},
     PREFIX + 'config_path': {
         'type': 'path', 'default': '/etc/nodeprep/gpu-settings.replay',
-        'description': ['Where C(nvidia_gpu) writes the replay file (JSON argv lists) that '
+        'description': ['Where C(nvidia_gpu) writes the replay file (the exact nvidia-smi commands, as JSON argv '
+                        'lists) that '
                         'C(nodeprep-gpu-settings.service) runs at boot. Removed when there is nothing to replay.']},
 }
 # The collection-wide nodeprep_gpu_node: the role does nothing on a node that is not a GPU node (rules/_gpu_node.py).

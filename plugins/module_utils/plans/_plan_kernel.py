@@ -11,9 +11,13 @@ From the kernel facts of the one gather (``kernel_state``: the running kernel, t
 trees, the installed kernel packages, the OS) and the typed settings, the plan decides which kernel must boot next
 (the target), what to install (the ELRepo repository, the kernel packages, the devel/headers package of the target),
 whether grubby must change the default and whether the node must reboot.  The role's tasks only read
-``args['kernel']``; where a step changes the facts (an installed kernel), the role plans again from a new gather.
-The per-OS constants are OS_VARS below (the role has no per-OS vars files).  The readiness check
-kernel.devel_matched is this plan's drift.
+``args['kernel']`` (its lists are what they loop over); where a step changes the facts (an installed kernel, a DKMS
+build, a reboot), the role plans again from a new gather, saying what it did (``context['run']['kernel']``,
+run_state).  The per-OS constants are OS_VARS below (the role has no per-OS vars files).  The readiness check
+kernel.devel_matched is this plan's drift: every piece of the role's work is drift of it.
+
+The reboot of both the kernel and the nvidia_driver role is decided here (reboot_allowed, reboot_plan) and done by
+one task file, roles/kernel/tasks/reboot.yml.
 Pure functions; no Ansible import (Python 3.6+).
 """
 
@@ -219,10 +223,52 @@ def sources_here(chosen, major):
             if source not in ELREPO_MAJORS or str(major) in ELREPO_MAJORS[source]]
 
 
+def reboot_allowed(settings, role):
+    """May ``role`` (kernel, nvidia_driver) reboot the node: its own ``nodeprep_<role>_reboot_ok``, else the
+    collection-wide ``nodeprep_reboot_ok``.  The settings are typed once (``-e nodeprep_reboot_ok=false`` arrives as
+    False), and only True allows: the one home of the reboot permission of both roles."""
+    own = settings.get('nodeprep_{0}_reboot_ok'.format(role))
+    return (settings.get('nodeprep_reboot_ok') if own is None else own) is True
+
+
 def reboot_ok(settings):
-    """May the role reboot: nodeprep_kernel_reboot_ok, else the collection-wide nodeprep_reboot_ok."""
-    own = settings.get('nodeprep_kernel_reboot_ok')
-    return bool(settings.get('nodeprep_reboot_ok') if own is None else own)
+    """May the kernel role reboot (reboot_allowed)."""
+    return reboot_allowed(settings, ROLE)
+
+
+def reboot_plan(settings, role, why, blocked=False, before=()):
+    """The ``reboot`` of a plan, as roles/kernel/tasks/reboot.yml reads it for both roles: ``needed`` (``why`` is not
+    empty), ``why`` (the reasons, recorded in ``nodeprep_reboot_reasons`` when the reboot is not allowed),
+    ``allowed`` (reboot_allowed, and nothing ``blocked`` it), ``timeout`` (``nodeprep_<role>_reboot_timeout``) and
+    ``before`` (the commands to run just before the reboot, ``{argv, removes}``: only where the tool exists; only
+    when the reboot is needed and allowed)."""
+    allowed = reboot_allowed(settings, role) and not blocked
+    return {'needed': bool(why), 'why': list(why), 'allowed': allowed,
+            'timeout': settings.get('nodeprep_{0}_reboot_timeout'.format(role)) or 1800,
+            'before': [dict(command) for command in before] if allowed and why else []}
+
+
+# The stages of a run of the role: its start, after the kernel was installed, after the NVIDIA DKMS build for it,
+# after the reboot.
+STAGES = ('start', 'installed', 'dkms', 'rebooted')
+
+
+def run_state(run):
+    """What this run of the role did so far, as its later stages hand it to node_plan (``run: {kernel: ...}``):
+    ``stage`` (one of STAGES), ``booting`` (the release the reboot was for) and ``dkms`` (per build that ran: its argv,
+    rc and last output lines).  ValueError names a stage that is not one of STAGES."""
+    run = run if isinstance(run, dict) else {}
+    stage = str(run.get('stage') or 'start')
+    if stage not in STAGES:
+        raise ValueError('run.stage={0!r}: allowed {1}'.format(stage, ', '.join(STAGES)))
+    builds = []
+    for build in run.get('dkms') or []:
+        if not isinstance(build, dict) or build.get('rc') is None:
+            continue
+        lines = [str(line) for line in (build.get('stdout_lines') or []) + (build.get('stderr_lines') or []) if line]
+        argv = build.get('argv') or build.get('cmd') or build.get('__nodeprep_kernel_dkms_argv') or []
+        builds.append({'argv': [str(a) for a in argv], 'rc': int(build['rc']), 'tail': lines[-3:]})
+    return {'stage': stage, 'booting': str(run.get('booting') or ''), 'dkms': builds}
 
 
 def elrepo_gpgkeys(major, keys=None, base=''):
@@ -268,6 +314,31 @@ def installed_releases(packages, names):
     return sorted(found, key=version_key)
 
 
+def boot_devel(facts):
+    """The devel/headers package of the kernel that boots next, whatever its source (the nvidia_driver role builds its
+    DKMS modules against it): ``{family, release, needed, package}``, the source told by the installed package that
+    holds that release (ELRepo's kernel-lt or kernel-ml, else the distribution's); None where the OS or the kernel
+    that boots next is not known."""
+    state = facts.get('kernel_state') if isinstance(facts.get('kernel_state'), dict) else {}
+    os_info = os_facts(facts)
+    family = os_vars(os_info)['family'] if os_info.get('os_family') else 'unsupported'
+    release = state.get('default') or state.get('running')
+    if family == 'unsupported' or not release:
+        return None
+    source = 'distro'
+    packages = state.get('packages') if isinstance(state.get('packages'), dict) else {}
+    if family == 'el':
+        for name in ('elrepo-ml', 'elrepo-lt'):
+            if release in installed_releases(packages, OS_VARS['RedHat']['image_packages'][name]):
+                source = name
+                break
+        else:
+            if '.elrepo.' in release:
+                source = 'elrepo-lt'
+    return {'family': family, 'release': release, 'needed': not (state.get('devel') or {}).get(release),
+            'package': devel_package(family, source, release, os_info.get('architecture'))}
+
+
 def gather(settings):
     """The kernel subset (it carries the OS facts, kernel_state.os, and the installed kernel packages)."""
     request = _plan.new_gather()
@@ -275,12 +346,12 @@ def gather(settings):
     return request
 
 
-def _refuse(out, msg, allowed):
+def _refuse(out, msg, settings):
     """The role cannot run on this node with these settings: it fails there, and readiness says why."""
     out['errors'].append(msg)
     _plan.set_check(out, CHECK, 'devel/headers installed for the kernel that boots next')
     _plan.add_drift(out, CHECK, 'the kernel role cannot run here: ' + msg, fixable=False)
-    out['reboot'] = {'needed': False, 'why': [], 'allowed': allowed}
+    out['reboot'] = reboot_plan(settings, ROLE, [])
     out['args']['kernel'] = None
     return out
 
@@ -303,6 +374,14 @@ def _devel_check(out, settings, state, target, pending, package, kernel_package)
     _plan.set_check(out, CHECK, expected)
     _plan.add_drift(out, CHECK, 'devel: /lib/modules/{0}/build does not resolve: {1} is not installed'.format(
         target, package))
+
+
+def _work(out, msg, level='fail'):
+    """A piece of the role's work that is not the devel tree's: a reason to run, and drift of kernel.devel_matched
+    (the check of the kernel that must boot next) at ``level``, so that readiness fails (or warns) while it is due."""
+    out['drift'].append({'check': CHECK, 'msg': msg, 'level': level, 'fixable': True})
+    if msg not in out['reasons']:
+        out['reasons'].append(msg)
 
 
 def dkms_plan(state, family, running, target, pending, host):
@@ -333,27 +412,40 @@ def dkms_plan(state, family, running, target, pending, host):
     }
 
 
+def _elrepo_defined(state):
+    """Whether the node defines the ELRepo kernel repository the role writes (None: the repositories were not read)."""
+    node = state.get('driver_node') if isinstance(state.get('driver_node'), dict) else {}
+    repos = node.get('repos')
+    return None if not isinstance(repos, dict) else ELREPO_REPO_NAME in repos
+
+
 def plan(facts, settings, context):
     """Every decision of the kernel role for the node.
 
     ``args['kernel']`` holds what the tasks read: ``family``, ``source``, ``target`` (the release that must boot next,
     or PLACEHOLDER's text while the source has no kernel installed: ``pending``), ``install`` (``{module, name,
     enablerepo}``: the packages to install, empty when the facts show them installed), ``elrepo`` (the repository
-    definition, None for other sources), ``devel`` (``{needed, package}`` for the target), ``boot_devel`` (the same
-    for the kernel that boots next, whatever it is: the nvidia_driver role's entry point), ``set_default`` (grubby
-    must change the default), ``dkms`` (dkms_plan: the NVIDIA DKMS builds the target needs before the node may boot
-    it), ``grubby``, ``reboot_ok``."""
+    definition, None for other sources), ``devel`` (``{family, release, needed, package}`` for the target),
+    ``set_default`` (grubby must change the
+    default), ``dkms`` (dkms_plan: the NVIDIA DKMS builds the target needs before the node may boot it), ``grubby``,
+    ``reboot_ok``, ``iommu``; and the lists the tasks loop over: ``repositories``, ``installs``, ``default`` (the
+    grubby argv), ``iommu_commands``, ``grub_lines``, ``restore`` (grubby back to the running kernel after a failed
+    DKMS build), ``verify`` (what is still not as wanted after the run) and ``predict`` (the task names check mode
+    reports as changed because they cannot run before an earlier step: installing from a repository that check mode
+    did not define).  ``args['run']``: what the later stages hand back to node_plan."""
     out = _plan.new_plan(ROLE)
     state = facts.get('kernel_state') if isinstance(facts.get('kernel_state'), dict) else {}
     os_info = os_facts(facts)
+    run = run_state((context.get('run') or {}).get(ROLE))
+    check_mode = bool(context.get('check_mode'))
     allowed = reboot_ok(settings)
     source = settings['nodeprep_kernel_source']
+    out['reboot'] = reboot_plan(settings, ROLE, [])
     if os_info.get('os_family') is None or os_info.get('distribution_major_version') is None:
         # Neither Ansible's facts nor the gather's /etc/os-release name the OS: the role runs setup, plans again.
-        out['reasons'] = ['kernel facts to gather: the OS (the role reads it with the setup module)']
         _plan.set_check(out, CHECK, 'devel/headers installed for the kernel that boots next',
                         skip='the OS of the node is not known (no supported /etc/os-release)')
-        out['reboot'] = {'needed': False, 'why': [], 'allowed': allowed}
+        _work(out, 'kernel facts to gather: the OS (the role reads it with the setup module)')
         out['args']['kernel'] = None
         return out
     chosen = os_vars(os_info)
@@ -362,24 +454,24 @@ def plan(facts, settings, context):
     where = '{0} {1}'.format(os_info.get('distribution'), os_info.get('distribution_version'))
     if family == 'unsupported':
         return _refuse(out, 'gpufleet.nodeprep.kernel supports EL 8/9/10, Ubuntu 22.04/24.04 and Debian 12; this host '
-                            'runs {0} (os_family {1})'.format(where, os_info.get('os_family')), allowed)
+                            'runs {0} (os_family {1})'.format(where, os_info.get('os_family')), settings)
     here = sources_here(chosen, major)
     if family == 'el' and source in ELREPO_MAJORS and source not in here:
         note = ' (there is no kernel-lt for EL10, only kernel-ml)' if source == 'elrepo-lt' else ''
         return _refuse(out, 'nodeprep_kernel_source={0} is not available on EL{1}: ELRepo publishes {2} only for EL{3}'
                             '{4}. Allowed here: {5}.'.format(source, major, ELREPO_PACKAGES[source],
                                                              '/EL'.join(ELREPO_MAJORS[source]), note, ', '.join(here)),
-                       allowed)
+                       settings)
     if source not in here:
         return _refuse(out, 'nodeprep_kernel_source={0} is not available on {1}; allowed here: {2} (hwe exists on '
                             'Ubuntu only, elrepo-lt and elrepo-ml on EL only).'.format(source, where, ', '.join(here)),
-                       allowed)
+                       settings)
 
     running = state.get('running') or ''
     default = state.get('default') or None
     nxt = default or running
     if not nxt:
-        return _refuse(out, 'the kernel facts name no running kernel', allowed)
+        return _refuse(out, 'the kernel facts name no running kernel', settings)
     manage_devel = bool(settings['nodeprep_kernel_manage_devel'])
     images = chosen['image_packages'].get(source) or []
     meta = (chosen['devel_meta_packages'].get(source) or []) if manage_devel else []
@@ -393,7 +485,7 @@ def plan(facts, settings, context):
         if packages is None:
             return _refuse(out, 'the installed kernel packages could not be read (rpm -qa; see the warnings of the '
                                 'gather), so the kernels of nodeprep_kernel_source={0} cannot be told'.format(source),
-                           allowed)
+                           settings)
         releases = installed_releases(packages, images)
         if nxt in releases:
             target = nxt
@@ -408,7 +500,7 @@ def plan(facts, settings, context):
             return _refuse(out, 'the installed kernel packages could not be read (dpkg-query -W; see the warnings of '
                                 'the gather), so whether {0} is installed cannot be told'.format(
                                     ', '.join(images + meta)),
-                           allowed)
+                           settings)
         if [name for name in images + meta if not packages.get(name)]:
             # GRUB boots the newest installed kernel: which one that is, the gather after the installation says.
             install = {'module': 'apt', 'name': images + meta, 'enablerepo': None}
@@ -416,9 +508,14 @@ def plan(facts, settings, context):
     pending = target == placeholder
     package = None if pending else devel_package(family, source, target, os_info.get('architecture'))
     devel_needed = manage_devel and not pending and not (state.get('devel') or {}).get(target)
-    set_default = family == 'el' and bool(settings['nodeprep_kernel_set_default']) and target != default
+    # Right after the role installed a kernel, grubby makes it the default in both modes (check mode cannot tell
+    # whether the new kernel's package made itself the default).
+    set_default = family == 'el' and bool(settings['nodeprep_kernel_set_default']) and \
+        (target != default or run['stage'] == 'installed')
+    # The ELRepo repository is written to install from it (it is defined disabled, enabled for that transaction
+    # only); a node that has the kernel of the source needs nothing of it.
     elrepo = None
-    if family == 'el' and source in ELREPO_PACKAGES:
+    if family == 'el' and source in ELREPO_PACKAGES and install['enablerepo']:
         url = settings['nodeprep_kernel_elrepo_url'] or ELREPO_URL.format(
             major=major, arch=os_info.get('architecture') or 'x86_64')
         gpgcheck = bool(settings['nodeprep_kernel_elrepo_gpgcheck'])
@@ -426,28 +523,31 @@ def plan(facts, settings, context):
                   'description': 'ELRepo.org Community Enterprise Linux Kernel Repository - el{0}'.format(major),
                   'gpgkey': elrepo_gpgkeys(major, settings['nodeprep_kernel_elrepo_gpgkey']) if gpgcheck else None}
 
-    # Why the role must run, in the order its tasks act.
-    if elrepo:
-        out['reasons'].append('kernel source {0}: the tasks check the repository {1}'.format(source, ELREPO_REPO_NAME))
+    # Why the role must run, in the order its tasks act; each is drift of kernel.devel_matched.
     if install['name']:
-        out['reasons'].append('install: {0} ({1} has no kernel installed of nodeprep_kernel_source={2})'.format(
+        _work(out, 'install: {0} ({1} has no kernel installed of nodeprep_kernel_source={2})'.format(
             ', '.join(install['name']), where, source) if family == 'el' else
             'install: {0} (not installed)'.format(', '.join(install['name'])))
     _devel_check(out, settings, state, target, pending, package, images[0] if images else 'kernel')
     if set_default:
-        out['reasons'].append('kernel: {0} must boot next (the boot loader default is {1})'.format(
-            target, default or 'unknown'))
+        _work(out, 'kernel: {0} must boot next (the boot loader default is {1})'.format(target, default or 'unknown'),
+              'warn')
     dkms = dkms_plan(state, family, running, target, pending, context.get('host') or 'this node')
     if dkms['missing']:
-        out['reasons'].append('dkms: {0} not built for {1}; built before the node may boot it'.format(
+        _work(out, 'dkms: {0} not built for {1}; built before the node may boot it'.format(
             ', '.join(dkms['missing']), target))
     why = [] if target == running else [
         'kernel: running {0}, the kernel that boots next is {1}'.format(running, target)]
     if why:
-        out['reasons'].append('reboot: running {0}, {1} boots next'.format(running, target))
-    out['reboot'] = {'needed': bool(why), 'why': why, 'allowed': allowed}
-    iommu = _iommu_passthrough(out, settings, state, family)
-    boot_package = devel_package(family, source, nxt, os_info.get('architecture'))
+        _work(out, 'reboot: running {0}, {1} boots next'.format(running, target), 'warn')
+    iommu = _iommu_passthrough(out, settings, state, family, why)
+    out['reboot'] = reboot_plan(settings, ROLE, why)
+    if run['stage'] == 'dkms' and dkms['missing']:
+        out['errors'].append(_dkms_error(dkms['error'], run['dkms']))
+    if run['stage'] == 'rebooted' and run['booting'] and running != run['booting']:
+        out['errors'].append('The node rebooted but runs {0}, not {1} (the boot loader\'s default is now {2}).'.format(
+            running, run['booting'], default))
+    predict_install = bool(check_mode and install['enablerepo'] and not _elrepo_defined(state))
     out['args']['kernel'] = {
         'family': family,
         'source': source,
@@ -456,32 +556,74 @@ def plan(facts, settings, context):
         'pending': pending,
         'install': install,
         'elrepo': elrepo,
-        'devel': {'release': target, 'needed': devel_needed, 'package': package},
-        'boot_devel': {'release': nxt, 'needed': not (state.get('devel') or {}).get(nxt), 'package': boot_package},
+        'devel': {'family': family, 'release': target, 'needed': devel_needed, 'package': package},
         'set_default': set_default,
         'dkms': dkms,
         'grubby': GRUBBY,
         'reboot_ok': allowed,
         'iommu': iommu,
+        # The lists the tasks loop over.
+        'repositories': [elrepo] if elrepo else [],
+        'installs': [] if not install['name'] or predict_install else [install],
+        'default': [['grubby', '--set-default=/boot/vmlinuz-' + target]] if set_default else [],
+        'iommu_commands': [iommu['grubby']] if iommu and iommu.get('grubby') else [],
+        'grub_lines': [iommu['grub_line']] if iommu and iommu.get('grub_line') else [],
+        'restore': [['grubby', '--set-default=' + dkms['fallback_path']]]
+        if run['stage'] == 'dkms' and dkms['missing'] and dkms['restore_default'] else [],
+        'verify': [] if check_mode or not settings['nodeprep_kernel_verify'] else
+        _verify(settings, state, family, target, pending, package),
+        'predict': [INSTALL_TASK] if predict_install else [],
     }
+    # What the later stages hand back (grubby after an installation is for the plan right after it only).
+    out['args']['run'] = {'stage': 'start' if run['stage'] == 'installed' else run['stage'], 'booting': target}
     return out
 
 
-def _iommu_passthrough(out, settings, state, family):
+# The name of the task of roles/kernel/tasks/work.yml that check mode predicts when it cannot run it (the ELRepo
+# repository it would install from is not defined yet): the prediction counts as that task, as the real run does.
+INSTALL_TASK = 'Install the kernel of the chosen source'
+
+
+def _dkms_error(error, builds):
+    """The message that stops the node after the NVIDIA DKMS build for the kernel it must boot failed: the plan's
+    (make.log included), then what each failed ``dkms install`` said last."""
+    parts = [error]
+    for build in builds:
+        if build['rc'] != 0:
+            parts.append('{0} exited {1}: {2}'.format(' '.join(build['argv']), build['rc'], ' | '.join(build['tail'])))
+    return ' '.join(parts)
+
+
+def _verify(settings, state, family, target, pending, package):
+    """What the role's last task fails on (nodeprep_kernel_verify): the chosen kernel does not boot next (EL), or its
+    devel tree does not resolve.  Read from the facts of the last gather."""
+    out = []
+    if family == 'el' and settings['nodeprep_kernel_set_default'] and state.get('default') != target:
+        out.append('The kernel that boots next is {0}, not the chosen {1} (nodeprep_kernel_source={2}).'.format(
+            state.get('default'), target, settings['nodeprep_kernel_source']))
+    if settings['nodeprep_kernel_manage_devel'] and (pending or not (state.get('devel') or {}).get(target)):
+        out.append('/lib/modules/{0}/build does not resolve: the devel/headers package of {0} is missing ({1}).'.format(
+            target, package))
+    return out
+
+
+def _iommu_passthrough(out, settings, state, family, why):
     """nodeprep_kernel_iommu_passthrough: iommu=pt in the boot loader config (_rdma.iommu_boot_plan), a reason to
-    run while it is missing there, a reboot while the running kernel lacks it.  None when not asked."""
+    run while it is missing there, a reboot (added to ``why``) while the running kernel lacks it.  None when not
+    asked.  Readiness judges the running state (kernel.iommu); the boot configuration is drift of
+    kernel.devel_matched, the kernel that boots next."""
     if not settings.get('nodeprep_kernel_iommu_passthrough'):
         return None
     rdma = state.get('rdma') if isinstance(state.get('rdma'), dict) else {}
     decision = _rdma.iommu_boot_plan(family, rdma.get('cmdline'), rdma.get('boot_args'))
     if decision['error']:
         out['errors'].append(decision['error'])
+        _plan.add_drift(out, CHECK, 'the kernel role cannot run here: ' + decision['error'], fixable=False)
         return decision
-    out['reasons'].extend(decision['why'])
+    for reason in decision['why']:
+        _work(out, reason, 'warn')
     if decision['reboot']:
-        why = 'kernel: iommu=pt is not on the running kernel command line (/proc/cmdline)'
-        out['reboot']['why'].append(why)
-        out['reboot']['needed'] = True
-        if why not in out['reasons']:
-            out['reasons'].append(why)
+        reason = 'kernel: iommu=pt is not on the running kernel command line (/proc/cmdline)'
+        why.append(reason)
+        _work(out, reason, 'warn')
     return decision

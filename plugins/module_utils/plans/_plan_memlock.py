@@ -59,27 +59,36 @@ SETTINGS = {
         'description': 'Write the PAM limits drop-in (login sessions, ssh, su, sudo).'},
     'nodeprep_memlock_domains': {
         'type': 'list', 'elements': 'str', 'default': ['*', 'root'],
-        'description': ['limits.conf(5) domains that get the limit (user, V(@group), V(%group), V(*)).',
-                        'Wildcard and group lines do not apply to root, so V(root) is listed separately.']},
+        'description': ['limits.conf(5) domains that get the limit (a user, V(@group), V(%group), V(*)).',
+                        'Wildcard and group lines do not apply to root, so V(root) is listed separately.',
+                        'A string is one domain (C(-e nodeprep_memlock_domains=root)) or a comma-separated list.',
+                        'At least one while O(nodeprep_memlock_limits) is true.']},
     'nodeprep_memlock_value': {
         'type': 'raw', 'default': 'unlimited',
-        'description': ['The limit, V(unlimited) or a positive number of KiB (an integer or a string of digits).',
+        'description': ['The limit, V(unlimited) or a positive number of KiB (limits.conf units; an integer or a '
+                        'string of digits).',
                         'Written as both soft and hard limit, exactly, in the files the role owns.',
-                        'An effective limit at least as large counts as right; a smaller one does not.']},
+                        'An effective limit at least as large counts as right; a smaller one does not.',
+                        'V(0), negative numbers, V(-1), V(infinity), units (V(64G)) and fractions are refused before '
+                        'anything changes.']},
     'nodeprep_memlock_limits_file': {
         'type': 'path', 'default': '/etc/security/limits.d/90-nodeprep-memlock.conf',
-        'description': ['The PAM limits drop-in file. The role owns it and writes its whole content (one V(-) line '
-                        'per domain).',
+        'description': ['The PAM limits drop-in file. The role owns it and writes its whole content (one V(-) line, '
+                        'soft and hard, per domain).',
                         'It must be a file pam_limits reads, C(/etc/security/limits.conf) or '
                         'C(/etc/security/limits.d/<name>.conf).',
                         'An absolute path, a name ending in C(.conf), not hidden; the role refuses any other before '
-                        'it changes anything.']},
+                        'it changes anything.',
+                        'Pointing it at C(/etc/security/limits.conf) makes the role own that file too (its other '
+                        'lines are replaced).']},
     'nodeprep_memlock_systemd_default': {
         'type': 'bool', 'default': True,
-        'description': 'Set C(DefaultLimitMEMLOCK) for all systemd services (system.conf.d drop-in).'},
+        'description': ['Set C(DefaultLimitMEMLOCK) for all systemd services (system.conf.d drop-in).',
+                        'Applied with C(systemctl daemon-reexec); services started afterwards get it.']},
     'nodeprep_memlock_services': {
         'type': 'list', 'elements': 'str', 'default': [],
-        'description': 'Services that get their own C(LimitMEMLOCK) drop-in (name with or without C(.service)).'},
+        'description': ['Services that get their own C(LimitMEMLOCK) drop-in, for example V(slurmd), V(docker), '
+                        'V(containerd) (a name with or without C(.service); no spaces or slashes).']},
     'nodeprep_memlock_restart_services': {
         'type': 'bool', 'default': False,
         'description': ['Restart the services whose drop-in changed so that they run with the new limit now.',

@@ -31,6 +31,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_sel
     NicError,
     parse_networks,
     select_nics,
+    valid_networks,
 )
 
 ROLE = 'nccl'
@@ -41,10 +42,14 @@ MODE = '0644'
 SETTINGS = {
     'nodeprep_nccl_conf': {
         'type': 'dict', 'default': {},
-        'description': 'NCCL variables (name to value) for C(/etc/nccl.conf). Booleans are written as V(1)/V(0).'},
+        'description': ['NCCL variables (name to value) written to O(nodeprep_nccl_conf_path) as C(NAME=VALUE) lines, '
+                        'for example V({NCCL_IB_HCA: "=mlx5_0,mlx5_1", NCCL_DEBUG: WARN}). Booleans are written as '
+                        'V(1)/V(0).',
+                        'Empty, with O(nodeprep_nccl_socket_networks) empty too, leaves the file alone.']},
     'nodeprep_nccl_strict': {
         'type': 'bool', 'default': False,
-        'description': 'Fail instead of warning on names that nothing reads or that are in the wrong file.'},
+        'description': ['Fail instead of warning on names that nothing reads (such as V(NCCL_TIMEOUT) or '
+                        'V(PYTORCH_ENABLE_FP8)) or that are in the wrong file.']},
     'nodeprep_nccl_extra_names': {
         'type': 'list', 'elements': 'str', 'default': [],
         'description': 'Names to accept besides the built-in list (for variables of newer NCCL or PyTorch '
@@ -52,12 +57,15 @@ SETTINGS = {
     'nodeprep_nccl_socket_networks': {
         'type': 'list', 'elements': 'str', 'default': [],
         'description': ['Training network(s) in CIDR notation. The interfaces with an address inside them become '
-                        'C(NCCL_SOCKET_IFNAME) (for example V(=ens1f0np0,ens1f1np1)). The role fails when none '
-                        'matches.',
+                        'C(NCCL_SOCKET_IFNAME), written as an exact-match list (for example V(=ens1f0np0,ens1f1np1)). '
+                        'The role fails when none matches.',
                         'Uses the C(nic) facts of M(gpufleet.nodeprep.gpu_node_facts).']},
     'nodeprep_nccl_torch_env': {
         'type': 'dict', 'default': {},
-        'description': 'PyTorch variables (name to value) exported for login shells through a profile.d file.'},
+        'description': ['PyTorch ProcessGroupNCCL variables (C(TORCH_NCCL_*), name to value) exported for login '
+                        'shells through the profile.d file O(nodeprep_nccl_torch_env_path).',
+                        'PyTorch reads them at start-up, before NCCL reads C(/etc/nccl.conf), so they do not belong '
+                        'there. Empty leaves the file alone.']},
     'nodeprep_nccl_conf_path': {
         'type': 'path', 'default': '/etc/nccl.conf',
         'description': 'The NCCL configuration file.'},
@@ -87,7 +95,9 @@ def gather(settings):
         request['files'].append(settings['nodeprep_nccl_torch_env_path'])
     if settings['nodeprep_nccl_socket_networks']:
         request['subsets'] = ['nic']
-        request['nic_networks'] = list(settings['nodeprep_nccl_socket_networks'])
+        if valid_networks(settings['nodeprep_nccl_socket_networks']):
+            # With a bad network every NIC is read, and the plan refuses the value in its own words.
+            request['nic_networks'] = list(settings['nodeprep_nccl_socket_networks'])
     return request
 
 
@@ -108,12 +118,33 @@ def _addresses(nics):
     return '; '.join(parts) or 'no interface reported'
 
 
+def _nccl_rules(conf, torch_env, extra_names):
+    """The NCCL rules (_nccl.py) over the settings as given: ``errors`` (values no file may hold: refused),
+    ``torch_env`` (the PyTorch values as text) and ``problems`` (names nothing reads or in the wrong file)."""
+    out = {'errors': [], 'torch_env': {}, 'problems': []}
+    try:
+        if conf:
+            _nccl.effective_conf(conf)
+    except _nccl.NcclError as exc:
+        out['errors'].append(str(exc))
+    try:
+        out['torch_env'] = _nccl.torch_env_values(torch_env)
+    except _nccl.NcclError as exc:
+        out['errors'].append(str(exc))
+    try:
+        out['problems'] = _nccl.name_problems(conf if isinstance(conf, dict) else {},
+                                              torch_env if isinstance(torch_env, dict) else {}, extra_names)
+    except _nccl.NcclError as exc:
+        out['errors'].append(str(exc))
+    return out
+
+
 def _check_settings(plan, settings):
     """Problems of the settings as given; returns (conf, torch_env values, name warnings)."""
     conf = settings['nodeprep_nccl_conf']
     torch_env = settings['nodeprep_nccl_torch_env']
     networks = settings['nodeprep_nccl_socket_networks']
-    checked = _nccl.plan(conf, torch_env=torch_env, extra_names=settings['nodeprep_nccl_extra_names'])
+    checked = _nccl_rules(conf, torch_env, settings['nodeprep_nccl_extra_names'])
     plan['problems'].extend(checked['errors'])
     if networks:
         try:

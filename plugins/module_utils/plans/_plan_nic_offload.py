@@ -29,6 +29,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_sel
     NicError,
     parse_networks,
     select_nics,
+    valid_networks,
 )
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._nic_offload import (
     nm_connection_drift,
@@ -46,11 +47,14 @@ SETTINGS = {
         'type': 'dict', 'default': {},
         'description': ['Feature name to wanted state (true on, false off). Names as C(ethtool -k) prints them '
                         '(V(generic-receive-offload)), the short C(ethtool -K) names (V(gro), V(lro), V(tso)...) or '
-                        'kernel names (V(rx-gro-hw)).',
+                        'kernel names (V(rx-gro-hw)), for example V({gro: false, lro: false}).',
                         'Empty: the role does nothing.']},
     'nodeprep_nic_offload_interfaces': {
         'type': 'list', 'elements': 'str', 'default': [],
-        'description': 'Interface names to select.'},
+        'description': ['Interface names to select.',
+                        'The role works on every interface named here, driven by one of '
+                        'O(nodeprep_nic_offload_drivers) or with an address in one of O(nodeprep_nic_offload_networks); '
+                        'with all three empty nothing is selected.']},
     'nodeprep_nic_offload_drivers': {
         'type': 'list', 'elements': 'str', 'default': [],
         'description': 'Kernel drivers whose interfaces are selected (for example V(mlx5_core)).'},
@@ -65,7 +69,9 @@ SETTINGS = {
         'description': 'Fail on a host where the selectors match no interface (by default it reports and skips).'},
     'nodeprep_nic_offload_persist': {
         'type': 'bool', 'default': True,
-        'description': 'Make the settings survive a reboot (NetworkManager or the boot-time unit).'},
+        'description': ['Make the settings survive a reboot: NetworkManager connection properties where '
+                        'NetworkManager manages the device, otherwise a per-interface oneshot unit that runs '
+                        'C(ethtool -K) at boot.']},
 }
 
 # Where the boot-time unit and its per-interface settings live, and the tools the unit and the tasks run.
@@ -213,8 +219,11 @@ def gather(settings):
     if not settings['nodeprep_nic_offload_features']:
         return request
     request['subsets'] = ['nic']
-    if not settings['nodeprep_nic_offload_interfaces'] and not settings['nodeprep_nic_offload_drivers']:
-        request['nic_networks'] = list(settings['nodeprep_nic_offload_networks'])
+    networks = list(settings['nodeprep_nic_offload_networks'])
+    if not settings['nodeprep_nic_offload_interfaces'] and not settings['nodeprep_nic_offload_drivers'] and \
+            valid_networks(networks):
+        # Only networks that parse narrow the gather; with a bad one every NIC is read and the plan refuses it.
+        request['nic_networks'] = networks
     if settings['nodeprep_nic_offload_persist']:
         request['files'] = [UNIT_FILE, ENV_DIR] + list(FILE_PATTERNS)
         if isinstance(settings['nodeprep_nic_offload_features'], dict):

@@ -5,13 +5,16 @@
 
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # Its functions may change without notice; do not import it from other collections.
-"""The nvidia_driver role's plan (see _plan.py): its settings, what it gathers, and whether it has work on a node.
+"""The nvidia_driver role's plan (see _plan.py): its settings, what it gathers, and every step of its work.
 
-The decisions are _driver_plan.driver_plan (what to install, load, enable, reboot for) and _driver_plan.driver_work
-(whether any task would change something), called with the settings typed once: ``-e nodeprep_reboot_ok=false``
-reaches them as False, never as the string "false" (which Python reads as true).  The plan carries the driver plan
-of the role's start (``args['driver']``) and the settings in the form driver_plan takes them
-(``args['driver_settings']``), which the role passes to the nvidia_driver_plan module at its later stages.
+The decisions are _driver_plan.driver_plan (what to install, load, enable, reboot for) and _driver_plan.work_items
+(whether any task would change something, and which readiness check that work is drift of), called with the settings
+typed once: ``-e nodeprep_reboot_ok=false`` reaches them as False, never as the string "false" (which Python reads as
+true).  The plan turns the driver plan into the lists the role's tasks loop over (``args``: the files, the
+repositories, the packages, the commands, the units, in the order of the stages: prepare, repository, install,
+load, extras, services, verify) and the one ``reboot`` roles/kernel/tasks/reboot.yml reads for both roles.  Its later
+stages plan again through node_plan with what the run did (``context['run']['nvidia_driver']``,
+_driver_plan.run_state); check mode names the tasks it cannot run before an earlier step (``args['predict']``).
 Pure functions; no Ansible import (Python 3.6+).
 """
 
@@ -24,15 +27,23 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._driver im
     PERSISTENCED_DROPIN,
     PERSISTENCED_WANTS,
     IB_UMAD_CONF,
+    RUNFILE_UNIT,
+    RUNFILE_UNIT_TEXT,
     _file_is,
     _unit_is,
     driver_plan,
-    driver_work,
     fabric_package_names,
+    run_state,
     wanted_match,
+    work_items,
 )
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._nvswitch_fabric import fabric_text
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._os_release import os_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans._plan_kernel import (
+    boot_devel,
+    reboot_allowed,
+    reboot_plan,
+)
 
 ROLE = 'nvidia_driver'
 # The readiness checks whose verdict is this plan: each passes exactly when the plan has no drift for it
@@ -353,9 +364,8 @@ PLAN_KEYS = ('method', 'source', 'branch', 'version', 'module_type', 'package_se
 
 
 def reboot_ok(settings):
-    """May the role reboot: nodeprep_nvidia_driver_reboot_ok, else the collection-wide nodeprep_reboot_ok."""
-    own = settings.get(PREFIX + 'reboot_ok')
-    return bool(settings.get('nodeprep_reboot_ok') if own is None else own)
+    """May the role reboot (_plan_kernel.reboot_allowed: nodeprep_nvidia_driver_reboot_ok, else nodeprep_reboot_ok)."""
+    return reboot_allowed(settings, ROLE)
 
 
 def plan_settings(settings):
@@ -366,14 +376,14 @@ def plan_settings(settings):
 
 
 def work_settings(settings):
-    """The settings driver_work reads besides the plan's."""
+    """The settings work_items reads besides the plan's."""
     return {'blacklist_nouveau': bool(settings[PREFIX + 'blacklist_nouveau']),
             'persistence_conflicts': settings[PREFIX + 'persistence_conflicts'],
             'expected_gpus': int(settings['nodeprep_expected_gpus'] or 0)}
 
 
 def driver_facts(facts):
-    """The facts driver_plan reads (what the role's __nodeprep_nvidia_driver_facts held), from ansible_facts."""
+    """The facts driver_plan reads, from ansible_facts."""
     os_info = {'architecture': 'x86_64'}
     os_info.update(os_facts(facts))
     os_info['kernel'] = facts.get('kernel') or ''
@@ -381,25 +391,55 @@ def driver_facts(facts):
             'services': facts.get('services') or {}, 'units': facts.get('nodeprep_units') or {}}
 
 
+# Where the runfile is kept (/var/cache/nodeprep/NVIDIA-Linux-<arch>-<version>.run, _driver_plan.driver_plan).
+RUNFILE_DIR = '/var/cache/nodeprep'
+
+
 def gather(settings):
-    """The kernel and NVIDIA subsets, the units the plan reads and the files the role writes."""
+    """The kernel and NVIDIA subsets, the units the plan reads and the files the role writes (with the runfile
+    method also the runfile and the unit written for it)."""
     request = _plan.new_gather()
     request['subsets'] = ['kernel', 'nvidia']
     request['units'] = list(UNITS) + [u for u in settings[PREFIX + 'persistence_conflicting_units'] or []
                                       if u not in UNITS]
     request['files'] = list(FILES)
+    if settings[PREFIX + 'method'] == 'runfile' and settings[PREFIX + 'version']:
+        request['files'] += [RUNFILE_UNIT, '{0}/NVIDIA-Linux-*-{1}.run'.format(RUNFILE_DIR, settings[PREFIX + 'version'])]
     return request
 
 
+# The names of the tasks of roles/nvidia_driver/tasks/work.yml that check mode cannot run before an earlier step (a
+# package from a repository check mode did not define, a unit of a package check mode did not install, a lock on
+# packages check mode did not install): the plan predicts them, and the role reports each as changed under the
+# task's own name (tasks/predict.yml), as the real run does.
+INSTALL_TASK = 'Install the NVIDIA driver packages'
+RUNFILE_TASK = 'Install the NVIDIA driver from the runfile'
+EXTRAS_TASK = 'Install the persistence, fabric manager, nscq, NVLSM and IMEX packages'
+HOLD_TASK = "Hold the fabric manager and nscq at the driver's version (apt)"
+LOCK_TASK = 'Lock the NVIDIA packages at exactly the installed version'
+SERVICES_TASK = "Enable and start the driver's services"
+PREDICTED_TASKS = (INSTALL_TASK, RUNFILE_TASK, EXTRAS_TASK, HOLD_TASK, LOCK_TASK, SERVICES_TASK)
+# NVIDIA's nouveau blacklist: the two lines its installer and its driver installation guide write.
+NOUVEAU_TEXT = 'blacklist nouveau\noptions nouveau modeset=0\n'
+
+
+def _unknown_node(out, msg):
+    """The role cannot plan the driver on this node: it fails there (the role changes nothing), and the checks fail
+    with the reason."""
+    out['errors'].append(msg)
+    _not_judged(out, msg)
+    return out
+
+
 def plan(facts, settings, context):
-    """Whether the nvidia_driver role has work on the node (``reasons``: _driver_plan.driver_work of the driver plan
-    at the role's start), the reboot it needs and whether it may, and that driver plan (``args['driver']``)."""
+    """Everything the nvidia_driver role does on the node: ``reasons`` (work_items of the driver plan, each also drift
+    of the readiness check it belongs to), ``reboot`` (_plan_kernel.reboot_plan), ``files`` and the lists of ``args``
+    the tasks loop over (see steps), made at the stage of the run ``context['run']['nvidia_driver']`` says."""
     out = _plan.new_plan(ROLE)
-    allowed = reboot_ok(settings)
-    out['args']['driver_settings'] = plan_settings(settings)
-    out['args']['driver'] = None
-    out['args']['runfile_url'] = None
-    out['reboot'] = {'needed': False, 'why': [], 'allowed': allowed}
+    run = run_state((context.get('run') or {}).get(ROLE))
+    check_mode = bool(context.get('check_mode'))
+    out['reboot'] = reboot_plan(settings, ROLE, [])
+    out['args'] = {'runfile_url': None}
     errors = facts.get('nodeprep_errors') if isinstance(facts.get('nodeprep_errors'), dict) else {}
     if 'kernel' in errors:
         out['errors'].append('The kernel facts could not be read: {0}'.format(errors['kernel']))
@@ -409,33 +449,282 @@ def plan(facts, settings, context):
     out['args']['runfile_url'] = settings[PREFIX + 'runfile_url'] or RUNFILE_URL.format(
         version=settings[PREFIX + 'version'], arch=wanted['os'].get('architecture') or 'x86_64')
     node = wanted['kernel_state'].get('driver_node')
-    if not isinstance(node, dict) or wanted['os'].get('os_family') is None:
-        # An older gather, or an OS the roles do not support: the role asks the nvidia_driver_plan module, which
-        # reads the node itself.
-        out['reasons'] = ['driver facts to gather']
-        _not_judged(out, 'the driver packages were not read (kernel_state.driver_node){0}'.format(
-            '' if wanted['os'].get('os_family') is not None else ' and the OS is not known'))
-        return out
+    if wanted['os'].get('os_family') is None:
+        return _unknown_node(out, 'gpufleet.nodeprep.nvidia_driver supports EL 8/9/10, Ubuntu 22.04/24.04 and Debian 12; '
+                                  'the /etc/os-release of this node names none of them (IDs rhel, rocky, almalinux, '
+                                  'centos, ol, ubuntu, debian) and the play has no OS facts of Ansible')
+    if not isinstance(node, dict):
+        return _unknown_node(out, 'the driver packages of this node were not read (kernel_state.driver_node; the '
+                                  'gather reads them on the OSes whose /etc/os-release it knows, see its warnings)')
     # The host's name for the refusals' messages (_driver_plan.refusals).
     wanted['host'] = context.get('host') or None
-    start = driver_plan(wanted, out['args']['driver_settings'], node=node, stage='start',
-                        run={'start_version': '', 'installing': False, 'modprobe': {}},
-                        check_mode=bool(context.get('check_mode')))
-    out['args']['driver'] = start
+    driver = driver_plan(wanted, plan_settings(settings), node=node, stage=run['stage'], run=run,
+                         check_mode=check_mode)
+    units, files = facts.get('nodeprep_units'), facts.get('nodeprep_files')
+    items = work_items(driver, wanted, work_settings(settings), units, files)
     # The cross-field rules argument_specs cannot express (_driver_plan.refusals): a platform the role does not
     # support is an error of the node, the others are settings that cannot be used here (each message names the
     # variable, the value and what is allowed).
-    for check, msg in sorted(start.get('refused', {}).items()):
+    for check, msg in sorted(driver.get('refused', {}).items()):
         (out['errors'] if check == 'platform' else out['problems']).append(msg)
-    out['reasons'] = driver_work(start, wanted, work_settings(settings), facts.get('nodeprep_units'),
-                                 facts.get('nodeprep_files'))
-    if not start.get('refusals'):
-        out['reboot'] = {'needed': bool(start['reboot']['needed']), 'why': list(start['reboot']['reasons']),
-                         'allowed': bool(start['reboot']['allowed'])}
-        judge(out, start, wanted, settings, facts.get('nodeprep_units'), facts.get('nodeprep_files'))
-    elif 'platform' in start.get('refused', {}):
-        _not_judged(out, start['refused']['platform'])
+    if driver.get('refusals'):
+        out['reasons'] = [msg for _check, _level, msg in items]
+        if 'platform' in driver['refused']:
+            _not_judged(out, driver['refused']['platform'])
+        return out
+    judge(out, driver, wanted, settings, units, files)
+    for check, level, msg in items:
+        # Every piece of work is drift of the check it belongs to: where the check's own words (judge) say nothing
+        # of it, the work's words do.
+        if not _plan.drift_for(out, check):
+            _drift(out, check, msg, level)
+        if msg not in out['reasons']:
+            out['reasons'].append(msg)
+    steps(out, driver, facts, settings, run, check_mode)
+    if run['stage'] == 'rebooted' and (driver['reboot']['why'] or driver['blockers'] or
+                                       not driver['loaded'].get('loaded')):
+        out['errors'].append(
+            'The node rebooted but the installed NVIDIA driver {0} is not loaded: {1} (NVIDIA module loaded={2} '
+            'version={3}). The role does not reboot again.'.format(
+                driver.get('installed_version') or '?', '; '.join(driver['blockers'] + driver['reboot']['why']),
+                bool(driver['loaded'].get('loaded')), driver['loaded'].get('version') or 'none'))
     return out
+
+
+def _entry(path, state, content=None, mode=None, src=None, change=None):
+    return {'path': path, 'state': state, 'content': content, 'mode': mode, 'src': src, 'owner': 'root',
+            'group': 'root', 'change': change}
+
+
+def _files(driver, facts, settings, files, need_repo):
+    """The files, directories and links of the role (the shape of _plan.want_path), ``change`` None where the facts
+    show them right."""
+    kernel_state = facts['kernel_state']
+    out = []
+
+    def add(path, state, content=None, mode=None, src=None, right=False, why=': missing or different'):
+        out.append(_entry(path, state, content, mode, src, change=None if right else path + why))
+
+    if settings[PREFIX + 'blacklist_nouveau']:
+        # Written where no file blacklists nouveau yet (kernel_facts reads every modprobe.d file).
+        out.append(_entry(settings[PREFIX + 'nouveau_conf'], 'file', NOUVEAU_TEXT, '0644', change=None if (
+            kernel_state.get('nouveau') or {}).get('blacklisted') else 'nouveau: not blacklisted'))
+    persist = driver['persistenced']
+    if persist['enable'] and persist['runfile_unit']:
+        add(RUNFILE_UNIT, 'file', RUNFILE_UNIT_TEXT, '0644', right=_file_is(files, RUNFILE_UNIT, RUNFILE_UNIT_TEXT))
+    if persist['enable'] and persist['dropin']:
+        folder = persist['dropin_path'].rsplit('/', 1)[0]
+        add(folder, 'directory', mode='0755', right=_file_is(files, folder, mode='0755', kind='directory'),
+            why=': missing')
+        add(persist['dropin_path'], 'file', persist['dropin_content'], '0644',
+            right=_file_is(files, persist['dropin_path'], persist['dropin_content']))
+        add(persist['wants_link'], 'link', src=persist['unit_path'],
+            right=_file_is(files, persist['wants_link'], kind='link', target=persist['unit_path']))
+    fabric = driver['fabric']
+    if fabric['ib_umad']:
+        add(fabric['ib_umad_conf'], 'file', fabric['ib_umad_conf_content'], '0644',
+            right=_file_is(files, fabric['ib_umad_conf'], fabric['ib_umad_conf_content']))
+    repo = driver['repo']
+    if driver['family'] == 'debian' and need_repo:
+        node = kernel_state.get('driver_node') or {}
+        out.append(_entry(repo['apt_sources'], 'file', repo['apt_content'], '0644', change=None if node.get(
+            'apt_sources_content') == repo['apt_content'] else 'repository: missing or different'))
+    if settings[PREFIX + 'method'] == 'runfile' and not driver['ok']:
+        add(RUNFILE_DIR, 'directory', mode='0755', right=_file_is(files, RUNFILE_DIR, mode='0755', kind='directory'),
+            why=': missing')
+    return out
+
+
+def steps(out, driver, facts, settings, run, check_mode):
+    """The lists the role's tasks loop over, in the order of its stages (an empty list: the task changes nothing):
+
+    prepare: ``files`` (the plan's), ``after_files`` (commands a written file needs: the initramfs without nouveau,
+    ib_umad now), ``kernel_devel`` (the devel/headers package of the kernel that boots next, for the kernel role's
+    devel task); repository: ``repositories`` (EL, yum_repository), ``crb``, ``fetch`` (get_url: NVIDIA's apt key,
+    the runfile), ``apt_update``, ``streams`` (dnf module commands), ``unlock_move`` (versionlocks that would hold the
+    node on the driver it leaves), ``unpin``; install: ``install`` (package transactions: apt's pinning package
+    first), ``runfile_run``, ``dkms_build``;
+    load: ``stop`` (what stops the role before a reboot), ``modprobe``; extras: ``unhold``, ``remove``, ``extras``,
+    ``hold``, ``unlock``, ``lock`` (versionlock transactions: lists of entries); services: ``conflicts`` (to stop and disable), ``services`` (systemd_service
+    arguments); verify: ``verify`` (what the last task fails on).  Besides: ``predict`` (``install``: before the
+    re-plan after the installation, ``extras``: after it; the task names check mode reports as changed because it
+    cannot run them), ``pending`` (check mode: what the settings roles
+    predict from, nodeprep_nvidia_driver_pending), ``run`` (what the later stages hand back to node_plan), ``ok``,
+    ``package_manager``."""
+    args = out['args']
+    gathered = facts
+    facts = driver_facts(facts)
+    fam = driver['family']
+    ok = driver['ok']
+    method = settings[PREFIX + 'method']
+    start = run['stage'] == 'start'
+    extras = driver['extras']
+    repo = driver['repo']
+    epel = driver['epel']
+    lock = driver['versionlock']
+    predict = driver['predict']
+    # The repositories are written when the role installs from them.
+    need_repo = repo['needed'] and (not ok or bool(extras['missing']))
+    files = _files(driver, facts, settings, gathered.get('nodeprep_files'), need_repo)
+    out['files'] = files
+    changed = [f['path'] for f in files if f['change']]
+    written = set(changed) | set(run['files'])
+    nouveau = [f for f in files if f['path'] == settings[PREFIX + 'nouveau_conf'] and f['change']]
+    after_files = []
+    if nouveau:
+        after_files.append({'argv': driver['initramfs']['argv'], 'removes': driver['initramfs']['tool']})
+    if [f for f in files if f['path'] == driver['fabric']['ib_umad_conf'] and f['change']]:
+        after_files.append({'argv': ['modprobe', 'ib_umad'], 'removes': '/usr/sbin/modprobe'})
+    devel = boot_devel(gathered)
+    predicted = {'install': [], 'extras': []}
+    runfile = method == 'runfile' and not ok
+    runfile_fetched = bool([path for path, state in (gathered.get('nodeprep_files') or {}).items()
+                            if path == driver['runfile']['path'] and (state or {}).get('exists')])
+    install = [{'name': list(driver['install']['packages'])}] if method == 'repo' and not ok else []
+    if runfile:
+        install = [{'name': list(driver['runfile']['packages'])}]
+    if fam == 'debian' and method == 'repo' and not ok and driver['install']['pinning_package']:
+        # apt: the branch's pinning package first, in its own transaction, so that the driver resolves within it.
+        install.insert(0, {'name': [driver['install']['pinning_package']]})
+    # The install stage runs before the first re-plan: its predictions are the start's.
+    if check_mode and predict['packages'] and not runfile:
+        predicted['install'] += [INSTALL_TASK] if install and start else []
+        install = []
+    runfile_run = [{'argv': driver['runfile']['argv'], 'removes': driver['runfile']['path']}] if runfile else []
+    if check_mode and runfile and not runfile_fetched and start:
+        predicted['install'].append(RUNFILE_TASK)
+        runfile_run = []
+    extras_names = list(extras['missing']) + (
+        [lock['plugin_package']] if lock['use'] and not lock['plugin_present'] else [])
+    hold = list(extras['hold'])
+    if check_mode and predict['extras'] and (extras['needed'] or extras['remove']):
+        predicted['extras'] += [EXTRAS_TASK] + ([HOLD_TASK] if hold else [])
+        extras_names = [lock['plugin_package']] if lock['use'] and not lock['plugin_present'] else []
+        hold = []
+    lock_add = list(lock['add'])
+    unlock = list(lock['remove']) if not (start and not ok) else []
+    if check_mode and lock['use'] and (predict['versionlock'] or not lock['plugin_present']):
+        if predict['versionlock'] or lock_add:
+            predicted['extras'].append(LOCK_TASK)
+        lock_add = []
+        unlock = unlock if lock['plugin_present'] else []
+    services = _services(driver, settings, written)
+    if check_mode and [s for s in services if s['name'] in predict['units']]:
+        predicted['extras'].append(SERVICES_TASK)
+        services = []
+    stop = list(driver['blockers'])
+    if not extras['version_known'] and (extras['needed'] or extras['remove']) and not predicted['extras'] and \
+            (ok or not start):
+        stop.append('The fabric manager must match the driver version exactly, but no installed NVIDIA driver of the '
+                    'wanted branch was found for {0} (installed: {1}; nvidia-smi: {2}).'.format(
+                        driver['boot_kernel'], driver.get('installed_version') or 'none',
+                        (facts.get('nvidia') or {}).get('error') or 'absent'))
+    args.update({
+        'ok': ok,
+        'package_manager': 'dnf' if fam == 'el' else 'apt',
+        'after_files': after_files,
+        'kernel_devel': [devel] if devel and settings[PREFIX + 'manage_kernel_devel'] and not ok and devel['needed']
+        else [],
+        'repositories': _repositories(driver, need_repo),
+        'crb': [{'path': epel['crb']['file'], 'section': epel['crb']['id']}]
+        if fam == 'el' and need_repo and epel['needed'] and epel['crb']['enable'] else [],
+        # NVIDIA's apt signing key, the runfile.
+        'fetch': ([{'url': repo['gpgkey'], 'dest': repo['apt_keyring'], 'checksum': None, 'mode': '0644'}]
+                  if fam == 'debian' and need_repo and repo['gpgcheck'] else []) +
+        ([{'url': args['runfile_url'], 'dest': driver['runfile']['path'], 'mode': '0755',
+           'checksum': settings[PREFIX + 'runfile_checksum'] or None}] if runfile else []),
+        'apt_update': bool(fam == 'debian' and need_repo and repo['changes']),
+        'streams': ([['dnf', '-y', 'module', 'reset', 'nvidia-driver']] if driver['stream']['reset'] else []) +
+        ([['dnf', '-y', 'module', 'enable', 'nvidia-driver:' + driver['stream']['wanted']]]
+         if driver['stream']['enable'] else []),
+        'unlock_move': [list(lock['remove'])] if start and not ok and lock['remove'] else [],
+        'unpin': [list(driver['install']['unpin'])] if not ok and driver['install']['unpin'] else [],
+        'install': install,
+        'runfile_run': runfile_run,
+        'dkms_build': [['dkms', 'autoinstall', '-k', driver['boot_kernel']]] if driver['load']['dkms_build'] else [],
+        'stop': stop,
+        'modprobe': [['modprobe', 'nvidia']] if driver['load']['modprobe'] else [],
+        'unhold': list(extras['unhold']),
+        'remove': [{'name': list(extras['remove'])}] if extras['remove'] else [],
+        'extras': [{'name': extras_names}] if extras_names else [],
+        'hold': hold,
+        'unlock': [unlock] if unlock else [],
+        'lock': [lock_add] if lock_add else [],
+        'conflicts': list(driver['persistence_conflicts'])
+        if settings[PREFIX + 'persistence_conflicts'] == 'disable' else [],
+        'services': services,
+        'verify': _verify(driver, facts, settings, check_mode),
+        'predict': predicted,
+        'pending': {'persistenced': bool(settings[PREFIX + 'persistenced'])}
+        if check_mode and (run['installing'] or driver['check_mode_loads']) else None,
+        # What the later stages hand back to node_plan; at the start, what this run will have done before them.
+        'run': dict(run, start_version=driver['installed_version'] if start else run['start_version'],
+                    installing=run['installing'] or bool(predicted['install']),
+                    files=sorted(written) if start else run['files'], initramfs=run['initramfs'] or bool(nouveau)),
+    })
+    # The reboot (roles/kernel/tasks/reboot.yml): nouveau still loaded although blacklisted means the initramfs of
+    # the kernel that boots next may still carry it (an earlier run failed after writing the blacklist): rebuilt once
+    # more just before the reboot, unless this run rebuilt it.
+    before = [{'argv': driver['initramfs']['argv'], 'removes': driver['initramfs']['tool']}] \
+        if driver['nouveau_loaded'] and not nouveau and not run['initramfs'] else []
+    out['reboot'] = reboot_plan(settings, ROLE, driver['reboot']['why'], blocked=bool(driver['blockers']),
+                                before=before)
+    return out
+
+
+def _repositories(driver, need_repo):
+    """The yum_repository arguments of EPEL (when the role defines it) and NVIDIA's CUDA repository (EL)."""
+    if driver['family'] != 'el' or not need_repo:
+        return []
+    out = []
+    epel = driver['epel']
+    if epel['needed'] and epel['define']:
+        out.append({'name': epel['id'], 'description': epel['description'], 'baseurl': epel['url'], 'gpgcheck': True,
+                    'gpgkey': epel['gpgkey']})
+    repo = driver['repo']
+    out.append({'name': repo['name'], 'description': repo['description'], 'baseurl': repo['url'],
+                'gpgcheck': repo['gpgcheck'], 'gpgkey': repo['gpgkey'] if repo['gpgcheck'] else None})
+    return out
+
+
+def _services(driver, settings, written):
+    """The systemd_service arguments of nvidia-persistenced, the fabric manager and IMEX: enabled, and started once
+    the driver is loaded (at the next boot otherwise); nvidia-persistenced restarted when its drop-in was written in
+    this run.  Ubuntu's packaged unit is static: the wants link starts it at boot, so it is only started."""
+    can_start = driver['can_start']
+    persist = driver['persistenced']
+    out = []
+    if persist['enable'] and (can_start or not persist['dropin']):
+        reload_ = (persist['dropin'] and persist['dropin_path'] in written) or \
+            (persist['runfile_unit'] and RUNFILE_UNIT in written)
+        out.append({'name': PERSISTENCED_UNIT, 'enabled': None if persist['dropin'] else True,
+                    'state': ('restarted' if persist['dropin'] and persist['dropin_path'] in written else 'started')
+                    if can_start else None, 'daemon_reload': bool(reload_)})
+    for name in driver['services']:
+        out.append({'name': name, 'enabled': True, 'state': 'started' if can_start else None, 'daemon_reload': False})
+    return out
+
+
+def _verify(driver, facts, settings, check_mode):
+    """What the role's last task fails on (nodeprep_nvidia_driver_verify): the wanted driver not loaded, or nvidia-smi
+    not listing as many GPUs as the PCI bus shows (and nodeprep_expected_gpus).  Nothing while a reboot is pending
+    (the driver cannot be loaded yet), and in check mode unless the driver was already right."""
+    if not settings[PREFIX + 'verify'] or driver['reboot']['needed'] or (check_mode and not driver['ok']):
+        return []
+    nvidia = facts.get('nvidia') or {}
+    gpus = len(nvidia.get('gpus') or [])
+    pci = int(((facts.get('kernel_state') or {}).get('pci') or {}).get('gpu_count') or 0)
+    expected = int(settings['nodeprep_expected_gpus'] or 0)
+    if driver['ok'] and gpus == pci and (not expected or gpus == expected):
+        return []
+    return ['NVIDIA driver check failed: nvidia-smi {0}; the PCI bus shows {1} GPU(s){2}; wanted driver {3} with {4} '
+            'modules, loaded: {5} {6}.'.format(
+                'lists {0} GPU(s) with driver {1}'.format(gpus, nvidia.get('driver_version'))
+                if nvidia.get('present') else 'does not work ({0})'.format(nvidia.get('error') or 'no NVIDIA facts'),
+                pci, ', nodeprep_expected_gpus={0}'.format(expected) if expected else '',
+                settings[PREFIX + 'version'] or 'branch ' + str(settings[PREFIX + 'branch']),
+                settings[PREFIX + 'module_type'], driver['loaded'].get('version') or 'none',
+                driver['loaded'].get('flavour') or '').strip()]
 
 
 # ----------------------------------------------------------------------------------------------------- readiness
@@ -447,7 +736,7 @@ def _not_judged(out, why):
 
 
 def _drift(out, check, msg, level='fail'):
-    # The role's reasons are driver_work's (the tasks' conditions); the drift says what readiness reports.
+    # The readiness wording of a check; the role's reasons are work_items' (each also drift of its check, plan()).
     out['drift'].append({'check': check, 'msg': msg, 'level': level, 'fixable': True})
 
 
@@ -473,7 +762,7 @@ def judge(out, start, facts, settings, units, files):
     """The readiness checks of the role (CHECKS) from the driver plan of the start: their words (``checks``) and
     the drift that fails or warns them.  Every rule is the plan's: the open-only GPUs (start['open_required_reasons']),
     the branch match (wanted_match), the fabric detection and the fabric manager switch (start['fabric']), the
-    persistence daemon's unit rule (_unit_is, as driver_work reads it)."""
+    persistence daemon's unit rule (_unit_is, as work_items reads it)."""
     _nouveau(out, facts, settings)
     _loaded(out, start, facts, settings)
     _open_modules(out, start, facts, settings)
@@ -525,6 +814,11 @@ def _loaded(out, start, facts, settings):
             _drift(out, check, 'kernel module {0} differs from user-space driver {1} (reboot or reload)'.format(
                 module['version'], loaded))
     installed = start.get('installed_version')
+    if loaded and module.get('loaded') and module.get('version') == loaded and wanted_match(loaded, branch, version) \
+            and module.get('flavour') == settings[PREFIX + 'module_type'] and \
+            start['boot_kernel'] != start['running_kernel'] and not start['ok']:
+        _drift(out, check, 'driver {0} is not built for the kernel that boots next, {1} (a reboot would bring the node '
+                           'up without its GPUs; the role builds it)'.format(loaded, start['boot_kernel']), level='warn')
     if module.get('loaded') and module.get('version') and installed and module['version'] != installed and \
             installed != loaded and wanted_match(installed, branch, version):
         _drift(out, check, 'driver {0} is installed ({1}), the loaded module is {2} (reboot to load it)'.format(
@@ -573,7 +867,7 @@ def _persistenced(out, start, facts, settings, units, files):
         return
     persist = start['persistenced']
     seen = unit_text(units, PERSISTENCED_UNIT)
-    # The role's rule (driver_work): the packaged Ubuntu unit is static, started at boot by the wants link.
+    # The role's rule (work_items): the packaged Ubuntu unit is static, started at boot by the wants link.
     enabled = _unit_is(units, PERSISTENCED_UNIT, not persist['dropin'], False)
     running = _unit_is(units, PERSISTENCED_UNIT, False, True)
     gpus = (facts.get('nvidia') or {}).get('gpus') or []

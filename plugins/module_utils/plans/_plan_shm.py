@@ -40,24 +40,41 @@ FULL_FREE_RATIO = 0.05
 SETTINGS = {
     'nodeprep_shm_size': {
         'type': 'raw', 'default': None,
-        'description': 'Explicit size, bytes or a number with a K/M/G/T/P suffix (binary units, for example '
-                       'V(512G)); V(null) derives it from the GPU memory.'},
+        'description': [
+            'Explicit size of C(/dev/shm); V(null) (or V(\'\')) derives it from the GPU memory '
+            '(O(nodeprep_shm_gpu_memory_ratio), O(nodeprep_shm_min_size)).',
+            'A number of bytes (V(68719476736); a fraction is cut to whole bytes), or a string - a number, with or '
+            'without a decimal fraction, then an optional unit K, M, G, T or P in either case, which may be followed '
+            'by B or iB. Every unit is base 1024, so V(512G), V(512g), V(512GB) and V(512GiB) are the same size; '
+            'V(1.5T) is 1536 GiB; B alone means bytes (V(4096B)). Spaces around the number and the unit are allowed '
+            '(V(64 G)).',
+            'At least 1 byte, rounded up to a whole 4 KiB page. Anything else (V(-1G), V(64X), V(64ib), V(1e9), '
+            'V(0), V(true)) is refused before anything changes, and so is a size larger than RAM + swap unless '
+            'O(nodeprep_shm_allow_oversize) is true.']},
     'nodeprep_shm_gpu_memory_ratio': {
         'type': 'float', 'default': 0.5,
-        'description': "Derived size as a fraction of the node's total GPU memory."},
+        'description': ["Derived size as a fraction of the node's total GPU memory (the article: at least half), "
+                        'rounded up to a GiB; greater than 0.']},
     'nodeprep_shm_min_size': {
-        'type': 'str', 'default': '64G', 'description': 'Floor for the derived size.'},
+        'type': 'str', 'default': '64G',
+        'description': 'Floor for the derived size, in the forms O(nodeprep_shm_size) takes (V(64G)); required.'},
     'nodeprep_shm_shrink': {
         'type': 'bool', 'default': False,
-        'description': 'Also make a C(/dev/shm) that is larger than wanted (or unlimited) smaller, live and in fstab.'},
+        'description': ['Also make a C(/dev/shm) that is larger than wanted (or unlimited) smaller, live and in fstab.',
+                        'When false, neither the live size nor the fstab C(size=) is ever set below the live size (a '
+                        'larger live size is kept and written to fstab; an unlimited one is left alone).']},
     'nodeprep_shm_allow_oversize': {
-        'type': 'bool', 'default': False, 'description': 'Allow a size larger than RAM + swap.'},
+        'type': 'bool', 'default': False,
+        'description': ['Allow a size larger than RAM + swap. tmpfs accepts it, but filling it would push the node '
+                        'out of memory.']},
     'nodeprep_shm_mount_options': {
         'type': 'list', 'elements': 'str', 'default': ['nosuid', 'nodev'],
         'description': 'Mount options written to fstab besides C(size=).'},
-    'nodeprep_shm_fstab': {'type': 'bool', 'default': True, 'description': 'Write the fstab entry.'},
+    'nodeprep_shm_fstab': {
+        'type': 'bool', 'default': True, 'description': 'Write the fstab entry (the size the next boot gives).'},
     'nodeprep_shm_remount': {
-        'type': 'bool', 'default': True, 'description': 'Remount live when the live size differs.'},
+        'type': 'bool', 'default': True,
+        'description': 'Remount C(/dev/shm) live when its size differs from the wanted one.'},
     'nodeprep_shm_path': {'type': 'path', 'default': SHM_PATH, 'description': 'The tmpfs mount point.'},
 }
 

@@ -9,10 +9,11 @@
 
 ``driver_plan(facts, settings, node, stage, run, check_mode)`` returns what to install, pin, enable and remove, what
 needs a reboot and why, what stops the role before a reboot, and what check mode must predict.  ``facts`` are the
-kernel_state/nvidia/services facts and the OS; ``node`` is what the nvidia_driver_plan module read on the node
-(repositories, installed NVIDIA packages, versionlock list, apt holds, module stream); ``run`` is what this run did so
-far (the tasks pass it explicitly when they ask for the plan again after the installation and after a reboot).
-No Ansible import: the module and the pytest tables call these functions.
+kernel_state/nvidia/services facts and the OS; ``node`` is what the gather read of the driver's packages
+(``kernel_state.driver_node``: repositories, installed NVIDIA packages, versionlock list, apt holds, module stream);
+``run`` is what this run did so far (run_state: the role's later stages plan again through node_plan with it).
+The role's plan (_plan_nvidia_driver.plan) turns this into the lists its tasks loop over.
+No Ansible import: the node plan and the pytest tables call these functions.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -109,6 +110,22 @@ IB_UMAD_CONF_TEXT = (
     '# NVLSM (started by nvidia-fabricmanager on NVLink 5 systems) talks to the switches through ib_umad.\n'
     '# Managed by gpufleet.nodeprep.\n'
     'ib_umad\n')
+
+# The unit of nvidia-persistenced for a driver installed from NVIDIA's runfile, which ships the daemon but no unit.
+RUNFILE_UNIT = '/etc/systemd/system/nvidia-persistenced.service'
+RUNFILE_UNIT_TEXT = (
+    '# Managed by gpufleet.nodeprep.nvidia_driver: nvidia-persistenced of a driver installed from NVIDIA\'s runfile.\n'
+    '[Unit]\n'
+    'Description=NVIDIA Persistence Daemon\n'
+    'Wants=syslog.target\n'
+    '\n'
+    '[Service]\n'
+    'Type=forking\n'
+    'ExecStart=/usr/bin/nvidia-persistenced --verbose\n'
+    'ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced\n'
+    '\n'
+    '[Install]\n'
+    'WantedBy=multi-user.target\n')
 
 SECURE_BOOT_REMEDY = (
     'enrol the DKMS signing key{key} as a Machine Owner Key (mokutil --import {path}, reboot, confirm the enrolment in '
@@ -465,8 +482,9 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
     """Everything the nvidia_driver role does on one node, decided from facts and settings.
 
     stage: 'start' (facts as gathered), 'installed' (after the driver and extras were installed: facts re-read),
-    'rebooted' (after a reboot).  run: {start_version, installing (the driver packages changed, or are predicted to),
-    extras_changed, modprobe: {rc, stderr}}.
+    'rebooted' (after a reboot).  run: run_state's {start_version, installing (the driver packages changed, or are
+    predicted to), modprobe: {rc, stdout, stderr}}.  ``settings['reboot_ok']`` is the permission resolved once
+    (_plan_kernel.reboot_allowed).
     """
     node = node or {}
     run = run or {}
@@ -517,6 +535,7 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
         'running_kernel': running, 'boot_kernel': boot, 'loaded': loaded,
         'installed_version': installed, 'installed_source': installed_source, 'start_version': start_version,
         'version_change': version_change, 'ok': ok, 'stage': stage,
+        'wanted': {'branch': branch, 'version': exact, 'module_type': module_type},
         'nouveau_loaded': bool((kernel_state.get('nouveau') or {}).get('loaded')),
     })
 
@@ -726,7 +745,7 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
         reasons.append('nvidia_driver: modprobe nvidia failed: ' + (modprobe.get('stderr') or '').strip())
     if plan['blockers']:
         reasons = [r for r in reasons if 'nouveau' in r]
-    plan['reboot'] = {'reasons': reasons, 'needed': bool(reasons),
+    plan['reboot'] = {'why': reasons, 'needed': bool(reasons),
                       'allowed': bool(settings.get('reboot_ok')) and not plan['blockers']}
     plan['can_start'] = bool(check_mode or ((loaded.get('loaded') or modprobe.get('rc') == 0) and not reasons and
                                             not plan['blockers']))
@@ -782,16 +801,36 @@ def dkms_blocker(kernel_state, running, boot, method, stage, check_mode):
     return _dkms.build_error('', boot, running, missing, failed, False, role='nvidia_driver')
 
 
+# The stages of a run of the role: its start (the facts as gathered), after the installation (facts read again),
+# after the reboot.
+STAGES = ('start', 'installed', 'rebooted')
+
+
+def _flag(value):
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ('true', 'yes', 'on', '1')
+
+
 def run_state(run):
-    """What driver_plan reads of the run so far: ``start_version``, ``installing`` and ``modprobe`` (``rc``,
-    ``stdout``, ``stderr``; empty when ``modprobe nvidia`` did not run).  ``modprobe`` may be the registered result of
-    the command task as it is (skipped or not)."""
+    """What this run of the role did so far, as its later stages hand it to node_plan (``run: {nvidia_driver: ...}``)
+    and driver_plan reads it: ``stage`` (one of STAGES, default start), ``start_version`` (the driver when the role
+    began), ``installing`` (the driver packages changed, or check mode predicted that they do), ``modprobe`` (``rc``,
+    ``stdout``, ``stderr`` of ``modprobe nvidia``; empty when it did not run; may be the registered result of the
+    command as it is, skipped or not), ``files`` (the paths the role wrote in this run) and ``initramfs`` (the
+    initramfs was rebuilt in this run).  ValueError names a stage that is not one of STAGES."""
     run = run if isinstance(run, dict) else {}
+    stage = str(run.get('stage') or 'start')
+    if stage not in STAGES:
+        raise ValueError('run.stage={0!r}: allowed {1}'.format(stage, ', '.join(STAGES)))
     modprobe = run.get('modprobe') if isinstance(run.get('modprobe'), dict) else {}
-    installing = run.get('installing')
-    if not isinstance(installing, bool):
-        installing = str(installing).strip().lower() in ('true', 'yes', 'on', '1')
-    out = {'start_version': str(run.get('start_version') or ''), 'installing': installing, 'modprobe': {}}
+    if isinstance(modprobe.get('results'), list):
+        # The registered result of a loop: the one modprobe that ran, if any.
+        ran = [item for item in modprobe['results'] if isinstance(item, dict) and item.get('rc') is not None]
+        modprobe = ran[0] if ran else {}
+    out = {'stage': stage, 'start_version': str(run.get('start_version') or ''),
+           'installing': _flag(run.get('installing')), 'modprobe': {},
+           'files': [str(path) for path in run.get('files') or []], 'initramfs': _flag(run.get('initramfs'))}
     if modprobe.get('rc') is not None:
         out['modprobe'] = {'rc': int(modprobe['rc']), 'stdout': str(modprobe.get('stdout') or ''),
                            'stderr': str(modprobe.get('stderr') or '')}
@@ -842,59 +881,136 @@ def _unit_is(units, name, enabled, active):
     return not active or unit.get('active') == 'active'
 
 
-def driver_work(plan, facts, settings, units=None, files=None):
-    """Why the nvidia_driver role must run its tasks on this node: [] when the plan, the unit states and the file
-    states show that every task would change nothing.  Anything the facts cannot tell (units or files not gathered)
-    counts as work.  settings also reads blacklist_nouveau and persistence_conflicts (the mode)."""
+# The readiness checks of the role (_plan_nvidia_driver.CHECKS) each piece of work belongs to.
+LOADED, NOUVEAU, PERSISTENCED, FABRIC = 'driver.loaded', 'driver.nouveau_blacklisted', 'driver.persistenced', \
+    'fabric.manager'
+OPEN_MODULES = 'driver.open_modules'
+
+
+def _extras_check(names):
+    """The check a list of extra packages belongs to: nvidia-persistenced (Ubuntu: nvidia-compute-utils) is
+    driver.persistenced's, the fabric manager, its switch library, NVLSM and IMEX are fabric.manager's."""
+    persistence = [n for n in names if re.match(r'^(nvidia-persistenced|nvidia-compute-utils)', n)]
+    return PERSISTENCED if names and len(persistence) == len(names) else FABRIC
+
+
+def _reboot_check(reason):
+    if 'nouveau' in reason:
+        return NOUVEAU
+    if 'modules are' in reason:
+        return OPEN_MODULES
+    return LOADED
+
+
+def _not_ok(plan, nvidia):
+    """(check, level, msg) of a driver that is not as wanted: modules of the other type are driver.open_modules'
+    (the plan reboots into the wanted ones); the wanted driver loaded but not built for the kernel that boots next
+    warns driver.loaded (a reboot would bring the node up without its GPUs; the role builds it); anything else fails
+    driver.loaded."""
+    loaded = plan.get('loaded') or {}
+    wanted = plan.get('wanted') or {}
+    msg = 'driver: not the wanted driver, or not loaded'
+    if loaded.get('loaded') and loaded.get('flavour') not in (None, wanted.get('module_type')):
+        return OPEN_MODULES, msg
+    if loaded.get('loaded') and loaded.get('version') == plan.get('installed_version') and \
+            wanted_match(loaded.get('version'), wanted.get('branch'), wanted.get('version')) and \
+            not plan.get('load', {}).get('dkms_build') and not plan.get('reboot', {}).get('why') and \
+            not plan.get('blockers') and plan.get('boot_kernel') == plan.get('running_kernel'):
+        # The wanted module is loaded and built: only nvidia-smi does not answer, which no run of the role changes
+        # (readiness says it: driver.loaded's own health, gpu.count).
+        return None
+    smi = nvidia.get('driver_version')
+    if loaded.get('loaded') and loaded.get('version') == smi and \
+            wanted_match(smi, wanted.get('branch'), wanted.get('version')) and \
+            plan.get('boot_kernel') != plan.get('running_kernel'):
+        return LOADED, msg, 'warn'
+    return LOADED, msg
+
+
+def driver_due(plan, nvidia):
+    """Whether the driver itself is work of the role (installed, built, loaded or rebooted into): not as wanted,
+    for a reason a run of the role changes."""
+    return not plan.get('ok') and _not_ok(plan, nvidia) is not None
+
+
+def work_items(plan, facts, settings, units=None, files=None):
+    """Why the nvidia_driver role must run its tasks on this node, each as ``(check, level, msg)``: the readiness
+    check of the role that the work belongs to (the check fails, or warns at level 'warn', while the work is due), and
+    the words.  [] when the plan, the unit states and the file states show that every task would change nothing.
+    Anything the facts cannot tell (units or files not gathered) counts as work.  ``settings`` also reads
+    blacklist_nouveau and persistence_conflicts (the mode).
+
+    The package repositories are work only when the role installs from them: a repository that differs on a node
+    whose driver and extras are installed is no readiness matter, and is left alone."""
     kernel_state = facts.get('kernel_state') or {}
     nvidia = facts.get('nvidia') or {}
     work = []
+
+    def add(check, msg, level='fail'):
+        work.append((check, level, msg))
+
     if plan.get('refusals'):
-        return ['refused: ' + '; '.join(plan['refusals'])]
-    if not plan.get('ok'):
-        work.append('driver: not the wanted driver, or not loaded')
-    if plan.get('reboot', {}).get('needed') or plan.get('blockers'):
-        work.append('reboot: ' + '; '.join(plan.get('reboot', {}).get('reasons') or plan.get('blockers')))
-    if settings.get('blacklist_nouveau', True) and not (kernel_state.get('nouveau') or {}).get('blacklisted'):
-        work.append('nouveau: not blacklisted')
-    if plan['repo'].get('needed') and plan['repo'].get('changes'):
-        work.append('repository: missing or different')
-    if plan['epel'].get('needed') and plan['epel'].get('changes'):
-        work.append('EPEL: missing or different')
-    if plan['stream'].get('enable') or plan['stream'].get('reset'):
-        work.append('module stream: ' + plan['stream'].get('wanted', ''))
+        return [(LOADED, 'fail', 'refused: ' + '; '.join(plan['refusals']))]
     extras = plan['extras']
+    due = driver_due(plan, nvidia)
+    installs = due or bool(extras.get('missing')) or not extras.get('version_known')
+    if due:
+        add(*_not_ok(plan, nvidia))
+    for reason in plan.get('reboot', {}).get('why') or []:
+        add(_reboot_check(reason), 'reboot: ' + reason)
+    if plan.get('blockers') and not plan.get('reboot', {}).get('why'):
+        add(LOADED, 'reboot: ' + '; '.join(plan['blockers']))
+    if settings.get('blacklist_nouveau', True) and not (kernel_state.get('nouveau') or {}).get('blacklisted'):
+        add(NOUVEAU, 'nouveau: not blacklisted')
+    repo_check = _not_ok(plan, nvidia)[0] if due else _extras_check(extras.get('missing') or [])
+    if installs and plan['repo'].get('needed') and plan['repo'].get('changes'):
+        add(repo_check, 'repository: missing or different')
+    if installs and plan['epel'].get('needed') and plan['epel'].get('changes'):
+        add(repo_check, 'EPEL: missing or different')
+    if plan['stream'].get('enable') or plan['stream'].get('reset'):
+        add(LOADED, 'module stream: ' + plan['stream'].get('wanted', ''))
+    # Extras at a version other than the loaded driver's follow a driver that is installed and not loaded yet: that
+    # is driver.loaded's (a reboot loads it), not the fabric manager's, which matches the loaded driver.
+    moving = bool(extras.get('version')) and extras.get('version') != nvidia.get('driver_version')
     if extras.get('needed') or extras.get('remove') or extras.get('unhold') or not extras.get('version_known'):
-        work.append('extras: ' + ', '.join(extras.get('missing') or extras.get('remove') or ['version unknown']))
-    holds = (facts.get('kernel_state') or {}).get('driver_node') or {}
+        names = extras.get('missing') or extras.get('remove')
+        add(LOADED if not extras.get('version_known') or (moving and extras.get('missing')) else
+            _extras_check(names or []), 'extras: ' + ', '.join(names or ['version unknown']))
+    holds = kernel_state.get('driver_node') or {}
     if [h for h in extras.get('hold') or [] if h not in (holds.get('apt_holds') or [])]:
-        work.append('apt holds: missing')
+        add(FABRIC, 'apt holds: missing', 'warn')
     lock = plan['versionlock']
     if lock.get('use') and (not lock.get('plugin_present') or lock.get('add') or lock.get('remove')):
-        work.append('versionlock: plugin or entries missing, or stale entries')
+        # Locks left by the fabric manager packages the role removes are the fabric manager's.
+        removed = extras.get('remove') or []
+        stale_fabric = lock.get('plugin_present') and not lock.get('add') and lock.get('remove') and all(
+            lock_entry_name(entry) in removed for entry in lock['remove'])
+        add(FABRIC if stale_fabric else LOADED, 'versionlock: plugin or entries missing, or stale entries', 'warn')
     conflicts_mode = settings.get('persistence_conflicts', 'disable')
     if plan.get('persistence_conflicts') and conflicts_mode in ('disable', 'fail'):
-        work.append('persistence conflicts: ' + ', '.join(plan['persistence_conflicts']))
+        add(PERSISTENCED, 'persistence conflicts: ' + ', '.join(plan['persistence_conflicts']))
     persist = plan['persistenced']
     if persist.get('enable'):
-        if persist.get('runfile_unit'):
-            work.append('nvidia-persistenced: the runfile unit is checked by its task')
+        if persist.get('runfile_unit') and not _file_is(files, RUNFILE_UNIT, RUNFILE_UNIT_TEXT):
+            add(PERSISTENCED, 'nvidia-persistenced: the runfile unit {0} missing or different'.format(RUNFILE_UNIT))
         if persist.get('dropin') and not (
                 _file_is(files, persist['dropin_path'].rsplit('/', 1)[0], mode='0755', kind='directory') and
                 _file_is(files, persist['dropin_path'], persist['dropin_content']) and
                 _file_is(files, persist['wants_link'], kind='link', target=persist['unit_path'])):
-            work.append('nvidia-persistenced: drop-in or wants link missing or different')
+            add(PERSISTENCED, 'nvidia-persistenced: drop-in or wants link missing or different')
         if not _unit_is(units, 'nvidia-persistenced', not persist.get('dropin'), plan.get('can_start')):
-            work.append('nvidia-persistenced: not enabled and running')
+            add(PERSISTENCED, 'nvidia-persistenced: not enabled and running')
     for name in plan.get('services') or []:
         if not _unit_is(units, name, True, plan.get('can_start')):
-            work.append('{0}: not enabled and running'.format(name))
+            add(FABRIC, '{0}: not enabled and running'.format(name))
     fabric = plan['fabric']
     if fabric.get('ib_umad') and not _file_is(files, fabric['ib_umad_conf'], fabric['ib_umad_conf_content']):
-        work.append('ib_umad: {0} missing or different'.format(fabric['ib_umad_conf']))
-    pci_gpus = int((kernel_state.get('pci') or {}).get('gpu_count') or 0)
-    expected = int(settings.get('expected_gpus') or 0)
-    gpus = len(nvidia.get('gpus') or [])
-    if gpus != pci_gpus or (expected and gpus != expected):
-        work.append('verify: nvidia-smi lists {0} GPU(s), the PCI bus shows {1}'.format(gpus, pci_gpus))
+        add(FABRIC, 'ib_umad: {0} missing or different'.format(fabric['ib_umad_conf']))
+    # A GPU missing from nvidia-smi is no work: no run of the role brings it back (readiness gpu.count says it, and
+    # the role's last task fails on it after its work, nodeprep_nvidia_driver_verify).
     return work
+
+
+def driver_work(plan, facts, settings, units=None, files=None):
+    """The words of work_items: why the role must run its tasks on this node ([] when nothing would change)."""
+    return [msg for _check, _level, msg in work_items(plan, facts, settings, units, files)]

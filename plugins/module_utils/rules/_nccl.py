@@ -273,31 +273,3 @@ def name_problems(conf, torch_env=None, extra_names=()):
             problems.append('{0}: not a variable PyTorch or NCCL reads (add it to nodeprep_nccl_extra_names if it '
                             'is real)'.format(label))
     return problems
-
-
-def plan(conf, torch_env=None, extra_names=(), socket_ifnames=None):
-    """Everything the nccl role needs in one call.
-
-    Returns ``{conf_content, torch_env, problems, errors}``: the file text (None when nothing is to be written),
-    the PyTorch variables as text, the warnings of name_problems() and the refusals (a non-empty ``errors`` means
-    nothing may be written).
-    """
-    errors = []
-    content = None
-    torch_values = {}
-    try:
-        if conf or socket_ifnames is not None:
-            content = render_conf(conf, socket_ifnames)
-    except NcclError as exc:
-        errors.append(str(exc))
-    try:
-        torch_values = torch_env_values(torch_env)
-    except NcclError as exc:
-        errors.append(str(exc))
-    try:
-        problems = name_problems(conf if isinstance(conf, dict) else {},
-                                 torch_env if isinstance(torch_env, dict) else {}, extra_names)
-    except NcclError as exc:
-        errors.append(str(exc))
-        problems = []
-    return {'conf_content': content, 'torch_env': torch_values, 'problems': problems, 'errors': errors}

@@ -6,7 +6,7 @@
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # Its functions may change without notice; do not import it from other collections.
 """Whether a copy/template/file task would change a path, judged from the path's gathered state
-(``ansible_facts.nodeprep_files``): the plans and the nodeprep_path_changes filter read it.
+(``ansible_facts.nodeprep_files``): the plans read it.
 
 Pure functions; no Ansible import; Python 3.6 compatible.
 """
@@ -53,14 +53,3 @@ def path_change(state, want):
         if state.get(key) != want.get(key, 0):
             return '{0}: {1} {2}, not {3}'.format(path, key, state.get(key), want.get(key, 0))
     return None
-
-
-def path_changes(files, wants):
-    """Reasons (a list, empty when nothing would change) for every ``want`` whose path would change."""
-    files = files if isinstance(files, dict) else {}
-    reasons = []
-    for want in wants:
-        reason = path_change(files.get(want.get('path')), want)
-        if reason:
-            reasons.append(reason)
-    return reasons

@@ -75,6 +75,18 @@ TOPO_B200 = {'cpu_affinity': ['0-55,112-167', '56-111,168-223'], 'numa_affinity'
 TOPO_GRACE = {'cpu_affinity': ['0-71', '72-143'], 'numa_affinity': ['0,3-9,11-17', '1,19-25,27-33'],
               'gpu_numa_node': [0, 0, 1, 1], 'gpu_numa_id': [2, 10, 18, 26], 'grace': True}
 
+# nvidia-smi nvlink -s speed per link (GB/s) and the figures of the performance doubles (lib/perf_double.py), with
+# their sources in REALITY.md ("Performance tools"): allreduce_busbw_gbps is the bus bandwidth all_reduce_perf
+# reaches at large sizes on one node; h2d/d2h per GPU and d2d_read per GPU pair are nvbandwidth's copy-engine cells.
+NVLINK_GBPS = {'hopper': 26.562, 'nvlink5': 53.125}
+PERF = {
+    'hgx-h100-8gpu': {'allreduce_busbw_gbps': 481.0, 'h2d_gbps': 51.0, 'd2h_gbps': 52.0, 'd2d_read_gbps': 371.0},
+    'hgx-h200-8gpu': {'allreduce_busbw_gbps': 481.0, 'h2d_gbps': 52.0, 'd2h_gbps': 52.0, 'd2d_read_gbps': 371.0},
+    'hgx-b200-8gpu': {'allreduce_busbw_gbps': 820.0, 'h2d_gbps': 55.0, 'd2h_gbps': 55.0, 'd2d_read_gbps': 740.0},
+    'gb200-4gpu': {'allreduce_busbw_gbps': 682.0, 'h2d_gbps': 201.0, 'd2h_gbps': 193.0, 'd2d_read_gbps': 770.0},
+    'gb300-4gpu': {'allreduce_busbw_gbps': 682.0, 'h2d_gbps': 201.0, 'd2h_gbps': 193.0, 'd2d_read_gbps': 770.0},
+}
+
 DEFS = {
     'hgx-b200-8gpu': {
         'template': 'b200-8gpu_k8s-test-infra.xml',
@@ -123,6 +135,11 @@ DEFS['gb200-4gpu'] = {
     'nvlinks': 18, 'topology': TOPO_GRACE, 'fabric': 'switch-trays',
 }
 DEFS['gb300-4gpu'] = dict(DEFS['gb200-4gpu'], template='gb300-4gpu_k8s-test-infra.xml')
+
+
+def prof_nvlink5(spec):
+    """Blackwell boards (B200, GB200, GB300) have NVLink 5; Hopper NVLink 4."""
+    return spec['template'].startswith(('b200', 'gb200', 'gb300'))
 
 
 def first(block, tag, scope=None):
@@ -175,12 +192,16 @@ def build(name, spec):
                        'sm_mhz': int(num(first(b, 'sm_clock', 'max_clocks'))),
                        'mem_mhz': int(num(first(b, 'mem_clock', 'max_clocks')))},
         'supported_clocks': sup,
+        'pcie': {'gen_max': int(first(b, 'max_link_gen', 'pcie_gen')),
+                 'width_max': int(first(b, 'max_link_width', 'link_widths').rstrip('x'))},
         'nvswitches': spec['nvswitches'],
         'connectx': spec['connectx'],
         'needs_nvlsm': spec['needs_nvlsm'],
         'nvlinks': spec['nvlinks'],
         'topology': spec['topology'],
         'fabric': spec['fabric'],
+        'nvlink_gbps': NVLINK_GBPS['nvlink5' if prof_nvlink5(spec) else 'hopper'],
+        'perf': PERF[name],
         'unsupported': [],
         'gpus': gpus,
     }

@@ -7,8 +7,9 @@
     python3 tests/testbed/repos/build.py --out .testbed/repos [--force] [--keys DIR]
 
 Produces .testbed/repos/el8|el9|el10/{baseos,crb|powertools,epel,elrepo,cuda}/ (createrepo_c; nvidia-driver
-module streams on el8/el9) and .testbed/repos/apt/{debian,cuda}/ (flat apt repositories), from the spec and
-control files in tests/testbed/packages/ and the GPU double's nvidia-smi.  Package names, versions, dependencies,
+module streams on el8/el9), .testbed/repos/apt/{debian,cuda}/ (flat apt repositories) and .testbed/repos/src/ (the
+release tarballs of the imitation nccl-tests and nvbandwidth trees, with SHA256SUMS), from the spec and control files
+and source trees in tests/testbed/packages/ and the GPU double's nvidia-smi.  Package names, versions, dependencies,
 units and keys follow tests/testbed/REALITY.md.  The RPMs of cuda, epel and elrepo are signed (rpmsign), cuda's
 repomd.xml has a detached signature, apt/cuda has InRelease and Release.gpg; each repository has its own
 throwaway key, generated once into --keys (default: repo-keys next to --out) and served at the real key file
@@ -23,10 +24,12 @@ import concurrent.futures
 import glob
 import gzip
 import hashlib
+import io
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -55,6 +58,30 @@ DEB_DKMS_VERSION = '3.0.11-1ubuntu13'
 # and the Canonical-signed modules per kernel (source linux-restricted-modules, versioned like the kernel).
 UBUNTU_DRIVERS = {'580': ('580.95.05', '0ubuntu0.24.04.2')}
 UBUNTU_FM_RELEASE = '0ubuntu0.24.04.1'
+# Issue 28, the perf_tools role (REALITY.md "Performance tools"): CUDA toolkit parts per X.Y with NVIDIA's versions of
+# nvcc, cudart-devel, driver-devel and nvml-devel; NCCL with its CUDA builds; the distribution's build tools; the
+# release tarballs of nccl-tests and nvbandwidth (imitation source trees, packages/sources/).
+CUDA_TOOLKITS = {
+    '12.8': {'nvcc': '12.8.93', 'cudart': '12.8.90', 'driver': '12.8.90', 'nvml': '12.8.90'},
+    '13.0': {'nvcc': '13.0.88', 'cudart': '13.0.96', 'driver': '13.0.96', 'nvml': '13.0.87'},
+    '13.1': {'nvcc': '13.1.80', 'cudart': '13.1.80', 'driver': '13.1.80', 'nvml': '13.1.68'},
+}
+NCCL_VERSION = '2.27.7'
+NCCL_CODE = '22707'
+NCCL_CUDA_BUILDS = ('12.9', '13.0')
+# version, release of make, gcc-c++, cmake, Boost per EL release; the Ubuntu 24.04 versions (apt/debian).
+EL_DEVTOOLS = {
+    'el8': {'make': ('4.2.1', '11.el8'), 'gxx': ('8.5.0', '26.el8_10'), 'cmake': ('3.26.5', '2.el8'),
+            'boost': ('1.66.0', '13.el8')},
+    'el9': {'make': ('4.3', '8.el9'), 'gxx': ('11.5.0', '5.el9_5'), 'cmake': ('3.26.5', '2.el9'),
+            'boost': ('1.75.0', '8.el9')},
+    'el10': {'make': ('4.4.1', '9.el10'), 'gxx': ('14.2.1', '7.el10'), 'cmake': ('3.30.5', '3.el10'),
+             'boost': ('1.83.0', '4.el10')},
+}
+APT_DEVTOOLS = {'make': '4.3-4.1build2', 'g++': '4:13.2.0-7ubuntu1', 'cmake': '3.28.3-1build7',
+                'libboost-program-options-dev': '1.83.0.1ubuntu2'}
+APT_BOOST_VERSION = '1.83.0'
+SOURCE_TREES = {'nccl-tests': '2.17.9', 'nvbandwidth': '0.8'}
 TOOLS = ('rpmbuild', 'rpmsign', 'createrepo_c', 'modifyrepo_c', 'dpkg-deb', 'dpkg-scanpackages', 'gpg', 'gpgconf')
 
 # Throwaway signing keys, one per real repository key (REALITY.md, R5/R6): name -> (user id, algorithm).
@@ -78,6 +105,9 @@ KEYS = {
 # Which key signs the RPMs of each EL repository, and which key files each one serves (at the real file names).
 EL_SIGNER = {
     'baseos': lambda el: 'rocky-' + el[2:],
+    # Rocky signs CRB / PowerTools with the same key as BaseOS (the node's .repo names that key for both)
+    'crb': lambda el: 'rocky-' + el[2:],
+    'powertools': lambda el: 'rocky-' + el[2:],
     'cuda': lambda el: 'cuda-rhel10' if el == 'el10' else 'cuda-rhel',
     'epel': lambda el: 'epel-' + el[2:],
     'elrepo': lambda el: 'elrepo-v1' if el == 'el8' else 'elrepo-v2',
@@ -308,6 +338,95 @@ def nvlsm_payload(root):
     put(root, '/usr/share/nvidia/nvlsm/nvlsm.conf', fill('nvlsm.conf.in', VERSION=NVLSM_VERSION))
 
 
+def toolchain_script(name, version, tool, args='', env=''):
+    return fill('toolchain.in', NAME=name, VERSION=version, TOOL=tool, ARGS=args, ENV=env)
+
+
+def cuda_payload(root, dot):
+    """One CUDA toolkit's parts under /usr/local/cuda-<X.Y> (a flat lib64: the real one is a link to
+    targets/x86_64-linux/lib)."""
+    v = CUDA_TOOLKITS[dot]
+    home = '/usr/local/cuda-' + dot
+    put(root, home + '/bin/nvcc', toolchain_script('nvcc', v['nvcc'], 'nvcc', '--cuda-version {0} --cuda-home {1} -- '
+                                                   .format(v['nvcc'], home)), 0o755)
+    for name, package in (('include/cuda_runtime.h', 'cudart'), ('include/cuda_runtime_api.h', 'cudart'),
+                          ('lib64/libcudart.so', 'cudart'), ('include/cuda.h', 'driver'),
+                          ('lib64/stubs/libcuda.so', 'driver'), ('include/nvml.h', 'nvml'),
+                          ('lib64/stubs/libnvidia-ml.so', 'nvml')):
+        put(root, '{0}/{1}'.format(home, name), '/* Simulated fleet: CUDA {0} {1} (stand-in) */\n'.format(
+            v[package], os.path.basename(name)))
+
+
+def nccl_payload(root, libdir, cuda):
+    """NCCL <version> for CUDA <cuda>: libnccl.so.2 (a link to the versioned file), libnccl.so, nccl.h."""
+    put(root, '{0}/libnccl.so.{1}'.format(libdir, NCCL_VERSION), 'stand-in libnccl {0}+cuda{1}\n'.format(
+        NCCL_VERSION, cuda))
+    os.symlink('libnccl.so.' + NCCL_VERSION, os.path.join(root, libdir.lstrip('/'), 'libnccl.so.2'))
+    os.symlink('libnccl.so.2', os.path.join(root, libdir.lstrip('/'), 'libnccl.so'))
+    major, minor, patch = NCCL_VERSION.split('.')
+    put(root, '/usr/include/nccl.h', '/* Simulated fleet: NCCL {0}+cuda{1} (stand-in) */\n#define NCCL_MAJOR {2}\n'
+        '#define NCCL_MINOR {3}\n#define NCCL_PATCH {4}\n#define NCCL_VERSION_CODE {5}\n'.format(
+            NCCL_VERSION, cuda, major, minor, patch, NCCL_CODE))
+
+
+def devtools_payload(root, libdir, versions):
+    """make (the host's GNU make), g++/c++ and cmake (stand-ins), Boost program_options (header, .so, .a)."""
+    make = shutil.which('make')
+    if make is None:
+        raise BuildError('missing tool: make (its binary is the fleet\'s make package)')
+    put(root, '/usr/bin/make', '')
+    shutil.copy2(make, os.path.join(root, 'usr/bin/make'))
+    os.chmod(os.path.join(root, 'usr/bin/make'), 0o755)
+    for exe in ('g++', 'c++'):
+        put(root, '/usr/bin/' + exe, toolchain_script(exe, versions['gxx'], 'c++'), 0o755)
+    put(root, '/usr/bin/cmake', toolchain_script('cmake', versions['cmake'], 'cmake',
+                                                 env='GPU_DOUBLE_CMAKE_VERSION={0} '.format(versions['cmake'])),
+        0o755)
+    put(root, '/usr/include/boost/program_options.hpp', '// Simulated fleet: Boost program_options (stand-in)\n')
+    put(root, '/usr/include/boost/version.hpp', '// Simulated fleet: Boost {0}\n'.format(versions['boost']))
+    for ext in ('so', 'a'):
+        put(root, '{0}/libboost_program_options.{1}'.format(libdir, ext), 'stand-in Boost {0} program_options\n'
+            .format(versions['boost']))
+
+
+def source_tarballs(out):
+    """src/<name>-<version>.tar.gz of the imitation source trees (packages/sources/), byte-stable, and SHA256SUMS."""
+    folder = os.path.join(out, 'src')
+    os.makedirs(folder)
+    sums = []
+    for name, version in sorted(SOURCE_TREES.items()):
+        top = '{0}-{1}'.format(name, version)
+        base = os.path.join(PKGS, 'sources', name)
+        path = os.path.join(folder, top + '.tar.gz')
+        raw = io.BytesIO()
+        with tarfile.open(fileobj=raw, mode='w', format=tarfile.USTAR_FORMAT) as tar:
+            entries = []
+            for dirpath, dirnames, filenames in os.walk(base):
+                dirnames.sort()
+                rel = os.path.relpath(dirpath, base)
+                if rel != '.':
+                    entries.append((rel, None))
+                entries += [(os.path.normpath(os.path.join(rel, f)), os.path.join(dirpath, f)) for f in sorted(filenames)]
+            for rel, src in [('.', None)] + entries:
+                info = tarfile.TarInfo(os.path.normpath(os.path.join(top, rel)))
+                info.mtime, info.uid, info.gid, info.uname, info.gname = 1735689600, 0, 0, 'root', 'root'
+                if src is None:
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(info)
+                    continue
+                with open(src) as f:
+                    data = f.read().replace('@VERSION@', version).encode('utf-8')
+                info.size, info.mode = len(data), 0o644
+                tar.addfile(info, io.BytesIO(data))
+        with open(path, 'wb') as f:
+            with gzip.GzipFile(filename='', mode='wb', fileobj=f, mtime=0) as gz:
+                gz.write(raw.getvalue())
+        with open(path, 'rb') as f:
+            sums.append('{0}  {1}\n'.format(hashlib.sha256(f.read()).hexdigest(), os.path.basename(path)))
+    with open(os.path.join(folder, 'SHA256SUMS'), 'w') as f:
+        f.write(''.join(sums))
+
+
 # ------------------------------------------------------------------ RPM
 
 def rpmbuild(spec, outdir, work, defines):
@@ -403,6 +522,22 @@ def build_el(el, out, work, kernel, jobs):
     for version in DCGM_VERSIONS:
         jobs.append(('dcgm.spec', dirs['cuda'], [('dcgm_version', version),
                                                  ('payload', os.path.join(work, 'payload-dcgm-' + version))]))
+    for dot, v in sorted(CUDA_TOOLKITS.items()):
+        jobs.append(('cuda-toolkit-parts.spec', dirs['cuda'], [
+            ('cuda_dot', dot), ('cuda_dash', dot.replace('.', '-')), ('nvcc_version', v['nvcc']),
+            ('cudart_version', v['cudart']), ('driver_dev_version', v['driver']), ('nvml_version', v['nvml']),
+            ('payload', os.path.join(work, 'payload-cuda-' + dot))]))
+    for cuda in NCCL_CUDA_BUILDS:
+        jobs.append(('nccl.spec', dirs['cuda'], [('nccl_version', NCCL_VERSION), ('nccl_cuda', cuda),
+                                                 ('payload', os.path.join(work, 'payload-nccl-el-' + cuda))]))
+    tools = EL_DEVTOOLS[el]
+    devtools = [('payload', os.path.join(work, 'payload-devtools-' + el))]
+    for key in ('make', 'gxx', 'cmake', 'boost'):
+        devtools += [(key + '_version', tools[key][0]), (key + '_release', tools[key][1])]
+    jobs.append(('devtools.spec', dirs['baseos'], devtools))
+    jobs.append(('boost-static.spec', dirs['powertools' if el == 'el8' else 'crb'], [
+        ('boost_version', tools['boost'][0]), ('boost_release', tools['boost'][1]),
+        ('payload', os.path.join(work, 'payload-devtools-' + el))]))
     return dirs
 
 
@@ -529,6 +664,25 @@ def build_apt_cuda(cuda, work):
                                                     (p, '/usr/share/nvidia/nvlsm/nvlsm.conf')])
     deb(cuda, work, 'infiniband-diags', IB_DIAGS_VERSION['apt'],
         [(os.path.join(work, 'payload-ib-apt'), '/usr/sbin/ibstat')])
+    for dot, v in sorted(CUDA_TOOLKITS.items()):
+        p = os.path.join(work, 'payload-cuda-' + dot)
+        home = '/usr/local/cuda-' + dot
+        dash = dot.replace('.', '-')
+        deb(cuda, work, 'cuda-nvcc-' + dash, v['nvcc'] + '-1', [(p, home + '/bin/nvcc')])
+        deb(cuda, work, 'cuda-cudart-dev-' + dash, v['cudart'] + '-1',
+            [(p, home + '/include/cuda_runtime.h'), (p, home + '/include/cuda_runtime_api.h'),
+             (p, home + '/lib64/libcudart.so')])
+        deb(cuda, work, 'cuda-driver-dev-' + dash, v['driver'] + '-1',
+            [(p, home + '/include/cuda.h'), (p, home + '/lib64/stubs/libcuda.so')])
+        deb(cuda, work, 'cuda-nvml-dev-' + dash, v['nvml'] + '-1',
+            [(p, home + '/include/nvml.h'), (p, home + '/lib64/stubs/libnvidia-ml.so')])
+    for build in NCCL_CUDA_BUILDS:
+        p = os.path.join(work, 'payload-nccl-apt-' + build)
+        lib = '/usr/lib/x86_64-linux-gnu/'
+        v = '{0}-1+cuda{1}'.format(NCCL_VERSION, build)
+        deb(cuda, work, 'libnccl2', v, [(p, lib + 'libnccl.so.2'), (p, lib + 'libnccl.so.' + NCCL_VERSION)])
+        deb(cuda, work, 'libnccl-dev', v, [(p, '/usr/include/nccl.h'), (p, lib + 'libnccl.so')],
+            'libnccl2 (= {0})'.format(v))
     for version in DCGM_VERSIONS:
         p = os.path.join(work, 'payload-dcgm-' + version)
         full = '1:{0}-1'.format(version)
@@ -615,6 +769,16 @@ def build_apt(out, work, kernel):
     deb(dist, work, 'dkms', DEB_DKMS_VERSION, [(droot, '/usr/share/doc/testbed/dkms'), (droot, '/usr/sbin/dkms')],
         arch='all')
     build_apt_ubuntu_signed(dist, work, (kernel, DEB_OTHER_KERNEL))
+    # Ubuntu's build tools (REALITY.md "Performance tools"): make, g++ (g++ and c++), cmake, Boost program_options
+    # (libboost-program-options-dev holds the header, the .so and the .a).
+    p = os.path.join(work, 'payload-devtools-apt')
+    lib = '/usr/lib/x86_64-linux-gnu/'
+    deb(dist, work, 'make', APT_DEVTOOLS['make'], [(p, '/usr/bin/make')])
+    deb(dist, work, 'g++', APT_DEVTOOLS['g++'], [(p, '/usr/bin/g++'), (p, '/usr/bin/c++')])
+    deb(dist, work, 'cmake', APT_DEVTOOLS['cmake'], [(p, '/usr/bin/cmake')])
+    deb(dist, work, 'libboost-program-options-dev', APT_DEVTOOLS['libboost-program-options-dev'],
+        [(p, '/usr/include/boost/program_options.hpp'), (p, '/usr/include/boost/version.hpp'),
+         (p, lib + 'libboost_program_options.so'), (p, lib + 'libboost_program_options.a')])
     build_apt_cuda(cuda, work)
     for d in (dist, cuda):
         text = run(['dpkg-scanpackages', '--multiversion', '.', '/dev/null'], cwd=d)
@@ -674,6 +838,18 @@ def build(out, force=False, keys_dir=None):
                 dcgm_payload(os.path.join(work, 'payload-dcgm-' + version), version)
             for fam, ib_version in sorted(IB_DIAGS_VERSION.items()):
                 ib_payload(os.path.join(work, 'payload-ib-' + fam), ib_version)
+            for dot in CUDA_TOOLKITS:
+                cuda_payload(os.path.join(work, 'payload-cuda-' + dot), dot)
+            for cuda in NCCL_CUDA_BUILDS:
+                nccl_payload(os.path.join(work, 'payload-nccl-el-' + cuda), '/usr/lib64', cuda)
+                nccl_payload(os.path.join(work, 'payload-nccl-apt-' + cuda), '/usr/lib/x86_64-linux-gnu', cuda)
+            for el, tools in sorted(EL_DEVTOOLS.items()):
+                devtools_payload(os.path.join(work, 'payload-devtools-' + el), '/usr/lib64', {
+                    'gxx': tools['gxx'][0], 'cmake': tools['cmake'][0], 'boost': tools['boost'][0]})
+            devtools_payload(os.path.join(work, 'payload-devtools-apt'), '/usr/lib/x86_64-linux-gnu', {
+                'gxx': APT_DEVTOOLS['g++'].rsplit(':', 1)[-1].split('-', 1)[0],
+                'cmake': APT_DEVTOOLS['cmake'].split('-', 1)[0], 'boost': APT_BOOST_VERSION})
+            source_tarballs(tmp_out)
             jobs = []
             el_dirs = {}
             for el in sorted(ELREPO):

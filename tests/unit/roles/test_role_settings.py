@@ -7,6 +7,7 @@ meta/argument_specs.yml and the variables table of its README say the same names
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import importlib.util
 import os
 import re
 
@@ -100,3 +101,72 @@ def test_vars_hold_no_expression(role):
         assert '{{' not in text and '{%' not in text
     assert not os.path.exists(os.path.join(ROOT, 'roles', role, 'tasks', 'gather_vars.yml'))
     assert 'site_reasons' not in text
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Every option's description is one text: the README says what meta/argument_specs.yml says (Markdown for Ansible's
+# markup), for every role, the readiness role included.  `make settings-check` (part of `make test`) checks that the
+# generated files are what .ci/settings_gen.py writes; this reads the committed files themselves.
+
+def settings_gen():
+    path = os.path.join(ROOT, '.ci', 'settings_gen.py')
+    spec = importlib.util.spec_from_file_location('nodeprep_settings_gen', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+GEN = settings_gen()
+CONTRACT_ROLES = [role for role, _settings in _plans.contracts()]
+README_ROW = re.compile(r'^\| `(nodeprep_[a-z0-9_.]+)` \| ([^|]+) \| (.*?) \| (.*?) \| (.*) \|$')
+README_SHARED = re.compile(r'^- `(nodeprep_[a-z0-9_]+)` \(([^,]+), default `(.*?)`\): (.*)$')
+
+
+def readme_descriptions(role):
+    found = {}
+    for line in role_file(role, 'README.md').splitlines():
+        match = README_ROW.match(line) or README_SHARED.match(line)
+        if match:
+            found[match.group(1)] = match.groups()[-1]
+    return found
+
+
+def spec_descriptions(options, prefix=''):
+    out = {}
+    for name, option in options.items():
+        text = option['description']
+        out[prefix + name] = ' '.join(text) if isinstance(text, list) else text
+        out.update(spec_descriptions(option.get('options') or {}, prefix + name + '.'))
+    return out
+
+
+def test_every_role_with_variables_has_settings():
+    with_specs = sorted(name for name in os.listdir(os.path.join(ROOT, 'roles'))
+                        if os.path.exists(os.path.join(ROOT, 'roles', name, 'meta', 'argument_specs.yml')))
+    assert sorted(CONTRACT_ROLES) == with_specs
+
+
+@pytest.mark.parametrize('role', CONTRACT_ROLES)
+def test_readme_description_is_the_argument_specs_description(role):
+    options = yaml.safe_load(role_file(role, 'meta', 'argument_specs.yml'))['argument_specs']['main']['options']
+    wanted = spec_descriptions(options)
+    found = readme_descriptions(role)
+    assert sorted(found) == sorted(wanted)
+    for name, text in wanted.items():
+        assert found[name] == GEN.markdown(text).replace('|', '\\|'), name
+
+
+@pytest.mark.parametrize('role', CONTRACT_ROLES)
+def test_argument_specs_options_are_the_settings_with_their_descriptions(role):
+    options = yaml.safe_load(role_file(role, 'meta', 'argument_specs.yml'))['argument_specs']['main']['options']
+    settings = dict(_plans.contracts())[role]
+    assert list(options) == list(settings)
+    for name, entry in settings.items():
+        assert spec_of(options[name]) == spec_of(entry), name
+        assert options[name]['description'] == entry['description'], name
+
+
+def test_the_generated_files_are_current():
+    stale = [os.path.relpath(path, ROOT) for path, text in sorted(GEN.generated(_plans.contracts()).items())
+             if text != GEN.read(path)]
+    assert stale == [], 'run make settings-gen'

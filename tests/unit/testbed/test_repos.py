@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -236,6 +237,16 @@ def test_rpms_verify_with_their_repository_key_only(repos, tmp_path, el, repo, k
     other = rpmdb_with(tmp_path, other_key)
     proc = sh(['rpm', '--dbpath', other, '-K', pkgs[0]], check=False)
     assert proc.returncode != 0 and 'NOT OK' in proc.stdout
+
+
+@pytest.mark.parametrize('el, repo', [('el8', 'powertools'), ('el9', 'crb'), ('el10', 'crb')])
+def test_crb_rpms_verify_with_the_baseos_key(repos, tmp_path, el, repo):
+    """The node's .repo file checks CRB / PowerTools with the Rocky key of BaseOS (gpgcheck=1), as on Rocky."""
+    own = rpmdb_with(tmp_path, os.path.join(repos, el, 'baseos', 'RPM-GPG-KEY-Rocky-' + el[2:]))
+    pkgs = sorted(glob.glob(os.path.join(repos, el, repo, '*.rpm')))
+    assert pkgs
+    for p in pkgs:
+        assert sh(['rpm', '--dbpath', own, '-K', p]).stdout.strip().endswith('digests signatures OK'), p
 
 
 def test_keys_are_distinct(repos):
@@ -503,3 +514,78 @@ def test_apt_extras_carry_nvidias_release(repos):
     assert versions['nvidia-fabricmanager-570'] == {'570.172.08-1'}
     assert versions['libnvsdm-570'] == {'570.172.08-1'}
     assert '/usr/sbin/ibstat' in sh(['dpkg-deb', '-c', glob.glob(os.path.join(cuda, 'infiniband-diags_*.deb'))[0]]).stdout
+
+
+# ------------------------------------------------------------------ issue 28: the perf_tools role's packages
+
+@pytest.mark.parametrize('el', ['el8', 'el9', 'el10'])
+def test_el_perf_tools_packages(repos, el):
+    def nvrs(folder, pattern='*.rpm'):
+        return set(rpm_q(p, '%{NAME}-%{VERSION}-%{RELEASE}\n').strip()
+                   for p in glob.glob(os.path.join(repos, el, folder, pattern)))
+    cuda = nvrs('cuda')
+    # NVIDIA's names and versions (REALITY.md "Performance tools")
+    for name in ('cuda-nvcc-12-8-12.8.93-1', 'cuda-cudart-devel-12-8-12.8.90-1', 'cuda-nvcc-13-0-13.0.88-1',
+                 'cuda-cudart-devel-13-0-13.0.96-1', 'cuda-driver-devel-13-0-13.0.96-1', 'cuda-nvcc-13-1-13.1.80-1',
+                 'cuda-nvml-devel-13-1-13.1.68-1', 'libnccl-2.27.7-1+cuda12.9', 'libnccl-devel-2.27.7-1+cuda13.0'):
+        assert name in cuda
+    base = set(n.rsplit('-', 2)[0] for n in nvrs('baseos'))
+    assert {'make', 'gcc-c++', 'cmake', 'boost-devel'} <= base and 'boost-static' not in base
+    extra = 'powertools' if el == 'el8' else 'crb'
+    assert [n.rsplit('-', 2)[0] for n in nvrs(extra)] == ['boost-static']
+    nvcc = rpms(os.path.join(repos, el, 'cuda'), 'cuda-nvcc-12-8')[0]
+    assert sh(['rpm', '-qlp', '--nosignature', nvcc]).stdout.split() == ['/usr/local/cuda-12.8/bin/nvcc']
+    assert 'gpu-double nvcc --cuda-version 12.8.93 --cuda-home /usr/local/cuda-12.8 -- "$@"' in \
+        sh(['rpm2cpio', nvcc]).stdout
+    devel = [p for p in rpms(os.path.join(repos, el, 'cuda'), 'libnccl-devel') if 'cuda12.9' in p][0]
+    requires = sh(['rpm', '-qp', '--nosignature', '--requires', devel]).stdout.splitlines()
+    assert not [r for r in requires if r.startswith('libnccl')]  # as NVIDIA's nccl.spec.in: no dependency
+    assert sh(['rpm', '-qlp', '--nosignature', devel]).stdout.split() == ['/usr/include/nccl.h', '/usr/lib64/libnccl.so']
+
+
+def test_boost_static_needs_crb(repos, tmp_path):
+    proc = dnf_resolve(repos, tmp_path / 'a', 'el9', ['baseos', 'cuda'], ['boost-static'])
+    assert proc.returncode != 0 and 'No match for argument: boost-static' in proc.stdout + proc.stderr
+    proc = dnf_resolve(repos, tmp_path / 'b', 'el9', ['baseos', 'crb', 'cuda'], ['boost-static'])
+    assert re.search(r'^\s*boost-devel\s', proc.stdout, re.M), proc.stdout + proc.stderr
+
+
+def test_apt_perf_tools_packages(repos):
+    cuda = sorted(os.path.basename(p) for p in glob.glob(os.path.join(repos, 'apt', 'cuda', '*.deb')))
+    for name in ('cuda-nvcc-12-8_12.8.93-1_amd64.deb', 'cuda-cudart-dev-13-0_13.0.96-1_amd64.deb',
+                 'cuda-driver-dev-13-0_13.0.96-1_amd64.deb', 'cuda-nvml-dev-13-1_13.1.68-1_amd64.deb',
+                 'libnccl2_2.27.7-1+cuda13.0_amd64.deb', 'libnccl-dev_2.27.7-1+cuda12.9_amd64.deb'):
+        assert name in cuda
+    dev = os.path.join(repos, 'apt', 'cuda', 'libnccl-dev_2.27.7-1+cuda13.0_amd64.deb')
+    assert sh(['dpkg-deb', '-f', dev, 'Depends']).stdout == 'libnccl2 (= 2.27.7-1+cuda13.0)\n'
+    assert './usr/lib/x86_64-linux-gnu/libnccl.so -> libnccl.so.2' in sh(['dpkg-deb', '-c', dev]).stdout
+    debian = sorted(os.path.basename(p) for p in glob.glob(os.path.join(repos, 'apt', 'debian', '*.deb')))
+    for name in ('make_4.3-4.1build2_amd64.deb', 'g++_13.2.0-7ubuntu1_amd64.deb', 'cmake_3.28.3-1build7_amd64.deb',
+                 'libboost-program-options-dev_1.83.0.1ubuntu2_amd64.deb'):
+        assert name in debian
+    boost = sh(['dpkg-deb', '-c', os.path.join(repos, 'apt', 'debian',
+                                               'libboost-program-options-dev_1.83.0.1ubuntu2_amd64.deb')]).stdout
+    assert './usr/lib/x86_64-linux-gnu/libboost_program_options.a' in boost
+    gxx = os.path.join(repos, 'apt', 'debian', 'g++_13.2.0-7ubuntu1_amd64.deb')
+    assert sh(['dpkg-deb', '-f', gxx, 'Version']).stdout == '4:13.2.0-7ubuntu1\n'
+
+
+def test_release_tarballs_are_stable_and_listed(repos, tmp_path):
+    import tarfile
+    folder = os.path.join(repos, 'src')
+    sums = dict(reversed(line.split('  ')) for line in open(os.path.join(folder, 'SHA256SUMS')).read().splitlines())
+    assert sorted(sums) == ['nccl-tests-2.17.9.tar.gz', 'nvbandwidth-0.8.tar.gz']
+    for name, digest in sums.items():
+        with open(os.path.join(folder, name), 'rb') as handle:
+            assert hashlib.sha256(handle.read()).hexdigest() == digest
+    with tarfile.open(os.path.join(folder, 'nccl-tests-2.17.9.tar.gz')) as tar:
+        names = tar.getnames()
+        assert names[0] == 'nccl-tests-2.17.9' and 'nccl-tests-2.17.9/src/Makefile' in names
+        assert b'// stand-in-program: all_reduce_perf 2.17.9' in tar.extractfile('nccl-tests-2.17.9/src/all_reduce.cu').read()
+    with tarfile.open(os.path.join(folder, 'nvbandwidth-0.8.tar.gz')) as tar:
+        assert tar.extractfile('nvbandwidth-0.8/version.h').read().endswith(b'"v0.8"\n')
+    # the same inputs make the same bytes (a site's checksum stays valid)
+    again = tmp_path / 'again'
+    os.makedirs(str(again))
+    build.source_tarballs(str(again))
+    assert open(str(again / 'src' / 'SHA256SUMS')).read() == open(os.path.join(folder, 'SHA256SUMS')).read()

@@ -491,8 +491,40 @@ def cmd_mokutil(args):
     return 255
 
 
+def cmd_all_reduce_perf(args):
+    """all_reduce_perf of nccl-tests (lib/perf_double.py), as the binaries the perf_tools role builds call it."""
+    import perf_double
+    return perf_double.cmd_all_reduce_perf(args)
+
+
+def cmd_nvbandwidth(args):
+    """nvbandwidth (lib/perf_double.py)."""
+    import perf_double
+    return perf_double.cmd_nvbandwidth(args)
+
+
+def cmd_nvcc(args):
+    """nvcc of the stand-in CUDA toolkit (lib/toolchain_double.py)."""
+    import toolchain_double
+    return toolchain_double.cmd_nvcc(args)
+
+
+def cmd_cmake(args):
+    """cmake stand-in (lib/toolchain_double.py)."""
+    import toolchain_double
+    return toolchain_double.cmd_cmake(args)
+
+
+def cmd_cxx(args):
+    """g++/c++ stand-in (lib/toolchain_double.py)."""
+    import toolchain_double
+    return toolchain_double.cmd_cxx(args)
+
+
 COMMANDS = {'boot': cmd_boot, 'views': cmd_views, 'mokutil': cmd_mokutil, 'pcigen': cmd_pcigen,
-            'kernel-log': cmd_kernel_log, 'modprobe': cmd_modprobe, 'dkms': cmd_dkms}
+            'kernel-log': cmd_kernel_log, 'modprobe': cmd_modprobe, 'dkms': cmd_dkms,
+            'all_reduce_perf': cmd_all_reduce_perf, 'nvbandwidth': cmd_nvbandwidth, 'nvcc': cmd_nvcc,
+            'cmake': cmd_cmake, 'c++': cmd_cxx}
 
 
 def cmd_hostengine(args, version):

@@ -70,6 +70,23 @@ FAULT_NAMES += (FAULT_FABRIC_IN_PROGRESS, FAULT_NVLINK_DOWN)
 FAULT_DCGM_DIAG_FAIL = 'dcgm-diag-fail'
 FAULT_NAMES += (FAULT_DCGM_DIAG_FAIL,)
 FAULT_NAMES += (FAULT_ACS_ON, FAULT_PEERMEM_UNLOADED, FAULT_NO_PEER_API)
+# Issue 28, fitness (tests/testbed/gpu_double/REALITY.md, "Fitness faults"). Each file: lines naming GPUs (index, bus id,
+# UUID or `last`), default the last GPU, with the words given.
+# A hardware slowdown: HW Slowdown and (word `power-brake`, the default, or `thermal`) HW Power Brake / HW Thermal
+# Slowdown Active, graphics and SM clocks at a quarter of the maximum (the V100 capture: 382 of 1530 MHz).
+FAULT_HW_SLOWDOWN = 'hw-slowdown'
+# The PCIe link trained narrower or slower than it can: words `x<lanes>` (default x8) and `gen<n>` (default: as is).
+FAULT_PCIE_DOWNTRAINED = 'pcie-downtrained'
+# NVLinks that did not come up: words are link numbers (`3,7` or `3 7`, default the last link) or `all`.
+FAULT_NVLINK_INACTIVE = 'nvlink-inactive'
+# A row remap waits for a GPU reset: remapped_row_pending Yes, one more uncorrectable row, Xid 63 in the kernel log.
+FAULT_ROWS_PENDING = 'rows-pending'
+# MIG mode on (word `pending`: on after the next reset, current still Disabled).
+FAULT_MIG_ENABLED = 'mig-enabled'
+# all_reduce_perf runs slower: the first number is the factor applied to the bus bandwidth (default 0.5).
+FAULT_ALLREDUCE_SLOW = 'allreduce-slow'
+FAULT_NAMES += (FAULT_HW_SLOWDOWN, FAULT_PCIE_DOWNTRAINED, FAULT_NVLINK_INACTIVE, FAULT_ROWS_PENDING,
+                FAULT_MIG_ENABLED, FAULT_ALLREDUCE_SLOW)
 EFI_GLOBAL_GUID = '8be4df61-93ca-11d2-aa0d-00e098032b8c'
 
 CUDA_BY_BRANCH = {'570': '12.8', '575': '12.9', '580': '13.0', '590': '13.1', '595': '13.2'}
@@ -81,7 +98,8 @@ XID_TEXT = {
     '31': 'MMU Fault',
     '43': 'Reset Channel Verif Error',
     '48': 'An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer',
-    '63': 'Row remapping event',
+    # stas00/ml-engineering compute/accelerator/nvidia/debug.md quotes the driver's line for Xid 63
+    '63': 'Row Remapper: New row marked for remapping, reset gpu to activate.',
     '64': 'Row remapping failure',
     '74': 'NVLink Error',
     '79': 'GPU has fallen off the bus.',
@@ -233,6 +251,76 @@ def power_cap_w(profile):
         return None
     pw = profile['power']
     return max(float(pw['min_w']), fault_number(FAULT_POWER_CAPPED, round(pw['default_w'] * 0.7)))
+
+
+def fault_gpus(profile, name):
+    """{bus id: [words]} of the GPUs a fitness fault names (default the last GPU); {} when it is not active."""
+    if not fault_active(name):
+        return {}
+    return dict((gpu['pci_bus_id'], words) for gpu, words in _fault_gpus(present_gpus(profile), name))
+
+
+def hw_slowdown(profile):
+    """{bus id: 'power-brake' | 'thermal'} of the GPUs held down by the hw-slowdown fault."""
+    return dict((bus, 'thermal' if 'thermal' in words else 'power-brake')
+                for bus, words in fault_gpus(profile, FAULT_HW_SLOWDOWN).items())
+
+
+def pcie_downtrained(profile):
+    """{bus id: {'width': lanes, 'gen': generation or None}} of the GPUs whose link trained lower."""
+    out = {}
+    for bus, words in fault_gpus(profile, FAULT_PCIE_DOWNTRAINED).items():
+        link = {'width': 8, 'gen': None}
+        for word in words:
+            if re.match(r'^x\d+$', word):
+                link['width'] = int(word[1:])
+            elif re.match(r'^gen\d+$', word):
+                link['gen'] = int(word[3:])
+        out[bus] = link
+    return out
+
+
+def nvlink_inactive(profile):
+    """{bus id: set of inactive link numbers} (every link for `all`); links the board does not have are ignored."""
+    total = int(profile.get('nvlinks') or 0)
+    out = {}
+    for bus, words in fault_gpus(profile, FAULT_NVLINK_INACTIVE).items():
+        if 'all' in words:
+            out[bus] = set(range(total))
+            continue
+        links = set()
+        for word in words:
+            for part in word.split(','):
+                if part.isdigit() and int(part) < total:
+                    links.add(int(part))
+        out[bus] = links or ({total - 1} if total else set())
+    return out
+
+
+def rows_pending(profile):
+    """Bus ids of the GPUs with a row remap waiting for a reset (rows-pending fault)."""
+    return set(fault_gpus(profile, FAULT_ROWS_PENDING))
+
+
+def mig_enabled(profile):
+    """{bus id: (current, pending)} MIG modes the mig-enabled fault sets."""
+    return dict((bus, ('Disabled', 'Enabled') if 'pending' in words else ('Enabled', 'Enabled'))
+                for bus, words in fault_gpus(profile, FAULT_MIG_ENABLED).items())
+
+
+def allreduce_factor():
+    """The factor the allreduce-slow fault applies to all_reduce_perf's bus bandwidth (None when inactive)."""
+    if not fault_active(FAULT_ALLREDUCE_SLOW):
+        return None
+    return min(1.0, max(0.01, fault_number(FAULT_ALLREDUCE_SLOW, 0.5)))
+
+
+def fault_age_us(name):
+    """Microseconds since a fault file was written (0 when it is not there): the counters a fault makes grow."""
+    try:
+        return max(0, int((time.time() - os.path.getmtime(path(os.path.join(FAULT_DIR, name)))) * 1e6))
+    except OSError:
+        return 0
 
 
 def secure_boot_on():
@@ -690,10 +778,17 @@ def lost_xid_lines(profile):
         sysfs_bus_id(bus)[:-2], XID_TEXT['79']) for bus in sorted(lost_gpus(profile))]
 
 
+def rows_pending_xid_lines(profile):
+    """A pending row remap leaves Xid 63 in the kernel log (stas00/ml-engineering compute/accelerator/nvidia/debug.md
+    quotes the line)."""
+    return ["NVRM: Xid (PCI:{0}): 63, pid='<unknown>', name=<unknown>, {1}".format(
+        sysfs_bus_id(bus)[:-2], XID_TEXT['63']) for bus in sorted(rows_pending(profile))]
+
+
 def render_kernel_log(profile):
     base = read_text(os.path.join(RUN_DIR, 'kernel.log'), '') or ''
     return base + ''.join('[  600.000000] {0}\n'.format(line)
-                          for line in lost_xid_lines(profile) + xid_lines(profile))
+                          for line in lost_xid_lines(profile) + xid_lines(profile) + rows_pending_xid_lines(profile))
 
 
 # ---------------------------------------------------------------- PCI view

@@ -133,6 +133,13 @@ def gpu_view(profile, state, gpu):
         fabric = ('Not Started', 'N/A')
     if fabric[0] != 'N/A' and gpu['pci_bus_id'] in fabric_in_progress(profile):
         fabric = ('In Progress', 'N/A')
+    bus = gpu['pci_bus_id']
+    slowdown = gd.hw_slowdown(profile).get(bus)
+    if slowdown:
+        # HW Slowdown cuts the clocks "by a factor of 2 or more" (nvidia-smi --help-query-gpu); the V100 capture of
+        # REALITY.md ran at 382 of 1530 MHz: a quarter of the maximum
+        gr = min(gr, int(round(profile['max_clocks']['graphics_mhz'] * 0.25)))
+    mig = gd.mig_enabled(profile).get(bus, ('Disabled', 'Disabled'))
     return {
         'pci_bus_id': gpu['pci_bus_id'], 'uuid': gpu['uuid'], 'name': profile['product_name'],
         'persistence': st['persistence'], 'power_limit_w': requested, 'enforced_power_limit_w': enforced,
@@ -141,8 +148,13 @@ def gpu_view(profile, state, gpu):
         'default_app_clocks': None if dep else dflt,
         'graphics_mhz': gr, 'mem_mhz': mem, 'locked': bool(st['locked_gpu_clocks'] or st['locked_mem_clocks']),
         'retired_pending': gpu['pci_bus_id'] in gd.flagged_gpus(profile, gd.FAULT_RETIRED_PAGES),
-        'remapped_pending': gpu['pci_bus_id'] in gd.flagged_gpus(profile, gd.FAULT_REMAPPED_ROWS),
+        'remapped_pending': (gpu['pci_bus_id'] in gd.flagged_gpus(profile, gd.FAULT_REMAPPED_ROWS)
+                             or bus in gd.rows_pending(profile)),
+        'rows_pending': bus in gd.rows_pending(profile),
         'fabric': fabric,
+        'hw_slowdown': slowdown,
+        'pcie': gd.pcie_downtrained(profile).get(bus),
+        'mig': mig,
     }
 
 
@@ -196,11 +208,49 @@ def render_xml(profile, state, selected):
             block = _sub_tag(block, 'pending_retirement', 'Yes', 'retired_pages')
         if v['remapped_pending']:
             block = _sub_tag(block, 'remapped_row_pending', 'Yes', 'remapped_rows')
+        block = fitness_xml(block, v)
         block = _sub_tag(block, 'state', v['fabric'][0], 'fabric')
         block = _sub_tag(block, 'status', v['fabric'][1], 'fabric')
         out.append(to_v12(block) if v12 else block)
     out.append(tail)
     return ''.join(out)
+
+
+def _tag_value(block, tag, scope=None):
+    text = block
+    if scope:
+        m = re.search(r'<{0}>(.*?)</{0}>'.format(scope), block, re.S)
+        text = m.group(1) if m else ''
+    m = re.search(r'<{0}>([^<]*)</{0}>'.format(tag), text)
+    return m.group(1) if m else None
+
+
+def fitness_xml(block, v):
+    """The XML a fitness fault changes (REALITY.md next to this file, "Fitness faults")."""
+    if v['hw_slowdown']:
+        block = _sub_tag(block, 'clocks_event_reason_gpu_idle', 'Not Active')
+        block = _sub_tag(block, 'clocks_event_reason_hw_slowdown', 'Active')
+        reason, counter = (('clocks_event_reason_hw_thermal_slowdown', 'clocks_event_reasons_counters_hw_therm_slowdown')
+                           if v['hw_slowdown'] == 'thermal' else
+                           ('clocks_event_reason_hw_power_brake_slowdown', 'clocks_event_reasons_counters_hw_power_brake'))
+        block = _sub_tag(block, reason, 'Active')
+        # the counter of that reason grows while it holds the clocks (v13 only; the v12 layout has no counters)
+        block = _sub_tag(block, counter, '{0} us'.format(gd.fault_age_us(gd.FAULT_HW_SLOWDOWN)))
+    if v['pcie']:
+        width = '{0}x'.format(v['pcie']['width'])
+        block = _sub_tag(block, 'current_link_width', width, 'link_widths')
+        if v['pcie']['gen']:
+            gen = str(v['pcie']['gen'])
+            block = _sub_tag(block, 'current_link_gen', gen, 'pcie_gen')
+            block = _sub_tag(block, 'device_current_link_gen', gen, 'pcie_gen')
+    if v['rows_pending']:
+        unc = _tag_value(block, 'remapped_row_unc', 'remapped_rows')
+        if unc is not None and unc.isdigit():
+            block = _sub_tag(block, 'remapped_row_unc', str(int(unc) + 1), 'remapped_rows')
+    if v['mig'] != ('Disabled', 'Disabled'):
+        block = _sub_tag(block, 'current_mig', v['mig'][0], 'mig_mode')
+        block = _sub_tag(block, 'pending_mig', v['mig'][1], 'mig_mode')
+    return block
 
 
 def _drop(block, tag):
@@ -245,6 +295,19 @@ def _mhz(x):
     return '{0} MHz'.format(x)
 
 
+def _active(flag):
+    return 'Active' if flag else 'Not Active'
+
+
+def _pcie(profile, v):
+    """(generation, width) the link runs at now: the profile's, or what the pcie-downtrained fault left."""
+    gen, width = profile['pcie']['gen_max'], profile['pcie']['width_max']
+    if v['pcie']:
+        width = v['pcie']['width']
+        gen = v['pcie']['gen'] or gen
+    return gen, width
+
+
 def _dep_or(val, key):
     return DEPRECATED if val is None else _mhz(val[key])
 
@@ -264,7 +327,17 @@ FIELDS = {
     'pstate': (None, lambda p, s, i, g, v: 'P0'),
     'memory.total': ('MiB', lambda p, s, i, g, v: '{0} MiB'.format(p['memory_total_mib'])),
     'compute_mode': (None, lambda p, s, i, g, v: 'Default'),
-    'mig.mode.current': (None, lambda p, s, i, g, v: 'Disabled'),
+    'mig.mode.current': (None, lambda p, s, i, g, v: v['mig'][0]),
+    'mig.mode.pending': (None, lambda p, s, i, g, v: v['mig'][1]),
+    'pcie.link.gen.current': (None, lambda p, s, i, g, v: str(_pcie(p, v)[0])),
+    'pcie.link.gen.max': (None, lambda p, s, i, g, v: str(p['pcie']['gen_max'])),
+    'pcie.link.width.current': (None, lambda p, s, i, g, v: str(_pcie(p, v)[1])),
+    'pcie.link.width.max': (None, lambda p, s, i, g, v: str(p['pcie']['width_max'])),
+    'clocks_event_reasons.hw_slowdown': (None, lambda p, s, i, g, v: _active(v['hw_slowdown'])),
+    'clocks_event_reasons.hw_thermal_slowdown': (None, lambda p, s, i, g, v: _active(v['hw_slowdown'] == 'thermal')),
+    'clocks_event_reasons.hw_power_brake_slowdown': (
+        None, lambda p, s, i, g, v: _active(v['hw_slowdown'] == 'power-brake')),
+    'remapped_rows.failure': (None, lambda p, s, i, g, v: 'No'),
     'ecc.mode.current': (None, lambda p, s, i, g, v: 'Enabled'),
     'power.limit': ('W', lambda p, s, i, g, v: _w(v['power_limit_w'])),
     'enforced.power.limit': ('W', lambda p, s, i, g, v: _w(v['enforced_power_limit_w'])),
@@ -379,6 +452,66 @@ def _int_pair(text):
     if len(parts) != 2 or not all(re.match(r'^\d+$', p) for p in parts):
         return None
     return [int(parts[0]), int(parts[1])]
+
+
+# ---------------------------------------------------------------- nvlink
+
+NVLINK_OPTIONS = {'-s': 'status', '--status': 'status', '-e': 'errors', '--errorcounters': 'errors'}
+
+
+def parse_nvlink_args(argv):
+    """``nvidia-smi nvlink`` options the double answers: -s/--status, -e/--errorcounters, -i/--id; None otherwise."""
+    out = {'mode': None, 'id': None}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in NVLINK_OPTIONS and out['mode'] is None:
+            out['mode'] = NVLINK_OPTIONS[arg]
+        elif arg in ('-i', '--id') and i + 1 < len(argv):
+            out['id'] = argv[i + 1]
+            i += 1
+        elif arg.startswith('--id='):
+            out['id'] = arg.split('=', 1)[1]
+        else:
+            return None
+        i += 1
+    return out if out['mode'] else None
+
+
+def all_inactive_text(version):
+    """NVML's line for a GPU whose links are all down: ``inactive`` in the Azure capture (A100 SXM4),
+    ``inActive`` on 555.42.02 (HPE capture); the fleet's branches (570 and later) print the later wording (guess)."""
+    try:
+        later = int(branch_of(version)) >= 555
+    except ValueError:
+        later = True
+    return 'NVML: Unable to retrieve NVLink information as all links are {0}'.format(
+        'inActive' if later else 'inactive')
+
+
+def render_nvlink(profile, selected, mode, version):
+    """``nvidia-smi nvlink -s`` / ``-e`` in the layout of the captures (tests/fixtures/nvlink): a header per GPU,
+    ``<TAB> Link n: ...`` lines; -e prints Replay, Recovery and CRC errors per link, links apart by an empty line."""
+    total = int(profile.get('nvlinks') or 0)
+    speed = '{0:g}'.format(profile.get('nvlink_gbps') or 0)
+    down = gd.nvlink_inactive(profile)
+    out = []
+    for gpu in selected:
+        out.append('GPU {0}: {1} (UUID: {2})'.format(gpu['index'], profile['product_name'], gpu['uuid']))
+        inactive = down.get(gpu['pci_bus_id'], set())
+        if mode == 'status':
+            if total and len(inactive) >= total:
+                out.append(all_inactive_text(version))
+                continue
+            for link in range(total):
+                out.append('\t Link {0}: {1}'.format(link, '<inactive>' if link in inactive else speed + ' GB/s'))
+        else:
+            for link in range(total):
+                if link:
+                    out.append('')
+                for counter in ('Replay Errors', 'Recovery Errors', 'CRC Errors'):
+                    out.append('\t Link {0}: {1}: 0'.format(link, counter))
+    return ''.join(line + '\n' for line in out)
 
 
 def persistenced_running():
@@ -613,10 +746,17 @@ def invoke(argv, userspace_version):
     topo = argv[:1] == ['topo']
     if topo and argv[1:] != ['-m']:
         return 'The GPU double answers topo only with -m (see tests/testbed/gpu_double/README.md)\n', '', RC_INVALID
-    opts = [] if topo else parse_args(argv)
+    nvlink = None
+    if argv[:1] == ['nvlink']:
+        nvlink = parse_nvlink_args(argv[1:])
+        if nvlink is None:
+            return BAD_ARGS + '\n', '', RC_INVALID
+    opts = [] if topo or nvlink else parse_args(argv)
     if opts is None:
         return BAD_ARGS + '\n', '', RC_INVALID
     od = dict(opts)
+    if nvlink:
+        od = {'id': nvlink.get('id')}
     profile = gd.load_profile()
     state = gd.ensure_state(profile)
     drv = state['driver']
@@ -642,6 +782,11 @@ def invoke(argv, userspace_version):
     selected = [g for g in selected if g['pci_bus_id'] not in lost]
     err_text = ''.join(e + '\n' for e in errors)
     rc_lost = RC_GPU_LOST if errors else RC_OK
+    if nvlink:
+        out = render_nvlink(profile, selected, nvlink['mode'], state['driver']['version'])
+        if gd.reset_volatile(state, profile):
+            gd.save_state(state)
+        return out, err_text, rc_lost
     try:
         out, rc = _answer(profile, state, opts, od, selected)
     finally:

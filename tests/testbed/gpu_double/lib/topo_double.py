@@ -14,7 +14,8 @@ not the NVLink 5 switch bridge, in PCI order) at ``PIX`` (on x86 HGX each GPU sh
 other devices ``NODE`` on the same NUMA node, ``SYS`` across. On a Grace board (profile ``grace``) every GPU-NIC pair
 is ``SYS`` (sgl-project/sglang#11208, GB200). Faults: ``nvlink-down`` (lines ``<gpu> <gpu> [links left]``, default
 ``0 1 0``): that pair shows ``NV<links left>``, or with none left the PCIe relation (``NODE``/``SYS``), as the B200 of
-vllm-project/vllm#16336 shows for a GPU that lost its NVLinks.
+vllm-project/vllm#16336 shows for a GPU that lost its NVLinks; ``nvlink-inactive`` lowers every pair of the GPUs it
+names to the links they have up (none up: the PCIe relation).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -91,6 +92,11 @@ def relation(profile, one, two, down):
     if one[1] == 'gpu' and two[1] == 'gpu':
         key = tuple(sorted((one[3]['pci_bus_id'], two[3]['pci_bus_id'])))
         links = down.get(key, profile.get('nvlinks', 0))
+        # nvlink-inactive: a GPU reaches its peers through the links it has up (none up: the PCIe relation, as
+        # vllm-project/vllm#16336 shows; the partial NV<n> is arithmetic, a guess)
+        inactive = gd.nvlink_inactive(profile)
+        for gpu in (one, two):
+            links = min(links, profile.get('nvlinks', 0) - len(inactive.get(gpu[3]['pci_bus_id'], ())))
         return 'NV{0}'.format(links) if links else pcie
     if one[1] == 'nic' and two[1] == 'nic':
         return pcie

@@ -167,3 +167,64 @@ def test_node_plan_asks_for_topology_only_with_nvidia(subsets, topology, want):
     from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import gather_args
     args = gather_args({'subsets': subsets}, nvidia_topology=topology)
     assert args.get('nvidia_topology') is want
+
+
+# fail_on_problems: a role's prologue stops the host on its plan's problems, errors and missing facts.
+
+def test_fail_on_problems_fails_the_host_with_the_plans_words():
+    result, _calls = run({'roles': ['fake'], 'fail_on_problems': True},
+                         {'nodeprep_fake_flag': 'maybe', 'ansible_facts': GATHERED})
+    assert result['failed'] is True
+    assert result['msg'].startswith('fake on gpu-a01: invalid settings: nodeprep_fake_flag="maybe": ')
+    assert 'Valid booleans include' in result['msg']
+    # The plan is still returned, with the same problem.
+    assert result['ansible_facts']['nodeprep_plans']['fake']['problems'][0].startswith('nodeprep_fake_flag="maybe"')
+
+
+def test_fail_on_problems_names_the_facts_not_gathered():
+    result, _calls = run({'roles': ['fake'], 'fail_on_problems': True, 'gather': 'never'}, {})
+    assert result['failed'] is True
+    assert result['msg'] == 'fake on gpu-a01: facts not gathered: subsets: shm; files: /etc/fake.conf'
+
+
+def test_fail_on_problems_passes_a_plan_with_only_work():
+    result, _calls = run({'roles': ['fake'], 'fail_on_problems': True}, {'ansible_facts': GATHERED})
+    assert 'failed' not in result
+    assert result['ansible_facts']['nodeprep_plans']['fake']['reasons'] == ['/etc/fake.conf: missing']
+
+
+def test_without_fail_on_problems_a_problem_stays_in_the_plan():
+    # site.yml's first play and the readiness role plan every role: one role's bad setting fails no node there.
+    result, _calls = run({'roles': ['fake']}, {'nodeprep_fake_flag': 'maybe', 'ansible_facts': GATHERED})
+    assert 'failed' not in result
+    assert result['ansible_facts']['nodeprep_plans']['fake']['run'][0].startswith('invalid settings: ')
+
+
+def test_what_the_run_did_reaches_the_plan_of_that_role():
+    """The later stages of a role plan again with what the run did (``run``), checked by the role's run_state."""
+    module = _plans.RULES['fake']
+
+    def run_state(state):
+        if (state or {}).get('stage') not in (None, 'start', 'installed'):
+            raise ValueError('run.stage={0!r}: allowed start, installed'.format(state.get('stage')))
+        return state
+    module.run_state = run_state
+    plain_plan = module.plan
+
+    def plan(facts, settings, context):
+        out = plain_plan(facts, settings, context)
+        out['args']['run'] = context['run'].get('fake')
+        return out
+    module.plan = plan
+    facts = dict(GATHERED, nodeprep_file_patterns=[])
+    result, calls = run({'roles': ['fake'], 'run': {'gpufleet.nodeprep.fake': {'stage': 'installed'}}},
+                        {'ansible_facts': facts})
+    assert calls == []
+    assert result['ansible_facts']['nodeprep_plans']['fake']['args']['run'] == {'stage': 'installed'}
+    with pytest.raises(AnsibleActionFail) as exc:
+        run({'roles': ['fake'], 'run': {'fake': {'stage': 'later'}}}, {'ansible_facts': facts})
+    assert str(exc.value) == "run.fake: run.stage='later': allowed start, installed"
+    with pytest.raises(AnsibleActionFail) as exc:
+        run({'roles': ['fake'], 'run': {'shm': {}}}, {'ansible_facts': facts})
+    assert str(exc.value) == ('run: shm is not a role whose plan reads what the run did; those that do: fake, kernel, '
+                              'nvidia_driver')

@@ -103,8 +103,9 @@ def test_an_unknown_role_names_the_roles_that_plan(fake):
 
 def test_site_roles_lists_every_role_once():
     assert len(set(_plans.SITE_ROLES)) == len(_plans.SITE_ROLES)
-    assert set(_plans.PLANNED_ROLES) <= set(_plans.SITE_ROLES)
-    assert set(_plans.RULES) == set(_plans.PLANNED_ROLES)
+    assert set(_plans.RULES) == set(_plans.SITE_ROLES)
+    # site.yml's two stages: each role in one of them, in SITE_ROLES' order.
+    assert _plans.DISRUPTIVE_ROLES + _plans.SETTINGS_ROLES == _plans.SITE_ROLES
 
 
 def test_the_driver_settings_come_typed_from_the_plan():
@@ -121,3 +122,18 @@ def test_the_driver_settings_come_typed_from_the_plan():
         'not managed (nodeprep_nvidia_driver_persistenced false)', 'skip')
     assert (checks['driver.nouveau_blacklisted']['expected'], checks['driver.nouveau_blacklisted']['status']) == (
         'not managed (nodeprep_nvidia_driver_blacklist_nouveau false)', 'skip')
+
+
+@pytest.mark.parametrize('plan, expected', [
+    ({'problems': [], 'errors': [], 'missing': []}, None),
+    ({'problems': ['nodeprep_x=1: allowed: 2', 'nodeprep_y="a": allowed: b'], 'errors': [], 'missing': []},
+     'shm on gpu-a01: invalid settings: nodeprep_x=1: allowed: 2; nodeprep_y="a": allowed: b'),
+    ({'problems': ['nodeprep_x=1: allowed: 2'], 'errors': ['/dev/shm is not a mounted tmpfs on gpu-a01.'],
+      'missing': ['subsets: shm']},
+     'shm on gpu-a01: invalid settings: nodeprep_x=1: allowed: 2; /dev/shm is not a mounted tmpfs on gpu-a01.; '
+     'facts not gathered: subsets: shm'),
+    ({'problems': [], 'errors': [], 'missing': ['subsets: shm', 'files: /etc/fstab']},
+     'shm on gpu-a01: facts not gathered: subsets: shm; files: /etc/fstab'),
+])
+def test_refusal_is_the_plans_words(plan, expected):
+    assert _plans.refusal('shm', plan, 'gpu-a01') == expected

@@ -12,6 +12,7 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _nic
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _nic_selection
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._ethtool import parse_ethtool_k
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_selection import (
     NicError,
@@ -291,6 +292,61 @@ def test_select_nics_by_name_driver_network():
     assert str(exc.value).startswith("nodeprep_nic_offload_networks[1] 'fabric' is not a valid network")
 
 
+# The selection table (it served the former nodeprep_select_nics filter; the roles, nic_facts and readiness use it).
+
+def _selected_nic(driver, ipv4=(), ipv6=()):
+    return {
+        'mtu': 1500, 'speed_mbps': None,
+        'addresses': {'ipv4': list(ipv4), 'ipv6': list(ipv6)},
+        'driver': {'driver': driver, 'version': None, 'firmware_version': None, 'bus_info': None},
+        'features': {}, 'nm_managed': None,
+    }
+
+
+SELECT_NICS = {
+    'lo': _selected_nic(None, ['127.0.0.1/8'], ['::1/128']),
+    'eno1': _selected_nic('igb', ['192.168.1.10/24']),
+    'ens1f0np0': _selected_nic('mlx5_core', ['10.20.1.5/16'], ['fd00:20::5/64']),
+    'ens1f1np1': _selected_nic('mlx5_core', ['10.21.1.5/16']),
+    'ib0': _selected_nic('mlx5_core', []),
+}
+
+
+@pytest.mark.parametrize('kwargs, expected', [
+    ({}, []),
+    ({'names': ['eno1']}, ['eno1']),
+    ({'names': 'eno1'}, ['eno1']),
+    ({'names': ['nope']}, []),
+    ({'drivers': ['mlx5_core']}, ['ens1f0np0', 'ens1f1np1', 'ib0']),
+    ({'networks': ['10.20.0.0/16']}, ['ens1f0np0']),
+    ({'networks': ['10.0.0.0/8']}, ['ens1f0np0', 'ens1f1np1']),
+    ({'networks': ['fd00:20::/48']}, ['ens1f0np0']),
+    ({'networks': ['10.20.0.0/16', '192.168.1.0/24']}, ['eno1', 'ens1f0np0']),
+    ({'networks': ['172.16.0.0/12']}, []),
+    ({'names': ['lo'], 'networks': ['10.21.0.0/16']}, ['ens1f1np1', 'lo']),
+    ({'names': None, 'drivers': None, 'networks': None}, []),
+])
+def test_select_nics_table(kwargs, expected):
+    assert select_nics(SELECT_NICS, **kwargs) == expected
+
+
+@pytest.mark.parametrize('nics, kwargs, message', [
+    ([], {}, 'input must be the ansible_facts.nics dict (interface name -> facts), got list'),
+    (SELECT_NICS, {'networks': ['10.20.0.0/33']}, "networks[0] '10.20.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "),
+    (SELECT_NICS, {'networks': ['10.0.0.0/8', 'training']}, "networks[1] 'training' is not a valid network (CIDR such as 10.20.0.0/16): "),
+    (SELECT_NICS, {'networks': {'a': 1}}, "networks must be a list, got dict: {'a': 1}"),
+    ({'eth0': 'up'}, {}, "nics['eth0'] must be a dict, got 'up'"),
+    ({'eth0': {'addresses': ['1.2.3.4/8']}}, {'networks': ['1.0.0.0/8']},
+     "nics['eth0'].addresses must be a dict with ipv4/ipv6 lists, got ['1.2.3.4/8']"),
+    ({'eth0': {'addresses': {'ipv4': ['bogus']}}}, {'networks': ['1.0.0.0/8']},
+     "nics['eth0'].addresses.ipv4[0] 'bogus' is not an address: "),
+])
+def test_select_nics_errors(nics, kwargs, message):
+    with pytest.raises(NicError) as exc:
+        select_nics(nics, **kwargs)
+    assert str(exc.value).startswith(message)
+
+
 @pytest.mark.parametrize('name', ['loopback-lo_ethtool-k_hotsos.txt',
                                   'mellanox-connectx4lx-mlx5_core-enp1s0f0np0_ethtool-k_xtremeownage-blog.txt'])
 def test_features_as_parsed_rebuilds_the_groups(name):
@@ -370,3 +426,11 @@ def test_collect_reads_the_connection_of_a_managed_nic_only_when_asked(sysfs):
     assert facts['ens3']['nm_connection'] == {
         'name': 'System ens3', 'properties': {'ethtool.feature-gro': 'off', 'ethtool.feature-lro': 'off'},
         'error': None}
+
+
+@pytest.mark.parametrize('networks, valid', [
+    ([], True), (['10.20.0.0/16'], True), (['10.20.0.0/16', 'fd00::/64'], True), ('10.20.0.0/16', True),
+    (['fabric'], False), (['10.20.0.0/16', '10.0.0.0/33'], False), ({'a': 1}, False),
+])
+def test_valid_networks(networks, valid):
+    assert _nic_selection.valid_networks(networks) is valid

@@ -294,3 +294,29 @@ def test_kernel_packages_debian_versions():
 ])
 def test_kernel_package_names_kept_from_the_package_list(name, kept):
     assert bool(KERNEL_PACKAGE_RE.match(name)) is kept
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# os_facts: the OS facts the kernel, nvidia_driver and dcgm plans read (they served the former nodeprep_os_facts filter)
+
+GATHERED_OS = {'os_family': 'RedHat', 'distribution': 'Rocky', 'distribution_version': '9.6',
+               'distribution_major_version': '9', 'architecture': 'x86_64'}
+
+
+def test_os_facts_prefer_ansibles_own():
+    facts = {'os_family': 'Debian', 'distribution': 'Ubuntu', 'distribution_version': '24.04',
+             'distribution_major_version': '24', 'architecture': 'x86_64', 'kernel': '6.8.0-60-generic',
+             'kernel_state': {'os': GATHERED_OS}}
+    assert _os_release.os_facts(facts) == {'os_family': 'Debian', 'distribution': 'Ubuntu',
+                                           'distribution_version': '24.04', 'distribution_major_version': '24',
+                                           'architecture': 'x86_64'}
+
+
+def test_os_facts_from_the_gather_without_setup():
+    assert _os_release.os_facts({'kernel_state': {'os': GATHERED_OS}, 'nvidia': {'gpus': [{}] * 8}}) == GATHERED_OS
+
+
+def test_os_facts_leave_out_what_no_source_has():
+    # Neither setup nor the gather read the OS: os_family stays undefined, so the roles run setup.
+    assert _os_release.os_facts({'kernel_state': {'os': None}, 'architecture': 'aarch64'}) == {'architecture': 'aarch64'}
+    assert _os_release.os_facts({}) == {}

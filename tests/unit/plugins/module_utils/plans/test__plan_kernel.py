@@ -52,9 +52,10 @@ def facts(os_info, running, default=None, devel=None, packages=None):
                              'packages': EL9_DISTRO if packages is None else packages}}
 
 
-def make_plan(ansible_facts, given=None):
+def make_plan(ansible_facts, given=None, check_mode=False, run=None):
     settings, problems = _plans.typed_settings('kernel', given or {})
-    return _plans.plan_role('kernel', ansible_facts, settings, problems, _plan.new_context(host='node1'))
+    return _plans.plan_role('kernel', ansible_facts, settings, problems, _plan.new_context(
+        host='node1', check_mode=check_mode, extra={'run': {'kernel': run}} if run else None))
 
 
 def _role_yaml(*parts):
@@ -147,16 +148,15 @@ DECISIONS = [
       'kernel: (newest kernel to be installed) must boot next (the boot loader default is '
       '6.1.100-1.el9.elrepo.x86_64)',
       'reboot: running 6.1.100-1.el9.elrepo.x86_64, (newest kernel to be installed) boots next']),
-    ('EL9 ELRepo kernel-lt installed and booting: only the repository to check',
+    ('EL9 ELRepo kernel-lt installed and booting: nothing to do (the repository is written only to install from it)',
      facts(EL9, LT, LT, {LT: True}, {'kernel-lt': [LT], 'kernel-lt-core': [LT]}), {'nodeprep_kernel_source': 'elrepo-lt'},
      LT, NO_INSTALL, (False, 'kernel-lt-devel-6.1.100-1.el9.elrepo'), False,
-     ['kernel source elrepo-lt: the tasks check the repository elrepo-kernel']),
+     []),
     ('EL9 ELRepo kernel-lt installed twice, distro kernel boots next: the newest kernel-lt',
      facts(EL9, K9, K9, {K9: True}, dict(EL9_DISTRO, **{'kernel-lt-core': [LT_OLD, LT]})),
      {'nodeprep_kernel_source': 'elrepo-lt'},
      LT, NO_INSTALL, (True, 'kernel-lt-devel-6.1.100-1.el9.elrepo'), True,
-     ['kernel source elrepo-lt: the tasks check the repository elrepo-kernel',
-      'devel: /lib/modules/6.1.100-1.el9.elrepo.x86_64/build does not resolve: kernel-lt-devel-6.1.100-1.el9.elrepo is '
+     ['devel: /lib/modules/6.1.100-1.el9.elrepo.x86_64/build does not resolve: kernel-lt-devel-6.1.100-1.el9.elrepo is '
       'not installed',
       'kernel: 6.1.100-1.el9.elrepo.x86_64 must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
       'reboot: running 5.14.0-570.el9.x86_64, 6.1.100-1.el9.elrepo.x86_64 boots next']),
@@ -164,8 +164,7 @@ DECISIONS = [
      facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-ml'},
      '(newest kernel-ml to be installed)',
      {'module': 'dnf', 'name': ['kernel-ml', 'kernel-ml-devel'], 'enablerepo': 'elrepo-kernel'}, (False, None), True,
-     ['kernel source elrepo-ml: the tasks check the repository elrepo-kernel',
-      'install: kernel-ml, kernel-ml-devel (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
+     ['install: kernel-ml, kernel-ml-devel (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
       'devel: no kernel of the chosen source is installed yet (kernel-ml), so neither is its devel/headers package',
       'kernel: (newest kernel-ml to be installed) must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
       'reboot: running 5.14.0-570.el9.x86_64, (newest kernel-ml to be installed) boots next']),
@@ -173,15 +172,13 @@ DECISIONS = [
      facts(EL9, K9, K9, {K9: True, ML: True}, dict(EL9_DISTRO, **{'kernel-ml': [ML], 'kernel-ml-core': [ML]})),
      {'nodeprep_kernel_source': 'elrepo-ml'},
      ML, NO_INSTALL, (False, 'kernel-ml-devel-6.15.2-1.el9.elrepo'), True,
-     ['kernel source elrepo-ml: the tasks check the repository elrepo-kernel',
-      'kernel: 6.15.2-1.el9.elrepo.x86_64 must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
+     ['kernel: 6.15.2-1.el9.elrepo.x86_64 must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
       'reboot: running 5.14.0-570.el9.x86_64, 6.15.2-1.el9.elrepo.x86_64 boots next']),
     ('EL9 ELRepo kernel-ml wanted without its devel package',
      facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_kernel_manage_devel': False},
      '(newest kernel-ml to be installed)',
      {'module': 'dnf', 'name': ['kernel-ml'], 'enablerepo': 'elrepo-kernel'}, (False, None), True,
-     ['kernel source elrepo-ml: the tasks check the repository elrepo-kernel',
-      'install: kernel-ml (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
+     ['install: kernel-ml (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml)',
       'kernel: (newest kernel-ml to be installed) must boot next (the boot loader default is 5.14.0-570.el9.x86_64)',
       'reboot: running 5.14.0-570.el9.x86_64, (newest kernel-ml to be installed) boots next']),
     ('EL8 distro kernel devel by its uname-r provide',
@@ -193,8 +190,7 @@ DECISIONS = [
      facts(EL10, K10, K10, {K10: True}, {'kernel-core': [K10], 'kernel-ml-core': [ML]}),
      {'nodeprep_kernel_source': 'elrepo-ml'},
      ML, NO_INSTALL, (True, 'kernel-ml-devel-6.15.2-1.el9.elrepo'), True,
-     ['kernel source elrepo-ml: the tasks check the repository elrepo-kernel',
-      'devel: /lib/modules/6.15.2-1.el9.elrepo.x86_64/build does not resolve: kernel-ml-devel-6.15.2-1.el9.elrepo is '
+     ['devel: /lib/modules/6.15.2-1.el9.elrepo.x86_64/build does not resolve: kernel-ml-devel-6.15.2-1.el9.elrepo is '
       'not installed',
       'kernel: 6.15.2-1.el9.elrepo.x86_64 must boot next (the boot loader default is 6.12.0-55.el10.x86_64)',
       'reboot: running 6.12.0-55.el10.x86_64, 6.15.2-1.el9.elrepo.x86_64 boots next']),
@@ -239,7 +235,7 @@ def test_decision_table(name, state, given, target, install, devel, set_default,
     assert plan['reasons'] == reasons
     running = state['kernel_state']['running']
     why = [] if target == running else ['kernel: running {0}, the kernel that boots next is {1}'.format(running, target)]
-    assert plan['reboot'] == {'needed': bool(why), 'why': why, 'allowed': False}
+    assert plan['reboot'] == {'needed': bool(why), 'why': why, 'allowed': False, 'timeout': 1800, 'before': []}
     assert plan['run'] == reasons
 
 
@@ -287,13 +283,18 @@ def test_a_distro_kernel_needs_no_package_list():
 
 
 def test_boot_devel_is_for_the_kernel_that_boots_next():
-    """The nvidia_driver role's entry point (devel_for_boot.yml): the kernel that boots next, whatever the target."""
-    plan = make_plan(facts(EL9, K9, LT, {K9: True}, {'kernel-core': [K9], 'kernel-lt-core': [LT]}),
-                     {'nodeprep_kernel_source': 'elrepo-lt'})
-    assert plan['args']['kernel']['boot_devel'] == {'release': LT, 'needed': True,
-                                                    'package': 'kernel-lt-devel-6.1.100-1.el9.elrepo'}
-    plan = make_plan(facts(EL9, K9, K9, {K9: True}))
-    assert plan['args']['kernel']['boot_devel'] == {'release': K9, 'needed': False, 'package': distro_devel(K9)}
+    """The devel/headers of the kernel that boots next, whatever the target and the kernel role's source (the
+    nvidia_driver role builds against it): boot_devel tells the source of that release from the package that holds
+    it, as `rpm -qf` on its /lib/modules folder did."""
+    assert K.boot_devel(facts(EL9, K9, LT, {K9: True}, {'kernel-core': [K9], 'kernel-lt-core': [LT]})) == {
+        'family': 'el', 'release': LT, 'needed': True, 'package': 'kernel-lt-devel-6.1.100-1.el9.elrepo'}
+    assert K.boot_devel(facts(EL9, K9, ML, {ML: True}, {'kernel-core': [K9], 'kernel-ml-core': [ML]})) == {
+        'family': 'el', 'release': ML, 'needed': False, 'package': 'kernel-ml-devel-6.15.2-1.el9.elrepo'}
+    assert K.boot_devel(facts(EL9, K9, K9, {K9: True})) == {
+        'family': 'el', 'release': K9, 'needed': False, 'package': distro_devel(K9)}
+    assert K.boot_devel(facts(UBUNTU, U_GA, U_HWE, {}, UBUNTU_GA)) == {
+        'family': 'debian', 'release': U_HWE, 'needed': True, 'package': 'linux-headers-' + U_HWE}
+    assert K.boot_devel(facts(SUSE, '6.4.0-150600', None, {})) is None
 
 
 @pytest.mark.parametrize('given, allowed', [
@@ -309,7 +310,7 @@ def test_boot_devel_is_for_the_kernel_that_boots_next():
 def test_a_reboot_only_when_allowed(given, allowed):
     plan = make_plan(facts(EL9, K9, K9_NEW, {K9_NEW: True}, {'kernel-core': [K9, K9_NEW]}), given)
     assert plan['problems'] == []
-    assert plan['reboot'] == {'needed': True, 'allowed': allowed,
+    assert plan['reboot'] == {'needed': True, 'allowed': allowed, 'timeout': 1800, 'before': [],
                               'why': ['kernel: running 5.14.0-570.el9.x86_64, the kernel that boots next is '
                                       '5.14.0-611.el9.x86_64']}
     assert plan['args']['kernel']['reboot_ok'] is allowed
@@ -414,38 +415,85 @@ def applied(state, plan):
 def test_planning_again_after_the_work_finds_nothing_to_do(name, state, given):
     plan = make_plan(state, given)
     after = make_plan(applied(state, plan), given)
-    # The ELRepo repository is the tasks' to check on every run (yum_repository compares it).
-    assert [r for r in after['reasons'] if not r.startswith('kernel source elrepo-')] == []
+    assert after['reasons'] == []
     assert after['drift'] == [] and after['reboot']['needed'] is False
 
 
+# --------------------------------------------------------------------------------------- the stages of a run
+
+def test_the_tasks_loop_over_the_plan_s_lists():
+    plan = make_plan(facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-ml'})
+    args = plan['args']['kernel']
+    assert [r['name'] for r in args['repositories']] == ['elrepo-kernel']
+    assert args['installs'] == [{'module': 'dnf', 'name': ['kernel-ml', 'kernel-ml-devel'],
+                                 'enablerepo': 'elrepo-kernel'}]
+    assert args['default'] == [['grubby', '--set-default=/boot/vmlinuz-(newest kernel-ml to be installed)']]
+    assert args['predict'] == [] and plan['args']['run'] == {'stage': 'start',
+                                                             'booting': '(newest kernel-ml to be installed)'}
+    # Installed and booting: nothing to loop over, the repository is left alone.
+    done = make_plan(facts(EL9, ML, ML, {ML: True}, dict(EL9_DISTRO, **{'kernel-ml': [ML], 'kernel-ml-core': [ML]})),
+                     {'nodeprep_kernel_source': 'elrepo-ml'})['args']['kernel']
+    assert (done['repositories'], done['installs'], done['default'], done['verify']) == ([], [], [], [])
+
+
+@pytest.mark.parametrize('repos, predicted', [
+    (None, True),
+    ({}, True),
+    ({'elrepo-kernel': {'baseurl': 'x', 'enabled': False, 'gpgcheck': True, 'gpgkey': None, 'file': 'f'}}, False),
+])
+def test_check_mode_predicts_an_install_from_a_repository_it_did_not_define(repos, predicted):
+    state = facts(EL9, K9, K9, {K9: True})
+    if repos is not None:
+        state['kernel_state']['driver_node'] = {'repos': repos}
+    args = make_plan(state, {'nodeprep_kernel_source': 'elrepo-ml'}, check_mode=True)['args']['kernel']
+    assert args['predict'] == ([K.INSTALL_TASK] if predicted else [])
+    assert bool(args['installs']) is not predicted
+    # A real run installs.
+    assert make_plan(state, {'nodeprep_kernel_source': 'elrepo-ml'})['args']['kernel']['installs']
+
+
+def test_right_after_an_installation_grubby_sets_the_default_once():
+    """Check mode cannot tell whether the new kernel's package made itself the default: both modes run grubby right
+    after the installation, and the plans after that one do not."""
+    state = facts(EL9, K9, ML, {K9: True, ML: True}, dict(EL9_DISTRO, **{'kernel-ml': [ML], 'kernel-ml-core': [ML]}))
+    given = {'nodeprep_kernel_source': 'elrepo-ml'}
+    assert make_plan(state, given)['args']['kernel']['default'] == []
+    after = make_plan(state, given, run={'stage': 'installed'})
+    assert after['args']['kernel']['default'] == [['grubby', '--set-default=/boot/vmlinuz-' + ML]]
+    assert after['args']['run'] == {'stage': 'start', 'booting': ML}
+
+
+def test_a_failed_dkms_build_stops_the_node_with_what_it_said():
+    state = ml_facts(ML10, DKMS_NOW, {'nvidia-open/580.95.05': FAILED_LOG})
+    given = {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_reboot_ok': True}
+    assert make_plan(state, given)['errors'] == [] and make_plan(state, given)['args']['kernel']['restore'] == []
+    build = {'cmd': ['dkms', 'install', 'nvidia-open/580.95.05', '-k', ML10], 'rc': 11,
+             'stdout_lines': ['Building module:', 'Error! Bad return status for module build on kernel: ' + ML10],
+             'stderr_lines': []}
+    plan = make_plan(state, given, run={'stage': 'dkms', 'dkms': [build]})
+    assert len(plan['errors']) == 1
+    assert plan['errors'][0].startswith('kernel on node1: the NVIDIA driver is not built for ' + ML10)
+    assert plan['errors'][0].endswith('dkms install nvidia-open/580.95.05 -k {0} exited 11: Building module: | Error! '
+                                      'Bad return status for module build on kernel: {0}'.format(ML10))
+    assert plan['args']['kernel']['restore'] == [['grubby', '--set-default=/boot/vmlinuz-' + K10]]
+
+
+def test_a_reboot_that_did_not_bring_the_kernel_is_an_error():
+    state = facts(EL9, K9, K9_NEW, {K9_NEW: True}, {'kernel-core': [K9, K9_NEW]})
+    plan = make_plan(state, run={'stage': 'rebooted', 'booting': K9_NEW})
+    assert plan['errors'] == ['The node rebooted but runs {0}, not {1} (the boot loader\'s default is now {1}).'.format(
+        K9, K9_NEW)]
+    assert make_plan(facts(EL9, K9_NEW, K9_NEW, {K9_NEW: True}, {'kernel-core': [K9, K9_NEW]}),
+                     run={'stage': 'rebooted', 'booting': K9_NEW})['errors'] == []
+
+
+def test_a_stage_the_plan_does_not_know_is_named():
+    with pytest.raises(ValueError) as exc:
+        K.run_state({'stage': 'booted'})
+    assert str(exc.value) == "run.stage='booted': allowed start, installed, dkms, rebooted"
+
+
 # --------------------------------------------------------------------------------------- readiness agreement
-
-@pytest.mark.parametrize('name, state, given', [(c[0], c[1], c[2]) for c in DECISIONS + REFUSALS],
-                         ids=[case[0] for case in DECISIONS + REFUSALS])
-def test_devel_check_passes_exactly_when_the_plan_has_no_devel_reason(name, state, given):
-    """kernel.devel_matched is the plan's drift: it passes exactly when the plan has no devel reason (and the role
-    can run here); with manage_devel false it says the trees are not managed."""
-    if state['kernel_state']['packages'] is False:
-        state = dict(state, kernel_state=dict(state['kernel_state'], packages=None))
-    plan = make_plan(state, given)
-    check = _readiness.plan_check(K.CHECK, plan)
-    devel_reasons = [r for r in plan['reasons'] if r.startswith('devel: ')]
-    settings = plan['settings']
-    if not settings['nodeprep_kernel_manage_devel']:
-        assert devel_reasons == [] and check['status'] == 'skip'
-        assert check['expected'].startswith('not managed')
-        return
-    assert (check['status'] == 'pass') == (devel_reasons == [] and plan['errors'] == [])
-    if plan['errors']:
-        assert (check['status'], check['observed']) == ('fail', 'the kernel role cannot run here: ' + plan['errors'][0])
-    elif devel_reasons:
-        assert (check['status'], check['observed']) == ('fail', '; '.join(devel_reasons))
-    else:
-        target = plan['args']['kernel']['target']
-        assert check['observed'] == 'devel/headers present for {0} (/lib/modules/{0}/build)'.format(target)
-        assert check['expected'] == 'devel/headers installed for the kernel that boots next, ' + target
-
 
 def test_devel_check_names_the_release_and_the_package():
     plan = make_plan(facts(UBUNTU, '6.9.0-custom', '6.9.0-custom', {U_GA: True}, UBUNTU_GA))
@@ -470,7 +518,7 @@ def with_boot(state, cmdline, boot_args):
     return state
 
 
-@pytest.mark.parametrize('name, os_info, running, cmdline, boot, reasons, grubby, line, reboot', [
+IOMMU = [
     ('EL: grubby adds it, then a reboot', EL9, K9, 'BOOT_IMAGE=(hd0,gpt2)/vmlinuz ro',
      {'bls': {'m-' + K9 + '.conf': 'root=/dev/sda ro'}},
      ['iommu=pt: missing from the boot entries m-{0}.conf'.format(K9),
@@ -484,10 +532,18 @@ def with_boot(state, cmdline, boot_args):
      ['iommu=pt: missing from GRUB_CMDLINE_LINUX in /etc/default/grub',
       'kernel: iommu=pt is not on the running kernel command line (/proc/cmdline)'],
      None, 'GRUB_CMDLINE_LINUX="iommu=pt"', True),
-])
-def test_iommu_passthrough_table(name, os_info, running, cmdline, boot, reasons, grubby, line, reboot):
+]
+
+
+def _iommu_state(case):
+    name, os_info, running, cmdline, boot = case[:5]
     packages = EL9_DISTRO if os_info is EL9 else UBUNTU_GA
-    state = with_boot(facts(os_info, running, running, {running: True}, packages), cmdline, boot)
+    return with_boot(facts(os_info, running, running, {running: True}, packages), cmdline, boot)
+
+
+@pytest.mark.parametrize('name, os_info, running, cmdline, boot, reasons, grubby, line, reboot', IOMMU)
+def test_iommu_passthrough_table(name, os_info, running, cmdline, boot, reasons, grubby, line, reboot):
+    state = _iommu_state((name, os_info, running, cmdline, boot))
     plan = make_plan(state, {'nodeprep_kernel_iommu_passthrough': True})
     assert plan['errors'] == [], name
     assert plan['reasons'] == reasons, name
@@ -520,7 +576,7 @@ def ml_facts(default, dkms, logs=None):
     return state
 
 
-@pytest.mark.parametrize('name, state, missing, failed, restore, reason', [
+DKMS = [
     ('the driver works and is not built for the kernel that boots next: built first',
      ml_facts(ML10, DKMS_NOW), ['nvidia-open/580.95.05'], [], True,
      'dkms: nvidia-open/580.95.05 not built for ' + ML10 + '; built before the node may boot it'),
@@ -533,7 +589,11 @@ def ml_facts(default, dkms, logs=None):
      ml_facts(K10, DKMS_NOW), ['nvidia-open/580.95.05'], [], False, 'dkms: nvidia-open/580.95.05 not built'),
     ('no driver installed: nothing to build',
      ml_facts(ML10, []), [], [], True, None),
-], ids=lambda value: value if isinstance(value, str) and ' ' in value and len(value) > 30 else None)
+]
+
+
+@pytest.mark.parametrize('name, state, missing, failed, restore, reason', DKMS,
+                         ids=lambda value: value if isinstance(value, str) and ' ' in value and len(value) > 30 else None)
 def test_nvidia_dkms_built_before_the_reboot(name, state, missing, failed, restore, reason):
     plan = make_plan(state, {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_reboot_ok': True})
     dkms = plan['args']['kernel']['dkms']
@@ -553,3 +613,126 @@ def test_nvidia_dkms_nothing_to_build_when_the_running_kernel_boots_next():
     plan = make_plan(ml_facts(K10, DKMS_NOW), {})
     assert plan['args']['kernel']['target'] == K10
     assert plan['args']['kernel']['dkms']['missing'] == [] and plan['reasons'] == []
+
+
+# --------------------------------------------------------------------------------------- the stages of a run
+
+def test_the_tasks_loop_over_the_plan_s_lists():
+    plan = make_plan(facts(EL9, K9, K9, {K9: True}), {'nodeprep_kernel_source': 'elrepo-ml'})
+    args = plan['args']['kernel']
+    assert [r['name'] for r in args['repositories']] == ['elrepo-kernel']
+    assert args['installs'] == [{'module': 'dnf', 'name': ['kernel-ml', 'kernel-ml-devel'],
+                                 'enablerepo': 'elrepo-kernel'}]
+    assert args['default'] == [['grubby', '--set-default=/boot/vmlinuz-(newest kernel-ml to be installed)']]
+    assert args['predict'] == [] and plan['args']['run'] == {'stage': 'start',
+                                                             'booting': '(newest kernel-ml to be installed)'}
+    # Installed and booting: nothing to loop over, the repository is left alone.
+    done = make_plan(facts(EL9, ML, ML, {ML: True}, dict(EL9_DISTRO, **{'kernel-ml': [ML], 'kernel-ml-core': [ML]})),
+                     {'nodeprep_kernel_source': 'elrepo-ml'})['args']['kernel']
+    assert (done['repositories'], done['installs'], done['default'], done['verify']) == ([], [], [], [])
+
+
+@pytest.mark.parametrize('repos, predicted', [
+    (None, True),
+    ({}, True),
+    ({'elrepo-kernel': {'baseurl': 'x', 'enabled': False, 'gpgcheck': True, 'gpgkey': None, 'file': 'f'}}, False),
+])
+def test_check_mode_predicts_an_install_from_a_repository_it_did_not_define(repos, predicted):
+    state = facts(EL9, K9, K9, {K9: True})
+    if repos is not None:
+        state['kernel_state']['driver_node'] = {'repos': repos}
+    args = make_plan(state, {'nodeprep_kernel_source': 'elrepo-ml'}, check_mode=True)['args']['kernel']
+    assert args['predict'] == ([K.INSTALL_TASK] if predicted else [])
+    assert bool(args['installs']) is not predicted
+    # A real run installs.
+    assert make_plan(state, {'nodeprep_kernel_source': 'elrepo-ml'})['args']['kernel']['installs']
+
+
+def test_right_after_an_installation_grubby_sets_the_default_once():
+    """Check mode cannot tell whether the new kernel's package made itself the default: both modes run grubby right
+    after the installation, and the plans after that one do not."""
+    state = facts(EL9, K9, ML, {K9: True, ML: True}, dict(EL9_DISTRO, **{'kernel-ml': [ML], 'kernel-ml-core': [ML]}))
+    given = {'nodeprep_kernel_source': 'elrepo-ml'}
+    assert make_plan(state, given)['args']['kernel']['default'] == []
+    after = make_plan(state, given, run={'stage': 'installed'})
+    assert after['args']['kernel']['default'] == [['grubby', '--set-default=/boot/vmlinuz-' + ML]]
+    assert after['args']['run'] == {'stage': 'start', 'booting': ML}
+
+
+def test_a_failed_dkms_build_stops_the_node_with_what_it_said():
+    state = ml_facts(ML10, DKMS_NOW, {'nvidia-open/580.95.05': FAILED_LOG})
+    given = {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_reboot_ok': True}
+    assert make_plan(state, given)['errors'] == [] and make_plan(state, given)['args']['kernel']['restore'] == []
+    build = {'cmd': ['dkms', 'install', 'nvidia-open/580.95.05', '-k', ML10], 'rc': 11,
+             'stdout_lines': ['Building module:', 'Error! Bad return status for module build on kernel: ' + ML10],
+             'stderr_lines': []}
+    plan = make_plan(state, given, run={'stage': 'dkms', 'dkms': [build]})
+    assert len(plan['errors']) == 1
+    assert plan['errors'][0].startswith('kernel on node1: the NVIDIA driver is not built for ' + ML10)
+    assert plan['errors'][0].endswith('dkms install nvidia-open/580.95.05 -k {0} exited 11: Building module: | Error! '
+                                      'Bad return status for module build on kernel: {0}'.format(ML10))
+    assert plan['args']['kernel']['restore'] == [['grubby', '--set-default=/boot/vmlinuz-' + K10]]
+
+
+def test_a_reboot_that_did_not_bring_the_kernel_is_an_error():
+    state = facts(EL9, K9, K9_NEW, {K9_NEW: True}, {'kernel-core': [K9, K9_NEW]})
+    plan = make_plan(state, run={'stage': 'rebooted', 'booting': K9_NEW})
+    assert plan['errors'] == ['The node rebooted but runs {0}, not {1} (the boot loader\'s default is now {1}).'.format(
+        K9, K9_NEW)]
+    assert make_plan(facts(EL9, K9_NEW, K9_NEW, {K9_NEW: True}, {'kernel-core': [K9, K9_NEW]}),
+                     run={'stage': 'rebooted', 'booting': K9_NEW})['errors'] == []
+
+
+def test_a_stage_the_plan_does_not_know_is_named():
+    with pytest.raises(ValueError) as exc:
+        K.run_state({'stage': 'booted'})
+    assert str(exc.value) == "run.stage='booted': allowed start, installed, dkms, rebooted"
+
+
+# --------------------------------------------------------------------------------------- readiness agreement
+
+def _agreement_rows():
+    rows = [(c[0], c[1], c[2]) for c in DECISIONS + REFUSALS]
+    for case in IOMMU:
+        rows.append(('iommu: ' + case[0], _iommu_state(case), {'nodeprep_kernel_iommu_passthrough': True}))
+    for case in DKMS:
+        rows.append(('dkms: ' + case[0], case[1], {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_reboot_ok': True}))
+    rows.append(('the OS not known', _no_os(), {}))
+    rows.append(('devel not managed, a reboot pending', facts(EL9, K9, K9_NEW, {}, {'kernel-core': [K9, K9_NEW]}),
+                 {'nodeprep_kernel_manage_devel': False}))
+    return rows
+
+
+def _no_os():
+    state = facts(EL9, K9, K9, {K9: True})
+    del state['kernel_state']['os']
+    return state
+
+
+@pytest.mark.parametrize('name, state, given', _agreement_rows(), ids=[row[0] for row in _agreement_rows()])
+def test_the_check_agrees_with_the_plan(name, state, given):
+    """The agreement table of the kernel plan (issue 27): kernel.devel_matched passes (or does not apply) exactly
+    when the plan has no drift; it fails exactly when the plan refuses the node (errors, problems) or has fail-level
+    drift; every piece of the role's work is fixable drift of it (the reasons are exactly the fixable drift)."""
+    if state['kernel_state'].get('packages') is False:
+        state = dict(state, kernel_state=dict(state['kernel_state'], packages=None))
+    plan = make_plan(state, given)
+    check = _readiness.plan_check(K.CHECK, plan)
+    drift = plan['drift']
+    refuses = bool(plan['errors'] or plan['problems'])
+    assert plan['reasons'] == [item['msg'] for item in drift if item['fixable']], name
+    assert (check['status'] in ('pass', 'skip')) == (drift == [] and not refuses), name
+    assert (check['status'] == 'fail') == (refuses or any(item['level'] == 'fail' for item in drift)), name
+    for reason in plan['reasons']:
+        assert reason in check['observed'], (name, reason)
+    if plan['errors']:
+        assert not plan['reasons']
+        assert (check['status'], check['observed']) == ('fail', 'the kernel role cannot run here: ' + plan['errors'][0])
+    devel_reasons = [r for r in plan['reasons'] if r.startswith('devel: ')]
+    if not plan['settings']['nodeprep_kernel_manage_devel']:
+        assert devel_reasons == [] and check['expected'].startswith('not managed')
+        assert (check['status'] == 'skip') == (drift == [])
+    elif not refuses and not plan['reasons'] and plan['args']['kernel'] is not None:
+        target = plan['args']['kernel']['target']
+        assert check['observed'] == 'devel/headers present for {0} (/lib/modules/{0}/build)'.format(target)
+        assert check['expected'] == 'devel/headers installed for the kernel that boots next, ' + target

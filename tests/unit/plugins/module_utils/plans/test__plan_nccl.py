@@ -284,6 +284,11 @@ def test_gather():
                                                          'nodeprep_nccl_torch_env': {'TORCH_NCCL_HIGH_PRIORITY': 1}})
     assert N.gather(settings) == dict(_plan.new_gather(), files=[CONF, TORCH], subsets=['nic'],
                                       nic_networks=['10.20.0.0/16'])
+    # A network that is not one does not reach the gather: every NIC is read, the plan refuses the value.
+    settings, _problems = _plans.typed_settings('nccl', {'nodeprep_nccl_socket_networks': ['10.20.0.0/16', 'fabric']})
+    assert N.gather(settings) == dict(_plan.new_gather(), files=[CONF], subsets=['nic'])
+    assert make_plan(facts({}), {'nodeprep_nccl_socket_networks': ['fabric']})['problems'][0].startswith(
+        "nodeprep_nccl_socket_networks[0] 'fabric' is not a valid network")
 
 
 def test_expected_words():

@@ -424,6 +424,9 @@ def test_systemd_escape(name, escaped):
      {'subsets': ['nic'], 'files': [UNIT, ENV_DIR] + list(M.FILE_PATTERNS),
       'nic_nm_properties': ['ethtool.feature-gro', 'ethtool.feature-lro']}),
     ({'nodeprep_nic_offload_persist': False}, {'subsets': ['nic'], 'nic_networks': [NET]}),
+    # A network that is not one does not reach the gather (which would fail on it, for every role planned with it):
+    # every NIC is read and the plan refuses the value, naming the variable.
+    ({'nodeprep_nic_offload_networks': ['fabric'], 'nodeprep_nic_offload_persist': False}, {'subsets': ['nic']}),
 ])
 def test_gather_reads_what_the_plan_needs(given, request_):
     settings, problems = _plans.typed_settings('nic_offload', dict(BASE, **given))

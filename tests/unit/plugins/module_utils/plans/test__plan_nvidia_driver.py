@@ -96,10 +96,20 @@ def facts(state='converged', **kw):
     return out
 
 
-def make_plan(ansible_facts, given=None, check_mode=False):
+def make_plan(ansible_facts, given=None, check_mode=False, run=None):
     settings, problems = _plans.typed_settings('nvidia_driver', given or {})
     return _plans.plan_role('nvidia_driver', ansible_facts, settings, problems,
-                            _plan.new_context(host='node1', check_mode=check_mode))
+                            _plan.new_context(host='node1', check_mode=check_mode,
+                                              extra={'run': {'nvidia_driver': run}} if run else None))
+
+
+def driver_of(ansible_facts, given=None, check_mode=False, run=None):
+    """The driver plan (_driver_plan.driver_plan) the role's plan is made from, with the same facts and settings."""
+    settings = _plans.typed_settings('nvidia_driver', given or {})[0]
+    wanted = dict(D.driver_facts(ansible_facts), host='node1')
+    state = P.run_state(run)
+    return P.driver_plan(wanted, D.plan_settings(settings), node=ansible_facts['kernel_state']['driver_node'],
+                         stage=state['stage'], run=state, check_mode=check_mode)
 
 
 # --------------------------------------------------------------------------------------- settings: one source
@@ -174,28 +184,37 @@ def test_a_reboot_only_when_allowed(given, allowed):
     state['kernel_state']['nouveau'] = {'loaded': True, 'blacklisted': True}
     plan = make_plan(state, given)
     assert plan['problems'] == []
-    assert plan['reboot'] == {'needed': True, 'allowed': allowed,
+    # Before the reboot, the initramfs is rebuilt once more (only when the reboot is allowed).
+    assert plan['reboot'] == {'needed': True, 'allowed': allowed, 'timeout': 1800,
+                              'before': [{'argv': ['dracut', '--force', '--kver', K9], 'removes': '/usr/bin/dracut'}]
+                              if allowed else [],
                               'why': ['nvidia_driver: nouveau is loaded (it is blacklisted and leaves at the next '
                                       'boot)']}
-    assert plan['args']['driver']['reboot'] == {'needed': True, 'allowed': allowed,
-                                                'reasons': plan['reboot']['why']}
-    assert plan['args']['driver_settings']['reboot_ok'] is allowed
+    assert driver_of(state, given)['reboot'] == {'needed': True, 'allowed': allowed, 'why': plan['reboot']['why']}
+    assert D.plan_settings(plan['settings'])['reboot_ok'] is allowed
     assert plan['reasons'] == ['reboot: nvidia_driver: nouveau is loaded (it is blacklisted and leaves at the next '
                                'boot)']
 
 
 def test_imex_and_persistenced_false_as_text_install_and_enable_nothing():
-    plan = make_plan(facts('fresh'), {D.PREFIX + 'imex': 'false', D.PREFIX + 'persistenced': 'false'})
-    driver = plan['args']['driver']
+    given = {D.PREFIX + 'imex': 'false', D.PREFIX + 'persistenced': 'false'}
+    plan = make_plan(facts('fresh'), given)
+    driver = driver_of(facts('fresh'), given)
     assert driver['extras']['packages'] == ['nvidia-fabricmanager', 'libnvidia-nscq']
     assert driver['services'] == ['nvidia-fabricmanager']
     assert driver['persistenced']['enable'] is False
     assert driver['units_missing'] == ['nvidia-fabricmanager.service']
-    on = make_plan(facts('fresh'), {D.PREFIX + 'imex': 'true', D.PREFIX + 'persistenced': 'yes'})['args']['driver']
+    assert plan['args']['extras'] == [{'name': ['nvidia-fabricmanager', 'libnvidia-nscq',
+                                                'python3-dnf-plugin-versionlock']}]
+    assert [unit['name'] for unit in plan['args']['services']] == ['nvidia-fabricmanager']
+    given = {D.PREFIX + 'imex': 'true', D.PREFIX + 'persistenced': 'yes'}
+    on = driver_of(facts('fresh'), given)
     assert on['extras']['packages'] == ['nvidia-persistenced', 'nvidia-imex', 'nvidia-fabricmanager',
                                         'libnvidia-nscq']
     assert on['services'] == ['nvidia-fabricmanager', 'nvidia-imex']
     assert on['persistenced']['enable'] is True
+    assert [unit['name'] for unit in make_plan(facts('fresh'), given)['args']['services']] == [
+        'nvidia-persistenced', 'nvidia-fabricmanager', 'nvidia-imex']
 
 
 def test_a_value_that_does_not_type_is_a_problem_and_plans_nothing():
@@ -219,7 +238,6 @@ FRESH_REASONS = [
     'versionlock: plugin or entries missing, or stale entries',
     'nvidia-persistenced: not enabled and running',
     'nvidia-fabricmanager: not enabled and running',
-    'verify: nvidia-smi lists 0 GPU(s), the PCI bus shows 1',
 ]
 
 
@@ -237,9 +255,10 @@ FRESH_REASONS = [
     ('nouveau not blacklisted, blacklist off as text',
      facts('converged', nouveau={'loaded': False, 'blacklisted': False}),
      {D.PREFIX + 'blacklist_nouveau': 'false'}, [], []),
-    ('expected GPUs from the collection-wide setting given as text',
-     facts('converged'), {'nodeprep_expected_gpus': '8'},
-     ['verify: nvidia-smi lists 1 GPU(s), the PCI bus shows 1'], []),
+    # A GPU missing from nvidia-smi is readiness' gpu.count, not work: no run of the role brings it back (the role's
+    # last task fails on it after its work: test_the_last_task_fails_on_missing_gpus).
+    ('expected GPUs from the collection-wide setting given as text: no work',
+     facts('converged'), {'nodeprep_expected_gpus': '8'}, [], []),
     ('a new kernel boots next: the loaded module stays until the reboot',
      facts('converged', default=K9_NEXT, devel={K9: True, K9_NEXT: True}), {},
      ['driver: not the wanted driver, or not loaded'], []),
@@ -250,6 +269,16 @@ def test_plan_table(name, state, given, reasons, reboot):
     assert plan['reasons'] == reasons, name
     assert plan['reboot']['why'] == reboot, name
     assert plan['run'] == reasons, name
+
+
+def test_the_last_task_fails_on_missing_gpus():
+    plan = make_plan(facts('converged'), {'nodeprep_expected_gpus': '8'})
+    assert plan['args']['verify'] == [
+        'NVIDIA driver check failed: nvidia-smi lists 1 GPU(s) with driver 580.95.05; the PCI bus shows 1 GPU(s), '
+        'nodeprep_expected_gpus=8; wanted driver branch 580 with open modules, loaded: 580.95.05 open.']
+    assert make_plan(facts('converged'), {'nodeprep_expected_gpus': '1'})['args']['verify'] == []
+    assert make_plan(facts('converged'), {'nodeprep_expected_gpus': '8', D.PREFIX + 'verify': 'no'})['args'][
+        'verify'] == []
 
 
 BRANCH_58 = ('nodeprep_nvidia_driver_branch=58 is not a driver branch; give its three-digit number, e.g. 580 '
@@ -287,9 +316,11 @@ def test_branch_refusals_stop_the_role_before_anything_in_both_modes(state, nvid
     """R28 and Rubin: the plan of the start refuses (a settings problem naming the host), in check mode as in a real
     run, so the role's first check fails the node before it installs anything."""
     plan = make_plan(facts(state, nvidia=copy.deepcopy(nvidia)), given, check_mode=check_mode)
-    driver = plan['args']['driver']
+    driver = driver_of(facts(state, nvidia=copy.deepcopy(nvidia)), given, check_mode=check_mode)
     assert sorted(driver['refused']) == [check]
     assert 'install' not in driver
+    # Nothing for the tasks to loop over: the role fails at its first check.
+    assert plan['args'] == {'runfile_url': plan['args']['runfile_url']} and plan['files'] == []
     assert plan['problems'] == [driver['refused'][check]] and plan['errors'] == []
     assert ' node1 ' in plan['problems'][0]
     assert plan['reasons'] == ['refused: ' + plan['problems'][0]]
@@ -305,14 +336,21 @@ def test_an_unsupported_platform_is_an_error():
                               'this host runs SLES 15.6 (os_family Suse).']
 
 
-def test_the_driver_plan_of_the_start_is_in_the_args():
-    plan = make_plan(facts('fresh'), {'nodeprep_reboot_ok': 'true'}, check_mode=True)
-    driver = plan['args']['driver']
+def test_the_driver_plan_of_the_start_is_what_the_args_say():
+    given = {'nodeprep_reboot_ok': 'true'}
+    plan = make_plan(facts('fresh'), given, check_mode=True)
+    driver = driver_of(facts('fresh'), given, check_mode=True)
     assert (driver['stage'], driver['ok'], driver['installed_version']) == ('start', False, '')
     assert driver['boot_kernel'] == K9
     assert driver['predict']['packages'] is True
     assert driver['install']['packages'] == ['nvidia-open']
-    assert plan['args']['driver_settings'] == {
+    # Check mode on a fresh node: the repository is not there, so the installation is predicted, not run.
+    assert plan['args']['install'] == [] and plan['args']['predict']['install'] == [D.INSTALL_TASK]
+    # What the later stages hand back: the installation predicted, the nouveau blacklist written and the initramfs
+    # rebuilt before them.
+    assert plan['args']['run'] == {'stage': 'start', 'start_version': '', 'installing': True, 'modprobe': {},
+                                   'files': ['/etc/modprobe.d/blacklist-nouveau.conf'], 'initramfs': True}
+    assert D.plan_settings(plan['settings']) == {
         'method': 'repo', 'source': 'nvidia', 'branch': '580', 'version': '', 'module_type': 'open', 'package_set': 'full',
         'fabricmanager': 'auto', 'nvlsm': 'auto', 'nscq': True, 'imex': False, 'persistenced': True,
         'persistence_conflicting_units': ['nvidia-persistence-mode.service', 'nvidia-persistence.service',
@@ -322,26 +360,64 @@ def test_the_driver_plan_of_the_start_is_in_the_args():
     assert plan['args']['runfile_url'] == 'https://us.download.nvidia.com/tesla//NVIDIA-Linux-x86_64-.run'
 
 
+def runfile_facts(fetched=False):
+    """A fresh node with the files the runfile method gathers: the unit written for it, the runfile (a glob)."""
+    state = facts('fresh')
+    state['nodeprep_files'][P.RUNFILE_UNIT] = NO_FILE
+    state['nodeprep_files'][D.RUNFILE_DIR] = NO_FILE
+    state['nodeprep_file_patterns'] = [D.RUNFILE_DIR + '/NVIDIA-Linux-*-580.95.05.run']
+    if fetched:
+        state['nodeprep_files'][D.RUNFILE_DIR + '/NVIDIA-Linux-x86_64-580.95.05.run'] = _file_state('x', '0755')
+    return state
+
+
 def test_runfile_url_default_and_given():
-    plan = make_plan(facts('fresh'), {D.PREFIX + 'method': 'runfile', D.PREFIX + 'version': '580.95.05'})
+    given = {D.PREFIX + 'method': 'runfile', D.PREFIX + 'version': '580.95.05'}
+    plan = make_plan(runfile_facts(), given)
     assert plan['args']['runfile_url'] == ('https://us.download.nvidia.com/tesla/580.95.05/'
                                            'NVIDIA-Linux-x86_64-580.95.05.run')
-    assert plan['args']['driver']['runfile']['argv'][1] == '/var/cache/nodeprep/NVIDIA-Linux-x86_64-580.95.05.run'
-    given = make_plan(facts('fresh'), {D.PREFIX + 'method': 'runfile', D.PREFIX + 'version': '580.95.05',
-                                       D.PREFIX + 'runfile_url': 'http://mirror/x.run'})
+    assert driver_of(runfile_facts(), given)['runfile']['argv'][1] == (
+        '/var/cache/nodeprep/NVIDIA-Linux-x86_64-580.95.05.run')
+    assert plan['args']['fetch'] == [{'url': plan['args']['runfile_url'], 'checksum': None, 'mode': '0755',
+                                      'dest': '/var/cache/nodeprep/NVIDIA-Linux-x86_64-580.95.05.run'}]
+    assert plan['args']['runfile_run'][0]['argv'][:2] == ['sh', '/var/cache/nodeprep/NVIDIA-Linux-x86_64-580.95.05.run']
+    given = make_plan(runfile_facts(), {D.PREFIX + 'method': 'runfile', D.PREFIX + 'version': '580.95.05',
+                                        D.PREFIX + 'runfile_url': 'http://mirror/x.run'})
     assert given['args']['runfile_url'] == 'http://mirror/x.run'
+
+
+@pytest.mark.parametrize('fetched', [False, True])
+def test_check_mode_runs_the_runfile_only_once_it_is_fetched(fetched):
+    """The installer cannot run in check mode before check mode's fetch: it is predicted then; a runfile already
+    there is run by the command itself (check mode reports it)."""
+    plan = make_plan(runfile_facts(fetched), {D.PREFIX + 'method': 'runfile', D.PREFIX + 'version': '580.95.05'},
+                     check_mode=True)
+    assert (plan['args']['predict']['install'] == [D.RUNFILE_TASK]) is not fetched
+    assert bool(plan['args']['runfile_run']) is fetched
 
 
 def test_kernel_facts_that_could_not_be_read_fail_the_role():
     plan = make_plan(facts('converged', nodeprep_errors={'kernel': 'dkms status timed out'}))
     assert plan['errors'] == ['The kernel facts could not be read: dkms status timed out']
-    assert plan['reasons'] == [] and plan['args']['driver'] is None
+    assert plan['reasons'] == [] and plan['files'] == [] and list(plan['args']) == ['runfile_url']
     assert plan['run'] == ['The kernel facts could not be read: dkms status timed out']
 
 
-def test_without_the_driver_node_state_the_role_reads_it_itself():
+def test_without_the_driver_node_state_the_role_fails():
+    """No fallback: a gather that did not read the driver packages is an error of the node, named (issue 27)."""
     plan = make_plan(facts('converged', driver_node=None))
-    assert plan['reasons'] == ['driver facts to gather'] and plan['args']['driver'] is None
+    assert plan['errors'] == ['the driver packages of this node were not read (kernel_state.driver_node; the gather '
+                              'reads them on the OSes whose /etc/os-release it knows, see its warnings)']
+    assert plan['reasons'] == [] and plan['files'] == [] and list(plan['args']) == ['runfile_url']
+
+
+def test_an_os_the_gather_does_not_know_is_an_error():
+    state = facts('converged')
+    del state['kernel_state']['os']
+    plan = make_plan(state)
+    assert plan['errors'][0].startswith('gpufleet.nodeprep.nvidia_driver supports EL 8/9/10, Ubuntu 22.04/24.04 and '
+                                        'Debian 12; the /etc/os-release of this node names none of them')
+    assert plan['reasons'] == []
 
 
 def test_facts_not_gathered_are_missing():
@@ -362,7 +438,7 @@ def _file_state(content=None, mode='0644', kind='file', target=None):
 
 def test_the_converged_state_of_a_fresh_plan_has_no_reasons():
     """Apply what the fresh node's plan installs and enables to the fake node state, plan again: nothing to do."""
-    first = make_plan(facts('fresh'))['args']['driver']
+    first = driver_of(facts('fresh'))
     state = facts('converged')
     units = dict(FRESH_UNITS)
     for name in first['services'] + (['nvidia-persistenced'] if first['persistenced']['enable'] else []):
@@ -370,3 +446,83 @@ def test_the_converged_state_of_a_fresh_plan_has_no_reasons():
     state['nodeprep_units'] = _unit_keys(units)
     again = make_plan(state)
     assert again['reasons'] == [] and again['drift'] == []
+
+
+# --------------------------------------------------------------------------------------- the stages of a run
+
+def _task_names(role):
+    names = []
+
+    def walk(tasks):
+        for task in tasks or []:
+            names.append(task.get('name'))
+            walk(task.get('block'))
+    for name in sorted(os.listdir(os.path.join(ROOT, 'roles', role, 'tasks'))):
+        walk(_role_yaml('tasks', name) if role == 'nvidia_driver' else [])
+    return names
+
+
+def test_every_task_check_mode_predicts_is_a_task_of_the_role():
+    """predict.yml reports a predicted task under the real task's name: the names are the tasks'."""
+    names = _task_names('nvidia_driver')
+    for task in D.PREDICTED_TASKS:
+        assert names.count(task) == 1, task
+
+
+def _stage(state, plan, given=None, check_mode=False, **run):
+    """The plan of the next stage, as the role asks for it: the run the last plan handed back, and what changed."""
+    return make_plan(state, given, check_mode=check_mode, run=dict(plan['args']['run'], **run))
+
+
+def test_check_mode_on_a_fresh_node_predicts_each_task_once():
+    """Check mode cannot install from the repository it did not define: the installation is predicted; the plan
+    after it (same facts, the run saying the driver is being installed) predicts the extras, the locks and the
+    services, and tells the settings roles the driver is pending."""
+    given = {'nodeprep_reboot_ok': 'true'}
+    start = make_plan(facts('fresh'), given, check_mode=True)
+    assert start['args']['predict'] == {'install': [D.INSTALL_TASK],
+                                        'extras': [D.EXTRAS_TASK, D.LOCK_TASK, D.SERVICES_TASK]}
+    assert [f['path'] for f in start['files'] if f['change']] == ['/etc/modprobe.d/blacklist-nouveau.conf']
+    assert start['args']['after_files'] == [{'argv': ['dracut', '--force', '--kver', K9], 'removes': '/usr/bin/dracut'}]
+    assert [r['name'] for r in start['args']['repositories']] == ['nodeprep-epel', 'cuda-rhel9']
+    assert start['args']['streams'] == [['dnf', '-y', 'module', 'enable', 'nvidia-driver:580-open']]
+    installed = _stage(facts('fresh'), start, given, check_mode=True, stage='installed')
+    assert installed['args']['predict'] == {'install': [], 'extras': [D.EXTRAS_TASK, D.LOCK_TASK, D.SERVICES_TASK]}
+    assert installed['args']['extras'] == [{'name': ['python3-dnf-plugin-versionlock']}]
+    assert installed['args']['modprobe'] == [['modprobe', 'nvidia']]
+    assert installed['args']['pending'] == {'persistenced': True}
+    assert installed['args']['stop'] == []
+
+
+def test_a_real_run_plans_each_stage_from_what_the_node_reads():
+    fresh = make_plan(facts('fresh'))
+    assert fresh['args']['predict'] == {'install': [], 'extras': []}
+    assert fresh['args']['install'] == [{'name': ['nvidia-open']}]
+    assert fresh['args']['pending'] is None
+    # Installed, not loaded yet: modprobe next; its failure becomes a reboot reason (never allowed from "false").
+    state = facts('converged', nvidia=copy.deepcopy(NO_SMI), nvidia_module=dict(NOT_LOADED))
+    installed = _stage(state, fresh, {'nodeprep_reboot_ok': 'false'}, stage='installed', installing=True)
+    assert installed['args']['modprobe'] == [['modprobe', 'nvidia']]
+    failed = _stage(state, installed, {'nodeprep_reboot_ok': 'false'}, modprobe={
+        'rc': 1, 'stdout': '', 'stderr': 'modprobe: ERROR: could not insert nvidia: Device busy\n'})
+    assert failed['reboot']['why'] == [
+        'nvidia_driver: modprobe nvidia failed: modprobe: ERROR: could not insert nvidia: Device busy']
+    assert failed['reboot']['allowed'] is False and failed['args']['modprobe'] == []
+    assert driver_of(state, {'nodeprep_reboot_ok': 'false'}, run=failed['args']['run'])['reboot']['why'] == \
+        failed['reboot']['why']
+
+
+def test_a_reboot_that_did_not_load_the_driver_is_an_error():
+    state = facts('converged', nvidia=copy.deepcopy(NO_SMI), nvidia_module=dict(NOT_LOADED))
+    plan = make_plan(state, run={'stage': 'rebooted', 'start_version': ''})
+    assert plan['errors'] == ['The node rebooted but the installed NVIDIA driver 580.95.05 is not loaded:  (NVIDIA '
+                              'module loaded=False version=none). The role does not reboot again.']
+    assert make_plan(facts('converged'), run={'stage': 'rebooted'})['errors'] == []
+
+
+def test_persistenced_restarts_when_its_drop_in_was_written_in_this_run():
+    ubuntu = facts('converged')
+    plan = make_plan(ubuntu, run={'stage': 'installed', 'files': [P.PERSISTENCED_DROPIN]})
+    # EL has no drop-in: started, never restarted.
+    assert plan['args']['services'][0] == {'name': 'nvidia-persistenced', 'enabled': True, 'state': 'started',
+                                           'daemon_reload': False}

@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import pytest
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _driver
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nvidia_driver as D
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
@@ -74,6 +75,20 @@ ALL_PASS = {
 }
 
 
+def without_packages(*names):
+    """The converged node without some of its packages (their locks stay)."""
+    node = T.converged_node()
+    for name in names:
+        del node['packages'][name]
+    return T.facts('converged', driver_node=node)
+
+
+def repository_changed():
+    node = T.converged_node()
+    node['repos']['cuda-rhel9']['baseurl'] = 'http://mirror/cuda/'
+    return T.facts('converged', driver_node=node)
+
+
 def case(name, state, given):
     """One row of the decision table: facts and settings (EXPECTED holds what readiness and the plan say)."""
     return (name, state, given)
@@ -101,7 +116,7 @@ CASES = [
     case('a newer driver installed than loaded', T.facts('converged', dkms=[
         {'module': 'nvidia-open', 'version': '580.105.08', 'kernel': T.K9, 'status': 'installed'}]), {}),
     case('the driver not loaded', T.facts('converged', nvidia_module=dict(T.NOT_LOADED)), {}),
-    case('a new kernel boots next (not judged by readiness)',
+    case('a new kernel boots next, the driver not built for it',
          T.facts('converged', default=T.K9_NEXT, devel={T.K9: True, T.K9_NEXT: True}), {}),
     case('proprietary modules loaded on a Blackwell node', blackwell('proprietary'), {}),
     case('proprietary modules asked for on a Blackwell node', blackwell('proprietary'),
@@ -126,6 +141,13 @@ CASES = [
     case('a fabric manager always wanted on a node without NVSwitch, not running',
          no_nvswitch(fm_unit=dict(T.RUNNING, active='failed', sub='failed')), {P + 'fabricmanager': 'always'}),
     case('a fabric manager never wanted', T.facts('converged'), {P + 'fabricmanager': 'never'}),
+    # Work that no check reflected before issue 27: each is now drift of the check it belongs to, or no work.
+    case('the switch library missing', without_packages('libnvidia-nscq'), {}),
+    case('the driver packages not locked', T.facts('converged', driver_node=dict(
+        T.converged_node(), versionlock=[])), {}),
+    case('the repository changed on a converged node: no work', repository_changed(), {}),
+    case('nodeprep_gpu_node true, no GPU on the PCI bus yet', T.facts('fresh', pci=dict(
+        T.H100_PCI, gpus=[], gpu_count=0)), {'nodeprep_gpu_node': 'true'}),
 ]
 
 
@@ -231,8 +253,12 @@ EXPECTED = {
         [
             'driver: not the wanted driver, or not loaded',
         ]),
-    'a new kernel boots next (not judged by readiness)': (
-        {},
+    'a new kernel boots next, the driver not built for it': (
+        {
+            'driver.loaded': (
+                'warn', 'driver 580.95.05 is not built for the kernel that boots next, 5.14.0-611.el9.x86_64 (a reboot '
+                'would bring the node up without its GPUs; the role builds it)'),
+        },
         [
             'driver: not the wanted driver, or not loaded',
         ]),
@@ -375,6 +401,41 @@ EXPECTED = {
             'extras: libnvidia-nscq, nvidia-fabricmanager',
             'versionlock: plugin or entries missing, or stale entries',
         ]),
+    'the switch library missing': (
+        {
+            'driver.loaded': (
+                'warn', 'driver 580.95.05 loaded (open modules); versionlock: plugin or entries missing, or stale '
+                'entries'),
+            'fabric.manager': (
+                'fail', '1 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled; extras: '
+                'libnvidia-nscq-580.95.05'),
+        },
+        [
+            'extras: libnvidia-nscq-580.95.05',
+            'versionlock: plugin or entries missing, or stale entries',
+        ]),
+    'the driver packages not locked': (
+        {
+            'driver.loaded': (
+                'warn', 'driver 580.95.05 loaded (open modules); versionlock: plugin or entries missing, or stale '
+                'entries'),
+        },
+        [
+            'versionlock: plugin or entries missing, or stale entries',
+        ]),
+    'the repository changed on a converged node: no work': (
+        {},
+        []),
+    # Skipped before asking the plan until issue 27 (no NVIDIA GPU on the PCI bus): the role's work fails them now.
+    'nodeprep_gpu_node true, no GPU on the PCI bus yet': (
+        {
+            'driver.nouveau_blacklisted': ('fail', 'nouveau is not blacklisted'),
+            'driver.loaded': ('fail', 'driver: not the wanted driver, or not loaded'),
+            'driver.open_modules': ('skip', 'no nvidia kernel module loaded'),
+            'driver.persistenced': ('fail', 'nvidia-persistenced: not enabled and running'),
+            'fabric.manager': ('fail', '1 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
+        },
+        list(T.FRESH_REASONS)),
 }
 
 
@@ -404,6 +465,29 @@ def test_a_check_passes_exactly_when_the_plan_has_no_drift_for_it(name, state, g
         # A drift a run of the role fixes is a reason for the role to run.
         if [item for item in plan['drift'] if item['check'] == check and item['fixable']]:
             assert plan['reasons'], (name, check)
+
+
+@pytest.mark.parametrize('name, state, given', CASES, ids=[c[0] for c in CASES])
+def test_every_piece_of_work_is_drift_of_a_check(name, state, given):
+    """The agreement table of the plan (issue 27): the plan refuses exactly when every check fails; otherwise each
+    piece of the role's work (work_items) is drift of the check it names, so a check passes (or does not apply) only
+    where the role has nothing to do for it, and the role has work exactly when there is fixable drift."""
+    plan = T.make_plan(state, given)
+    statuses = dict((check, status) for check, (status, _o) in verdicts(state, plan).items())
+    if plan['problems'] or plan['errors']:
+        assert set(statuses.values()) == {'fail'}, name
+        return
+    items = _driver.work_items(T.driver_of(state, given), D.driver_facts(state), D.work_settings(plan['settings']),
+                               state.get('nodeprep_units'), state.get('nodeprep_files'))
+    assert [msg for _c, _l, msg in items] == plan['reasons'], name
+    for check, level, msg in items:
+        assert _plan.drift_for(plan, check), (name, check, msg)
+        # The check's own words set its level (a legacy persistence mode warns); the work's level where they are
+        # the work's words.
+        assert statuses[check] in ('fail', 'warn'), (name, check, msg)
+        if _plan.drift_for(plan, check) == [msg]:
+            assert statuses[check] == level, (name, check, msg)
+    assert bool(plan['reasons']) == bool(_plan.fixable_drift(plan)), name
 
 
 def test_nvidia_smi_that_does_not_answer_fails_driver_loaded_without_plan_drift():

@@ -10,8 +10,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import re
 
 import pytest
+import yaml
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_shm as S
@@ -313,3 +315,92 @@ AGREEMENT = [
 def test_agreement_table(name, node, given, want):
     work, refuses, status = want
     agreement.assert_agrees(name, planned(node, **given), S.CHECKS, work, refuses, {'shm.size': status})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The size grammar: what the description of nodeprep_shm_size (SETTINGS, the one text of argument_specs.yml, the
+# README and defaults/main.yml) says is a size is read as one, anything else is refused before anything changes.
+# Expected bytes written by hand.
+
+# (given, bytes the plan reads)
+SIZES = [
+    (68719476736, 68719476736),
+    ('68719476736', 68719476736),
+    (4096.7, 4096),                # a fraction is cut to whole bytes
+    ('4096', 4096),
+    ('4096B', 4096),
+    ('4096b', 4096),
+    ('512G', 549755813888),
+    ('512g', 549755813888),
+    ('512GB', 549755813888),
+    ('512GiB', 549755813888),
+    ('512gib', 549755813888),
+    ('1.5T', 1649267441664),       # 1536 GiB
+    ('64 G', 68719476736),
+    (' 64G ', 68719476736),
+    ('64K', 65536),
+    ('64KiB', 65536),
+    ('64kb', 65536),
+    ('0.5K', 512),
+    ('65536M', 68719476736),
+    ('1P', 1125899906842624),
+    ('2t', 2199023255552),
+]
+REFUSED = ['-1G', '64X', '64ib', '1e9', '0x40G', '64GG', '.5G', '5.G', '64 gigs', 'huge', '1E', '0', '0.1', 0, -5,
+           0.5, True, False, [64], {'size': 64}]
+
+
+def read_size(value):
+    plan = _plan.new_plan('shm')
+    explicit, _floor = S.check_settings(plan, dict(SETTINGS, nodeprep_shm_size=value))
+    return explicit, plan['problems']
+
+
+@pytest.mark.parametrize('given, size', SIZES)
+def test_each_size_form_the_description_names_is_read(given, size):
+    assert read_size(given) == (size, [])
+    # The floor takes the same forms (its type is str: an int given arrives as its digits).
+    plan = _plan.new_plan('shm')
+    assert S.check_settings(plan, dict(SETTINGS, nodeprep_shm_min_size=str(given)))[1] == size
+    assert plan['problems'] == []
+
+
+@pytest.mark.parametrize('given', REFUSED, ids=[repr(v) for v in REFUSED])
+def test_any_other_size_is_refused(given):
+    explicit, problems = read_size(given)
+    assert explicit is None
+    assert len(problems) == 1 and problems[0].startswith('nodeprep_shm_size={0}: '.format(_plan.show(given)))
+
+
+@pytest.mark.parametrize('given', [None, ''])
+def test_null_or_empty_derives_the_size(given):
+    assert read_size(given) == (None, [])
+
+
+def test_a_size_is_rounded_up_to_a_page():
+    node = facts(shm(64 * G, line(64 * G, size_opt='size=64g')))
+    assert make(node, nodeprep_shm_size='0.5K')['args']['target'] == 4096
+    assert make(node, nodeprep_shm_size=4097)['args']['target'] == 8192
+
+
+def description_examples():
+    """(text, accepted) of every V(...) in the description: before "Anything else" accepted (or null/''), after it
+    refused."""
+    text = ' '.join(S.SETTINGS['nodeprep_shm_size']['description'])
+    accepted, refused = text.split('Anything else', 1)
+    return [(v, True) for v in re.findall(r'V\(([^)]*)\)', accepted)] + \
+        [(v, False) for v in re.findall(r'V\(([^)]*)\)', refused)]
+
+
+def test_the_description_names_only_what_the_plan_reads():
+    examples = description_examples()
+    assert len(examples) >= 14
+    for text, accepted in examples:
+        # As an inventory or vars file gives it (YAML), and as -e gives it (text).
+        for given in (yaml.safe_load(text), text):
+            explicit, problems = read_size(given)
+            if given in (None, '', "''", 'null'):
+                continue
+            assert (problems == []) is accepted, (text, given, problems)
+            if accepted:
+                assert explicit in [size for _given, size in SIZES], (text, explicit)

@@ -146,8 +146,8 @@ def test_fresh_el9_h100_check_mode_predicts_everything():
     assert plan['extras']['packages'] == ['nvidia-persistenced', 'nvidia-fabricmanager', 'libnvidia-nscq']
     assert plan['predict'] == {'packages': True, 'extras': True, 'versionlock': True,
                                'units': ['nvidia-persistenced', 'nvidia-fabricmanager']}
-    assert plan['reboot']['reasons'] == ['nvidia_driver: nouveau is loaded (it is blacklisted and leaves at the next '
-                                         'boot)']
+    assert plan['reboot']['why'] == ['nvidia_driver: nouveau is loaded (it is blacklisted and leaves at the next '
+                                     'boot)']
 
 
 def test_fresh_el8_enables_powertools():
@@ -252,7 +252,7 @@ def test_converged_el9_changes_nothing():
     assert plan['extras']['missing'] == [] and plan['extras']['remove'] == [] and plan['extras']['needed'] is False
     assert plan['versionlock']['add'] == [] and plan['versionlock']['remove'] == []
     assert plan['predict'] == {'packages': False, 'extras': False, 'versionlock': False, 'units': []}
-    assert plan['reboot'] == {'reasons': [], 'needed': False, 'allowed': True}
+    assert plan['reboot'] == {'why': [], 'needed': False, 'allowed': True}
     assert plan['stream']['enable'] is False and plan['epel']['changes'] is False
 
 
@@ -324,8 +324,8 @@ def test_move_after_install(from_version, to_version, fm_from, nscq_from, fm_to,
     assert plan['installed_version'] == to_version
     assert sorted(plan['extras']['remove']) == sorted([fm_from, nscq_from])
     assert plan['extras']['missing'] == ['{0}-{1}'.format(fm_to, to_version), '{0}-{1}'.format(nscq_to, to_version)]
-    assert plan['reboot']['reasons'] == ['nvidia_driver: the loaded NVIDIA module is {0}, the installed driver is '
-                                         '{1}'.format(from_version, to_version)]
+    assert plan['reboot']['why'] == ['nvidia_driver: the loaded NVIDIA module is {0}, the installed driver is '
+                                     '{1}'.format(from_version, to_version)]
     # Locks: only the new, installed packages at the new version; the fabric manager about to go is not locked.
     assert all(to_version in e for e in plan['versionlock']['add'])
     assert not [e for e in plan['versionlock']['add'] if e.startswith((fm_from + '-', nscq_from + '-'))]
@@ -334,8 +334,8 @@ def test_move_after_install(from_version, to_version, fm_from, nscq_from, fm_to,
 def test_move_check_mode_predicts_reboot_and_extras():
     plan = P.driver_plan(running_on('580.95.05'), settings(branch='590'), node=el_node_with('580.95.05'),
                          stage='installed', run={'start_version': '580.95.05', 'installing': True}, check_mode=True)
-    assert plan['reboot']['reasons'] == ['nvidia_driver: the loaded NVIDIA module 580.95.05 will differ from the '
-                                         'driver being installed']
+    assert plan['reboot']['why'] == ['nvidia_driver: the loaded NVIDIA module 580.95.05 will differ from the '
+                                     'driver being installed']
     assert plan['extras']['remove'] == ['libnvidia-nscq', 'nvidia-fabricmanager']
     assert plan['predict']['extras'] is True and plan['predict']['versionlock'] is True
     assert 'nvidia-fabricmanager' in plan['predict']['units']
@@ -429,7 +429,7 @@ def test_secure_boot_key_rejected_is_no_reboot_reason():
     plan = P.driver_plan(_sb_facts(secure), settings(), node=el_node_with('580.95.05'), stage='installed',
                          run={'modprobe': {'rc': 1, 'stderr': 'modprobe: ERROR: could not insert \'nvidia\': Key was '
                                                               'rejected by service'}})
-    assert plan['reboot']['reasons'] == []
+    assert plan['reboot']['why'] == []
     assert 'Key was rejected by service' in plan['blockers'][0]
     assert 'not known to be enrolled' in plan['blockers'][0]
 
@@ -450,8 +450,8 @@ def test_secure_boot_not_judged_before_install():
 def test_plain_modprobe_failure_is_a_reboot_reason():
     plan = P.driver_plan(_sb_facts({'enabled': False}), settings(), node=el_node_with('580.95.05'), stage='installed',
                          run={'modprobe': {'rc': 1, 'stderr': 'modprobe: ERROR: could not insert: Device busy\n'}})
-    assert plan['reboot']['reasons'] == ['nvidia_driver: modprobe nvidia failed: modprobe: ERROR: could not insert: '
-                                         'Device busy']
+    assert plan['reboot']['why'] == ['nvidia_driver: modprobe nvidia failed: modprobe: ERROR: could not insert: '
+                                     'Device busy']
 
 
 # ------------------------------------------------------------------------------------------------ R24: DKMS for the boot kernel
@@ -591,11 +591,11 @@ def test_missing_versionlock_entry_and_missing_extra_are_work():
     assert 'versionlock: plugin or entries missing, or stale entries' in work
 
 
-def test_driver_not_loaded_and_gpu_count_are_work():
+def test_driver_not_loaded_is_work_a_gpu_missing_from_nvidia_smi_is_not():
+    # No run of the role brings a GPU back: readiness gpu.count says it, the role's last task fails on it.
     plan, facts = _converged()
     facts['nvidia'] = dict(facts['nvidia'], gpus=[])
-    assert P.driver_work(plan, facts, WORK_SETTINGS, UNITS_RIGHT, {}) == [
-        'verify: nvidia-smi lists 0 GPU(s), the PCI bus shows 1']
+    assert P.driver_work(plan, facts, WORK_SETTINGS, UNITS_RIGHT, {}) == []
     fresh = {'os': EL9, 'kernel_state': kernel(H100_PCI), 'nvidia': FRESH_NVIDIA, 'units': UNITS_RIGHT}
     plan = P.driver_plan(fresh, settings(), node={'packages': {}})
     assert 'driver: not the wanted driver, or not loaded' in P.driver_work(plan, fresh, WORK_SETTINGS, UNITS_RIGHT, {})
@@ -794,3 +794,36 @@ def test_rubin_is_told_by_nvidia_smi_only():
     assert P.rubin_reasons(FRESH_NVIDIA) == []
     assert P.rubin_reasons(smi('580.95.05', 'Hopper')) == []
     assert P.rubin_reasons(smi('615.71.09', 'RUBIN')) == ['nvidia-smi reports GPU 0 as Rubin']
+
+
+# ------------------------------------------------------------------------------------------------ what the run did
+
+@pytest.mark.parametrize('run, wanted', [
+    # modprobe skipped (the driver was loaded): nothing of it is read.
+    ({'start_version': '570.172.08', 'installing': 'True',
+      'modprobe': {'changed': False, 'skipped': True, 'skip_reason': 'Conditional result was False'}},
+     {'stage': 'start', 'start_version': '570.172.08', 'installing': True, 'modprobe': {}, 'files': [],
+      'initramfs': False}),
+    # modprobe failed (module held by the initramfs): its rc and stderr, as registered.
+    ({'stage': 'installed', 'start_version': '', 'installing': False,
+      'modprobe': {'changed': False, 'rc': 1, 'stdout': '', 'stderr': 'modprobe: ERROR: could not insert nvidia',
+                   'cmd': ['modprobe', 'nvidia'], 'failed': False}},
+     {'stage': 'installed', 'start_version': '', 'installing': False, 'files': [], 'initramfs': False,
+      'modprobe': {'rc': 1, 'stdout': '', 'stderr': 'modprobe: ERROR: could not insert nvidia'}}),
+    # The registered result of the role's modprobe loop: the one item that ran.
+    ({'modprobe': {'changed': False, 'results': [{'rc': 0, 'stdout': '', 'stderr': '', 'item': ['modprobe', 'nvidia']}]},
+      'files': ['/etc/modprobe.d/blacklist-nouveau.conf'], 'initramfs': 'true'},
+     {'stage': 'start', 'start_version': '', 'installing': False, 'files': ['/etc/modprobe.d/blacklist-nouveau.conf'],
+      'initramfs': True, 'modprobe': {'rc': 0, 'stdout': '', 'stderr': ''}}),
+    ({}, {'stage': 'start', 'start_version': '', 'installing': False, 'modprobe': {}, 'files': [], 'initramfs': False}),
+    (None, {'stage': 'start', 'start_version': '', 'installing': False, 'modprobe': {}, 'files': [],
+            'initramfs': False}),
+])
+def test_run_state(run, wanted):
+    assert P.run_state(run) == wanted
+
+
+def test_run_state_names_a_stage_it_does_not_know():
+    with pytest.raises(ValueError) as exc:
+        P.run_state({'stage': 'loaded'})
+    assert str(exc.value) == "run.stage='loaded': allowed start, installed, rebooted"

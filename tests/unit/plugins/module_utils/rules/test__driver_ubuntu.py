@@ -21,12 +21,14 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _driver as P
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _driver_packages
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._driver_node import read_driver_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _driver_ubuntu as U
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nvidia_driver as D
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._package_db import parse_dpkg
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FakeModule
 
 UBUNTU = {'os_family': 'Debian', 'distribution': 'Ubuntu', 'distribution_version': '24.04',
           'distribution_major_version': '24', 'architecture': 'x86_64'}
@@ -340,6 +342,40 @@ def test_role_plan_adopts_with_source_ubuntu():
     plan = role_plan(role_facts(UBUNTU_SIGNED, loaded=dict(LOADED), smi=SMI, default=K_NEXT),
                      {'nodeprep_nvidia_driver_source': 'ubuntu'})
     assert plan['problems'] == [] and plan['errors'] == []
-    driver = plan['args']['driver']
-    assert driver['install']['packages'][-1] == 'linux-modules-nvidia-580-server-open-' + K_NEXT
-    assert _readiness.plan_check('driver.loaded', plan)['status'] == 'pass'
+    assert plan['args']['install'][0]['name'][-1] == 'linux-modules-nvidia-580-server-open-' + K_NEXT
+    # The modules of the kernel that boots next are the role's work: readiness warns until they are there.
+    check = _readiness.plan_check('driver.loaded', plan)
+    assert check['status'] == 'warn' and 'not built for the kernel that boots next, ' + K_NEXT in check['observed']
+
+
+# ------------------------------------------------------------------------------------------------ the gather's reader
+
+DPKG_ROWS = ('nvidia-fabricmanager\t580.95.05-1\thi \tamd64\n'
+             'libnvidia-nscq\t580.95.05-1\tii \tamd64\n'
+             'nvidia-open\t580.95.05-0ubuntu1\tii \tamd64\n'
+             'bash\t5.2.21-2ubuntu4\tii \tamd64\n')
+
+
+def test_the_gather_reads_the_driver_packages_with_one_argv():
+    """What the driver plan reads of the node comes from the gather (kernel_state.driver_node, _driver_node's reader:
+    one dpkg-query argv under LC_ALL=C); the plan made from it (the nvidia_driver_plan module, which read it itself,
+    is gone: its assertions live here)."""
+    module = FakeModule({'dpkg-query': '/usr/bin/dpkg-query'}, [(0, DPKG_ROWS, '')])
+    node = read_driver_node(module, 'debian')
+    assert module.seen == [['/usr/bin/dpkg-query', '-W', '-f',
+                            '${Package}\t${Version}\t${db:Status-Abbrev}\t${Architecture}\n']]
+    assert node['apt_holds'] == ['nvidia-fabricmanager']
+    assert 'bash' not in node['packages']
+    kernel = '6.8.0-45-generic'
+    node_facts = {'os': UBUNTU, 'services': {},
+                  'kernel_state': {'running': kernel, 'default': kernel, 'nouveau': {'loaded': False},
+                                   'nvidia_module': {'loaded': True, 'version': '580.95.05', 'flavour': 'open'},
+                                   'dkms': [{'module': 'nvidia', 'version': '580.95.05', 'kernel': kernel,
+                                             'status': 'installed'}],
+                                   'pci': {'nvswitch_fabric': 'pci', 'nvswitch_count': 4}},
+                  'nvidia': {'present': True, 'driver_version': '580.95.05', 'gpus': []}}
+    plan = P.driver_plan(node_facts, {'branch': '580'}, node=node)
+    assert plan['ok'] is True
+    # apt: persistenced at the driver's version too (R21), any Debian release of it
+    assert plan['extras']['missing'] == ['nvidia-persistenced=580.95.05-*']
+    assert plan['extras']['hold'] == ['nvidia-fabricmanager', 'libnvidia-nscq']

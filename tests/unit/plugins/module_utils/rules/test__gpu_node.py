@@ -137,7 +137,7 @@ def readiness_settings():
 
 def test_readiness_skips_every_gpu_check_on_a_node_without_gpus():
     node = login_node()
-    plans = dict((role, plan(role, node)) for role in _plans.PLANNED_ROLES)
+    plans = dict((role, plan(role, node)) for role in _plans.SITE_ROLES)
     checks = dict((c['id'], c) for c in R.evaluate(node, readiness_settings(), probe=None, plans=plans))
     for check_id in R.GPU_CHECKS:
         assert (checks[check_id]['status'], checks[check_id]['observed']) == \
@@ -152,6 +152,6 @@ def test_readiness_skips_every_gpu_check_on_a_node_without_gpus():
 
 def test_readiness_checks_the_gpus_of_a_node_told_it_has_some():
     node = login_node()
-    plans = dict((role, plan(role, node, {'nodeprep_gpu_node': True})) for role in _plans.PLANNED_ROLES)
+    plans = dict((role, plan(role, node, {'nodeprep_gpu_node': True})) for role in _plans.SITE_ROLES)
     checks = dict((c['id'], c) for c in R.evaluate(node, readiness_settings(), probe=None, plans=plans))
     assert checks['driver.nouveau_blacklisted']['status'] == 'fail'

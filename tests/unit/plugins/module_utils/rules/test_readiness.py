@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _driver
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_fabric
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _topology
@@ -235,16 +236,23 @@ FAULTS = [
            _set((0, 'kernel_state', 'installed'), [RUNNING, '5.14.0-611.el9.x86_64'])),
      'kernel.devel_matched', 'fail',
      'devel: /lib/modules/5.14.0-611.el9.x86_64/build does not resolve: kernel-devel-uname-r = 5.14.0-611.el9.x86_64 '
-     'is not installed'),
+     'is not installed; reboot: running ' + RUNNING + ', 5.14.0-611.el9.x86_64 boots next',
+     # No NVIDIA DKMS build for the kernel that boots next: the driver plan warns (the nvidia_driver role builds it).
+     {'driver.loaded': 'warn'}),
+    # The pending reboot is the kernel role's work (it reboots when allowed): the check warns until then (issue 27).
     ('reboot pending into a kernel with devel',
      _both(_set((0, 'kernel_state', 'default'), '5.14.0-611.el9.x86_64'),
            _set((0, 'kernel_state', 'devel'), {RUNNING: True, '5.14.0-611.el9.x86_64': True})),
-     'kernel.devel_matched', 'pass',
-     'devel/headers present for 5.14.0-611.el9.x86_64 (/lib/modules/5.14.0-611.el9.x86_64/build)'),
+     'kernel.devel_matched', 'warn',
+     'devel/headers present for 5.14.0-611.el9.x86_64 (/lib/modules/5.14.0-611.el9.x86_64/build); reboot: running '
+     + RUNNING + ', 5.14.0-611.el9.x86_64 boots next', {'driver.loaded': 'warn'}),
     ('ELRepo kernel wanted, distro kernel running',
      _set((1, 'nodeprep_kernel_source'), 'elrepo-ml'),
      'kernel.devel_matched', 'fail',
-     'devel: no kernel of the chosen source is installed yet (kernel-ml), so neither is its devel/headers package'),
+     'install: kernel-ml, kernel-ml-devel (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml); '
+     'devel: no kernel of the chosen source is installed yet (kernel-ml), so neither is its devel/headers package; '
+     'kernel: (newest kernel-ml to be installed) must boot next (the boot loader default is ' + RUNNING + '); '
+     'reboot: running ' + RUNNING + ', (newest kernel-ml to be installed) boots next'),
     ('nouveau blacklisted but still loaded',
      _set((0, 'kernel_state', 'nouveau', 'loaded'), True),
      'driver.nouveau_blacklisted', 'fail', 'nouveau is loaded (reboot after blacklisting)'),
@@ -391,7 +399,7 @@ FAULTS = [
     ('/dev/shm nearly full, still above the threshold',
      _set((0, 'shm', 'free_bytes'), 40 * F.GIB),
      'shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
-    # nccl.config is the nccl role's plan (tests/unit/plugins/module_utils/test__plan_nccl.py has its table):
+    # nccl.config is the nccl role's plan (tests/unit/plugins/module_utils/plans/test__plan_nccl.py has its table):
     # the file is compared by SHA-1 with what the role writes, never decoded.
     ('nccl.conf edited by hand',
      _set((0, 'nodeprep_files', '/etc/nccl.conf'), F.file_state('NCCL_DEBUG=INFO\nNCCL_SOCKET_IFNAME=ens3f0np0\n')),
@@ -756,6 +764,8 @@ def _nvlink5(facts, fabric='nvlink5', bridges=2):
     pci = facts['kernel_state']['pci']
     pci.update(nvswitches=[], nvswitch_count=0, nvswitch_fabric=fabric, nvlink5_bridge_count=bridges,
                nvlink5_bridges=[{'bus_id': '0000:1{0}:00.0'.format(i)} for i in range(bridges)])
+    # The role loads ib_umad for NVLSM at every boot on NVLink 5 (its modules-load.d file is there).
+    facts.setdefault('nodeprep_files', {})[_driver.IB_UMAD_CONF] = F.file_state(_driver.IB_UMAD_CONF_TEXT)
 
 
 @pytest.mark.parametrize('fabric, fm_state, status, observed', [

@@ -27,6 +27,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _pl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_shm
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _nvidia_smi_topo
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _driver_packages
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
@@ -188,15 +189,25 @@ def driver_facts(facts, probe, settings):
     kernel_state = out.get('kernel_state')
     if isinstance(kernel_state, dict):
         kernel_state.setdefault('os', dict(EL9))
-        version = (out.get('nvidia') or {}).get('driver_version')
+        # The driver's packages at the version nvidia-smi reports, or (nvidia-smi not answering) of the loaded module.
+        version = (out.get('nvidia') or {}).get('driver_version') or (kernel_state.get('nvidia_module') or {}).get(
+            'version')
         packages = {}
         names = ['nvidia-open', 'kmod-nvidia-open-dkms', 'nvidia-driver', 'nvidia-persistenced']
-        if _nvswitch_fabric.nvswitch_fabric(kernel_state) != 'none':
-            names += ['nvidia-fabricmanager', 'libnvidia-nscq']
+        fabric = _nvswitch_fabric.nvswitch_fabric(kernel_state)
+        if fabric != 'none':
+            # NVLink 5 monitors its switches with NVSDM instead of nscq, and runs NVLSM (R22).
+            names += ['nvidia-fabricmanager', 'libnvsdm' if fabric == 'nvlink5' else 'libnvidia-nscq']
         if version:
             for name in names:
                 packages[name] = [{'epoch': 3, 'version': version, 'release': '1.el9', 'arch': 'x86_64'}]
-        kernel_state.setdefault('driver_node', {'repos': {}, 'packages': packages, 'versionlock': [],
+        if fabric == 'nvlink5':
+            for name in ('nvlsm',) + _driver_packages.NVLINK5_PACKAGES:
+                packages[name] = [{'epoch': 0, 'version': '2025.06.7', 'release': '1.el9', 'arch': 'x86_64'}]
+        # A converged node: its NVIDIA packages locked at exactly their version (the versionlock the role takes).
+        locks = ['{0}-3:{1}-1.el9.*'.format(name, version) for name in sorted(packages)
+                 if _driver_packages.NVIDIA_STACK_RE.match(name)]
+        kernel_state.setdefault('driver_node', {'repos': {}, 'packages': packages, 'versionlock': locks,
                                                 'versionlock_plugin': True, 'module_stream': '580-open'})
     request = _plan_nvidia_driver.gather(settings)
     # The units as the gather read them; a probe given (what the tests change) says their state now.

@@ -1,0 +1,2 @@
+// Simulated fleet: imitation nvbandwidth version header (sources/README.md).
+#define NVBANDWIDTH_VERSION "v@VERSION@"
