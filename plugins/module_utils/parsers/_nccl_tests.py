@@ -94,11 +94,11 @@ def _group(titles, values, number, line):
     for title, token in zip(titles, values):
         key = {'time': 'time_us', 'cputime': 'cputime_us', 'algbw': 'algbw', 'busbw': 'busbw'}.get(title)
         if key:
-            out[key] = None if token == 'N/A' else _number(token, float, number, line, title)
+            out[key] = None if token == 'N/A' else _number(token, float, number, line, title)  # nosec B105 - nccl-tests' N/A, not a password
         elif title == '#wrong':
-            out['wrong'] = None if token == 'N/A' else int(_number(token, float, number, line, '#wrong'))
+            out['wrong'] = None if token == 'N/A' else int(_number(token, float, number, line, '#wrong'))  # nosec B105 - nccl-tests' N/A, not a password
         elif title == 'error':
-            out['error'] = None if token == 'N/A' else _number(token, float, number, line, 'error')
+            out['error'] = None if token == 'N/A' else _number(token, float, number, line, 'error')  # nosec B105 - nccl-tests' N/A, not a password
         else:
             out[title] = token
     return out
