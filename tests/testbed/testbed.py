@@ -788,8 +788,8 @@ def slurm_root_files(version, role, root):
         files['etc/systemd/system/{0}.d/testbed-slurm-root.conf'.format(unit)] = (
             '# testbed: {0} of Debian {1} runs from its root {2} (tests/testbed/REALITY.md, "Slurm").\n'
             '[Unit]\nRequires=testbed-slurm-root.service\nAfter=testbed-slurm-root.service\n'
-            '[Service]\nRootDirectory={2}\nMountAPIVFS=no\n{3}'.format(unit, SLURM_VERSIONS[version]['debian'],
-                                                                         rdir, env), 0o644)
+            '[Service]\nRootDirectory={2}\nMountAPIVFS=no\n{3}'.format(
+                unit, SLURM_VERSIONS[version]['debian'], rdir, env), 0o644)
     files['etc/systemd/system/testbed-slurm-root.service'] = (
         '# testbed: the node\'s own paths seen in the root of Debian {0}\'s Slurm (tests/testbed/REALITY.md).\n'
         '[Unit]\nDescription=testbed: bind the node\'s paths into {1}\nDefaultDependencies=no\n'
