@@ -10,7 +10,8 @@
 #   make testbed-fault NODE=<name> FAULT=<kind> [GPU=<index>] [VALUE=<v>]
 #   make testbed-heal NODE=<name> [FAULT=<kind>]
 # Needs root. Kinds: gpu-missing gpu-removed nvidia-smi-hang driver-unloaded xid retired-pages
-# remapped-rows clocks-capped power-capped secure-boot shm-full node-down.
+# remapped-rows clocks-capped power-capped secure-boot shm-full node-down slow-boot (and the others testbed.py lists).
+# TESTBED_SLURM_VERSION=24.11 (default, Debian 13's) or 22.05 (Debian 12's) picks the Slurm of a Slurm fleet.
 
 TESTBED_PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 TESTBED := $(TESTBED_PYTHON) tests/testbed/testbed.py
@@ -42,7 +43,7 @@ testbed-heal:
 testbed-selftest:
 	$(TESTBED) selftest
 
-# A real Slurm (Debian 12's 22.05) on a fleet of its own (head + 2 GPU nodes; TESTBED_PREFIX npsl, TESTBED_SUBNET
+# A real Slurm (Debian 13's 24.11; TESTBED_SLURM_VERSION=22.05: Debian 12's) on a fleet of its own (head + 2 GPU nodes; TESTBED_PREFIX npsl, TESTBED_SUBNET
 # 10.236, .testbed-slurm): sbatch, squeue, drain/resume, reboots under ReturnToService 1 and 2; taken down at the end.
 slurm-fleet:
 	$(TESTBED_PYTHON) tests/testbed/slurm_fleet.py
