@@ -111,6 +111,8 @@ def test_the_role_runs_only_its_own_modules():
     folder = os.path.join(ROOT, 'roles', 'readiness', 'tasks')
     for name in os.listdir(folder):
         found.update(_modules(_load('roles', 'readiness', 'tasks', name)))
+    # rolling_slurm: the verdict in Slurm (nodeprep_readiness_slurm=drain), the rolling maintenance backend.
     assert sorted(found) == ['ansible.builtin.debug', 'ansible.builtin.fail', 'ansible.builtin.import_tasks',
                              'ansible.builtin.set_fact', 'gpufleet.nodeprep.node_plan',
-                             'gpufleet.nodeprep.readiness_info', 'gpufleet.nodeprep.readiness_report']
+                             'gpufleet.nodeprep.readiness_info', 'gpufleet.nodeprep.readiness_report',
+                             'gpufleet.nodeprep.rolling_slurm']
