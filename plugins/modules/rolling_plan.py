@@ -21,21 +21,22 @@ description:
     C(/var/lib/nodeprep/rolling-state) (C(ansible_facts.nodeprep_contents)) and the backend's state answer
     O(slurm) (M(gpufleet.nodeprep.rolling_slurm) O(gpufleet.nodeprep.rolling_slurm#module:op=state)).
   - A node whose kernel or nvidia_driver plan has reasons or needs a reboot is a candidate; settings-only nodes are
-    V(in-place) (never drained); a node someone else holds (drained, down, failed, a reboot pending, any reason that
-    is not V(nodeprep:...)) is V(skipped-held) unless O(include_held); a node with our reason is picked up at its
-    recorded phase. The rules are C(plugins/module_utils/_rolling.py); docs/rolling-maintenance.md lists them.
+    V(in-place) (never drained); a node someone else holds (drained, down, failed, a reboot pending, a reservation,
+    power saving, any reason that is not V(nodeprep:...)) is V(skipped-held) unless
+    C(nodeprep_rolling_include_held); a node with our reason in force is picked up at its recorded phase. The
+    rules are C(plugins/module_utils/_rolling.py); docs/rolling-maintenance.md lists them.
   - Without O(slurm) it returns only C(need_slurm), the nodes Slurm must be asked about (empty on a fleet already
     on target, which then asks Slurm nothing).
   - The run's settings are the play's C(nodeprep_rolling_*) variables, typed here once with Ansible's argument spec
     validator from the spec in C(plugins/module_utils/_rolling.py) (C(SETTINGS)); so C(-e
     nodeprep_rolling_include_held=false) is false and a batch written with a non-ASCII digit is refused. A value
-    that cannot be typed fails the task naming the variable, the value and what is allowed, before anything is read or changed.
-    They are returned as RV(settings) (short names), which the playbook keeps in the fact C(nodeprep_rolling_settings).
-    docs/rolling-maintenance.md lists them.
+    that cannot be typed fails the task naming the variable, the value and what is allowed, before anything is read
+    or changed. They are returned as RV(settings) (short names), which the playbook keeps in the fact
+    C(nodeprep_rolling_settings). docs/rolling-maintenance.md lists them.
   - The reboot timeout is the longest of C(nodeprep_kernel_reboot_timeout) and
     C(nodeprep_nvidia_driver_reboot_timeout), typed by those roles' own specs.
   - Refuses a play that runs as one slice of an AWX or AAP sliced job (C(awx_workflow_job_name) equal to
-    C(awx_job_template_name), as AWX makes a slice workflow from the job template; C(tower_) too): slices share no
+    C(awx_job_template_name), as AWX makes a slice workflow from the job template; C(tower_) too), since slices share no
     state, so batches and limits would be counted per slice.
   - Never changes anything.
 extends_documentation_fragment:

@@ -30,11 +30,11 @@ description:
     controller and its process); it keeps a lock of the same run id, takes over one whose holder is a run of this
     controller that is gone, and fails naming the holder otherwise. O(op=unlock) removes it when O(run_id) holds
     it. In check mode both only read.
-  - O(op=drain) drains O(nodes) with O(reason) (V(nodeprep:<run id>:drain)) in one C(scontrol update); it refuses
-    a node that is already drained, down, failed, has a reboot pending or carries any reason, so that nothing is
+  - O(op=drain) drains O(nodes) with O(reason) (V(nodeprep:<run id>:drain)) in one C(scontrol update); it refuses a
+    node that is already drained, down, failed, has a reboot pending or carries any reason, so that nothing is
     drained twice and no one else's state is taken over, and refuses the drain when a partition of the nodes would
-    keep fewer than O(min_available) usable nodes (Slurm's state of the moment: nodes that failed verification stay
-    drained and do not count).
+    keep fewer than O(min_available) usable nodes (Slurm's state of the moment, where nodes that failed verification
+    stay drained and do not count).
   - O(op=set_reason) sets O(reason) (or the node's entry of O(reasons)) on the nodes whose current reason is ours
     (V(nodeprep:...)); other nodes are left alone and returned in C(not_ours).
   - O(op=wait_empty) polls until every node of O(nodes) is empty, or O(timeout) seconds passed; it returns the nodes
@@ -51,7 +51,7 @@ description:
     flag of a node rebooted with a nextstate and keeps it DOWN after the reboot, so no job starts there.
   - O(op=wait_reboot) polls until each node of O(nodes) registered again after its reboot (DOWN, reason ending in
     C(reboot complete)), Slurm gave up (C(reboot timed out), after C(ResumeTimeout)), or O(timeout) seconds passed.
-  - O(op=health) acts on readiness's verdict (the readiness role with C(nodeprep_readiness_slurm=drain)): from
+  - O(op=health) acts on readiness's verdict (the readiness role with C(nodeprep_readiness_slurm=drain)), from
     O(verdicts), or else from the C(nodeprep_readiness) host variable of each of O(nodes) (the failed checks of its
     C(checks); a node without checks was not judged), it drains a failing node that has no reason (or a left-over
     one of ours) with C(nodeprep:health:<check ids>), rewrites that reason when the failed checks changed, and

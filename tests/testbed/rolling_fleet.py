@@ -38,9 +38,9 @@ differ between the two say so. The fresh nodes have no NVIDIA driver, so the dri
      IDLE, result resumed;
   7. a run on the upgraded fleet asks Slurm nothing (slurm_asked false, no update_node), reports nothing to do;
      sinfo shows both nodes idle and gpufleet.nodeprep.readiness passes on both;
-  9. readiness's verdict in Slurm: with an Xid on el9, report (default) changes nothing; drain drains el9 with
-     nodeprep:health:gpu.health and leaves ubuntu; a bad value is refused naming report, drain; an admin-drained
-     failing ubuntu keeps the admin's reason; after the heal the next run resumes el9 only.
+  9. readiness's verdict in Slurm: with rows pending remapping on el9, report (default) changes nothing; drain
+     drains el9 with nodeprep:health:<its failed checks> and leaves ubuntu; a bad value is refused naming report,
+     drain; an admin-drained failing ubuntu keeps the admin's reason; after the heal the next run resumes el9 only.
 
 Exit 0 when every check passed. Run as root from the repository root. Takes 15 to 60 minutes on 2 shared cores,
 as loaded by the others.
@@ -498,20 +498,34 @@ def readiness(label, run_id, *extra):
                     playbook='playbooks/readiness.yml', timeouts=False)
 
 
+def failed_in_report(run_id, node):
+    """The ids of the checks that failed on ``node`` in the readiness report of run ``run_id``."""
+    path = os.path.join(REPORT, run_id, 'report.json')
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        report = json.load(f)
+    return [c['id'] for c in report.get('hosts', {}).get(node, {}).get('checks', []) if c.get('status') == 'fail']
+
+
 def readiness_in_slurm():
     """9. Readiness's verdict in Slurm (nodeprep_readiness_slurm=drain): a faulty node drained with our health reason,
-    an admin's reason kept, a healed node resumed, report mode changing nothing."""
-    testbed('fault', EL, 'xid')
+    an admin's reason kept, a healed node resumed, report mode changing nothing. The fault is remapped-rows (rows
+    pending remapping: gpu.health), which the readiness gather reads from nvidia-smi."""
+    testbed('fault', EL, 'remapped-rows')
     before = updates()
-    rc, text = readiness('readiness with an Xid on el9, report (the default)', 'health0')
-    check(rc == 0 and updates() == before and 'DRAIN' not in status(EL)['State'],
-          'nodeprep_readiness_slurm=report: the failing node is reported, nothing changes in Slurm',
+    rc, text = readiness('readiness with rows pending remapping on el9, report (the default)', 'health0')
+    failed = failed_in_report('health0', EL)
+    check(rc == 0 and 'gpu.health' in failed and not failed_in_report('health0', UB) and updates() == before and
+          'DRAIN' not in status(EL)['State'],
+          'nodeprep_readiness_slurm=report: {0} fails {1}, nothing changes in Slurm'.format(EL, ','.join(failed)),
           'rc={0} '.format(rc) + repr(updates()[len(before):]) + text[-600:])
-    rc, text = readiness('readiness with an Xid on el9, drain', 'health1', '-e', 'nodeprep_readiness_slurm=drain')
+    rc, text = readiness('readiness with rows pending remapping on el9, drain', 'health1',
+                         '-e', 'nodeprep_readiness_slurm=drain')
     st = status(EL)
-    check(rc == 0 and 'DRAIN' in st['State'] and strip(st.get('Reason')) == 'nodeprep:health:gpu.health',
-          '{0} (Xid 79) drained by the verdict: State={1} Reason={2}'.format(EL, st['State'], st.get('Reason')),
-          text[-1500:])
+    want = 'nodeprep:health:' + ','.join(failed_in_report('health1', EL))
+    check(rc == 0 and 'DRAIN' in st['State'] and strip(st.get('Reason')) == want and 'gpu.health' in want,
+          '{0} drained by the verdict: State={1} Reason={2}'.format(EL, st['State'], st.get('Reason')), text[-1500:])
     check(not [u for u in updates()[len(before):] if ' node {0} '.format(UB) in u] and
           'DRAIN' not in status(UB)['State'], '{0} (passing) untouched'.format(UB), repr(updates()[len(before):]))
     rc, text = readiness('a bad value', 'health-bad', '-e', 'nodeprep_readiness_slurm=yes')
@@ -519,16 +533,17 @@ def readiness_in_slurm():
           'nodeprep_readiness_slurm=yes is refused naming report, drain', text[-800:])
     # An admin drains ubuntu; it fails a check too: the admin's reason stays.
     head("scontrol update nodename={0} state=drain reason='admin: bad fan'".format(UB))
-    testbed('fault', UB, 'xid')
+    testbed('fault', UB, 'remapped-rows')
     before = updates()
     rc, text = readiness('readiness, both failing, ubuntu drained by an admin', 'health2',
                          '-e', 'nodeprep_readiness_slurm=drain')
     st = status(UB)
-    check(rc == 0 and 'DRAIN' in st['State'] and strip(st.get('Reason')) == 'admin: bad fan' and
+    check(rc == 0 and 'gpu.health' in failed_in_report('health2', UB) and 'DRAIN' in st['State'] and
+          strip(st.get('Reason')) == 'admin: bad fan' and
           not [u for u in updates()[len(before):] if ' node {0} '.format(UB) in u],
           "{0} fails a check but keeps the admin's drain and reason: State={1} Reason={2}".format(
               UB, st['State'], st.get('Reason')), text[-1500:])
-    check(strip(status(EL).get('Reason')) == 'nodeprep:health:gpu.health' and updates() == before,
+    check(strip(status(EL).get('Reason')) == want and updates() == before,
           '{0} still failing: stays drained, reason unchanged, no scontrol update'.format(EL),
           repr(updates()[len(before):]))
     # Healed: the next run resumes the node the verdict drained, and only that one.
@@ -536,7 +551,7 @@ def readiness_in_slurm():
     testbed('heal', UB)
     rc, text = readiness('readiness after make testbed-heal, drain', 'health3', '-e', 'nodeprep_readiness_slurm=drain')
     st = status(EL)
-    check(rc == 0 and st['State'] == 'IDLE' and cleared(EL, 'nodeprep:health:gpu.health'),
+    check(rc == 0 and not failed_in_report('health3', EL) and st['State'] == 'IDLE' and cleared(EL, want),
           '{0} healed: resumed by the verdict, State={1}'.format(EL, st['State']), text[-1500:])
     st = status(UB)
     check('DRAIN' in st['State'] and strip(st.get('Reason')) == 'admin: bad fan',

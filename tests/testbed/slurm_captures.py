@@ -50,7 +50,7 @@ def save(name, command):
 
 def state(node):
     """The node's record; slurmctld restarts on reconfigure (24.11), so a refused answer is asked again."""
-    for _ in range(30):
+    for _attempt in range(30):
         text = sf.ssh(HEAD, 'scontrol show node -o {0}'.format(node), check_rc=False)
         record = sf.slurmconf.parse_nodes(text).get(node)
         if record:

@@ -171,8 +171,8 @@ def test_slurm_root_files_head_and_node(tmp_path):
     assert 'usr/sbin/slurmctld' in head and 'usr/sbin/slurmd' not in head
     assert 'usr/sbin/slurmd' in node and 'usr/sbin/slurmctld' not in node
     for files in (head, node):
-        assert sorted(k for k in files if k.startswith('usr/bin/')) == ['usr/bin/munge', 'usr/bin/scontrol',
-                                                                       'usr/bin/sinfo']
+        wrapped = sorted(k for k in files if k.startswith('usr/bin/'))
+        assert wrapped == ['usr/bin/munge', 'usr/bin/scontrol', 'usr/bin/sinfo']
         text, mode = files['usr/bin/scontrol']
         assert mode == 0o755 and 'exec /usr/sbin/chroot /opt/slurm-24.11 ' in text and '/usr/bin/scontrol "$@"' in text
         assert files['usr/lib/systemd/system/munge.service'][0] == '[Service]\nExecStart=/usr/sbin/munge\n'
