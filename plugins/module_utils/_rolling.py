@@ -75,12 +75,14 @@ NOTES_APPENDED_FROM = (23, 2)
 # The lock of a run, one per cluster, on the Slurm controller host: a symbolic link whose target names its holder
 # (creating a link is atomic and fails when it exists), as Emacs locks a file.
 LOCK_DIR = '/var/lib/nodeprep'
-# AWX and AAP inject these extra variables into every job (awx/main/models/unified_jobs.py, awx_meta_vars, and
-# jobs.py, Job.awx_meta_vars, at ansible/awx e21dd0a093; prefixes awx_ and tower_, awx/main/constants.py
-# JOB_VARIABLE_PREFIXES). A sliced job template runs as a workflow job made from the job template itself
-# (jobs.py JobTemplate.create_unified_job: _unified_job_class WorkflowJob, the template's name copied), so each slice
-# sees <prefix>_workflow_job_name equal to <prefix>_job_template_name; awx/main/models/workflow.py (the slice's
-# job_slice_number and job_slice_count are set on the job, not passed as variables).
+# AWX and AAP inject these extra variables into every job, at ansible/awx e21dd0a093: <prefix>_workflow_job_id and
+# <prefix>_workflow_job_name for a job run by a workflow (awx/main/models/unified_jobs.py lines 1570-1571, in
+# awx_meta_vars at line 1554), <prefix>_job_template_name (awx/main/models/jobs.py line 825, Job.awx_meta_vars at line
+# 813); the prefixes are awx and tower (awx/main/constants.py line 100, JOB_VARIABLE_PREFIXES). A sliced job template
+# runs as a workflow job made from the job template itself (jobs.py line 378 JobTemplate.create_unified_job, line 386:
+# the unified job class of a workflow, the template's name copied), so each slice sees <prefix>_workflow_job_name equal
+# to <prefix>_job_template_name (the slice's job_slice_number and job_slice_count are set on the job, not passed as
+# variables: awx/main/models/workflow.py lines 383-388).
 AWX_PREFIXES = ('awx', 'tower')
 # The readiness verdict's own reason, nodeprep:health:<check ids> (health_action); not a run id.
 HEALTH = 'health'
