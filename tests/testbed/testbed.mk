@@ -50,10 +50,12 @@ slurm-fleet:
 
 # playbooks/rolling_upgrade.yml on a real Slurm fleet of its own (head + 2 GPU nodes; TESTBED_PREFIX nprr, TESTBED_SUBNET
 # 10.239, .testbed-rolling; ROLLING_FLEET_PREFIX/SUBNET/DIR change them), always on fresh nodes (taken down first):
-# check mode, batches (50 %, 100 %, 2) and the min_available refusal, a busy node under skip and fail, an admin's
-# drain, include_held, a killed run and its rerun under busy=wait with a Slurm reboot (scontrol reboot) and a failed
-# verification, the max_failed stop, a fleet on target; taken down at the end. Not part of `make test` (measured
-# about 650 s, 11 minutes, on 2 otherwise quiet cores; 2494 s on 2 cores shared with 7 other jobs at a load of
-# 15 to 20).
+# check mode, typed settings and AWX-slice refusals, batches (50 %, 100 %, 2) and the min_available refusal, a busy
+# node under skip and fail, an admin's drain, include_held (and its SlurmdTimeout refusal on 24.11), the lock, a
+# killed run and its rerun under busy=wait with a Slurm reboot and a failed verification, the max_failed stop, a
+# 150 s reboot under SlurmdTimeout=60 resumed by the run, a fleet on target, readiness's verdict in Slurm; taken down
+# at the end. TESTBED_SLURM_VERSION=22.05 runs it on Debian 12's Slurm (default 24.11). Not part of `make test`
+# (77 checks; measured 1036 s on 24.11 at a load of 3 to 7 and 1634 s on 22.05 at a load of 9 to 11, 2 cores shared
+# with other jobs).
 rolling-fleet: collection-link
 	$(TESTBED_PYTHON) tests/testbed/rolling_fleet.py
