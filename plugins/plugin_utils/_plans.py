@@ -308,8 +308,8 @@ def typed_with(role, contract, provided, module=None):
                 refused[name] = [found]
     typed = [name for name in sorted(given) if name not in refused]
     defaults = dict((name, copy.deepcopy(entry.get('default'))) for name, entry in spec.items())
-    if module is not None and typed and _gather_problem(module, dict(defaults, **dict((name, settings[name])
-                                                                                         for name in typed))):
+    chosen = dict(defaults, **dict((name, settings[name]) for name in typed))
+    if module is not None and typed and _gather_problem(module, chosen):
         # The setting that makes the gather request one the node cannot be asked: each alone over the defaults.
         for name in typed:
             found = _gather_problem(module, dict(defaults, **{name: settings[name]}))

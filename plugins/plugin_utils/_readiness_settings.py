@@ -70,4 +70,16 @@ SETTINGS = {
     'nodeprep_readiness_skip_checks': {
         'type': 'list', 'elements': 'str', 'default': [],
         'description': 'Check ids not to run on these hosts (reported as skip). Unknown ids are refused.'},
+    'nodeprep_readiness_slurm': {
+        'type': 'str', 'default': 'report', 'choices': ['report', 'drain'],
+        'description': ['What the verdict does in Slurm. V(report) changes nothing (Slurm is not asked).',
+                        "V(drain) drains a node that failed a check with the reason C(nodeprep:health:<check ids>) "
+                        "when it has no reason or one of this verdict's own, and resumes a node drained with that "
+                        "reason once it passes; an admin's, another tool's or a rolling maintenance run's reason is "
+                        'never touched (docs/readiness.md, "Slurm"). Runs once, on '
+                        'O(nodeprep_readiness_slurm_controller), before the failing nodes fail.']},
+    'nodeprep_readiness_slurm_controller': {
+        'type': 'str', 'default': '',
+        'description': 'The host that runs C(scontrol) for O(nodeprep_readiness_slurm=drain); V(\'\') is the first '
+                       'host of the inventory group C(slurm_head).'},
 }

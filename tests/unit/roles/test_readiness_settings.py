@@ -78,8 +78,10 @@ def test_the_role_runs_only_its_own_modules():
     folder = os.path.join(ROOT, 'roles', 'readiness', 'tasks')
     for name in os.listdir(folder):
         found.update(_modules(_load('roles', 'readiness', 'tasks', name)))
+    # rolling_slurm: the verdict in Slurm (nodeprep_readiness_slurm=drain), the rolling maintenance backend.
     assert sorted(found) == ['ansible.builtin.debug', 'ansible.builtin.fail', 'ansible.builtin.import_tasks',
-                             'gpufleet.nodeprep.readiness_info', 'gpufleet.nodeprep.readiness_report']
+                             'gpufleet.nodeprep.readiness_info', 'gpufleet.nodeprep.readiness_report',
+                             'gpufleet.nodeprep.rolling_slurm']
 
 
 def test_one_task_per_node_before_the_report():
@@ -87,7 +89,10 @@ def test_one_task_per_node_before_the_report():
     task (controller CPU per node: each per-node task costs a slot per host)."""
     tasks = _load('roles', 'readiness', 'tasks', 'main.yml')
     assert [t['name'] for t in tasks] == ['Gather each node once and judge it on the controller',
-                                          'Write the report on the controller', 'Fail the nodes that are not ready']
+                                          'Write the report on the controller',
+                                          'Act on the verdict in Slurm (nodeprep_readiness_slurm=drain)',
+                                          'Fail the nodes that are not ready']
     assert tasks[0]['register'] == 'nodeprep_readiness'
     assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'report.yml'))
+    assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'slurm.yml'))
     assert len(_load('roles', 'readiness', 'tasks', 'verdict.yml')) == 1
