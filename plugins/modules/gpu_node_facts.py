@@ -339,8 +339,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nvidia_
 )
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._kernel import KernelError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._kernel_state import collect_kernel_facts
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import LimitsError
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._limits import collect_limits_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._limits import read_limits
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._mounts import ShmError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._shm_state import collect_shm_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_selection import NicError
@@ -371,7 +370,7 @@ STATE_SUBSETS = ('units', 'files', 'packages', 'contents')
 NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics'}
 # The shared memory mount point that is reported, not a place for temporary files.
 SHM_PATH = '/dev/shm'  # nosec B108
-READER_ERRORS = (NvidiaCollectError, KernelError, LimitsError, ShmError, NicError, EthtoolError, CommandError, IOError,
+READER_ERRORS = (NvidiaCollectError, KernelError, ShmError, NicError, EthtoolError, CommandError, IOError,
                  OSError)
 
 
@@ -390,8 +389,9 @@ def gather(module, subsets):
                                                include_supported_clocks=params['nvidia_supported_clocks'],
                                                nvidia_smi=params['nvidia_smi']),
         'kernel': lambda: collect_kernel_facts(module),
-        'limits': lambda: collect_limits_facts(module, users=params['limits_users'],
-                                               services=params['limits_services']),
+        # What the node holds; the action plugin of the same name resolves it on the controller.
+        'limits': lambda: {'read': read_limits(module, users=params['limits_users'],
+                                               services=params['limits_services'])},
         'shm': lambda: collect_shm_facts(module, path=params['shm_path']),
         'nic': lambda: collect_nic_facts(module, interfaces=params['nic_interfaces'] or None,
                                          networks=params['nic_networks'] or None),
@@ -499,7 +499,7 @@ def main():
     facts, errors, timings = gather(module, subsets)
     state_subsets = gather_state(module, facts, timings)
     warnings = []
-    for namespace in ('kernel_state', 'limits', 'shm'):
+    for namespace in ('kernel_state', 'shm'):
         warnings.extend(facts_warnings(facts.get(namespace), '{0}: '.format(namespace)))
     done = subsets + state_subsets
     facts['nodeprep_gathered'] = [name for name in SUBSETS + STATE_SUBSETS

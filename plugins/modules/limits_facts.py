@@ -251,8 +251,21 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_module import run_facts_module
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import LimitsError
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._limits import collect_limits_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._limits import read_limits
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import (
+    LimitsError,
+    check_groups_option,
+    resolve,
+)
+
+
+def collect(module):
+    """Read on the node and resolve here (gpu_node_facts resolves the same read on the controller)."""
+    params = module.params
+    groups = check_groups_option(params['groups'])
+    read = read_limits(module, users=params['users'], services=params['services'], root=params['root'] or '/',
+                       groups=groups)
+    return resolve(read, flavour=params['flavour'])
 
 
 def main():
@@ -266,10 +279,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    run_facts_module(module, 'limits', lambda: collect_limits_facts(
-        module, users=params['users'], services=params['services'], root=params['root'], groups=params['groups'],
-        flavour=params['flavour']), (LimitsError,))
+    run_facts_module(module, 'limits', lambda: collect(module), (LimitsError,))
 
 
 if __name__ == '__main__':
