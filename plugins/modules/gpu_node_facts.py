@@ -22,6 +22,7 @@ description:
     the same call (C(nodeprep_units), C(nodeprep_files), C(nodeprep_packages)), so the roles can decide on the
     controller that a template, a boot unit or a package has nothing to do, without a module call of their own.
   - The roles of this collection call it once per play.
+  - Runs as an action plugin and a module; the C(limits) subset is resolved by the action on the controller.
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
   - gpufleet.nodeprep.attributes.FACTS
@@ -55,7 +56,9 @@ options:
     type: bool
     default: false
   limits_users:
-    description: Users whose effective pam_limits values are reported under C(limits.effective).
+    description:
+      - Users whose effective pam_limits values are reported under C(limits.effective).
+      - V(*) is any non-root user that no user, C(@group) or uid-range line names (see M(gpufleet.nodeprep.limits_facts)).
     type: list
     elements: str
     default: []
@@ -192,7 +195,11 @@ ansible_facts:
       type: dict
       sample: {"running": "5.14.0-503.el9.x86_64", "default": "5.14.0-503.el9.x86_64"}
     limits:
-      description: As M(gpufleet.nodeprep.limits_facts) returns it.
+      description:
+        - As M(gpufleet.nodeprep.limits_facts) returns it. The node returns what it read (the limits files' text,
+          systemd's answers, the accounts of O(limits_users), slurmd's limits); the action plugin of this module
+          resolves it on the controller with the function limits_facts runs on the node, so the module ships no
+          pam_limits resolution.
       returned: when C(limits) is gathered
       type: dict
       sample: {"effective": {"root": {"memlock": {"soft": "unlimited", "hard": "unlimited"}}}}
