@@ -34,8 +34,8 @@ description:
     does not fail the task. It is listed in RV(ansible_facts.limits.errors), because the limits a login or a service
     gets are then unknown. File names that are not UTF-8 are returned with C(\\x) escapes.
   - Where slurmd runs (a process named C(slurmd) in this system's PID namespace), also reads its
-    C(/proc/<pid>/limits) and the C(Propagate*) lines of C(scontrol show config) (RV(ansible_facts.limits.slurm)):
-    what a Slurm job's memlock comes from.
+    C(/proc/<pid>/limits) and the C(Propagate*) lines of C(scontrol show config), what a Slurm job's memlock comes
+    from (RV(ansible_facts.limits.slurm)).
   - Reads on the node and resolves on the node. M(gpufleet.nodeprep.gpu_node_facts) reads the same on the node and
     resolves it on the controller with the same function, so both return this namespace.
 extends_documentation_fragment:

@@ -185,15 +185,21 @@ def _ours(proc, pid):
 def read_slurm(module, proc='/proc'):
     """None where no slurmd of this system runs; else each slurmd's /proc/<pid>/limits text and the Propagate* lines
     of ``scontrol show config`` (or why they could not be read)."""
-    pids = sorted(int(p) for p in os.listdir(proc) if p.isdigit() and _ours(proc, p)
-                  and (_optional(os.path.join(proc, p, 'comm')) or '').strip() == 'slurmd')
+    pids = sorted(int(p) for p in os.listdir(proc) if p.isdigit()
+                  and (_optional(os.path.join(proc, p, 'comm')) or '').strip() == 'slurmd' and _ours(proc, p))
     if not pids:
         return None
     out = {'slurmd': [{'pid': pid, 'limits': _optional(os.path.join(proc, str(pid), 'limits'))} for pid in pids],
            'config': None, 'config_error': None}
     scontrol = module.get_bin_path('scontrol')
+    try:  # Slurm installed outside PATH (/opt/slurm/sbin/slurmd): the scontrol beside it
+        beside = os.path.join(os.path.dirname(os.path.dirname(os.readlink(os.path.join(proc, str(pids[0]), 'exe')))),
+                              'bin', 'scontrol')
+    except OSError:
+        beside = None
+    scontrol = scontrol or (beside if beside and os.access(beside, os.X_OK) else None)
     if not scontrol:
-        out['config_error'] = 'scontrol not found in PATH'
+        out['config_error'] = 'scontrol not found in PATH nor beside slurmd'
         return out
     result = run(module, [scontrol, 'show', 'config'], timeout=SCONTROL_TIMEOUT)
     if result.rc == 0 and not result.timed_out:

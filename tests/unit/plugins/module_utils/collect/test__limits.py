@@ -109,7 +109,24 @@ def test_scontrol_failing_is_said(tmp_path):
                                     'slurm controller (connect failure)')
     module = FakeModule(dict(TOOLS, scontrol=None), [])
     assert C.read_slurm(module, proc_tree(tmp_path / 'b', {812: ('slurmd', None)})) == {
-        'slurmd': [{'pid': 812, 'limits': None}], 'config': None, 'config_error': 'scontrol not found in PATH'}
+        'slurmd': [{'pid': 812, 'limits': None}], 'config': None,
+        'config_error': 'scontrol not found in PATH nor beside slurmd'}
+
+
+def test_scontrol_beside_a_slurmd_outside_path(tmp_path):
+    """A site's own build under /opt/slurm: scontrol is not in PATH, but in the bin/ beside slurmd's sbin/."""
+    prefix = tmp_path / 'opt' / 'slurm'
+    (prefix / 'sbin').mkdir(parents=True)
+    (prefix / 'bin').mkdir()
+    (prefix / 'sbin' / 'slurmd').write_text(u'')
+    (prefix / 'bin' / 'scontrol').write_text(u'')
+    os.chmod(str(prefix / 'bin' / 'scontrol'), 0o755)
+    proc = proc_tree(tmp_path, {812: ('slurmd', SLURMD_LIMITS)})
+    os.symlink(str(prefix / 'sbin' / 'slurmd'), os.path.join(proc, '812', 'exe'))
+    module = FakeModule(dict(TOOLS, scontrol=None), [(0, SCONTROL, '')])
+    read = C.read_slurm(module, proc)
+    assert module.seen[0][-3:] == [str(prefix / 'bin' / 'scontrol'), 'show', 'config']
+    assert read['config_error'] is None and len(read['config']) == 3
 
 
 def test_a_slurmd_of_another_pid_namespace_is_not_this_nodes(tmp_path):
