@@ -179,7 +179,7 @@ def scenario():
     check(bool(slurm_conf(False)), 'slurm.conf without {0} on every node (scontrol reconfigure)'.format(EXCEPT))
     shell_soft = (value // 4) if value else 1024
     job = job_limit(EL, shell_soft)
-    check(job.split('/')[0] == str(shell_soft), 'a job submitted from a shell with soft {0} gets soft {0} '
+    check(job.split('/', maxsplit=1)[0] == str(shell_soft), 'a job submitted from a shell with soft {0} gets soft {0} '
           '(propagated)'.format(shell_soft), job)
     got = readiness('propagated')
     for node in NODES:
@@ -190,7 +190,7 @@ def scenario():
               '{0}: memlock.services fails naming both fixes'.format(node), observed)
     check(bool(slurm_conf(True)), '{0} back on every node'.format(EXCEPT))
     job = job_limit(EL, shell_soft)
-    check(job.split('/')[0] != str(shell_soft), 'with {0} the shell\'s soft limit is not propagated'.format(EXCEPT),
+    check(job.split('/', maxsplit=1)[0] != str(shell_soft), 'with {0} the shell\'s soft limit is not propagated'.format(EXCEPT),
           job)
 
     # 4. slurmd held low by a site drop-in: the job gets slurmd's limit.

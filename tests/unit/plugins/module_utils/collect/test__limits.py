@@ -101,8 +101,8 @@ def test_slurmd_limits_and_the_propagation_lines(tmp_path):
 
 
 def test_scontrol_failing_is_said(tmp_path):
-    module = FakeModule(TOOLS, [(1, '', 'slurm_load_ctl_conf error: Unable to contact slurm controller (connect '
-                                          'failure)\n')])
+    stderr = 'slurm_load_ctl_conf error: Unable to contact slurm controller (connect failure)\n'
+    module = FakeModule(TOOLS, [(1, '', stderr)])
     read = C.read_slurm(module, proc_tree(tmp_path, {812: ('slurmd', SLURMD_LIMITS)}))
     assert read['config'] is None
     assert read['config_error'] == ('scontrol show config failed (rc=1): slurm_load_ctl_conf error: Unable to contact '

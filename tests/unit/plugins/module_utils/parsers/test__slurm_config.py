@@ -71,8 +71,8 @@ def test_the_propagation_rule(config, memlock):
     (lines(excepted='MEMLOCK,ALL'), "PropagateResourceLimitsExcept = MEMLOCK,ALL: 'ALL' is not a limit Slurm "
                                     "propagates (allowed: ALL, NONE, or a list of CPU, FSIZE, DATA, STACK, CORE, RSS, "
                                     "NPROC, NOFILE, MEMLOCK, AS)"),
-    (['PropagatePrioProcess    = 0'], 'scontrol show config printed neither PropagateResourceLimits nor '
-                                       'PropagateResourceLimitsExcept'),
+    (['PropagatePrioProcess    = 0'],
+     'scontrol show config printed neither PropagateResourceLimits nor PropagateResourceLimitsExcept'),
 ])
 def test_what_slurm_refuses_is_not_guessed(config, message):
     with pytest.raises(ValueError) as exc:
