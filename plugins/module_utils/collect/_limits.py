@@ -17,7 +17,7 @@ __metaclass__ = type
 import glob
 import os
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import run, run_status
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import CommandError, run, run_status
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._facts_output import to_display
 
 LIMITS_CONF = 'etc/security/limits.conf'
@@ -201,7 +201,11 @@ def read_slurm(module, proc='/proc'):
     if not scontrol:
         out['config_error'] = 'scontrol not found in PATH nor beside slurmd'
         return out
-    result = run(module, [scontrol, 'show', 'config'], timeout=SCONTROL_TIMEOUT)
+    try:
+        result = run(module, [scontrol, 'show', 'config'], timeout=SCONTROL_TIMEOUT)
+    except CommandError as exc:
+        out['config_error'] = str(exc)
+        return out
     if result.rc == 0 and not result.timed_out:
         out['config'] = [line for line in result.stdout.splitlines() if line.startswith('Propagate')]
     else:

@@ -140,3 +140,12 @@ def test_a_slurmd_of_another_pid_namespace_is_not_this_nodes(tmp_path):
     os.symlink('pid:[4026532999]', os.path.join(proc, '900', 'ns', 'pid'))
     read = C.read_slurm(FakeModule(TOOLS, [(0, SCONTROL, '')]), proc)
     assert [entry['pid'] for entry in read['slurmd']] == [812]
+
+
+def test_scontrol_that_cannot_run_is_said(tmp_path):
+    """timeout(1) missing: the runner cannot start scontrol; the read says so instead of failing the subset."""
+    module = FakeModule(dict(TOOLS, timeout=None), [])
+    read = C.read_slurm(module, proc_tree(tmp_path, {812: ('slurmd', SLURMD_LIMITS)}))
+    assert read['config'] is None
+    assert read['config_error'] == ('cannot run /usr/bin/scontrol show config with a timeout: timeout (coreutils) was '
+                                    'not found in PATH')
