@@ -200,6 +200,13 @@ PROPAGATED_LOW_SLURMD = (
     'slurmd\'s limit) or raise the login nodes\' memlock and set nodeprep_memlock_slurm_submit_limit to it; '
     'slurmd\'s own limit is below 8192 too: give slurmd.service LimitMEMLOCK=infinity (nodeprep_memlock_services: '
     '[slurmd]; slurmd must be restarted to get it)')
+SOFT_ONLY = (
+    'Slurm jobs get memlock soft 64, hard unlimited, below unlimited: slurmd (pid 812) runs with memlock soft 64, hard '
+    'unlimited and PropagateResourceLimitsExcept=MEMLOCK gives jobs slurmd\'s limit, not the submitting shell\'s: '
+    'give slurmd.service LimitMEMLOCK=infinity (nodeprep_memlock_services: [slurmd]; slurmd must be restarted to get '
+    'it); or let Slurm propagate MEMLOCK from login nodes whose memlock is raised')
+UNREADABLE = ('Slurm jobs: the memlock they get cannot be known: /proc/812/limits: cannot be read: no Max locked '
+              'memory line')
 NO_CONTROLLER = ('Slurm jobs: the memlock they get cannot be known: scontrol show config failed (rc=1): '
                  'slurm_load_ctl_conf error: Unable to contact slurm controller (connect failure)')
 AT_8M = defaults(nodeprep_memlock_value=8192)
@@ -436,6 +443,18 @@ CASES = [
       'reports': ['not verified: ' + NO_CONTROLLER],
       'checks': {'memlock.users': PASS_USERS,
                  'memlock.services': ('fail', 'default unlimited/unlimited, slurm jobs unknown; ' + NO_CONTROLLER)}}),
+    ('slurmd with a low soft and an unlimited hard limit, not propagated: both ways out named', state(converged, [
+        ('limits.slurm', dict(slurm(), slurmd=[{'pid': 812, 'memlock': {'soft': 64, 'hard': 'unlimited'},
+                                                'error': None}]))]), defaults(),
+     {'reasons': [], 'drift': [unfixable(SOFT_ONLY, 'memlock.services')], 'reports': ['not verified: ' + SOFT_ONLY],
+      'checks': {'memlock.users': PASS_USERS,
+                 'memlock.services': ('fail', 'default unlimited/unlimited, slurm jobs 64/unlimited; ' + SOFT_ONLY)}}),
+    ('slurmd\'s limits cannot be read: what jobs get cannot be known', state(converged_8m, [
+        ('limits.slurm', L.resolve_slurm({'slurmd': [{'pid': 812, 'limits': None}], 'config_error': None,
+                                          'config': ['PropagateResourceLimitsExcept = MEMLOCK']}))]), AT_8M,
+     {'reasons': [], 'drift': [unfixable(UNREADABLE, 'memlock.services')], 'reports': ['not verified: ' + UNREADABLE],
+      'checks': {'memlock.users': PASS_USERS,
+                 'memlock.services': ('fail', 'default unlimited/unlimited, slurm jobs unknown; ' + UNREADABLE)}}),
     ('the Slurm check off', state(converged, [('limits.slurm', slurm())]),
      defaults(nodeprep_memlock_slurm_jobs=False),
      {'reasons': [], 'drift': [], 'reports': [],
