@@ -273,7 +273,7 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_module import run_facts_module
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._limits import read_limits
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._limits_tree import read_limits
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import (
     LimitsError,
     check_groups_option,

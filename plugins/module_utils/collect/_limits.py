@@ -79,55 +79,38 @@ def _optional(path):
         return None
 
 
-def _tree_accounts(root):
-    """<root>/etc/passwd and <root>/etc/group: ({name: (uid, gid)}, [(group, gid, members)])."""
-    passwd_db, group_db = {}, []
-    for rel in ('etc/passwd', 'etc/group'):
-        for line in (_optional(os.path.join(root, rel)) or '').splitlines():
-            fields = line.split(':')
-            if len(fields) < 4 or not fields[2].isdigit():
-                continue
-            if rel == 'etc/passwd' and fields[3].isdigit():
-                passwd_db[fields[0]] = (int(fields[2]), int(fields[3]))
-            elif rel == 'etc/group':
-                group_db.append((fields[0], int(fields[2]), [m for m in fields[3].split(',') if m]))
-    return passwd_db, group_db
+def passwd_entry(name):
+    """(uid, gid) of a user from pwd (NSS: LDAP and SSSD accounts too), or None."""
+    import pwd
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return None
+    return entry.pw_uid, entry.pw_gid
 
 
-def read_account(name, root='/', override=None):
-    """{'uid', 'gid', 'groups', 'gids'} of a user from pwd/grp (root '/') or the tree's files, with ``override``
-    ({'groups', 'uid', 'gid'}, limits_facts' groups option) in place of the databases; None for an unknown user.
+def group_db():
+    """[(group, gid, members)] from grp."""
+    import grp
+    return [(g.gr_name, g.gr_gid, list(g.gr_mem)) for g in grp.getgrall()]
+
+
+def account(name, known, groups):
+    """{'uid', 'gid', 'groups', 'gids'} of the user ``name`` known as ``known`` ((uid, gid), None for an unknown user:
+    then None) in the groups ``groups`` ([(group, gid, members)]): its primary group and every group naming it.
     ANY_USER is an account no line names: no uid, no group."""
     if name == ANY_USER:
         return {'uid': None, 'gid': None, 'groups': [], 'gids': []}
-    if root in ('/', ''):
-        import grp
-        import pwd
-        try:
-            entry = pwd.getpwnam(name)
-            known = (entry.pw_uid, entry.pw_gid)
-        except KeyError:
-            known = None
-        group_db = [(g.gr_name, g.gr_gid, list(g.gr_mem)) for g in grp.getgrall()]
-    else:
-        passwd_db, group_db = _tree_accounts(root)
-        known = passwd_db.get(name)
-    info = {'uid': known[0] if known else None, 'gid': known[1] if known else None, 'groups': set(), 'gids': set()}
-    if override is not None:
-        info['uid'] = info['uid'] if override['uid'] is None else override['uid']
-        info['gid'] = info['gid'] if override['gid'] is None else override['gid']
-        info['groups'] = set(override['groups'])
-        info['gids'] = set(g[1] for g in group_db if g[0] in info['groups'])
-    elif known is None:
+    if known is None:
         return None
-    else:
-        for group_name, gid, members in group_db:
-            if gid == info['gid'] or name in members:
-                info['groups'].add(group_name)
-                info['gids'].add(gid)
-    if info['gid'] is not None:
-        info['gids'].add(info['gid'])
-    return dict(info, groups=sorted(info['groups']), gids=sorted(info['gids']))
+    matching = [g for g in groups if g[1] == known[1] or name in g[2]]
+    return {'uid': known[0], 'gid': known[1], 'groups': sorted(set(g[0] for g in matching)),
+            'gids': sorted(set(g[1] for g in matching) | set([known[1]]))}
+
+
+def read_account(name):
+    """The account of a user of this system (pwd/grp); limits_facts' tree and groups options: collect/_limits_tree."""
+    return account(name, passwd_entry(name), group_db() if name != ANY_USER else [])
 
 
 def systemd_booted():
@@ -215,9 +198,9 @@ def read_slurm(module, proc='/proc'):
     return out
 
 
-def read_limits(module, users=(), services=(), root='/', groups=None):
+def read_limits(module, users=(), services=(), root='/', read_user=read_account):
     """What the node holds for the ``limits`` namespace (see the module docstring); never judges or raises on a
-    file it cannot read.  ``groups``: limits_facts' checked groups option ({user: {groups, uid, gid}})."""
+    file it cannot read.  ``read_user``: name -> account (this system's; a tree's: collect/_limits_tree.py)."""
     root = root or '/'
     files = [p for p in limits_files(root) if os.path.lexists(p)]
     return {
@@ -225,7 +208,7 @@ def read_limits(module, users=(), services=(), root='/', groups=None):
         'files': [read_file(path) for path in files],
         'proc1_limits': _optional(os.path.join(root, 'proc/1/limits')),
         'nr_open': _optional(os.path.join(root, 'proc/sys/fs/nr_open')),
-        'accounts': dict((name, read_account(name, root, (groups or {}).get(name))) for name in users),
+        'accounts': dict((name, read_user(name)) for name in users),
         'systemd': read_systemd(module, services, root),
         'slurm': read_slurm(module) if root == '/' else None,
     }

@@ -2,8 +2,9 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tests of plugins/module_utils/collect/_limits.py: the node returns what it read (no judgement); the resolution is
-parsers/_limits_conf.resolve (tested there and through limits_facts)."""
+"""Tests of plugins/module_utils/collect/_limits.py and _limits_tree.py (limits_facts' tree and groups options): the
+node returns what it read (no judgement); the resolution is parsers/_limits_conf.resolve (tested there and through
+limits_facts)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -12,6 +13,7 @@ import os
 import shutil
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _limits as C
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _limits_tree as T
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _limits_conf as L
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, FakeModule, read_fixture
@@ -35,7 +37,7 @@ def tree(tmp_path):
 
 def test_the_node_returns_the_text_it_read_and_judges_nothing(tmp_path):
     root = tree(tmp_path)
-    read = C.read_limits(FakeModule(TOOLS, []), users=['train', '*', 'nobody-here'], root=root)
+    read = T.read_limits(FakeModule(TOOLS, []), users=['train', '*', 'nobody-here'], root=root)
     assert [(os.path.basename(f['path']), f['error'] is None) for f in read['files']] == [
         ('limits.conf', True), ('90-nodeprep-memlock.conf', True), ('95-gone.conf', False), ('99-site.conf', True)]
     assert read['files'][3]['text'] == u'* hard memlock 65536\n'
@@ -55,7 +57,7 @@ def test_the_node_returns_the_text_it_read_and_judges_nothing(tmp_path):
 def test_any_user_gets_only_the_star_lines(tmp_path):
     """The site file read after the role's own: every ordinary user is at 64 MiB, root is not (its own line)."""
     root = tree(tmp_path)
-    read = C.read_limits(FakeModule(TOOLS, []), users=['root', '*', 'train'], root=root)
+    read = T.read_limits(FakeModule(TOOLS, []), users=['root', '*', 'train'], root=root)
     read['files'] = [f for f in read['files'] if f['error'] is None]
     limits = L.resolve(read)
     # pam_limits clamps the soft value (unlimited, from the role's line) to the hard one of the later file, so
@@ -68,8 +70,20 @@ def test_any_user_gets_only_the_star_lines(tmp_path):
 
 
 def test_groups_override_replaces_the_databases(tmp_path):
-    account = C.read_account('newbie', tree(tmp_path), {'groups': ['rdma'], 'uid': 1500, 'gid': None})
+    root = tree(tmp_path)
+    account = T.read_account('newbie', root, {'groups': ['rdma'], 'uid': 1500, 'gid': None})
     assert account == {'uid': 1500, 'gid': None, 'groups': ['rdma'], 'gids': [2000]}
+    # A known user: the tree's uid and primary group stay where the option leaves them out.
+    account = T.read_account('train', root, {'groups': ['rdma'], 'uid': None, 'gid': None})
+    assert account == {'uid': 1000, 'gid': 1000, 'groups': ['rdma'], 'gids': [1000, 2000]}
+
+
+def test_this_systems_accounts():
+    """What the gather reads (collect/_limits.read_account): pwd and grp of the running system."""
+    assert C.read_account('root')['uid'] == 0 and 0 in C.read_account('root')['gids']
+    assert C.read_account('root') == T.read_account('root')
+    assert C.read_account('no-such-user-npml') is None
+    assert C.read_account('*') == {'uid': None, 'gid': None, 'groups': [], 'gids': []}
 
 
 def proc_tree(tmp_path, processes):
