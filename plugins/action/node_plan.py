@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _pl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._os_release import OS_FACT_KEYS
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._limits_gather import resolve_gathered
 
 GATHER_MODULE = 'gpufleet.nodeprep.gpu_node_facts'
 GATHER_MODES = ('auto', 'always', 'never')
@@ -172,6 +173,11 @@ class ActionModule(ActionBase):
                 result.update(module_result)
                 return result
             gathered = plain(module_result.get('ansible_facts') or {})
+            # The limits the node read, resolved here (pam_limits, systemd, slurmd): one shape for every reader.
+            limits_warnings, failure = resolve_gathered(gathered, args['fail_on_error'])
+            if failure:
+                result.update({'failed': True, 'msg': failure, 'subset': 'limits'})
+                return result
             patterns = [path for path in todo['files'] if any(c in path for c in '*?[')]
             old_patterns = facts.get('nodeprep_file_patterns') or []
             gathered['nodeprep_file_patterns'] = old_patterns + [p for p in patterns if p not in old_patterns]
@@ -179,8 +185,8 @@ class ActionModule(ActionBase):
             for key in _MERGED + ('nodeprep_file_patterns',):
                 if key in facts and (key in gathered or key == 'nodeprep_errors'):
                     gathered[key] = facts[key]
-            if module_result.get('warnings'):
-                result['warnings'] = module_result['warnings']
+            if module_result.get('warnings') or limits_warnings:
+                result['warnings'] = list(module_result.get('warnings') or []) + limits_warnings
 
         if not args['plan']:
             result.update({'changed': False, 'gathered': bool(gathered), 'ansible_facts': gathered})

@@ -22,6 +22,7 @@ description:
     the same call (C(nodeprep_units), C(nodeprep_files), C(nodeprep_packages)), so the roles can decide on the
     controller that a template, a boot unit or a package has nothing to do, without a module call of their own.
   - The roles of this collection call it once per play.
+  - Runs as an action plugin and a module; the C(limits) subset is resolved by the action on the controller.
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
   - gpufleet.nodeprep.attributes.FACTS
@@ -55,7 +56,9 @@ options:
     type: bool
     default: false
   limits_users:
-    description: Users whose effective pam_limits values are reported under C(limits.effective).
+    description:
+      - Users whose effective pam_limits values are reported under C(limits.effective).
+      - V(*) is any non-root user that no user, C(@group) or uid-range line names (see M(gpufleet.nodeprep.limits_facts)).
     type: list
     elements: str
     default: []
@@ -224,7 +227,11 @@ ansible_facts:
       type: dict
       sample: {"running": "5.14.0-503.el9.x86_64", "default": "5.14.0-503.el9.x86_64"}
     limits:
-      description: As M(gpufleet.nodeprep.limits_facts) returns it.
+      description:
+        - As M(gpufleet.nodeprep.limits_facts) returns it. The node returns what it read (the limits files' text,
+          systemd's answers, the accounts of O(limits_users), slurmd's limits); the action plugin of this module
+          resolves it on the controller with the function limits_facts runs on the node, so the module ships no
+          pam_limits resolution.
       returned: when C(limits) is gathered
       type: dict
       sample: {"effective": {"root": {"memlock": {"soft": "unlimited", "hard": "unlimited"}}}}
@@ -385,8 +392,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nvidia_
 )
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._kernel import KernelError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._kernel_state import collect_kernel_facts
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import LimitsError
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._limits import collect_limits_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._limits import read_limits
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._mounts import ShmError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._shm_state import collect_shm_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_selection import NicError
@@ -418,7 +424,7 @@ STATE_SUBSETS = ('units', 'files', 'packages', 'contents', 'kernel_log', 'dcgm')
 NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics'}
 # The shared memory mount point that is reported, not a place for temporary files.
 SHM_PATH = '/dev/shm'  # nosec B108
-READER_ERRORS = (NvidiaCollectError, KernelError, LimitsError, ShmError, NicError, EthtoolError, CommandError, IOError,
+READER_ERRORS = (NvidiaCollectError, KernelError, ShmError, NicError, EthtoolError, CommandError, IOError,
                  OSError)
 
 
@@ -437,8 +443,9 @@ def gather(module, subsets):
                                                include_supported_clocks=params['nvidia_supported_clocks'],
                                                nvidia_smi=params['nvidia_smi']),
         'kernel': lambda: collect_kernel_facts(module),
-        'limits': lambda: collect_limits_facts(module, users=params['limits_users'],
-                                               services=params['limits_services']),
+        # What the node holds; the action plugin of the same name resolves it on the controller.
+        'limits': lambda: {'read': read_limits(module, users=params['limits_users'],
+                                               services=params['limits_services'])},
         'shm': lambda: collect_shm_facts(module, path=params['shm_path']),
         'nic': lambda: collect_nic_facts(module, interfaces=params['nic_interfaces'] or None,
                                          networks=params['nic_networks'] or None,
@@ -568,7 +575,7 @@ def main():
     facts, errors, timings = gather(module, subsets)
     state_subsets = gather_state(module, facts, timings)
     warnings = []
-    for namespace in ('kernel_state', 'limits', 'shm'):
+    for namespace in ('kernel_state', 'shm'):
         warnings.extend(facts_warnings(facts.get(namespace), '{0}: '.format(namespace)))
     done = subsets + state_subsets
     facts['nodeprep_gathered'] = [name for name in SUBSETS + STATE_SUBSETS

@@ -33,6 +33,11 @@ description:
   - A limits or C(system.conf) file that exists but cannot be read (a directory, a dangling symlink, no permission)
     does not fail the task. It is listed in RV(ansible_facts.limits.errors), because the limits a login or a service
     gets are then unknown. File names that are not UTF-8 are returned with C(\\x) escapes.
+  - Where slurmd runs (a process named C(slurmd) in this system's PID namespace), also reads its
+    C(/proc/<pid>/limits) and the C(Propagate*) lines of C(scontrol show config), what a Slurm job's memlock comes
+    from (RV(ansible_facts.limits.slurm)).
+  - Reads on the node and resolves on the node. M(gpufleet.nodeprep.gpu_node_facts) reads the same on the node and
+    resolves it on the controller with the same function, so both return this namespace.
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
   - gpufleet.nodeprep.attributes.FACTS
@@ -42,6 +47,8 @@ options:
   users:
     description:
       - Users to compute effective limits for. Each must exist (or be listed in O(groups)).
+      - V(*) is any non-root user that no user, C(@group) or uid-range line names (only the C(*) lines reach it),
+        the users jobs run as when they have no lines of their own.
     type: list
     elements: str
     default: []
@@ -246,13 +253,41 @@ ansible_facts:
               description: The C(system.conf) files and drop-ins that could not be read or parsed, each naming the path.
               type: list
               elements: str
+        slurm:
+          description:
+            - Null where no slurmd of this system runs (or with O(root) other than C(/)); otherwise what a Slurm job's
+              memlock comes from.
+            - 'C(slurmd) (list): One C({pid, memlock, error}) per slurmd process: C(memlock) is C({soft, hard}) in KiB
+              (V(unlimited) or a number) from C(/proc/<pid>/limits), or null with C(error) saying why.'
+            - 'C(config) (dict): The C(Propagate*) settings as C(scontrol show config) prints them, or null.'
+            - 'C(memlock_propagated) (bool): Whether Slurm gives a job the submitting shell''s soft memlock
+              (C(PropagateResourceLimits), default V(ALL), or C(PropagateResourceLimitsExcept)); null when unknown.'
+            - 'C(error) (str): Why C(scontrol show config) could not be read or understood, or null.'
+          type: dict
+          returned: always
+          sample: {slurmd: [{pid: 812, memlock: {soft: unlimited, hard: unlimited}, error: null}],
+                   config: {PropagatePrioProcess: '0', PropagateResourceLimits: (null),
+                            PropagateResourceLimitsExcept: MEMLOCK}, memlock_propagated: false, error: null}
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_module import run_facts_module
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import LimitsError
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._limits import collect_limits_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._limits_tree import read_limits
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import (
+    LimitsError,
+    check_groups_option,
+    resolve,
+)
+
+
+def collect(module):
+    """Read on the node and resolve here (gpu_node_facts resolves the same read on the controller)."""
+    params = module.params
+    groups = check_groups_option(params['groups'])
+    read = read_limits(module, users=params['users'], services=params['services'], root=params['root'] or '/',
+                       groups=groups)
+    return resolve(read, flavour=params['flavour'])
 
 
 def main():
@@ -266,10 +301,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    run_facts_module(module, 'limits', lambda: collect_limits_facts(
-        module, users=params['users'], services=params['services'], root=params['root'], groups=params['groups'],
-        flavour=params['flavour']), (LimitsError,))
+    run_facts_module(module, 'limits', lambda: collect(module), (LimitsError,))
 
 
 if __name__ == '__main__':

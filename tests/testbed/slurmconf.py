@@ -84,6 +84,8 @@ def slurm_conf(cluster, head, nodes, return_to_service=1):
         'SelectTypeParameters=CR_Core',
         'SchedulerType=sched/backfill',
         'MpiDefault=none',
+        # Jobs get slurmd's memlock (unlimited), not the submitting shell's: Slurm's FAQ for RDMA jobs (REALITY.md).
+        'PropagateResourceLimitsExcept=MEMLOCK',
         'SlurmdParameters=config_overrides',
         'ReturnToService={0}'.format(return_to_service),
         # A real GPU node takes minutes to reboot; the default (60 s) would mark it DOWN during `scontrol reboot`.

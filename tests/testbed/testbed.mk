@@ -4,13 +4,14 @@
 #                                        the same plus a Slurm head (slurmctld) and slurmd on every GPU node
 #   make slurm-fleet                     a Slurm fleet of its own (prefix npsl): jobs, drain, reboots; then down
 #   make rolling-fleet                   playbooks/rolling_upgrade.yml on a Slurm fleet of its own (prefix nprr); then down
+#   make memlock-fleet                   memlock as a job sees it, on a Slurm fleet of its own (prefix npmf); then down
 #   make testbed-down                    stop it; no namespace, mount or process is left
 #   make testbed-status
 #   make testbed-selftest                 ethtool -K, signed repositories and key refusals on the running nodes
 #   make testbed-fault NODE=<name> FAULT=<kind> [GPU=<index>] [VALUE=<v>]
 #   make testbed-heal NODE=<name> [FAULT=<kind>]
 # Needs root. Kinds: gpu-missing gpu-removed nvidia-smi-hang driver-unloaded xid retired-pages
-# remapped-rows clocks-capped power-capped secure-boot shm-full node-down; issue 28: hw-slowdown
+# remapped-rows clocks-capped power-capped secure-boot shm-full node-down limits-site-file; issue 28: hw-slowdown
 # pcie-downtrained nvlink-inactive rows-pending mig-enabled allreduce-slow; slow-boot
 # (tests/testbed/testbed.py FAULTS).
 # TESTBED_SLURM_VERSION=24.11 (default, Debian 13's) or 22.05 (Debian 12's) picks the Slurm of a Slurm fleet.
@@ -21,7 +22,8 @@ NODES ?= 4
 SLURM ?=
 KINDS ?=
 
-.PHONY: testbed-up testbed-down testbed-status testbed-fault testbed-heal testbed-selftest slurm-fleet rolling-fleet
+.PHONY: testbed-up testbed-down testbed-status testbed-fault testbed-heal testbed-selftest slurm-fleet rolling-fleet \
+        memlock-fleet
 
 testbed-up:
 	$(TESTBED) up --nodes $(NODES) $(if $(filter 1 yes true,$(SLURM)),--slurm) $(if $(KINDS),--kinds $(KINDS))
@@ -61,3 +63,11 @@ slurm-fleet:
 # with other jobs).
 rolling-fleet: collection-link
 	$(TESTBED_PYTHON) tests/testbed/rolling_fleet.py
+
+# memlock as a job sees it, on a real Slurm fleet of its own (head + 2 GPU nodes; TESTBED_PREFIX npmf, TESTBED_SUBNET
+# 10.241, .testbed-memlock; MEMLOCK_FLEET_PREFIX/SUBNET/DIR change them, MEMLOCK_FLEET_REUSE=1 keeps a fleet up): the
+# memlock role and readiness against the fault limits-site-file, Slurm's default propagation and a slurmd held low,
+# each compared with what an srun job really gets; taken down at the end. Not part of `make test` (which is near
+# its 40-minute bound): measured 87 s with the layers cached, on 2 shared cores at a load of 4 to 7.
+memlock-fleet: collection-link
+	$(TESTBED_PYTHON) tests/testbed/memlock_fleet.py

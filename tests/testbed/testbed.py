@@ -128,9 +128,11 @@ SLURM_HEAD_FLAVOUR = 'el9'
 SLURM_HEAD_INDEX = 16383             # the last /30 of the subnet: GPU nodes keep the addresses of the plain fleet
 
 # What a root shell on a real node may do that systemd-nspawn's default set leaves out, as far as it is safe on a
-# shared host: CAP_NET_ADMIN (each node has its own network namespace: ethtool -K, ip link set) and CAP_IPC_LOCK
-# (mlock). Never CAP_SYS_MODULE or CAP_SYS_TIME: they would act on the host's kernel and clock.
-NODE_CAPABILITIES = ('CAP_NET_ADMIN', 'CAP_IPC_LOCK')
+# shared host: CAP_NET_ADMIN (each node has its own network namespace: ethtool -K, ip link set), CAP_IPC_LOCK
+# (mlock) and CAP_SYS_RESOURCE (raise a hard resource limit: without it the node's systemd cannot give a service the
+# LimitMEMLOCK=infinity its unit asks for, and slurmd ran with PID 1's 8 MiB; REALITY.md, "Nodes"). Never
+# CAP_SYS_MODULE or CAP_SYS_TIME: they would act on the host's kernel and clock.
+NODE_CAPABILITIES = ('CAP_NET_ADMIN', 'CAP_IPC_LOCK', 'CAP_SYS_RESOURCE')
 
 # Fault kinds. 'flag' faults are handled by the GPU double inside the node (it
 # reads /var/lib/testbed/faults/<flag>); the others are the fleet manager's own.
@@ -185,7 +187,16 @@ FAULTS = {
                               '(nvidia-driver-580-server-open and linux-modules-nvidia-580-server-open-<running '
                               'kernel>, no DKMS; --value KERNEL also that kernel\'s modules); heal leaves the packages, '
                               'as on a real node'},
+    'limits-site-file': {'flag': 'limits-site-file',
+                         'help': 'a site file read after the memlock role\'s own: /etc/security/limits.d/99-site.conf '
+                                 'with "* hard memlock 65536" (--value: the KiB, default 65536); every ordinary user '
+                                 'is held at 64 MiB, root is not (heal removes the file)'},
 }
+
+# limits-site-file, written inside the node: a site's own limits.d file, read after 90-nodeprep-memlock.conf
+# (pam_limits reads limits.d in C-locale order; tests/testbed/REALITY.md, "Nodes").
+LIMITS_SITE_FILE = '/etc/security/limits.d/99-site.conf'
+LIMITS_SITE_APPLY = "printf '%s\\n' '# testbed fault limits-site-file' '* hard memlock {kib}' > " + LIMITS_SITE_FILE
 
 # ubuntu-signed, applied inside the node with apt from the node's own archive (tests/testbed/REALITY.md, "Ubuntu's
 # signed driver"): what ubuntu-drivers or the GPU Operator's precompiled container install.
@@ -1015,6 +1026,26 @@ def container_pid1(name):
     return None
 
 
+CAP_SYS_RESOURCE_BIT = 24
+
+
+def node_memlock_kib(nodes):
+    """The most locked memory (KiB) a service of these nodes can get, measured on a running node's init: None
+    (unlimited) when it may raise a hard limit (CAP_SYS_RESOURCE in its bounding set) or its own is unlimited."""
+    for node in nodes:
+        pid = container_pid1(node['name'])
+        if not pid:
+            continue
+        with open('/proc/{0}/status'.format(pid)) as f:
+            caps = [line.split()[1] for line in f if line.startswith('CapBnd:')]
+        if caps and int(caps[0], 16) & (1 << CAP_SYS_RESOURCE_BIT):
+            return None
+        with open('/proc/{0}/limits'.format(pid)) as f:
+            hard = [line.split()[4] for line in f if line.startswith('Max locked memory')]
+        return int(hard[0]) // 1024 if hard and hard[0].isdigit() else None
+    return None
+
+
 def node_exec(name, argv, check=True):
     pid1 = container_pid1(name)
     if pid1 is None:
@@ -1444,7 +1475,7 @@ ARTICLE_LOCKED_CLOCKS['gb200'] = {'min': 1500, 'max': 2062}
 EXPECTED_GPUS = {'gb200': 4}
 
 
-def write_inventory(nodes, keyfile):
+def write_inventory(nodes, keyfile, memlock_kib=None):
     el_vars = {}
     for flavour, f in FLAVOURS.items():
         if f['pkg'] == 'rpm':
@@ -1525,6 +1556,11 @@ def write_inventory(nodes, keyfile):
         # Each boot of a Slurm fleet's node starts a fresh uptime (enter_boot_time_namespace), so PID 1's start
         # time since boot is about the same at every boot; /proc/stat's btime moves instead.
         inv['all']['vars']['nodeprep_boot_time_command'] = "awk '/^btime/ {print $2}' /proc/stat"
+        # A Slurm job gets slurmd's memlock (PropagateResourceLimitsExcept=MEMLOCK), and slurmd cannot get more than
+        # the node's init has when the machine withholds CAP_SYS_RESOURCE (REALITY.md, "Nodes"): ask for that much,
+        # so that the memlock role's Slurm check judges what a job really gets here.
+        if memlock_kib is not None:
+            inv['all']['vars']['nodeprep_memlock_value'] = memlock_kib
     lines = ['# Written by tests/testbed/testbed.py up: the simulated fleet. Do not edit; run it again.'] + yaml_dump(inv)
     tmp = state_path('inventory.yml.tmp')
     with open(tmp, 'w') as f:
@@ -1630,6 +1666,8 @@ def cmd_up(args):
         if started:
             log('booting {0}'.format(', '.join(started)))
         wait_ssh([n for n in wanted if not os.path.exists(node_dir(n['name'], 'faults', 'node-down'))], BOOT_TIMEOUT)
+        if slurm:
+            write_inventory(wanted, keyfile, memlock_kib=node_memlock_kib(wanted))
     log('{0} node(s) up in {1:.0f} s; inventory: {2}'.format(len(wanted), time.time() - t0, state_path('inventory.yml')))
     return 0
 
@@ -1834,6 +1872,13 @@ def cmd_fault(args):
             extra = 'linux-modules-nvidia-580-server-open-' + args.value if args.value else ''
             proc = node_exec(node['name'], ['sh', '-c', UBUNTU_SIGNED_APPLY.format(extra=extra)])
             sys.stdout.write(proc.stdout)
+        elif args.kind == 'limits-site-file':
+            kib = args.value or '65536'
+            if not kib.isdigit() or int(kib) < 1:
+                raise TestbedError('limits-site-file: --value {0!r} is not a number of KiB (1 or more)'.format(kib))
+            with open(os.path.join(faults, 'limits-site-file'), 'w') as f:
+                f.write('{0} with * hard memlock {1}\n'.format(LIMITS_SITE_FILE, kib))
+            node_exec(node['name'], ['sh', '-c', LIMITS_SITE_APPLY.format(kib=int(kib))])
         elif args.kind == 'devel-missing':
             with open(os.path.join(faults, 'devel-missing'), 'w') as f:
                 f.write('devel/headers removed and excluded\n')
@@ -1876,6 +1921,8 @@ def cmd_heal(args):
                 node_exec(node['name'], ['sh', '-c', script])
             elif kind == 'shm-full' and container_pid1(node['name']):
                 node_exec(node['name'], ['/usr/local/lib/testbed/testbed-fault', 'heal', 'shm-full'])
+            elif kind == 'limits-site-file' and container_pid1(node['name']):
+                node_exec(node['name'], ['rm', '-f', LIMITS_SITE_FILE])
             elif kind in GPU_DOUBLE_VIEW_FAULTS and container_pid1(node['name']):
                 node_exec(node['name'], ['/usr/lib/gpu-double/bin/gpu-double', 'views'], check=False)
         if not nspawn_pids(node['name']) and not read_pid(node_dir(node['name'], 'runner.pid')):

@@ -5,54 +5,49 @@
 
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # Its functions may change without notice; do not import it from other collections.
-"""The ``limits`` namespace of gpu_node_facts and limits_facts: the effective pam_limits values of the users asked
-for, and systemd's default and per-service limits.
-
-Reads limits.conf, limits.d, the accounts, system.conf and ``systemctl show`` (through the collection's runner,
-collect/_runner.run_status); the formats and pam_limits' resolution are parsers/_limits_conf.py.  No Ansible import.
+"""The ``limits`` subset as the node reads it: the text of the files pam_limits and systemd read, ``systemctl show``
+of the manager and the services asked, the accounts of the users asked, and slurmd's limits and ``scontrol show
+config``'s propagation lines where slurmd runs.  It judges nothing: parsers/_limits_conf.resolve turns this into the
+``limits`` namespace (on the controller for gpu_node_facts, on the node for limits_facts).  No Ansible import.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import glob
 import os
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import run_status
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import CommandError, run, run_status
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._facts_output import to_display
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import (
-    LimitsError,
-    SYSTEMD_ITEMS,
-    debian_baseline,
-    evaluate_user,
-    limits_files,
-    parse_limits_conf,
-    parse_proc_limits,
-    parse_systemctl_show,
-    systemd_conf_files,
-    systemd_defaults_from_files,
-)
+
+LIMITS_CONF = 'etc/security/limits.conf'
+LIMITS_D = 'etc/security/limits.d'
+SYSTEMD_CONF_DIRS = ('etc/systemd', 'run/systemd', 'usr/local/lib/systemd', 'usr/lib/systemd')
+SYSTEMD_NAMES = ('MEMLOCK', 'NOFILE')
+# In the users: any non-root user that no user, @group or uid-range line names (only the * lines reach it).
+ANY_USER = '*'
+SCONTROL_TIMEOUT = 20
 
 
-# ---------------------------------------------------------------- collector
-
-def name_warning(path):
-    """A warning for a file name that is not UTF-8, or None."""
-    if to_display(path) == path:
-        return None
-    return '{0}: the file name is not UTF-8 (shown with \\x escapes); pam_limits reads it'.format(to_display(path))
+def _c_order(names):
+    return sorted(names, key=lambda n: n.encode('utf-8', 'surrogateescape'))
 
 
-def read_error(path, exc=None):
-    """Why path cannot be read, naming it: '<path>: cannot read: <reason>'."""
-    if os.path.islink(path) and not os.path.exists(path):
-        reason = 'dangling symlink to {0}'.format(to_display(os.readlink(path)))
-    elif os.path.isdir(path):
-        reason = 'is a directory'
-    elif exc is not None:
-        reason = getattr(exc, 'strerror', None) or str(exc)
-    else:
-        reason = 'not a regular file'
-    return '{0}: cannot read: {1}'.format(to_display(path), reason)
+def limits_files(root='/'):
+    """limits.conf then limits.d/*.conf in C-locale (byte) order, as pam_limits reads them."""
+    names = [os.path.basename(p) for p in glob.glob(os.path.join(root, LIMITS_D, '*.conf'))]
+    return [os.path.join(root, LIMITS_CONF)] + [os.path.join(root, LIMITS_D, n) for n in _c_order(names)]
+
+
+def systemd_conf_files(root='/'):
+    """system.conf then system.conf.d/*.conf with systemd's precedence (etc > run > usr/local/lib > usr/lib)."""
+    files = [os.path.join(root, b, 'system.conf') for b in SYSTEMD_CONF_DIRS
+             if os.path.isfile(os.path.join(root, b, 'system.conf'))][:1]
+    dropins = {}
+    for base in SYSTEMD_CONF_DIRS:
+        for path in glob.glob(os.path.join(root, base, 'system.conf.d', '*.conf')):
+            dropins.setdefault(os.path.basename(path), path)
+    return files + [dropins[n] for n in _c_order(dropins)]
 
 
 def _read(path):
@@ -60,146 +55,62 @@ def _read(path):
         return handle.read().decode('utf-8', 'replace')
 
 
-def read_text(path):
-    """(text, None) or (None, error naming path) for a file that exists as a name but cannot be read."""
-    if os.path.isdir(path) or (os.path.islink(path) and not os.path.exists(path)):
-        return None, read_error(path)
-    try:
-        return _read(path), None
-    except (IOError, OSError) as exc:
-        return None, read_error(path, exc)
-
-
-def _show(value):
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-def _id_value(value, where, kind):
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    raise LimitsError('{0}: {1} is not a {2} (allowed: an integer 0 or above)'.format(where, _show(value), kind))
-
-
-def _group_names(value, where, allowed):
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [n.strip() for n in value.split(',') if n.strip()]
-    if isinstance(value, (list, tuple)):
-        names = []
-        for name in value:
-            if isinstance(name, bool) or not isinstance(name, (str, int)):
-                raise LimitsError('{0}: {1} is not a group name (allowed: {2})'.format(where, _show(name), allowed))
-            names.append(str(name).strip())
-        return names
-    raise LimitsError('{0}: {1} is not a list of group names (allowed: {2})'.format(where, _show(value), allowed))
-
-
-GROUP_SPEC_KEYS = ('groups', 'uid', 'gid')
-
-
-def check_groups_option(groups):
-    """Validate the ``groups`` option: {user: list|str|{groups, uid, gid}} -> {user: {groups, uid, gid}}.
-
-    A string is one group name or a comma-separated list of them (never a list of letters). Raises LimitsError
-    naming the user, the key, the value and what is allowed.
-    """
-    if groups is None:
-        return None
-    checked = {}
-    for user, spec in groups.items():
-        where = 'groups.{0}'.format(user)
-        if isinstance(spec, dict):
-            unknown = sorted(set(spec) - set(GROUP_SPEC_KEYS))
-            if unknown:
-                raise LimitsError('{0}: unknown key {1} (allowed: {2})'.format(
-                    where, ', '.join(repr(k) for k in unknown), ', '.join(GROUP_SPEC_KEYS)))
-            checked[user] = {
-                'groups': _group_names(spec.get('groups'), where + '.groups',
-                                       'a list of group names or a comma-separated string of them'),
-                'uid': _id_value(spec.get('uid'), where + '.uid', 'uid'),
-                'gid': _id_value(spec.get('gid'), where + '.gid', 'gid'),
-            }
-        else:
-            allowed = ('a list of group names, a comma-separated string of them, or a dict with the keys groups, '
-                       'uid and gid')
-            checked[user] = {'groups': _group_names(spec, where, allowed), 'uid': None, 'gid': None}
-    return checked
-
-
-def _user_info(name, groups_override, root):
-    """{'name','uid','gid','groups','gids'} from pwd/grp (root '/' only) or groups_override."""
-    import grp
-    import pwd
-    info = {'name': name, 'uid': None, 'gid': None, 'groups': set(), 'gids': set()}
-    known = False
-    if root in ('/', ''):
-        try:
-            pw = pwd.getpwnam(name)
-            info['uid'], info['gid'] = pw.pw_uid, pw.pw_gid
-            known = True
-        except KeyError:
-            pass
-        group_db = [(g.gr_name, g.gr_gid, list(g.gr_mem)) for g in grp.getgrall()]
+def read_file(path):
+    """{'path', 'text', 'error', 'not_utf8'}: the text, or why a name that exists cannot be read (naming the path);
+    ``not_utf8``: the name is shown with \\x escapes."""
+    record = {'path': to_display(path), 'text': None, 'error': None}
+    record['not_utf8'] = record['path'] != path
+    if os.path.islink(path) and not os.path.exists(path):
+        reason = 'dangling symlink to {0}'.format(to_display(os.readlink(path)))
+    elif os.path.isdir(path):
+        reason = 'is a directory'
     else:
-        passwd_db, group_db = _tree_accounts(root)
-        if name in passwd_db:
-            info['uid'], info['gid'] = passwd_db[name]
-            known = True
-    gid_by_name = dict((g[0], g[1]) for g in group_db)
-    if groups_override is not None and name in groups_override:
-        spec = groups_override[name]  # checked by check_groups_option()
-        if spec['uid'] is not None:
-            info['uid'] = spec['uid']
-        if spec['gid'] is not None:
-            info['gid'] = spec['gid']
-        info['groups'] = set(spec['groups'])
-        for group_name in info['groups']:
-            if group_name in gid_by_name:
-                info['gids'].add(gid_by_name[group_name])
-        if info['gid'] is not None:
-            info['gids'].add(info['gid'])
-        return info
-    if not known:
-        raise LimitsError(
-            "user '{0}' given in users does not exist on this host (pwd lookup failed); "
-            "pass its groups in 'groups' to evaluate it anyway".format(name))
-    for group_name, gid, members in group_db:
-        if gid == info['gid'] or name in members:
-            info['groups'].add(group_name)
-            info['gids'].add(gid)
-    info['gids'].add(info['gid'])
-    return info
-
-
-def _tree_accounts(root):
-    """Read <root>/etc/passwd and <root>/etc/group: ({name: (uid, gid)}, [(group, gid, members)])."""
-    passwd_db = {}
-    group_db = []
-    for rel, target in (('etc/passwd', 'passwd'), ('etc/group', 'group')):
         try:
-            text = _read(os.path.join(root, rel))
-        except (IOError, OSError):
-            continue
-        for line in text.splitlines():
-            fields = line.split(':')
-            if len(fields) < 4 or not fields[2].isdigit():
-                continue
-            if target == 'passwd' and fields[3].isdigit():
-                passwd_db[fields[0]] = (int(fields[2]), int(fields[3]))
-            elif target == 'group':
-                members = [m for m in fields[3].split(',') if m]
-                group_db.append((fields[0], int(fields[2]), members))
-    return passwd_db, group_db
+            return dict(record, text=_read(path))
+        except (IOError, OSError) as exc:
+            reason = getattr(exc, 'strerror', None) or str(exc)
+    return dict(record, error='{0}: cannot read: {1}'.format(record['path'], reason))
 
 
-def detect_flavour(root='/'):
-    """'debian' when the Debian pam_limits patch applies (Debian, Ubuntu), else 'upstream'."""
-    return 'debian' if os.path.exists(os.path.join(root, 'etc/debian_version')) else 'upstream'
+def _optional(path):
+    try:
+        return _read(path)
+    except (IOError, OSError):
+        return None
+
+
+def passwd_entry(name):
+    """(uid, gid) of a user from pwd (NSS: LDAP and SSSD accounts too), or None."""
+    import pwd
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return None
+    return entry.pw_uid, entry.pw_gid
+
+
+def group_db():
+    """[(group, gid, members)] from grp."""
+    import grp
+    return [(g.gr_name, g.gr_gid, list(g.gr_mem)) for g in grp.getgrall()]
+
+
+def account(name, known, groups):
+    """{'uid', 'gid', 'groups', 'gids'} of the user ``name`` known as ``known`` ((uid, gid), None for an unknown user:
+    then None) in the groups ``groups`` ([(group, gid, members)]): its primary group and every group naming it.
+    ANY_USER is an account no line names: no uid, no group."""
+    if name == ANY_USER:
+        return {'uid': None, 'gid': None, 'groups': [], 'gids': []}
+    if known is None:
+        return None
+    matching = [g for g in groups if g[1] == known[1] or name in g[2]]
+    return {'uid': known[0], 'gid': known[1], 'groups': sorted(set(g[0] for g in matching)),
+            'gids': sorted(set(g[1] for g in matching) | set([known[1]]))}
+
+
+def read_account(name):
+    """The account of a user of this system (pwd/grp); limits_facts' tree and groups options: collect/_limits_tree."""
+    return account(name, passwd_entry(name), group_db() if name != ANY_USER else [])
 
 
 def systemd_booted():
@@ -207,28 +118,23 @@ def systemd_booted():
     return os.path.isdir('/run/systemd/system')
 
 
-def collect_systemd(module, services=(), root='/'):
-    files = systemd_conf_files(root)
-    texts = []
-    errors = []
-    for path in files:
+def _show_argv(systemctl, prefix, service=None):
+    argv = [systemctl, 'show'] + (['-p', 'LoadState'] if service else [])
+    for name in SYSTEMD_NAMES:
+        argv += ['-p', prefix + 'Limit' + name, '-p', prefix + 'Limit' + name + 'Soft']
+    return argv + (['--', service] if service else [])
+
+
+def read_systemd(module, services=(), root='/'):
+    """The manager's configuration files (their text; a link to /dev/null is empty), and ``systemctl show`` of the
+    manager and of each service (stdout), or the reason systemd was not asked."""
+    files = []
+    for path in systemd_conf_files(root):
         if os.path.islink(path) and os.readlink(path) == '/dev/null':
-            texts.append((to_display(path), ''))
-            continue
-        text, error = read_text(path)
-        if error:
-            errors.append(error)
+            files.append(dict(read_file('/dev/null'), path=to_display(path)))
         else:
-            texts.append((to_display(path), text))
-    try:
-        configured = systemd_defaults_from_files(texts)
-    except LimitsError as exc:
-        errors.append(str(exc))
-        configured = {}
-    out = {'default': {}, 'default_source': {}, 'configured': {}, 'config_files': [to_display(p) for p in files],
-           'manager': None, 'services': {}, 'service_errors': {}, 'reason': None, 'errors': errors}
-    for item, data in configured.items():
-        out['configured'][item] = {'soft': data['soft'], 'hard': data['hard']}
+            files.append(read_file(path))
+    out = {'files': files, 'manager': None, 'services': {}, 'reason': None}
     systemctl = None
     if root not in ('/', ''):
         out['reason'] = 'root is {0}: systemd is not asked about a tree'.format(root)
@@ -236,112 +142,73 @@ def collect_systemd(module, services=(), root='/'):
         out['reason'] = 'this host was not booted with systemd (/run/systemd/system is missing)'
     else:
         systemctl = module.get_bin_path('systemctl')
-        if systemctl is None:
-            out['reason'] = 'systemctl not found in PATH'
+        out['reason'] = None if systemctl else 'systemctl not found in PATH'
     if systemctl:
-        argv = [systemctl, 'show']
-        for name in SYSTEMD_ITEMS.values():
-            argv += ['-p', 'DefaultLimit' + name, '-p', 'DefaultLimit' + name + 'Soft']
-        rc, stdout, stderr = run_status(module, argv)
-        if rc == 0:
-            out['manager'] = parse_systemctl_show(stdout, prefix='Default')
-        else:
-            out['reason'] = 'systemctl show failed (rc={0}): {1}'.format(rc, stderr.strip())
-    for item in SYSTEMD_ITEMS:
-        if item in configured:
-            out['default'][item] = {'soft': configured[item]['soft'], 'hard': configured[item]['hard']}
-            out['default_source'][item] = configured[item]['source']
-        elif out['manager'] and item in out['manager']:
-            out['default'][item] = out['manager'][item]
-            out['default_source'][item] = 'manager'
-        else:
-            out['default'][item] = None
-            out['default_source'][item] = None
+        rc, stdout, stderr = run_status(module, _show_argv(systemctl, 'Default'))
+        out['manager'] = stdout if rc == 0 else None
+        out['reason'] = None if rc == 0 else 'systemctl show failed (rc={0}): {1}'.format(rc, stderr.strip())
     for service in services:
-        if not systemctl or out['manager'] is None:
-            out['services'][service] = None
-            out['service_errors'][service] = out['reason']
+        if out['manager'] is None:
+            out['services'][service] = {'show': None, 'error': out['reason']}
             continue
-        argv = [systemctl, 'show', '-p', 'LoadState']
-        for name in SYSTEMD_ITEMS.values():
-            argv += ['-p', 'Limit' + name, '-p', 'Limit' + name + 'Soft']
-        argv += ['--', service]
-        rc, stdout, stderr = run_status(module, argv)
-        if rc != 0:
-            out['services'][service] = None
-            out['service_errors'][service] = 'systemctl show failed (rc={0}): {1}'.format(rc, stderr.strip())
-            continue
-        parsed = parse_systemctl_show(stdout)
-        state = parsed.pop('LoadState', None)
-        if state == 'not-found':
-            out['services'][service] = None
-            out['service_errors'][service] = "service '{0}' not found (LoadState=not-found)".format(service)
-            continue
-        out['services'][service] = parsed
+        rc, stdout, stderr = run_status(module, _show_argv(systemctl, '', service))
+        out['services'][service] = {'show': stdout if rc == 0 else None, 'error': None if rc == 0 else
+                                    'systemctl show failed (rc={0}): {1}'.format(rc, stderr.strip())}
     return out
 
 
-def collect_limits_facts(module, users=(), services=(), root='/', groups=None, flavour='auto'):
-    """Return the ``limits`` namespace; raises LimitsError for bad options and unknown users.
-
-    Files that exist but cannot be read (a directory, a dangling symlink, no permission) do not raise: each is an
-    entry of ``errors`` naming the path, because the limits a login gets cannot be known then.
-    """
-    root = root or '/'
-    groups = check_groups_option(groups)
-    if flavour == 'auto':
-        flavour = detect_flavour(root)
-    entries = []
-    warnings = []
-    errors = []
-    files = [p for p in limits_files(root) if os.path.lexists(p)]
-    for path in files:
-        warning = name_warning(path)
-        if warning:
-            warnings.append(warning)
-        text, error = read_text(path)
-        if error:
-            errors.append(error)
-            continue
-        found, bad = parse_limits_conf(text, to_display(path))
-        entries.extend(found)
-        warnings.extend(bad)
-    nr_open = None
+def _ours(proc, pid):
+    """The process is in this system's PID namespace (not a container's), or that cannot be told."""
     try:
-        nr_open = int(_read(os.path.join(root, 'proc/sys/fs/nr_open')).strip())
-    except (IOError, OSError, ValueError):
-        pass
-    baseline = None
-    if flavour == 'debian':
-        proc1 = {}
-        try:
-            proc1 = parse_proc_limits(_read(os.path.join(root, 'proc/1/limits')))
-        except (IOError, OSError):
-            pass
-        baseline = debian_baseline(proc1)
-    effective = {}
-    sources = {}
-    no_limits = {}
-    for name in users:
-        info = _user_info(name, groups, root)
-        result = evaluate_user(entries, info, root_exempt=(flavour == 'debian'), baseline=baseline,
-                               nr_open=nr_open)
-        effective[name] = result['items']
-        sources[name] = result['sources']
-        if result['no_limits']:
-            no_limits[name] = result['no_limits']
-    public_entries = []
-    for entry in entries:
-        public_entries.append(dict((k, entry.get(k)) for k in ('file', 'line', 'domain', 'type', 'item', 'value')))
-    systemd = collect_systemd(module, services, root)
+        return os.readlink(os.path.join(proc, pid, 'ns/pid')) == os.readlink(os.path.join(proc, 'self/ns/pid'))
+    except OSError:
+        return True
+
+
+def read_slurm(module, proc='/proc'):
+    """None where no slurmd of this system runs; else each slurmd's /proc/<pid>/limits text and the Propagate* lines
+    of ``scontrol show config`` (or why they could not be read)."""
+    pids = sorted(int(p) for p in os.listdir(proc) if p.isdigit()
+                  and (_optional(os.path.join(proc, p, 'comm')) or '').strip() == 'slurmd' and _ours(proc, p))
+    if not pids:
+        return None
+    out = {'slurmd': [{'pid': pid, 'limits': _optional(os.path.join(proc, str(pid), 'limits'))} for pid in pids],
+           'config': None, 'config_error': None}
+    scontrol = module.get_bin_path('scontrol')
+    try:  # Slurm installed outside PATH (/opt/slurm/sbin/slurmd): the scontrol beside it
+        beside = os.path.join(os.path.dirname(os.path.dirname(os.readlink(os.path.join(proc, str(pids[0]), 'exe')))),
+                              'bin', 'scontrol')
+    except OSError:
+        beside = None
+    scontrol = scontrol or (beside if beside and os.access(beside, os.X_OK) else None)
+    if not scontrol:
+        out['config_error'] = 'scontrol not found in PATH nor beside slurmd'
+        return out
+    try:
+        result = run(module, [scontrol, 'show', 'config'], timeout=SCONTROL_TIMEOUT)
+    except CommandError as exc:
+        out['config_error'] = str(exc)
+        return out
+    if result.rc == 0 and not result.timed_out:
+        out['config'] = [line for line in result.stdout.splitlines() if line.startswith('Propagate')]
+    else:
+        out['config_error'] = 'scontrol show config {0}: {1}'.format(
+            'did not answer within {0} seconds'.format(SCONTROL_TIMEOUT) if result.timed_out else
+            'failed (rc={0})'.format(result.rc), result.stderr.strip())
+    return out
+
+
+def read_limits(module, users=(), services=(), root='/', read_user=read_account):
+    """What the node holds for the ``limits`` namespace (see the module docstring); never judges or raises on a
+    file it cannot read.  ``read_user``: name -> account (this system's; a tree's: collect/_limits_tree.py)."""
+    root = root or '/'
+    files = [p for p in limits_files(root) if os.path.lexists(p)]
     return {
-        'entries': public_entries,
-        'files': [to_display(p) for p in files],
-        'warnings': warnings,
-        'errors': errors + systemd['errors'],
-        'flavour': flavour,
-        'effective': effective,
-        'sources': sources,
-        'no_limits': no_limits,
-        'systemd': systemd,
+        'debian': os.path.exists(os.path.join(root, 'etc/debian_version')),
+        'files': [read_file(path) for path in files],
+        'proc1_limits': _optional(os.path.join(root, 'proc/1/limits')),
+        'nr_open': _optional(os.path.join(root, 'proc/sys/fs/nr_open')),
+        'accounts': dict((name, read_user(name)) for name in users),
+        'systemd': read_systemd(module, services, root),
+        'slurm': read_slurm(module) if root == '/' else None,
     }

@@ -18,7 +18,8 @@ Linux-PAM's pam_limits.c (parse_config_file / process_limit / setup_limits):
 * type ``-`` sets soft then hard; when the soft half is held by a stronger source the
   hard half is not looked at either (pam_limits returns early);
 * ``-1``, ``-``, ``unlimited`` and ``infinity`` mean unlimited (not for nice/priority);
-  ``nofile unlimited`` becomes ``/proc/sys/fs/nr_open``; soft is clamped to hard;
+  ``nofile unlimited`` becomes ``/proc/sys/fs/nr_open``; soft is clamped to hard (and then comes from where the
+  hard value does);
 * a two-field line ``<domain> -`` for the user means "no limits": pam_limits stops and
   sets nothing.
 
@@ -30,9 +31,9 @@ come from ``/proc/1/limits`` (with built-in fallbacks) instead of the calling pr
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import glob
-import os
 import re
+
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _slurm_config
 
 
 class LimitsError(Exception):
@@ -41,6 +42,9 @@ class LimitsError(Exception):
 
 RLIM_INFINITY = 2 ** 64 - 1
 UNLIMITED = 'unlimited'
+# A user name in the users asked for: any non-root user that no user, @group or uid-range line names, so only the
+# ``*`` lines (and the starting values) reach it: what an ordinary user, the user a job runs as, gets from them.
+ANY_USER = '*'
 
 # item -> (multiplier to bytes/seconds as pam_limits applies it, /proc/<pid>/limits name)
 RLIMIT_ITEMS = {
@@ -79,10 +83,6 @@ DEBIAN_FALLBACK = {
 # /proc/1/limits (observed: PID 1 soft 32768 gave a session soft 1024).
 DEBIAN_NOFILE_SOFT_CAP = 1024
 
-LIMITS_CONF = 'etc/security/limits.conf'
-LIMITS_D = 'etc/security/limits.d'
-
-SYSTEMD_CONF_DIRS = ('etc/systemd', 'run/systemd', 'usr/local/lib/systemd', 'usr/lib/systemd')
 SYSTEMD_ITEMS = {'memlock': 'MEMLOCK', 'nofile': 'NOFILE'}
 
 _NUM_RE = re.compile(r'^\s*([+-]?)(\d+)')
@@ -239,15 +239,6 @@ def parse_limits_conf(text, path=''):
     return entries, warnings
 
 
-def limits_files(root='/'):
-    """limits.conf then limits.d/*.conf in C-locale (byte) order, as pam_limits reads them."""
-    files = [os.path.join(root, LIMITS_CONF)]
-    names = [os.path.basename(p) for p in glob.glob(os.path.join(root, LIMITS_D, '*.conf'))]
-    for name in sorted(names, key=lambda n: n.encode('utf-8', 'surrogateescape')):
-        files.append(os.path.join(root, LIMITS_D, name))
-    return files
-
-
 def parse_proc_limits(text):
     """Parse /proc/<pid>/limits into {item: (soft, hard)} in the kernel's units (bytes, seconds)."""
     by_name = dict((v[1], k) for k, v in RLIMIT_ITEMS.items())
@@ -393,11 +384,12 @@ def evaluate_user(entries, user, root_exempt=False, baseline=None, nr_open=None)
             items[item] = {'soft': None, 'hard': None}
             sources[item] = {'soft': None, 'hard': None}
             continue
-        soft, hard = cur['soft'], cur['hard']
+        soft, hard, from_soft = cur['soft'], cur['hard'], cur['from_soft']
         if soft is not None and hard is not None and item != 'nice' and _is_less(hard, soft):
-            soft = hard
+            # The soft value is the hard one's: it comes from where the hard value does.
+            soft, from_soft = hard, cur['from_hard']
         items[item] = {'soft': soft, 'hard': hard}
-        sources[item] = {'soft': cur['from_soft'], 'hard': cur['from_hard']}
+        sources[item] = {'soft': from_soft, 'hard': cur['from_hard']}
     return {'items': items, 'sources': sources, 'no_limits': no_limits}
 
 
@@ -462,23 +454,6 @@ def parse_systemd_conf(text, path=''):
     return found
 
 
-def systemd_conf_files(root='/'):
-    """system.conf then system.conf.d/*.conf with systemd's precedence (etc > run > usr/local/lib > usr/lib)."""
-    files = []
-    for base in SYSTEMD_CONF_DIRS:
-        main = os.path.join(root, base, 'system.conf')
-        if os.path.isfile(main):
-            files.append(main)
-            break
-    dropins = {}
-    for base in SYSTEMD_CONF_DIRS:
-        for path in glob.glob(os.path.join(root, base, 'system.conf.d', '*.conf')):
-            dropins.setdefault(os.path.basename(path), path)
-    for name in sorted(dropins, key=lambda n: n.encode('utf-8', 'surrogateescape')):
-        files.append(dropins[name])
-    return files
-
-
 def systemd_defaults_from_files(files_text):
     """files_text: [(path, text)] in precedence order. Returns {item: {'soft','hard','source'}}."""
     result = {}
@@ -524,3 +499,173 @@ def parse_systemctl_show(text, prefix=''):
     if 'LoadState' in props:
         result['LoadState'] = props['LoadState']
     return result
+
+
+# ---------------------------------------------------------------- the limits namespace from what the node read
+
+def _show(value):
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _id_value(value, where, kind):
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise LimitsError('{0}: {1} is not a {2} (allowed: an integer 0 or above)'.format(where, _show(value), kind))
+
+
+def _group_names(value, where, allowed):
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [n.strip() for n in value.split(',') if n.strip()]
+    if isinstance(value, (list, tuple)):
+        names = []
+        for name in value:
+            if isinstance(name, bool) or not isinstance(name, (str, int)):
+                raise LimitsError('{0}: {1} is not a group name (allowed: {2})'.format(where, _show(name), allowed))
+            names.append(str(name).strip())
+        return names
+    raise LimitsError('{0}: {1} is not a list of group names (allowed: {2})'.format(where, _show(value), allowed))
+
+
+GROUP_SPEC_KEYS = ('groups', 'uid', 'gid')
+
+
+def check_groups_option(groups):
+    """Validate limits_facts' ``groups`` option: {user: list|str|{groups, uid, gid}} -> {user: {groups, uid, gid}}.
+
+    A string is one group name or a comma-separated list of them (never a list of letters). Raises LimitsError
+    naming the user, the key, the value and what is allowed.
+    """
+    if groups is None:
+        return None
+    checked = {}
+    for user, spec in groups.items():
+        where = 'groups.{0}'.format(user)
+        if isinstance(spec, dict):
+            unknown = sorted(set(spec) - set(GROUP_SPEC_KEYS))
+            if unknown:
+                raise LimitsError('{0}: unknown key {1} (allowed: {2})'.format(
+                    where, ', '.join(repr(k) for k in unknown), ', '.join(GROUP_SPEC_KEYS)))
+            checked[user] = {
+                'groups': _group_names(spec.get('groups'), where + '.groups',
+                                       'a list of group names or a comma-separated string of them'),
+                'uid': _id_value(spec.get('uid'), where + '.uid', 'uid'),
+                'gid': _id_value(spec.get('gid'), where + '.gid', 'gid'),
+            }
+        else:
+            allowed = ('a list of group names, a comma-separated string of them, or a dict with the keys groups, '
+                       'uid and gid')
+            checked[user] = {'groups': _group_names(spec, where, allowed), 'uid': None, 'gid': None}
+    return checked
+
+
+def _systemd(read):
+    """The ``systemd`` part of the namespace from the manager's files and ``systemctl show`` as read."""
+    texts = [(f['path'], f['text']) for f in read['files'] if f['error'] is None]
+    errors = [f['error'] for f in read['files'] if f['error']]
+    try:
+        configured = systemd_defaults_from_files(texts)
+    except LimitsError as exc:
+        errors.append(str(exc))
+        configured = {}
+    manager = None if read['manager'] is None else parse_systemctl_show(read['manager'], prefix='Default')
+    out = {'default': {}, 'default_source': {}, 'configured': {}, 'config_files': [f['path'] for f in read['files']],
+           'manager': manager, 'services': {}, 'service_errors': {}, 'reason': read['reason'], 'errors': errors}
+    for item in SYSTEMD_ITEMS:
+        if item in configured:
+            out['configured'][item] = {'soft': configured[item]['soft'], 'hard': configured[item]['hard']}
+            out['default'][item] = dict(out['configured'][item])
+            out['default_source'][item] = configured[item]['source']
+        elif manager and item in manager:
+            out['default'][item], out['default_source'][item] = manager[item], 'manager'
+        else:
+            out['default'][item], out['default_source'][item] = None, None
+    for service, shown in read['services'].items():
+        parsed = None if shown['show'] is None else parse_systemctl_show(shown['show'])
+        if parsed is not None and parsed.pop('LoadState', None) == 'not-found':
+            parsed = None
+            shown = dict(shown, error="service '{0}' not found (LoadState=not-found)".format(service))
+        out['services'][service] = parsed
+        if parsed is None:
+            out['service_errors'][service] = shown['error']
+    return out
+
+
+def resolve_slurm(read):
+    """The ``slurm`` part: each slurmd's memlock (KiB) and Slurm's MEMLOCK propagation, or None without slurmd."""
+    if read is None:
+        return None
+    slurmd = []
+    for proc in read['slurmd']:
+        entry = {'pid': proc['pid'], 'memlock': None, 'error': None}
+        try:
+            pair = parse_proc_limits(proc['limits'] or '').get('memlock')
+            if pair is None:
+                raise LimitsError('no Max locked memory line')
+            entry['memlock'] = dict(zip(('soft', 'hard'), [kernel_to_conf_units('memlock', v) for v in pair]))
+        except LimitsError as exc:
+            entry['error'] = '/proc/{0}/limits: cannot be read: {1}'.format(proc['pid'], exc)
+        slurmd.append(entry)
+    out = {'slurmd': slurmd, 'config': None, 'memlock_propagated': None, 'error': read['config_error']}
+    if read['config'] is not None:
+        try:
+            out['config'] = _slurm_config.parse_show_config(read['config'])
+            out['memlock_propagated'] = _slurm_config.propagated(out['config'], 'MEMLOCK')
+        except ValueError as exc:
+            out['error'] = str(exc)
+    return out
+
+
+def resolve(read, flavour='auto'):
+    """The ``limits`` namespace (limits_facts' RETURN) from what collect/_limits.read_limits read on the node.
+
+    Raises LimitsError for an unknown user and for output that cannot be understood; a file that could not be read
+    is an entry of ``errors`` naming it (the limits a login gets cannot be known then).
+    """
+    if flavour == 'auto':
+        flavour = 'debian' if read['debian'] else 'upstream'
+    entries, warnings, errors = [], [], []
+    for record in read['files']:
+        if record.get('not_utf8'):
+            warnings.append('{0}: the file name is not UTF-8 (shown with \\x escapes); pam_limits reads '
+                            'it'.format(record['path']))
+        if record['error']:
+            errors.append(record['error'])
+            continue
+        found, bad = parse_limits_conf(record['text'], record['path'])
+        entries.extend(found)
+        warnings.extend(bad)
+    nr_open = read['nr_open'].strip() if read['nr_open'] else ''
+    nr_open = int(nr_open) if nr_open.isdigit() else None
+    baseline = None
+    if flavour == 'debian':
+        baseline = debian_baseline(parse_proc_limits(read['proc1_limits']) if read['proc1_limits'] else {})
+    effective, sources, no_limits = {}, {}, {}
+    for name, account in read['accounts'].items():
+        if account is None:
+            raise LimitsError("user '{0}' given in users does not exist on this host (pwd lookup failed); pass its "
+                              "groups in 'groups' to evaluate it anyway".format(name))
+        user = dict(account, name=None if name == ANY_USER else name, groups=set(account['groups']),
+                    gids=set(account['gids']))
+        result = evaluate_user(entries, user, root_exempt=(flavour == 'debian'), baseline=baseline, nr_open=nr_open)
+        effective[name], sources[name] = result['items'], result['sources']
+        if result['no_limits']:
+            no_limits[name] = result['no_limits']
+    systemd = _systemd(read['systemd'])
+    return {
+        'entries': [dict((k, e.get(k)) for k in ('file', 'line', 'domain', 'type', 'item', 'value')) for e in entries],
+        'files': [record['path'] for record in read['files']],
+        'warnings': warnings,
+        'errors': errors + systemd['errors'],
+        'flavour': flavour,
+        'effective': effective,
+        'sources': sources,
+        'no_limits': no_limits,
+        'systemd': systemd,
+        'slurm': resolve_slurm(read.get('slurm')),
+    }

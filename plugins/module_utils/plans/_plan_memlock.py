@@ -42,14 +42,22 @@ FILE_MODE = '0644'
 PAM_READS = re.compile(r'^/etc/security/(limits\.conf|limits\.d/[^/.][^/]*\.conf)$')
 DOMAIN_RE = re.compile(r'^(\*|%|[@%]?[A-Za-z0-9_.][A-Za-z0-9_.:-]*)$')
 SERVICE_RE = re.compile(r'^[A-Za-z0-9_.:@-]+$')
-USER_RE = re.compile(r'^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?$')
+USER_RE = re.compile(r'^([A-Za-z0-9_.][A-Za-z0-9_.-]*\$?|\*)$')
 
 VALUE_ALLOWED = ('allowed: "unlimited" or a positive number of KiB, as an integer or a string of digits (such as '
                  '65536)')
 DOMAINS_ALLOWED = 'allowed: limits.conf(5) domains: a user, @group, %group, * or %'
 SERVICES_ALLOWED = ('allowed: systemd service names such as slurmd or docker.service (letters, digits and _ . : @ -; '
                     'no spaces or slashes)')
-USERS_ALLOWED = 'allowed: user names (letters, digits and _ . -), no spaces'
+USERS_ALLOWED = ('allowed: user names (letters, digits and _ . -), no spaces, or * (any non-root user that no user, '
+                 '@group or uid-range line names)')
+ANY_USER = _limits_conf.ANY_USER
+SUBMIT_ALLOWED = ('allowed: null (not known), "unlimited" or a positive number of KiB, as an integer or a string of '
+                  'digits')
+FIX_SLURMD = ('give slurmd.service LimitMEMLOCK=infinity (nodeprep_memlock_services: [slurmd]; slurmd must be '
+              'restarted to get it)')
+FIX_PROPAGATION = ('set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf (jobs then get slurmd\'s limit) or raise '
+                   'the login nodes\' memlock and set nodeprep_memlock_slurm_submit_limit to it')
 FILE_ALLOWED = ('allowed: a file pam_limits reads, /etc/security/limits.conf or /etc/security/limits.d/<name>.conf '
                 '(an absolute path, a name ending in .conf, not hidden)')
 
@@ -94,8 +102,25 @@ SETTINGS = {
         'description': ['Restart the services whose drop-in changed so that they run with the new limit now.',
                         'Off by default because restarting slurmd, docker or containerd disturbs running work.']},
     'nodeprep_memlock_verify_users': {
-        'type': 'list', 'elements': 'str', 'default': ['root'],
-        'description': 'Users whose effective limit is checked in C(ansible_facts.limits.effective).'},
+        'type': 'list', 'elements': 'str', 'default': ['root', '*'],
+        'description': ['Users whose effective limit is checked in C(ansible_facts.limits.effective).',
+                        'V(*) stands for the users jobs run as: any non-root user that no user, V(@group) or uid-range '
+                        'line names, so only the V(*) lines reach it (a later V(* hard memlock 65536) in a site file '
+                        'fails the check). Add real users to cover their group and uid-range lines too.']},
+    'nodeprep_memlock_slurm_jobs': {
+        'type': 'bool', 'default': True,
+        'description': ['Where slurmd runs, check the memlock a Slurm job gets: slurmd\'s own limit '
+                        '(C(/proc/<pid>/limits)) and, when Slurm propagates MEMLOCK (C(PropagateResourceLimits), '
+                        'default V(ALL), read with C(scontrol show config)), the submitting shell\'s.',
+                        'Fails readiness (C(memlock.services)) and the role\'s verification when a job would get less '
+                        'than O(nodeprep_memlock_value), naming the fixes.']},
+    'nodeprep_memlock_slurm_submit_limit': {
+        'type': 'raw', 'default': None,
+        'description': ['The soft memlock limit of the shells jobs are submitted from (the login nodes), V(unlimited) '
+                        'or KiB, for nodes where Slurm propagates MEMLOCK.',
+                        'A compute node cannot see it: null (the default) fails O(nodeprep_memlock_slurm_jobs) '
+                        'wherever MEMLOCK is propagated; set C(PropagateResourceLimitsExcept=MEMLOCK) in slurm.conf '
+                        'instead, or raise the login nodes\' limit and give it here.']},
     'nodeprep_memlock_verify': {
         'type': 'bool', 'default': True,
         'description': 'Check the effective limits (users, systemd default, services) at the end.'},
@@ -167,7 +192,7 @@ def check_settings(settings, plan=None):
     """The settings the plan works with ({'want', 'domains', 'services', 'users', 'file'}), with a problem in
     ``plan`` for every value that cannot be used."""
     plan = plan if plan is not None else _plan.new_plan(ROLE)
-    out = {'want': None, 'domains': [], 'services': [], 'users': [], 'file': None}
+    out = {'want': None, 'domains': [], 'services': [], 'users': [], 'file': None, 'submit': None}
     value = settings['nodeprep_memlock_value']
     try:
         out['want'] = wanted_value(value)
@@ -202,6 +227,11 @@ def check_settings(settings, plan=None):
         out['file'] = path
     else:
         _plan.add_problem(plan, 'nodeprep_memlock_limits_file', path, FILE_ALLOWED)
+    submit = settings['nodeprep_memlock_slurm_submit_limit']
+    try:
+        out['submit'] = None if submit is None else wanted_value(submit)
+    except ValueError:
+        _plan.add_problem(plan, 'nodeprep_memlock_slurm_submit_limit', submit, SUBMIT_ALLOWED)
     return out
 
 
@@ -226,8 +256,9 @@ def gather(settings):
     request = _plan.new_gather()
     checked = check_settings(settings)
     users = checked['users'] if settings['nodeprep_memlock_limits'] else []
-    if settings['nodeprep_memlock_limits'] or settings['nodeprep_memlock_systemd_default'] or checked['services']:
-        request['subsets'] = ['limits']
+    if settings['nodeprep_memlock_limits'] or settings['nodeprep_memlock_systemd_default'] or checked['services'] \
+            or settings['nodeprep_memlock_slurm_jobs']:
+        request['subsets'] = ['limits']  # where slurmd runs, the limits subset reads it too
     request['limits_users'] = list(users)
     request['limits_services'] = list(checked['services'])
     if checked['want'] is not None and (checked['file'] or not settings['nodeprep_memlock_limits']):
@@ -261,6 +292,10 @@ def _errors(limits):
     return [e for e in everything if e not in systemd], systemd
 
 
+def _who(user):
+    return 'any other user (*)' if user == ANY_USER else 'user {0}'.format(user)
+
+
 def _users(plan, limits, checked, verified):
     """Drift of memlock.users from the effective limits, once the role's own file is right."""
     want = checked['want']
@@ -270,15 +305,15 @@ def _users(plan, limits, checked, verified):
     seen = []
     for user in checked['users']:
         if user not in effective:
-            _plan.add_drift(plan, USERS, 'user {0}: not reported by the limits facts'.format(user), fixable=False)
+            _plan.add_drift(plan, USERS, '{0}: not reported by the limits facts'.format(_who(user)), fixable=False)
             continue
         soft, hard = _pair(effective[user])
         seen.append('{0} {1}/{2}'.format(user, _show_limit(soft), _show_limit(hard)))
         if not verified:
             continue
         if no_limits.get(user):
-            _plan.add_drift(plan, USERS, 'user {0}: pam_limits sets no limit at all for it ({1}); the role does not '
-                            'edit files it does not own: remove that line'.format(user, no_limits[user]),
+            _plan.add_drift(plan, USERS, '{0}: pam_limits sets no limit at all for it ({1}); the role does not '
+                            'edit files it does not own: remove that line'.format(_who(user), no_limits[user]),
                             fixable=False)
             continue
         if _memlock.covers(soft, want) and _memlock.covers(hard, want):
@@ -288,8 +323,8 @@ def _users(plan, limits, checked, verified):
                           if not _memlock.covers(v, want) and w)
         files = _unique(_where_file(w) for w in winners if _where_file(w))
         foreign = [f for f in files if f != checked['file']]
-        text = 'user {0}: memlock soft {1}, hard {2}, below {3}'.format(
-            user, _show_limit(soft), _show_limit(hard), want)
+        text = '{0}: memlock soft {1}, hard {2}, below {3}'.format(
+            _who(user), _show_limit(soft), _show_limit(hard), want)
         if foreign:
             text += (': {0} wins over {1} (pam_limits applies a later file or a more specific domain last); the role '
                      'does not edit files it does not own: change or remove that line').format(
@@ -346,6 +381,61 @@ def _services(plan, systemd, checked, settings, verified):
     return seen
 
 
+def _setting(config):
+    """The propagation setting as slurm.conf holds it (the one Slurm reads)."""
+    config = config if isinstance(config, dict) else {}
+    value = config.get('PropagateResourceLimitsExcept')
+    if value not in (None, '', '(null)'):
+        return 'PropagateResourceLimitsExcept={0}'.format(value)
+    return 'PropagateResourceLimits={0}'.format(config.get('PropagateResourceLimits') or 'ALL')
+
+
+def _slurm_jobs(plan, slurm, checked):
+    """Drift of memlock.services from what a Slurm job gets on this node (_memlock.slurm_job_limit): slurmd's own
+    limit and, when Slurm propagates MEMLOCK, the submitting shell's (nodeprep_memlock_slurm_submit_limit)."""
+    want = checked['want']
+    broken = [s['error'] for s in slurm.get('slurmd') or [] if s.get('error')] + (
+        [slurm['error']] if slurm.get('error') else [])
+    if broken or slurm.get('memlock_propagated') is None:
+        _plan.add_drift(plan, SERVICES, 'Slurm jobs: the memlock they get cannot be known: {0}'.format(
+            '; '.join(broken) or 'scontrol show config was not read'), fixable=False)
+        return ['slurm jobs unknown']
+    seen = []
+    for proc in slurm.get('slurmd') or []:
+        s_soft, s_hard = _pair(proc)
+        soft, hard = _memlock.slurm_job_limit({'soft': s_soft, 'hard': s_hard}, slurm['memlock_propagated'],
+                                              checked['submit'])
+        shown = 'the submitting shell\'s' if soft is None else _show_limit(soft)
+        seen.append('slurm jobs {0}/{1}'.format(shown, _show_limit(hard)))
+        if _memlock.covers(soft, want) and _memlock.covers(hard, want):
+            continue
+        slurmd = 'slurmd (pid {0}) runs with memlock soft {1}, hard {2}'.format(
+            proc.get('pid'), _show_limit(s_soft), _show_limit(s_hard))
+        slurmd_ok = _memlock.covers(s_soft, want) and _memlock.covers(s_hard, want)
+        if not slurm['memlock_propagated']:
+            text = ('Slurm jobs get memlock soft {0}, hard {1}, below {2}: {3} and {4} gives jobs slurmd\'s limit, '
+                    'not the submitting shell\'s: {5}'.format(
+                        _show_limit(soft), _show_limit(hard), want, slurmd, _setting(slurm.get('config')), FIX_SLURMD))
+            text += ('; or let Slurm propagate MEMLOCK from login nodes whose memlock is raised'
+                     if _memlock.covers(s_hard, want) else
+                     ' (propagating MEMLOCK cannot help: a job never gets more than slurmd\'s hard limit)')
+        else:
+            if soft is None:
+                text = ('Slurm jobs get the memlock soft limit of the shell they were submitted from ({0} propagates '
+                        'MEMLOCK), which this node cannot see (nodeprep_memlock_slurm_submit_limit is null), up to '
+                        'slurmd\'s hard limit; {1}'.format(_setting(slurm.get('config')), slurmd))
+            else:
+                text = ('Slurm jobs get memlock soft {0}, hard {1}, below {2}: {3} propagates the submitting shell\'s '
+                        'soft limit (nodeprep_memlock_slurm_submit_limit: {4}) up to slurmd\'s hard limit; {5}'.format(
+                            _show_limit(soft), _show_limit(hard), want, _setting(slurm.get('config')),
+                            checked['submit'], slurmd))
+            text += ': ' + FIX_PROPAGATION
+            if not slurmd_ok:
+                text += '; slurmd\'s own limit is below {0} too: {1}'.format(want, FIX_SLURMD)
+        _plan.add_drift(plan, SERVICES, text, fixable=False)
+    return seen
+
+
 def plan(facts, settings, context):
     """The memlock role's plan on one node (see the module docstring for the rule)."""
     facts = facts or {}
@@ -363,11 +453,14 @@ def plan(facts, settings, context):
     if not manage_users:
         _plan.set_check(out, USERS, 'not managed (nodeprep_memlock_limits false)', skip='not managed '
                         '(nodeprep_memlock_limits false)')
-    if not manage_systemd:
+    limits = facts.get('limits')
+    slurm = limits.get('slurm') if isinstance(limits, dict) and settings['nodeprep_memlock_slurm_jobs'] else None
+    if slurm is not None:
+        services_words = '{0} for {1}'.format(wanted_words(checked['want']), ', '.join(parts + ['Slurm jobs']))
+    if not manage_systemd and slurm is None:
         _plan.set_check(out, SERVICES, 'not managed (nodeprep_memlock_systemd_default false, no service)',
                         skip='not managed (nodeprep_memlock_systemd_default false, no service)')
-    limits = facts.get('limits')
-    if not isinstance(limits, dict) or not (manage_users or manage_systemd):
+    if not isinstance(limits, dict) or not (manage_users or manage_systemd or slurm is not None):
         return out  # nothing managed, or the facts to gather (plan_role says which)
     right = {}
     for path, state, content, check, part, service in _managed_paths(settings, checked):
@@ -387,14 +480,18 @@ def plan(facts, settings, context):
             _plan.set_check(out, USERS, users_words, ', '.join(seen))
         else:
             _plan.set_check(out, USERS, users_words, '', skip='nodeprep_memlock_verify_users is empty')
-    if manage_systemd:
-        for error in systemd_errors:
-            _plan.add_drift(out, SERVICES, 'limits facts: {0}; the effective limits cannot be known'.format(error),
-                            fixable=False)
-        systemd = limits.get('systemd') if isinstance(limits.get('systemd'), dict) else {}
-        verified = dict((key, value) for key, value in right.items() if key != 'limits')
-        verified.setdefault('systemd', False)
-        seen = _services(out, systemd, checked, settings, verified)
+    if manage_systemd or slurm is not None:
+        seen = []
+        if manage_systemd:
+            for error in systemd_errors:
+                _plan.add_drift(out, SERVICES, 'limits facts: {0}; the effective limits cannot be known'.format(
+                    error), fixable=False)
+            systemd = limits.get('systemd') if isinstance(limits.get('systemd'), dict) else {}
+            verified = dict((key, value) for key, value in right.items() if key != 'limits')
+            verified.setdefault('systemd', False)
+            seen = _services(out, systemd, checked, settings, verified)
+        if slurm is not None:
+            seen += _slurm_jobs(out, slurm, checked)
         _plan.set_check(out, SERVICES, services_words, ', '.join(seen))
     if settings['nodeprep_memlock_verify']:
         out['reports'].extend('not verified: ' + item['msg'] for item in out['drift']

@@ -25,3 +25,21 @@ def covers(observed, wanted):
     if observed is None or isinstance(observed, bool) or not (observed == UNLIMITED or isinstance(observed, int)):
         return False
     return not _is_less(observed, wanted)
+
+
+def slurm_job_limit(slurmd, propagated, submit):
+    """The memlock ``(soft, hard)`` a Slurm job started by this slurmd gets (limits.conf units), from slurmd's own
+    ``{'soft', 'hard'}`` (/proc/<pid>/limits), whether Slurm propagates MEMLOCK (parsers/_slurm_config.propagated)
+    and the submitting shell's soft limit ``submit`` (None: not known here, then soft is None).
+
+    slurmstepd is forked by slurmd and keeps its limits; only the soft limit is propagated, and one above the hard
+    limit is lowered to it (SchedMD/slurm src/slurmd/slurmstepd/ulimits.c, _set_limit); not propagated, the job has
+    slurmd's limits (slurm.conf(5), PropagateResourceLimits: "If the user limits are not propagated, the limits from
+    the slurmd daemon will be propagated to the user's job").
+    """
+    soft, hard = slurmd.get('soft'), slurmd.get('hard')
+    if not propagated:
+        return soft, hard
+    if submit is None or hard is None:
+        return None, hard
+    return (hard if _is_less(hard, submit) else submit), hard

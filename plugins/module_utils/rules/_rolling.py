@@ -29,6 +29,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _slurm_config
+
 REASON_PREFIX = 'nodeprep'
 # The phases a node of ours goes through, recorded in its reason (and in MARKER on the node).
 PHASES = ('drain', 'work', 'reboot', 'verify', 'verify-failed')
@@ -226,16 +228,9 @@ def parse_partitions(text):
 
 
 def parse_config(text):
-    """``scontrol show config``: ``Name = value`` lines -> {Name: value}."""
-    out = {}
-    for line in (text or '').splitlines():
-        if ' = ' not in line:
-            continue
-        key, _sep, value = line.partition(' = ')
-        key = key.strip()
-        if key and ' ' not in key:
-            out[key] = value.strip()
-    return out
+    """``scontrol show config``: ``Name = value`` lines -> {Name: value} (the one parser:
+    parsers/_slurm_config.parse_show_config)."""
+    return _slurm_config.parse_show_config(text)
 
 
 def parse_seconds(value):

@@ -228,3 +228,49 @@ def test_what_the_run_did_reaches_the_plan_of_that_role():
         run({'roles': ['fake'], 'run': {'shm': {}}}, {'ansible_facts': facts})
     assert str(exc.value) == ('run: shm is not a role whose plan reads what the run did; those that do: fake, kernel, '
                               'nvidia_driver')
+
+
+# The limits subset: the node returns what it read; the action resolves it with the function limits_facts runs.
+
+def limits_read(users):
+    return {'debian': False, 'nr_open': '1048576\n', 'proc1_limits': None,
+            'files': [{'path': '/etc/security/limits.d/90-nodeprep-memlock.conf', 'not_utf8': False, 'error': None,
+                       'text': '*\t-\tmemlock\tunlimited\nroot\t-\tmemlock\tunlimited\n'},
+                      {'path': '/etc/security/limits.d/99-site.conf', 'not_utf8': False, 'error': None,
+                       'text': '* hard memlock 65536\n'}],
+            'accounts': users,
+            'systemd': {'files': [], 'manager': None, 'services': {}, 'reason': 'systemctl not found in PATH'},
+            'slurm': None}
+
+
+def test_the_limits_the_node_read_are_resolved_here():
+    def gather(settings):
+        return dict(_plan.new_gather(), subsets=['limits'], limits_users=['root', '*'])
+    _plans.RULES['fake'].gather = gather
+    read = limits_read({'root': {'uid': 0, 'gid': 0, 'groups': ['root'], 'gids': [0]},
+                        '*': {'uid': None, 'gid': None, 'groups': [], 'gids': []}})
+    result, calls = run({'roles': ['fake']}, {}, module_result={
+        'ansible_facts': {'nodeprep_gathered': ['limits'], 'nodeprep_errors': {}, 'limits': {'read': read}}})
+    limits = result['ansible_facts']['limits']
+    assert 'read' not in limits
+    assert limits['effective']['*']['memlock'] == {'soft': 65536, 'hard': 65536}
+    assert limits['sources']['*']['memlock']['hard'] == '/etc/security/limits.d/99-site.conf:1'
+    assert limits['effective']['root']['memlock'] == {'soft': 'unlimited', 'hard': 'unlimited'}
+    assert limits['slurm'] is None
+
+
+@pytest.mark.parametrize('fail_on_error', [True, False])
+def test_a_user_the_node_does_not_know(fail_on_error):
+    def gather(settings):
+        return dict(_plan.new_gather(), subsets=['limits'], limits_users=['nosuch'])
+    _plans.RULES['fake'].gather = gather
+    result, _calls = run({'roles': ['fake'], 'fail_on_error': fail_on_error}, {}, module_result={
+        'ansible_facts': {'nodeprep_gathered': ['limits'], 'nodeprep_errors': {},
+                          'limits': {'read': limits_read({'nosuch': None})}}})
+    message = ("limits facts: user 'nosuch' given in users does not exist on this host (pwd lookup failed); pass its "
+               "groups in 'groups' to evaluate it anyway")
+    if fail_on_error:
+        assert (result['failed'], result['msg'], result['subset']) == (True, message, 'limits')
+    else:
+        assert result['ansible_facts']['nodeprep_errors'] == {'limits': message}
+        assert 'limits' not in result['ansible_facts']

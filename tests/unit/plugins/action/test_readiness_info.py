@@ -289,3 +289,33 @@ def test_the_checks_get_exactly_their_settings():
     assert sorted(set(own) - set(_readiness_settings.SETTINGS)) == ['nodeprep_expected_gpus']
     assert sorted(roles) == sorted(_plans.RULES)
     assert own['nodeprep_expected_gpus'] == 0 and own['nodeprep_readiness_kernel_log_lines'] == 20000
+
+
+def test_the_limits_the_node_read_are_resolved_here():
+    """gpu_node_facts returns what the node read of the limits subset; readiness_info resolves it as node_plan does
+    (plugin_utils/_limits_gather.py), so memlock.users judges the users jobs run as ('*') from the files' text."""
+    read = {'debian': False, 'nr_open': '1048576\n', 'proc1_limits': None,
+            'files': [{'path': '/etc/security/limits.d/90-nodeprep-memlock.conf', 'not_utf8': False, 'error': None,
+                       'text': '*\t-\tmemlock\tunlimited\nroot\t-\tmemlock\tunlimited\n'},
+                      {'path': '/etc/security/limits.d/99-site.conf', 'not_utf8': False, 'error': None,
+                       'text': '* hard memlock 65536\n'}],
+            'accounts': {'root': {'uid': 0, 'gid': 0, 'groups': ['root'], 'gids': [0]},
+                         'train': {'uid': 1000, 'gid': 1000, 'groups': ['train'], 'gids': [1000]},
+                         '*': {'uid': None, 'gid': None, 'groups': [], 'gids': []}},
+            'systemd': {'files': [], 'manager': None, 'reason': 'systemctl not found in PATH',
+                        'services': {'slurmd': {'show': None, 'error': 'systemctl not found in PATH'}}},
+            'slurm': None}
+    gathered = converged_gather()
+    gathered['limits'] = {'read': read}
+    variables = dict(inventory(), nodeprep_memlock_verify_users=['root', '*', 'train'])
+    result, calls = run(variables, gathered=gathered)
+    assert calls[0][1]['limits_users'] == ['root', '*', 'train']
+    users = by_id(result, 'memlock.users')
+    assert users['status'] == 'fail'
+    assert '/etc/security/limits.d/99-site.conf:1' in users['observed']
+    # A user the node does not know: the subset's error, the check fails on it, every other check is still judged.
+    gathered['limits'] = {'read': dict(read, accounts=dict(read['accounts'], train=None))}
+    result, _calls = run(variables, gathered=gathered)
+    assert by_id(result, 'memlock.users')['status'] == 'fail'
+    assert "user 'train' given in users does not exist on this host" in by_id(result, 'memlock.users')['observed']
+    assert by_id(result, 'nccl.config')['status'] == 'pass'

@@ -14,6 +14,7 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_smi, run_main_rc
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import resolve
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_xml import parse_nvsmi_xml
 from ansible_collections.gpufleet.nodeprep.plugins.modules import gpu_node_facts
 
@@ -48,7 +49,9 @@ def test_everything_in_one_call(tmp_path, capsys):
     expected.update(present=True, error=None, partial=False, nvidia_smi=smi)
     assert facts['nvidia'] == expected
     assert facts['kernel_state']['running'] == platform.release()
-    assert set(facts['limits']['effective']['root']['memlock']) == {'soft', 'hard'}
+    # The node returns what it read; the action plugin of the same name resolves it on the controller.
+    assert sorted(facts['limits']) == ['read']
+    assert set(resolve(facts['limits']['read'])['effective']['root']['memlock']) == {'soft', 'hard'}
     assert facts['shm']['mounted'] is True
     assert list(facts['nics']) == ['lo']
     assert sorted(facts['nodeprep_timings']) == ['kernel', 'limits', 'nic', 'nvidia', 'shm']

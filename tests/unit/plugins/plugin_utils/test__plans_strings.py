@@ -117,6 +117,8 @@ BOOLS = dict(BOOL_STRINGS)
 RAW_SWEEP = {
     _gpu_node.NAME: {'false': False, '0': False, 'yes': True, '1': True, '': 'auto'},
     'nodeprep_memlock_value': {'1': 1},
+    # The login nodes' soft memlock: 1 KiB ('1'); '' is refused (null, not known, is the default).
+    'nodeprep_memlock_slurm_submit_limit': {'1': 1},
     # 1 W (the node then refuses it: outside every GPU's range).
     'nodeprep_gpu_settings_power_limit': {'1': 1},
     # A size of 1 byte ('1'); '' is no size, as the default (None).

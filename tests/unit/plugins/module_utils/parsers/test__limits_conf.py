@@ -15,6 +15,7 @@ import textwrap
 
 import pytest
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _limits as C
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _limits_conf as L
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
@@ -256,7 +257,7 @@ def test_limits_files_c_order(tmp_path):
     d.mkdir(parents=True)
     for name in ('b.conf', 'B.conf', '10-a.conf', '9-z.conf', 'skip.txt'):
         (d / name).write_text(u'')
-    names = [os.path.basename(p) for p in L.limits_files(str(tmp_path))]
+    names = [os.path.basename(p) for p in C.limits_files(str(tmp_path))]
     assert names == ['limits.conf', '10-a.conf', '9-z.conf', 'B.conf', 'b.conf']
 
 
@@ -297,7 +298,7 @@ def test_systemd_precedence(tmp_path):
     put('usr/lib/systemd/system.conf.d/60-hidden.conf', u'[Manager]\nDefaultLimitMEMLOCK=1M\n')
     put('etc/systemd/system.conf.d/60-hidden.conf', u'[Manager]\nDefaultLimitNOFILE=4096:8192\n')
     put('run/systemd/system.conf.d/70-gpu.conf', u'[Manager]\nDefaultLimitMEMLOCK=infinity\n[Other]\nDefaultLimitMEMLOCK=1\n')
-    files = L.systemd_conf_files(str(tmp_path))
+    files = C.systemd_conf_files(str(tmp_path))
     rel = [os.path.relpath(p, str(tmp_path)) for p in files]
     assert rel == ['etc/systemd/system.conf', 'usr/lib/systemd/system.conf.d/50-vendor.conf',
                    'etc/systemd/system.conf.d/60-hidden.conf', 'run/systemd/system.conf.d/70-gpu.conf']
@@ -382,5 +383,29 @@ def test_matches_real_pam_limits(tmp_path, conf, user):
     base = L.debian_baseline(L.parse_proc_limits(open('/proc/1/limits').read()))
     entries = L.parse_limits_conf(conf, str(limits))[0]
     mine = L.evaluate_user(entries, info, root_exempt=True, baseline=base)['items']['memlock']
+    assert out[0] == '0'
+    assert [int(out[1]) // 1024, int(out[2]) // 1024] == [mine['soft'], mine['hard']]
+
+
+ANY_USER = {'name': None, 'uid': None, 'gid': None, 'groups': set(), 'gids': set()}
+
+
+@pytest.mark.skipif(not _pam_usable(), reason='needs root, libpam with pam_start_confdir and pam_limits.so')
+@pytest.mark.parametrize('conf', [
+    '*\t-\tmemlock\t4096\nroot\t-\tmemlock\t4096\n* hard memlock 64\n',
+    '* soft memlock 128\n* hard memlock 2048\n@root - memlock 256\nroot - memlock 512\n0:10 hard memlock 16\n',
+    '*\t-\tmemlock\t300\n%nogroup hard memlock 100\n',
+])
+def test_any_user_is_what_pam_limits_gives_a_user_no_line_names(tmp_path, conf):
+    """The account that stands for ``*`` (ANY_USER: no name, uid or group) resolves as the real pam_limits.so does
+    for ``nobody``, whom no line of these files names (the role's verification of ``*``).  Every case sets the hard
+    value at or below the current limit, so that setrlimit succeeds."""
+    limits = tmp_path / 'limits.conf'
+    limits.write_text(conf)
+    (tmp_path / 'probe').write_text(u'session required pam_limits.so conf={0}\n'.format(limits))
+    out = subprocess.check_output([sys.executable, '-c', PAM_PROBE, str(tmp_path), 'nobody']).decode().split()
+    base = L.debian_baseline(L.parse_proc_limits(open('/proc/1/limits').read()))
+    entries = L.parse_limits_conf(conf, str(limits))[0]
+    mine = L.evaluate_user(entries, ANY_USER, root_exempt=True, baseline=base)['items']['memlock']
     assert out[0] == '0'
     assert [int(out[1]) // 1024, int(out[2]) // 1024] == [mine['soft'], mine['hard']]

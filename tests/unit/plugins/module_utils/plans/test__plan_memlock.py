@@ -21,7 +21,10 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _me
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_memlock as M
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _limits_conf as L
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import agreement
+
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import read_fixture
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 
@@ -41,7 +44,7 @@ OLD_PAM_LIMITS = ('*\t-\tmemlock\tunlimited\t#managed by gpufleet.nodeprep.memlo
                   'root\t-\tmemlock\tunlimited\t#managed by gpufleet.nodeprep.memlock\n')
 NOT_MANAGED_USERS = 'not managed (nodeprep_memlock_limits false)'
 NOT_MANAGED_SERVICES = 'not managed (nodeprep_memlock_systemd_default false, no service)'
-USERS_UNL = 'memlock soft and hard unlimited for root'
+USERS_UNL = 'memlock soft and hard unlimited for root, *'
 SERVICES_UNL = 'unlimited for systemd DefaultLimitMEMLOCK'
 
 
@@ -73,8 +76,9 @@ def converged():
         'nodeprep_errors': {},
         'limits': {
             'flavour': 'upstream', 'errors': [], 'warnings': [], 'no_limits': {},
-            'effective': {'root': {'memlock': dict(UNL)}},
-            'sources': {'root': {'memlock': {'soft': FILE + ':3', 'hard': FILE + ':3'}}},
+            'effective': {'root': {'memlock': dict(UNL)}, '*': {'memlock': dict(UNL)}},
+            'sources': {'root': {'memlock': {'soft': FILE + ':3', 'hard': FILE + ':3'}},
+                        '*': {'memlock': {'soft': FILE + ':2', 'hard': FILE + ':2'}}},
             'systemd': {'default': {'memlock': dict(UNL)}, 'default_source': {'memlock': DROPIN + ':3'},
                         'manager': {'memlock': dict(UNL)}, 'services': {}, 'service_errors': {}, 'reason': None,
                         'errors': []},
@@ -87,8 +91,9 @@ def fresh():
     """A node as delivered: no drop-ins, the kernel's 64 KiB everywhere."""
     facts = converged()
     low = {'soft': 64, 'hard': 64}
-    facts['limits']['effective']['root']['memlock'] = dict(low)
-    facts['limits']['sources']['root']['memlock'] = {'soft': '/proc/1/limits', 'hard': '/proc/1/limits'}
+    for user in ('root', '*'):
+        facts['limits']['effective'][user]['memlock'] = dict(low)
+        facts['limits']['sources'][user]['memlock'] = {'soft': '/proc/1/limits', 'hard': '/proc/1/limits'}
     facts['limits']['systemd']['default'] = {'memlock': dict(low)}
     facts['limits']['systemd']['default_source'] = {'memlock': 'manager'}
     facts['nodeprep_files'] = {FILE: absent(), SYSD: absent(), DROPIN: absent()}
@@ -142,40 +147,106 @@ SLURMD_GONE = ("slurmd: not reported (service 'slurmd' not found (LoadState=not-
 LIMITS_64K = HEADER + '*\t-\tmemlock\t65536\nroot\t-\tmemlock\t65536\n'
 MANAGER_64K = HEADER + '[Manager]\nDefaultLimitMEMLOCK=65536K\n'
 
+STAR_LOWERED = ('any other user (*): memlock soft 65536, hard 65536, below unlimited: ' + SITE + ':1 wins over ' + FILE
+                + ' (pam_limits applies a later file or a more specific domain last); the role does not edit files '
+                'it does not own: change or remove that line')
+
+
+def slurm(proc='slurmd-limits.slurm22.05-el9', config='scontrol-show-config-except-memlock.slurm22.05', error=None):
+    """limits.slurm as the controller resolves it from the real captures of the Slurm fleet (slurmd at 8 MiB:
+    tests/fixtures/SOURCES.md)."""
+    lines = None if config is None else [line for line in read_fixture('host', config).splitlines()
+                                         if line.startswith('Propagate')]
+    return L.resolve_slurm({'slurmd': [{'pid': 812, 'limits': read_fixture('host', proc)}], 'config': lines,
+                            'config_error': error})
+
+
+LIMITS_8M = HEADER + '*\t-\tmemlock\t8192\nroot\t-\tmemlock\t8192\n'
+MANAGER_8M = HEADER + '[Manager]\nDefaultLimitMEMLOCK=8192K\n'
+
+
+def converged_8m():
+    """A Slurm node the role converged with nodeprep_memlock_value 8192 (what the fleet's slurmd can have)."""
+    facts = converged()
+    facts['nodeprep_files'].update({FILE: a_file(LIMITS_8M), DROPIN: a_file(MANAGER_8M)})
+    facts['limits']['slurm'] = slurm()
+    return facts
+
+
+PROPAGATED_UNKNOWN = (
+    'Slurm jobs get the memlock soft limit of the shell they were submitted from (PropagateResourceLimits=ALL '
+    'propagates MEMLOCK), which this node cannot see (nodeprep_memlock_slurm_submit_limit is null), up to slurmd\'s '
+    'hard limit; slurmd (pid 812) runs with memlock soft 8192, hard 8192: set PropagateResourceLimitsExcept=MEMLOCK in '
+    'slurm.conf (jobs then get slurmd\'s limit) or raise the login nodes\' memlock and set '
+    'nodeprep_memlock_slurm_submit_limit to it')
+SLURMD_8M = (
+    'Slurm jobs get memlock soft 8192, hard 8192, below unlimited: slurmd (pid 812) runs with memlock soft 8192, hard '
+    '8192 and PropagateResourceLimitsExcept=MEMLOCK gives jobs slurmd\'s limit, not the submitting shell\'s: give '
+    'slurmd.service LimitMEMLOCK=infinity (nodeprep_memlock_services: [slurmd]; slurmd must be restarted to get it) '
+    '(propagating MEMLOCK cannot help: a job never gets more than slurmd\'s hard limit)')
+SLURMD_64K = (
+    'Slurm jobs get memlock soft 64, hard 64, below 8192: slurmd (pid 812) runs with memlock soft 64, hard 64 and '
+    'PropagateResourceLimitsExcept=MEMLOCK gives jobs slurmd\'s limit, not the submitting shell\'s: give '
+    'slurmd.service LimitMEMLOCK=infinity (nodeprep_memlock_services: [slurmd]; slurmd must be restarted to get it) '
+    '(propagating MEMLOCK cannot help: a job never gets more than slurmd\'s hard limit)')
+SUBMIT_LOW = (
+    'Slurm jobs get memlock soft 1024, hard 8192, below 8192: PropagateResourceLimits=ALL propagates the submitting '
+    'shell\'s soft limit (nodeprep_memlock_slurm_submit_limit: 1024) up to slurmd\'s hard limit; slurmd (pid 812) '
+    'runs with memlock soft 8192, hard 8192: set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf (jobs then get '
+    'slurmd\'s limit) or raise the login nodes\' memlock and set nodeprep_memlock_slurm_submit_limit to it')
+PROPAGATED_LOW_SLURMD = (
+    'Slurm jobs get memlock soft 64, hard 64, below 8192: PropagateResourceLimits=ALL propagates the submitting '
+    'shell\'s soft limit (nodeprep_memlock_slurm_submit_limit: unlimited) up to slurmd\'s hard limit; slurmd (pid '
+    '812) runs with memlock soft 64, hard 64: set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf (jobs then get '
+    'slurmd\'s limit) or raise the login nodes\' memlock and set nodeprep_memlock_slurm_submit_limit to it; '
+    'slurmd\'s own limit is below 8192 too: give slurmd.service LimitMEMLOCK=infinity (nodeprep_memlock_services: '
+    '[slurmd]; slurmd must be restarted to get it)')
+SOFT_ONLY = (
+    'Slurm jobs get memlock soft 64, hard unlimited, below unlimited: slurmd (pid 812) runs with memlock soft 64, hard '
+    'unlimited and PropagateResourceLimitsExcept=MEMLOCK gives jobs slurmd\'s limit, not the submitting shell\'s: '
+    'give slurmd.service LimitMEMLOCK=infinity (nodeprep_memlock_services: [slurmd]; slurmd must be restarted to get '
+    'it); or let Slurm propagate MEMLOCK from login nodes whose memlock is raised')
+UNREADABLE = ('Slurm jobs: the memlock they get cannot be known: /proc/812/limits: cannot be read: no Max locked '
+              'memory line')
+NO_CONTROLLER = ('Slurm jobs: the memlock they get cannot be known: scontrol show config failed (rc=1): '
+                 'slurm_load_ctl_conf error: Unable to contact slurm controller (connect failure)')
+AT_8M = defaults(nodeprep_memlock_value=8192)
+PASS_USERS = ('pass', 'root unlimited/unlimited, * unlimited/unlimited')
+
 # (id, facts, settings, expected): expected has reasons, drift, reports and the checks as (status, observed).
 CASES = [
     ('converged node: nothing to do', state(converged), defaults(),
      {'reasons': [], 'drift': [], 'reports': [],
-      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited'),
+      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited, * unlimited/unlimited'),
                  'memlock.services': ('pass', 'default unlimited/unlimited')}}),
     ('fresh node: every file to write', state(fresh), defaults(),
      {'reasons': [missing(FILE), missing(SYSD), missing(DROPIN)],
       'drift': [fixed(missing(FILE)), fixed(missing(SYSD), 'memlock.services'),
                 fixed(missing(DROPIN), 'memlock.services')],
       'reports': [],
-      'checks': {'memlock.users': ('fail', 'root 64/64; ' + missing(FILE)),
+      'checks': {'memlock.users': ('fail', 'root 64/64, * 64/64; ' + missing(FILE)),
                  'memlock.services': ('fail', 'default 64/64; {0}; {1}'.format(missing(SYSD), missing(DROPIN)))}}),
     ('site_reasons: a limit not yet at the wanted value, nothing written yet',
      state(fresh, [('file:' + SYSD, a_dir()), ('file:' + DROPIN, a_file(MANAGER_UNL)),
                    ('limits.systemd.default', {'memlock': dict(UNL)})]), defaults(),
      {'reasons': [missing(FILE)], 'drift': [fixed(missing(FILE))], 'reports': [],
-      'checks': {'memlock.users': ('fail', 'root 64/64; ' + missing(FILE)),
+      'checks': {'memlock.users': ('fail', 'root 64/64, * 64/64; ' + missing(FILE)),
                  'memlock.services': ('pass', 'default unlimited/unlimited')}}),
     ('the drop-in the old role wrote with pam_limits is rewritten once', state(converged, [
         ('file:' + FILE, a_file(OLD_PAM_LIMITS))]), defaults(),
      {'reasons': [differs(FILE)], 'drift': [fixed(differs(FILE))], 'reports': [],
-      'checks': {'memlock.users': ('fail', 'root unlimited/unlimited; ' + differs(FILE)),
+      'checks': {'memlock.users': ('fail', 'root unlimited/unlimited, * unlimited/unlimited; ' + differs(FILE)),
                  'memlock.services': ('pass', 'default unlimited/unlimited')}}),
     ('the drop-in with another mode', state(converged, [('file:' + FILE, a_file(LIMITS_UNL, mode='0600'))]),
      defaults(),
      {'reasons': [FILE + ': mode 0600, not 0644'], 'drift': [fixed(FILE + ': mode 0600, not 0644')], 'reports': [],
-      'checks': {'memlock.users': ('fail', 'root unlimited/unlimited; ' + FILE + ': mode 0600, not 0644'),
+      'checks': {'memlock.users': ('fail', 'root unlimited/unlimited, * unlimited/unlimited; ' + FILE + ': mode 0600, not 0644'),
                  'memlock.services': ('pass', 'default unlimited/unlimited')}}),
     ('a limit higher than wanted is right: the role and readiness agree', state(converged, [
         ('file:' + FILE, a_file(LIMITS_64K)), ('file:' + DROPIN, a_file(MANAGER_64K))]),
      defaults(nodeprep_memlock_value=65536),
      {'reasons': [], 'drift': [], 'reports': [],
-      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited'),
+      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited, * unlimited/unlimited'),
                  'memlock.services': ('pass', 'default unlimited/unlimited')}}),
     ('a number given as digits is the same limit', state(converged, [
         ('file:' + FILE, a_file(LIMITS_64K)), ('file:' + DROPIN, a_file(MANAGER_64K)),
@@ -183,32 +254,32 @@ CASES = [
         ('limits.systemd.default.memlock', {'soft': 65536, 'hard': 65536})]),
      defaults(nodeprep_memlock_value='65536'),
      {'reasons': [], 'drift': [], 'reports': [],
-      'checks': {'memlock.users': ('pass', 'root 65536/65536'),
+      'checks': {'memlock.users': ('pass', 'root 65536/65536, * unlimited/unlimited'),
                  'memlock.services': ('pass', 'default 65536/65536')}}),
     ('the role\'s own file holds a larger value than wanted: it writes exactly the wanted one', state(converged),
      defaults(nodeprep_memlock_value=65536),
      {'reasons': [differs(FILE), differs(DROPIN)],
       'drift': [fixed(differs(FILE)), fixed(differs(DROPIN), 'memlock.services')], 'reports': [],
-      'checks': {'memlock.users': ('fail', 'root unlimited/unlimited; ' + differs(FILE)),
+      'checks': {'memlock.users': ('fail', 'root unlimited/unlimited, * unlimited/unlimited; ' + differs(FILE)),
                  'memlock.services': ('fail', 'default unlimited/unlimited; ' + differs(DROPIN))}}),
     ('a later limits.d file lowers the limit: drift the role cannot fix, naming the file', state(converged, [
         ('limits.effective.root.memlock', {'soft': 64, 'hard': 64}),
         ('limits.sources.root.memlock', {'soft': SITE + ':1', 'hard': SITE + ':1'})]), defaults(),
      {'reasons': [], 'drift': [unfixable(SITE_LOWERS)], 'reports': ['not verified: ' + SITE_LOWERS],
-      'checks': {'memlock.users': ('fail', 'root 64/64; ' + SITE_LOWERS),
+      'checks': {'memlock.users': ('fail', 'root 64/64, * unlimited/unlimited; ' + SITE_LOWERS),
                  'memlock.services': ('pass', 'default unlimited/unlimited')}}),
     ('a later file lowers the limit, the role\'s verification off: readiness still fails', state(converged, [
         ('limits.effective.root.memlock', {'soft': 64, 'hard': 64}),
         ('limits.sources.root.memlock', {'soft': SITE + ':1', 'hard': SITE + ':1'})]),
      defaults(nodeprep_memlock_verify=False),
      {'reasons': [], 'drift': [unfixable(SITE_LOWERS)], 'reports': [],
-      'checks': {'memlock.users': ('fail', 'root 64/64; ' + SITE_LOWERS),
+      'checks': {'memlock.users': ('fail', 'root 64/64, * unlimited/unlimited; ' + SITE_LOWERS),
                  'memlock.services': ('pass', 'default unlimited/unlimited')}}),
     ('a dangling limits.d file: the effective limits are not known, memlock.users fails', state(converged, [
         ('limits.errors', ['/etc/security/limits.d/95-gone.conf: cannot read: dangling symlink to /nonexistent'])]),
      defaults(),
      {'reasons': [], 'drift': [unfixable(DANGLING)], 'reports': ['not verified: ' + DANGLING],
-      'checks': {'memlock.users': ('fail', 'root unlimited/unlimited; ' + DANGLING),
+      'checks': {'memlock.users': ('fail', 'root unlimited/unlimited, * unlimited/unlimited; ' + DANGLING),
                  'memlock.services': ('pass', 'default unlimited/unlimited')}}),
     ('an unreadable system.conf.d drop-in fails memlock.services', state(converged, [
         ('limits.errors', [SYSD + '/95-x.conf: cannot read: Permission denied']),
@@ -218,7 +289,7 @@ CASES = [
                           'limits cannot be known', 'memlock.services')],
       'reports': ['not verified: limits facts: ' + SYSD + '/95-x.conf: cannot read: Permission denied; the '
                   'effective limits cannot be known'],
-      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited'),
+      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited, * unlimited/unlimited'),
                  'memlock.services': ('fail', 'default unlimited/unlimited; limits facts: ' + SYSD + '/95-x.conf: '
                                       'cannot read: Permission denied; the effective limits cannot be known')}}),
     ('a later system.conf.d drop-in lowers the default', state(converged, [
@@ -226,7 +297,7 @@ CASES = [
         ('limits.systemd.default_source.memlock', SYSD + '/99-site.conf:2')]), defaults(),
      {'reasons': [], 'drift': [unfixable(DROPIN_LOWERS, 'memlock.services')],
       'reports': ['not verified: ' + DROPIN_LOWERS],
-      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited'),
+      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited, * unlimited/unlimited'),
                  'memlock.services': ('fail', 'default 64/64; ' + DROPIN_LOWERS)}}),
     ('the drop-in is right but the manager was not re-executed', state(converged, [
         ('limits.systemd.default.memlock', {'soft': 64, 'hard': 64}),
@@ -236,7 +307,7 @@ CASES = [
                           + DROPIN + ' is in place: run systemctl daemon-reexec', 'memlock.services')],
       'reports': ['not verified: systemd DefaultLimitMEMLOCK soft 64, hard 64, below unlimited (from manager) '
                   'although ' + DROPIN + ' is in place: run systemctl daemon-reexec'],
-      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited'),
+      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited, * unlimited/unlimited'),
                  'memlock.services': ('fail', 'default 64/64; systemd DefaultLimitMEMLOCK soft 64, hard 64, below '
                                       'unlimited (from manager) although ' + DROPIN + ' is in place: run systemctl '
                                       'daemon-reexec')}}),
@@ -247,7 +318,7 @@ CASES = [
      {'reasons': [missing(SLURMD_DIR), missing(SLURMD)],
       'drift': [fixed(missing(SLURMD_DIR), 'memlock.services'), fixed(missing(SLURMD), 'memlock.services')],
       'reports': [],
-      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited'),
+      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited, * unlimited/unlimited'),
                  'memlock.services': ('fail', 'default unlimited/unlimited, slurmd 64/64; {0}; {1}'.format(
                      missing(SLURMD_DIR), missing(SLURMD)))}}),
     ('a service whose drop-in is in place', state(converged, [
@@ -255,7 +326,7 @@ CASES = [
         ('file:' + SLURMD_DIR, a_dir()), ('file:' + SLURMD, a_file(SERVICE_UNL))]),
      defaults(nodeprep_memlock_services=['slurmd']),
      {'reasons': [], 'drift': [], 'reports': [],
-      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited'),
+      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited, * unlimited/unlimited'),
                  'memlock.services': ('pass', 'default unlimited/unlimited, slurmd unlimited/unlimited')}}),
     ('a service that is not installed: its drop-in is in place, readiness warns', state(converged, [
         ('limits.systemd.services', {'slurmd': None}),
@@ -263,7 +334,7 @@ CASES = [
         ('file:' + SLURMD_DIR, a_dir()), ('file:' + SLURMD, a_file(SERVICE_UNL))]),
      defaults(nodeprep_memlock_services=['slurmd']),
      {'reasons': [], 'drift': [unfixable(SLURMD_GONE, 'memlock.services', 'warn')], 'reports': [],
-      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited'),
+      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited, * unlimited/unlimited'),
                  'memlock.services': ('warn', 'default unlimited/unlimited, slurmd not reported; ' + SLURMD_GONE)}}),
     ('a service whose drop-in is in place but a later drop-in lowers it', state(converged, [
         ('limits.systemd.services', {'slurmd': {'memlock': {'soft': 64, 'hard': 64}}}),
@@ -277,7 +348,7 @@ CASES = [
       'reports': ['not verified: slurmd: LimitMEMLOCK soft 64, hard 64, below unlimited although ' + SLURMD + ' is '
                   'in place: a later drop-in of the unit wins, or the unit was not reloaded (systemctl cat '
                   'slurmd.service; systemctl daemon-reload); the role does not edit files it does not own'],
-      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited'),
+      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited, * unlimited/unlimited'),
                  'memlock.services': ('fail', 'default unlimited/unlimited, slurmd 64/64; slurmd: LimitMEMLOCK soft '
                                       '64, hard 64, below unlimited although ' + SLURMD + ' is in place: a later '
                                       'drop-in of the unit wins, or the unit was not reloaded (systemctl cat '
@@ -291,7 +362,7 @@ CASES = [
       'drift': [unfixable('systemd was not asked: this host was not booted with systemd (/run/systemd/system is '
                           'missing)', 'memlock.services', 'warn')],
       'reports': [],
-      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited'),
+      'checks': {'memlock.users': ('pass', 'root unlimited/unlimited, * unlimited/unlimited'),
                  'memlock.services': ('warn', 'default unset/unset; systemd was not asked: this host was not booted '
                                       'with systemd (/run/systemd/system is missing)')}}),
     ('a verified user no domain covers', state(converged, [
@@ -316,9 +387,84 @@ CASES = [
                           'edit files it does not own: remove that line')],
       'reports': ['not verified: user root: pam_limits sets no limit at all for it (' + SITE + ':1); the role does '
                   'not edit files it does not own: remove that line'],
-      'checks': {'memlock.users': ('fail', 'root unset/unset; user root: pam_limits sets no limit at all for it ('
+      'checks': {'memlock.users': ('fail', 'root unset/unset, * unlimited/unlimited; user root: pam_limits sets no limit at all for it ('
                                    + SITE + ':1); the role does not edit files it does not own: remove that line'),
                  'memlock.services': ('pass', 'default unlimited/unlimited')}}),
+    ('a site file read after the role\'s lowers every ordinary user (*): drift no run fixes, naming it',
+     state(converged, [('limits.effective.*.memlock', {'soft': 65536, 'hard': 65536}),
+                       ('limits.sources.*.memlock', {'soft': SITE + ':1', 'hard': SITE + ':1'})]), defaults(),
+     {'reasons': [], 'drift': [unfixable(STAR_LOWERED)], 'reports': ['not verified: ' + STAR_LOWERED],
+      'checks': {'memlock.users': ('fail', 'root unlimited/unlimited, * 65536/65536; ' + STAR_LOWERED),
+                 'memlock.services': ('pass', 'default unlimited/unlimited')}}),
+    ('a Slurm node whose jobs get slurmd\'s limit, as wanted (the fleet: 8 MiB)', state(converged_8m), AT_8M,
+     {'reasons': [], 'drift': [], 'reports': [],
+      'checks': {'memlock.users': PASS_USERS,
+                 'memlock.services': ('pass', 'default unlimited/unlimited, slurm jobs 8192/8192')}}),
+    ('Slurm\'s default propagation: the job\'s limit is the login node\'s, unknown here', state(converged_8m, [
+        ('limits.slurm', slurm(config='scontrol-show-config.slurm22.05'))]), AT_8M,
+     {'reasons': [], 'drift': [unfixable(PROPAGATED_UNKNOWN, 'memlock.services')],
+      'reports': ['not verified: ' + PROPAGATED_UNKNOWN],
+      'checks': {'memlock.users': PASS_USERS,
+                 'memlock.services': ('fail', 'default unlimited/unlimited, slurm jobs the submitting shell\'s/8192; '
+                                      + PROPAGATED_UNKNOWN)}}),
+    ('Slurm\'s default propagation, the login nodes declared unlimited: slurmd\'s hard limit caps it', state(
+        converged_8m, [('limits.slurm', slurm(config='scontrol-show-config.slurm22.05'))]),
+     dict(AT_8M, nodeprep_memlock_slurm_submit_limit='unlimited'),
+     {'reasons': [], 'drift': [], 'reports': [],
+      'checks': {'memlock.users': PASS_USERS,
+                 'memlock.services': ('pass', 'default unlimited/unlimited, slurm jobs 8192/8192')}}),
+    ('Slurm\'s default propagation, the login nodes at 1 MiB (the fleet\'s srun with ulimit -S -l 1024)', state(
+        converged_8m, [('limits.slurm', slurm(config='scontrol-show-config.slurm22.05'))]),
+     dict(AT_8M, nodeprep_memlock_slurm_submit_limit='1024'),
+     {'reasons': [], 'drift': [unfixable(SUBMIT_LOW, 'memlock.services')], 'reports': ['not verified: ' + SUBMIT_LOW],
+      'checks': {'memlock.users': PASS_USERS,
+                 'memlock.services': ('fail', 'default unlimited/unlimited, slurm jobs 1024/8192; ' + SUBMIT_LOW)}}),
+    ('slurmd given LimitMEMLOCK=64K by a site drop-in: jobs get 64 KiB', state(converged_8m, [
+        ('limits.slurm', slurm(proc='slurmd-limits-64k.slurm22.05-el9'))]), AT_8M,
+     {'reasons': [], 'drift': [unfixable(SLURMD_64K, 'memlock.services')], 'reports': ['not verified: ' + SLURMD_64K],
+      'checks': {'memlock.users': PASS_USERS,
+                 'memlock.services': ('fail', 'default unlimited/unlimited, slurm jobs 64/64; ' + SLURMD_64K)}}),
+    ('propagated from unlimited login nodes, slurmd at 64 KiB: both fixes named', state(converged_8m, [
+        ('limits.slurm', slurm(proc='slurmd-limits-64k.slurm22.05-el9', config='scontrol-show-config.slurm22.05'))]),
+     dict(AT_8M, nodeprep_memlock_slurm_submit_limit='unlimited'),
+     {'reasons': [], 'drift': [unfixable(PROPAGATED_LOW_SLURMD, 'memlock.services')],
+      'reports': ['not verified: ' + PROPAGATED_LOW_SLURMD],
+      'checks': {'memlock.users': PASS_USERS,
+                 'memlock.services': ('fail', 'default unlimited/unlimited, slurm jobs 64/64; '
+                                      + PROPAGATED_LOW_SLURMD)}}),
+    ('slurmd at 8 MiB, unlimited wanted: jobs get 8 MiB although slurmd.service says infinity',
+     state(converged, [('limits.slurm', slurm())]), defaults(),
+     {'reasons': [], 'drift': [unfixable(SLURMD_8M, 'memlock.services')], 'reports': ['not verified: ' + SLURMD_8M],
+      'checks': {'memlock.users': PASS_USERS,
+                 'memlock.services': ('fail', 'default unlimited/unlimited, slurm jobs 8192/8192; ' + SLURMD_8M)}}),
+    ('slurmctld does not answer: what jobs get cannot be known', state(converged_8m, [
+        ('limits.slurm', slurm(config=None, error='scontrol show config failed (rc=1): slurm_load_ctl_conf error: '
+                                                  'Unable to contact slurm controller (connect failure)'))]), AT_8M,
+     {'reasons': [], 'drift': [unfixable(NO_CONTROLLER, 'memlock.services')],
+      'reports': ['not verified: ' + NO_CONTROLLER],
+      'checks': {'memlock.users': PASS_USERS,
+                 'memlock.services': ('fail', 'default unlimited/unlimited, slurm jobs unknown; ' + NO_CONTROLLER)}}),
+    ('slurmd with a low soft and an unlimited hard limit, not propagated: both ways out named', state(converged, [
+        ('limits.slurm', dict(slurm(), slurmd=[{'pid': 812, 'memlock': {'soft': 64, 'hard': 'unlimited'},
+                                                'error': None}]))]), defaults(),
+     {'reasons': [], 'drift': [unfixable(SOFT_ONLY, 'memlock.services')], 'reports': ['not verified: ' + SOFT_ONLY],
+      'checks': {'memlock.users': PASS_USERS,
+                 'memlock.services': ('fail', 'default unlimited/unlimited, slurm jobs 64/unlimited; ' + SOFT_ONLY)}}),
+    ('slurmd\'s limits cannot be read: what jobs get cannot be known', state(converged_8m, [
+        ('limits.slurm', L.resolve_slurm({'slurmd': [{'pid': 812, 'limits': None}], 'config_error': None,
+                                          'config': ['PropagateResourceLimitsExcept = MEMLOCK']}))]), AT_8M,
+     {'reasons': [], 'drift': [unfixable(UNREADABLE, 'memlock.services')], 'reports': ['not verified: ' + UNREADABLE],
+      'checks': {'memlock.users': PASS_USERS,
+                 'memlock.services': ('fail', 'default unlimited/unlimited, slurm jobs unknown; ' + UNREADABLE)}}),
+    ('the Slurm check off', state(converged, [('limits.slurm', slurm())]),
+     defaults(nodeprep_memlock_slurm_jobs=False),
+     {'reasons': [], 'drift': [], 'reports': [],
+      'checks': {'memlock.users': PASS_USERS, 'memlock.services': ('pass', 'default unlimited/unlimited')}}),
+    ('systemd not managed, slurmd runs: the Slurm check still applies',
+     state(converged, [('limits.slurm', slurm()), ('file:' + DROPIN, absent())]),
+     defaults(nodeprep_memlock_systemd_default=False),
+     {'reasons': [], 'drift': [unfixable(SLURMD_8M, 'memlock.services')], 'reports': ['not verified: ' + SLURMD_8M],
+      'checks': {'memlock.users': PASS_USERS, 'memlock.services': ('fail', 'slurm jobs 8192/8192; ' + SLURMD_8M)}}),
     ('no verified user: memlock.users judges the drop-in only', state(converged), defaults(
         nodeprep_memlock_verify_users=[]),
      {'reasons': [], 'drift': [], 'reports': [],
@@ -411,7 +557,7 @@ def test_a_number_of_kib_in_every_file():
     plan = make(fresh(), defaults(nodeprep_memlock_value=65536, nodeprep_memlock_services=['slurmd']))
     assert [f['content'] for f in plan['files'] if f['state'] == 'file'] == [
         LIMITS_64K, MANAGER_64K, HEADER + '[Service]\nLimitMEMLOCK=65536K\n']
-    assert plan['checks']['memlock.users']['expected'] == 'memlock soft and hard at least 65536 KiB for root'
+    assert plan['checks']['memlock.users']['expected'] == 'memlock soft and hard at least 65536 KiB for root, *'
     assert plan['checks']['memlock.services']['expected'] == ('at least 65536 KiB for systemd DefaultLimitMEMLOCK, '
                                                               'slurmd LimitMEMLOCK')
 
@@ -419,7 +565,8 @@ def test_a_number_of_kib_in_every_file():
 def test_check_words_of_the_defaults():
     plan = make(converged(), defaults())
     assert plan['checks'] == {
-        'memlock.users': {'expected': USERS_UNL, 'observed': 'root unlimited/unlimited', 'skip': None},
+        'memlock.users': {'expected': USERS_UNL, 'observed': 'root unlimited/unlimited, * unlimited/unlimited',
+                          'skip': None},
         'memlock.services': {'expected': SERVICES_UNL, 'observed': 'default unlimited/unlimited', 'skip': None}}
 
 
@@ -431,7 +578,7 @@ def test_no_limits_facts_plans_nothing():
 
 
 def test_gather_of_the_defaults():
-    assert M.gather(defaults()) == dict(_plan.new_gather(), subsets=['limits'], limits_users=['root'],
+    assert M.gather(defaults()) == dict(_plan.new_gather(), subsets=['limits'], limits_users=['root', '*'],
                                         files=[FILE, SYSD, DROPIN])
 
 
@@ -444,8 +591,8 @@ def test_gather_with_services_and_users():
 
 
 def test_gather_when_nothing_is_managed():
-    assert M.gather(defaults(nodeprep_memlock_limits=False, nodeprep_memlock_systemd_default=False)) == \
-        _plan.new_gather()
+    assert M.gather(defaults(nodeprep_memlock_limits=False, nodeprep_memlock_systemd_default=False,
+                             nodeprep_memlock_slurm_jobs=False)) == _plan.new_gather()
 
 
 def test_gather_asks_systemd_about_no_name_that_is_refused():
@@ -489,7 +636,7 @@ BAD = [
       'such as slurmd or docker.service (letters, digits and _ . : @ -; no spaces or slashes))']),
     ('user with a space', {'nodeprep_memlock_verify_users': ['a b']},
      ['nodeprep_memlock_verify_users=["a b"]: "a b" is not a user name (allowed: user names (letters, digits and _ '
-      '. -), no spaces)']),
+      '. -), no spaces, or * (any non-root user that no user, @group or uid-range line names))']),
     ('limits file pam_limits never reads', {'nodeprep_memlock_limits_file': '/etc/passwd'},
      ['nodeprep_memlock_limits_file="/etc/passwd": ' + FILE_ALLOWED]),
     ('limits file without .conf', {'nodeprep_memlock_limits_file': '/etc/security/limits.d/90-nodeprep-memlock'},
@@ -539,7 +686,9 @@ def test_defaults_and_argument_specs_are_the_settings():
     assert _load('roles', 'memlock', 'defaults', 'main.yml') == dict(
         (name, spec['default']) for name, spec in M.SETTINGS.items())
     options = _load('roles', 'memlock', 'meta', 'argument_specs.yml')['argument_specs']['main']['options']
-    assert options == M.SETTINGS
+    # (argument_specs leaves out a default of null, as Ansible's own specs do)
+    assert options == dict((name, dict((k, v) for k, v in spec.items() if k != 'default' or v is not None))
+                           for name, spec in M.SETTINGS.items())
 
 
 def test_readiness_holds_no_memlock_setting():

@@ -818,6 +818,8 @@ def test_unmanaged_check_stays_skipped_when_its_facts_failed():
     settings['nodeprep_memlock_limits'] = False
     settings['nodeprep_memlock_systemd_default'] = False
     settings['nodeprep_memlock_services'] = []
+    # (the Slurm jobs' check reads the limits subset too: whether slurmd runs)
+    settings['nodeprep_memlock_slurm_jobs'] = False
     del facts['limits']
     facts['nodeprep_errors'] = {'limits': 'limits facts: broken'}
     got = dict((c['id'], c['status']) for c in F.evaluate(facts, settings, probe))
