@@ -27,7 +27,7 @@ FILE_NAME = 'run-summary.json'
 VERSION = 1
 # The roles that depend on the NVIDIA driver's result: in check mode, a node whose driver prediction failed gets no
 # prediction of these (the others are predicted as usual).
-DRIVER_DEPENDENT = ('gpu_settings',)
+DRIVER_DEPENDENT = ('imex', 'gpu_settings')
 
 # (role, what the task or error is about, pattern of the error text, what to set).  The first match names the
 # variable.  Sources: the messages of dnf and Ansible's dnf module ("No package ... available", "All matches were

@@ -915,11 +915,11 @@ READINESS_CASES = [
                            '\'nodeprep_shm_gpu_memory_ratio\' is of type str and we were unable to convert to float: '
                            '...')}),
     ('readiness no plans', _no_plans,
-     {'msg': "readiness check: plans: no plan for role gpu_settings, kernel, memlock, nccl, nic_offload, nvidia_driver, "
-             "shm; the checks driver.loaded, driver.nouveau_blacklisted, driver.open_modules, driver.persistenced, "
-             "fabric.manager, gpu.clocks, gpu.power_limit, kernel.devel_matched, memlock.services, memlock.users, "
-             "nccl.config, nic.offload, shm.size read the roles' plans (the readiness role makes them with "
-             "gpufleet.nodeprep.node_plan)"}),
+     {'msg': "readiness check: plans: no plan for role gpu_settings, imex, kernel, memlock, nccl, nic_offload, "
+             "nvidia_driver, shm; the checks driver.loaded, driver.nouveau_blacklisted, driver.open_modules, "
+             "driver.persistenced, fabric.manager, gpu.clocks, gpu.power_limit, imex.domain, kernel.devel_matched, "
+             "memlock.services, memlock.users, nccl.config, nic.offload, shm.size read the roles' plans (the readiness "
+             "role makes them with gpufleet.nodeprep.node_plan)"}),
     ('readiness ratio inf', _settings(nodeprep_shm_gpu_memory_ratio='inf'),
      {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio=Infinity: must be a number '
                            'greater than 0 (0.5: half of the GPU memory)')}),

@@ -79,9 +79,9 @@ def test_converged_node(monkeypatch, capsys):
     assert calls == [(JOURNAL, {'LC_ALL': 'C', 'LANGUAGE': 'C'}), (SHOW, {'LC_ALL': 'C', 'LANGUAGE': 'C'})]
     assert result['changed'] is False
     assert result['ready'] is True
-    assert result['summary'] == {'pass': 20, 'warn': 0, 'fail': 0, 'skip': 1, 'status': 'pass'}
-    # gpu.dcgm_diag is opt-in (dcgm: false): it skips and runs nothing.
-    assert [c['status'] for c in result['checks']] == ['pass'] * 17 + ['skip'] + ['pass'] * 3
+    assert result['summary'] == {'pass': 20, 'warn': 0, 'fail': 0, 'skip': 2, 'status': 'pass'}
+    # gpu.dcgm_diag is opt-in (dcgm: false): it skips and runs nothing; imex.domain skips outside an IMEX domain.
+    assert [c['status'] for c in result['checks']] == ['pass'] * 17 + ['skip'] + ['pass'] * 3 + ['skip']
     assert result['lost_gpus'] == []
     assert result['probe']['kernel_log'] == {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [],
                                              'error': None}
@@ -248,7 +248,7 @@ def test_nccl_conf_with_a_byte_that_is_not_utf8(monkeypatch, capsys, tmp_path):
     result, _calls = run(monkeypatch, capsys, args, [(JOURNAL, (0, '', '')), (SHOW, (0, ALL_UP, ''))])
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
     assert got['nccl.config'] == ('fail', '{0}: content differs'.format(path))
-    assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 19 + ['skip']
+    assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 19 + ['skip', 'skip']
     assert sorted(result['probe']) == ['dcgm', 'kernel_log', 'services']
     assert dict(result['checked_values'])['NCCL files'] == '{0}: content differs'.format(path)
 
