@@ -4,6 +4,7 @@
 #                                        the same plus a Slurm head (slurmctld) and slurmd on every GPU node
 #   make slurm-fleet                     a Slurm fleet of its own (prefix npsl): jobs, drain, reboots; then down
 #   make rolling-fleet                   playbooks/rolling_upgrade.yml on a Slurm fleet of its own (prefix nprr); then down
+#   make imex-fleet                      an IMEX domain of three GB200 trays, fleet of its own (prefix npix); then down
 #   make testbed-down                    stop it; no namespace, mount or process is left
 #   make testbed-status
 #   make testbed-selftest                 ethtool -K, signed repositories and key refusals on the running nodes
@@ -11,18 +12,22 @@
 #   make testbed-heal NODE=<name> [FAULT=<kind>]
 # Needs root. Kinds: gpu-missing gpu-removed nvidia-smi-hang driver-unloaded xid retired-pages
 # remapped-rows clocks-capped power-capped secure-boot shm-full node-down; issue 28: hw-slowdown
-# pcie-downtrained nvlink-inactive rows-pending mig-enabled allreduce-slow (tests/testbed/testbed.py FAULTS).
+# pcie-downtrained nvlink-inactive rows-pending mig-enabled allreduce-slow; issue 30: imex-peer-down
+# (tests/testbed/testbed.py FAULTS).
 
 TESTBED_PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 TESTBED := $(TESTBED_PYTHON) tests/testbed/testbed.py
 NODES ?= 4
 SLURM ?=
+IMEX ?=
 KINDS ?=
 
-.PHONY: testbed-up testbed-down testbed-status testbed-fault testbed-heal testbed-selftest slurm-fleet rolling-fleet
+.PHONY: testbed-up testbed-down testbed-status testbed-fault testbed-heal testbed-selftest slurm-fleet rolling-fleet \
+	imex-fleet
 
 testbed-up:
-	$(TESTBED) up --nodes $(NODES) $(if $(filter 1 yes true,$(SLURM)),--slurm) $(if $(KINDS),--kinds $(KINDS))
+	$(TESTBED) up --nodes $(NODES) $(if $(filter 1 yes true,$(SLURM)),--slurm) $(if $(filter 1 yes true,$(IMEX)),--imex) \
+		$(if $(KINDS),--kinds $(KINDS))
 
 testbed-down:
 	$(TESTBED) down
@@ -57,3 +62,11 @@ slurm-fleet:
 # 15 to 20).
 rolling-fleet: collection-link
 	$(TESTBED_PYTHON) tests/testbed/rolling_fleet.py
+
+# An NVIDIA IMEX domain (playbooks/imex.yml, readiness imex.domain) on a fleet of its own: three el9-gb200 trays
+# (TESTBED_PREFIX npix, TESTBED_SUBNET 10.252, .testbed-imex; IMEX_FLEET_PREFIX/SUBNET/DIR change them), always fresh
+# (taken down first): the driver and nvidia-imex, check mode exact, the same ordered node list on every tray, channel0
+# made again after a reboot, the imex-peer-down fault named by readiness, healed; taken down at the end. Not part of
+# `make test`.
+imex-fleet: collection-link
+	$(TESTBED_PYTHON) tests/testbed/imex_fleet.py

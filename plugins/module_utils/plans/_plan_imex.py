@@ -49,7 +49,6 @@ ROLE = 'imex'
 CHECK = 'imex.domain'
 CHECKS = (CHECK,)
 PREFIX = 'nodeprep_imex_'
-PACKAGE = 'nvidia-imex'
 SERVICE = 'nvidia-imex.service'
 CHANNEL_UNIT = 'nodeprep-imex-channels.service'
 SCRIPT = '/usr/local/sbin/nodeprep-imex-channels'
@@ -116,7 +115,6 @@ def gather(settings):
         return request
     request['subsets'] = ['imex', 'nvidia']
     request['units'] = [SERVICE, CHANNEL_UNIT]
-    request['packages'] = [PACKAGE]
     request['files'] = [PLATFORM_PYTHON, SCRIPT, UNIT_PATH, UNIT_LINK]
     request['imex_config'] = _s(settings, 'config')
     request['imex_timeout'] = _s(settings, 'ctl_timeout')
@@ -196,14 +194,18 @@ def plan(facts, settings, context):
             'channel0 at every boot' if channels_mode == 'static' else 'channels per job (Slurm switch/nvidia_imex)')
 
     imex = facts.get('imex') if isinstance(facts.get('imex'), dict) else {}
-    packages = facts.get('nodeprep_packages') if isinstance(facts.get('nodeprep_packages'), dict) else {}
+    # Installed: systemd knows the unit the package ships (the package database of a node is not asked: the gather
+    # reads units in the same systemctl call it makes anyway).
+    unit = _units(facts).get(SERVICE) or {}
+    installed = unit.get('load') == 'loaded'
     pending = context.get('check_mode') and bool((context.get('driver_pending') or {}).get('imex'))
-    if not packages.get(PACKAGE) and not pending:
+    if not installed and not pending:
         _plan.set_check(out, CHECK, expected, 'nvidia-imex is not installed')
-        _fail(out, 'nvidia-imex is not installed on {0}: set nodeprep_nvidia_driver_imex: true (role nvidia_driver '
-                   'installs it at the driver\'s version)'.format(host))
+        _fail(out, 'nvidia-imex is not installed on {0} ({1} is {2}): set nodeprep_nvidia_driver_imex: true (role '
+                   'nvidia_driver installs it at the driver\'s version)'.format(host, SERVICE,
+                                                                               unit.get('load') or 'not known'))
         return out
-    predicting = not packages.get(PACKAGE)
+    predicting = not installed
 
     # The node list.
     config = imex.get('config')
@@ -229,11 +231,8 @@ def plan(facts, settings, context):
                                                                                       cmd_enabled), fixable=False)
 
     # The service: enabled, running, restarted when the list changes.
-    unit = _units(facts).get(SERVICE) or {}
-    service = {'name': SERVICE, 'enabled': None, 'state': None, 'reset_failed': False}
-    if not predicting and unit.get('load') not in (None, 'loaded'):
-        _fail(out, '{0} is {1}: the nvidia-imex package ships it'.format(SERVICE, unit.get('load')))
-        return out
+    # ``installed``: systemd has the unit now (check mode on a node whose driver this run installs: not yet).
+    service = {'name': SERVICE, 'enabled': None, 'state': None, 'reset_failed': False, 'installed': installed}
     if predicting or unit.get('enabled') != 'enabled':
         service['enabled'] = True
         _plan.add_drift(out, CHECK, '{0} is {1}, not enabled at boot'.format(
@@ -343,4 +342,6 @@ def _channel_files(out, facts, context, mode):
             _plan.add_drift(out, CHECK, entry['change'] + why)
     if changes:
         out['args']['daemon_reload'] = True
+    # Check mode cannot run a unit it has not written (the role's twin task says what a run would do).
+    out['args']['unit_written'] = any(e['change'] for e in entries if e['path'] == UNIT_PATH)
     return changes

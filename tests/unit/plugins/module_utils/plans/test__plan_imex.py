@@ -92,10 +92,9 @@ def script():
 
 
 def converged(**kw):
-    return {'nodeprep_gathered': ['imex', 'nvidia', 'units', 'packages', 'files'],
+    return {'nodeprep_gathered': ['imex', 'nvidia', 'units', 'files'],
             'imex': imex(**kw), 'nvidia': {'present': True, 'gpus': [{'pci_bus_id': '00000009:01:00.0',
                                                                       'fabric': dict(CLIQUE)}]},
-            'nodeprep_packages': {'nvidia-imex': '580.95.05-1'},
             'nodeprep_units': {'nvidia-imex.service': {'load': 'loaded', 'active': 'active', 'sub': 'running',
                                                        'enabled': 'enabled'},
                                X.CHANNEL_UNIT: {'load': 'loaded', 'active': 'active', 'sub': 'exited',
@@ -177,7 +176,7 @@ def test_a_converged_node_has_nothing_to_do_and_passes():
         'nvidia-imex running with the 3 nodes of group rack7 in address order (tray-a 10.0.7.3, tray-b 10.0.7.12, '
         'tray-c 10.0.7.21), the domain UP with every peer READY and CONNECTED; channel0 at every boot')
     assert plan['args']['service'] == {'name': 'nvidia-imex.service', 'enabled': None, 'state': None,
-                                       'reset_failed': False}
+                                       'reset_failed': False, 'installed': True}
     assert plan['args']['nodes'] == {'path': NODES, 'addresses': ORDER}
 
 
@@ -190,7 +189,7 @@ def test_a_fresh_node_gets_the_list_the_channel_unit_and_a_restart():
     assert files[X.SCRIPT]['content'] == script()
     assert files[X.UNIT_LINK]['src'] == X.UNIT_PATH
     assert plan['args']['service'] == {'name': 'nvidia-imex.service', 'enabled': None, 'state': 'restarted',
-                                       'reset_failed': False}
+                                       'reset_failed': False, 'installed': True}
     assert plan['args']['channels_now'] is True and plan['args']['daemon_reload'] is True
     status, observed = readiness(plan)
     assert status == 'fail'
@@ -244,7 +243,7 @@ def test_a_unit_that_hit_the_start_limit_is_reset_and_started():
     facts['nodeprep_units']['nvidia-imex.service'].update(active='failed', sub='failed')
     plan = make_plan(facts)
     assert plan['args']['service'] == {'name': 'nvidia-imex.service', 'enabled': None, 'state': 'started',
-                                       'reset_failed': True}
+                                       'reset_failed': True, 'installed': True}
     assert plan['reasons'] == ['nvidia-imex.service is failed']
 
 
@@ -312,9 +311,10 @@ def test_a_node_list_named_elsewhere_by_the_config():
 
 
 @pytest.mark.parametrize('facts, words', [
-    (dict(converged(), nodeprep_packages={'nvidia-imex': None}),
-     'nvidia-imex is not installed on tray-a: set nodeprep_nvidia_driver_imex: true (role nvidia_driver installs it '
-     "at the driver's version)"),
+    (dict(converged(), nodeprep_units={'nvidia-imex.service': {'load': 'not-found', 'active': 'inactive'},
+                                       X.CHANNEL_UNIT: {'load': 'not-found', 'active': 'inactive'}}),
+     'nvidia-imex is not installed on tray-a (nvidia-imex.service is not-found): set nodeprep_nvidia_driver_imex: '
+     "true (role nvidia_driver installs it at the driver's version)"),
     (dict(converged(), imex=dict(imex(), config=None)),
      '/etc/nvidia-imex/config.cfg does not exist: the nvidia-imex package ships it (reinstall it, or set '
      'nodeprep_imex_config to the config nvidia-imex.service starts with)'),
@@ -366,20 +366,20 @@ def test_a_channels_value_that_is_not_a_choice_is_refused_by_the_contract():
 
 def test_check_mode_predicts_from_the_driver_being_installed_in_this_run():
     facts = fresh()
-    facts['nodeprep_packages'] = {'nvidia-imex': None}
     facts['imex'] = dict(imex(nodes_text=None, domain=None, channel=False), config=None, nodes_path=NODES)
     facts['nodeprep_units']['nvidia-imex.service'] = {'load': 'not-found', 'active': 'inactive', 'sub': 'dead',
                                                       'enabled': None}
     plan = make_plan(facts, context={}, host=ME)
-    assert plan['errors'] == ['nvidia-imex is not installed on tray-a: set nodeprep_nvidia_driver_imex: true (role '
-                              "nvidia_driver installs it at the driver's version)"]
+    assert plan['errors'] == ['nvidia-imex is not installed on tray-a (nvidia-imex.service is not-found): set '
+                              "nodeprep_nvidia_driver_imex: true (role nvidia_driver installs it at the driver's "
+                              'version)']
     settings, problems = _plans.typed_settings('imex', SETTINGS)
     ctx = _plan.new_context(host=ME, check_mode=True, driver_pending={'persistenced': True, 'imex': True})
     ctx['imex_members'] = members()
     plan = _plans.plan_role('imex', facts, settings, problems, ctx)
     assert plan['errors'] == []
     assert plan['args']['service'] == {'name': 'nvidia-imex.service', 'enabled': True, 'state': 'restarted',
-                                       'reset_failed': False}
+                                       'reset_failed': False, 'installed': False}
     assert plan['args']['channels_now'] is True
     assert [e['path'] for e in plan['files'] if e['change']] == [NODES, X.SCRIPT, X.UNIT_PATH, X.UNIT_LINK]
 
