@@ -287,7 +287,10 @@ SETTINGS = {
         'type': 'bool',
         'default': False,
         'description': [
-            'Install, enable and start C(nvidia-imex) (needed for multi-node NVLink such as GB200 NVL72).',
+            'Install, enable and start C(nvidia-imex) (needed for multi-node NVLink such as GB200 NVL72), at the '
+            "driver's version.",
+            'The C(gpufleet.nodeprep.imex) role writes its node list (C(nodeprep_imex_domain_group)) and makes the '
+            'IMEX channel; without it the daemon runs with no peers.',
         ],
     },
     'nodeprep_nvidia_driver_open_required_device_ids': {
