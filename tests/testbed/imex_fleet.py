@@ -55,11 +55,7 @@ VENV_BIN = os.path.dirname(os.path.abspath(sys.executable))
 WAIT = int(os.environ.get('IMEX_FLEET_WAIT') or 120)
 # The three trays' addresses in the domain's order, written by hand from the testbed's addressing (node i has
 # <subnet>.0.<4i+2>): ascending as addresses, not as text.
-def _ordered():
-    return ['{0}.0.2'.format(SUBNET), '{0}.0.6'.format(SUBNET), '{0}.0.10'.format(SUBNET)]
-
-
-ORDER = _ordered()
+ORDER = ['{0}.0.2'.format(SUBNET), '{0}.0.6'.format(SUBNET), '{0}.0.10'.format(SUBNET)]
 ADDR = dict(zip(NODES, ORDER))
 
 TIMES = []
@@ -265,6 +261,9 @@ def scenario():
     check(bool(back), '{0} rebooted'.format(node))
     ok = wait_for('channel0 on {0} after its reboot'.format(node), lambda: channel_ok(node))
     check(bool(ok), '{0}: channel0 made again at boot (char <major>:0, mode 0666)'.format(node), repr(channel(node)))
+    journal = ssh(node, 'journalctl -b -u nodeprep-imex-channels --no-pager', check_rc=False)
+    check('/dev/nvidia-caps-imex-channels/channel0 char {0}:0 made'.format(channel(node)[0]) in journal,
+          '{0}: nodeprep-imex-channels.service made it in this boot'.format(node), journal[-800:])
     got = readiness_until('rebooted', 'pass')
     check(got and all(got[n][0] == 'pass' for n in NODES),
           'readiness after the reboot: imex.domain passes on the three nodes', repr(got))

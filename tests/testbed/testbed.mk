@@ -67,6 +67,6 @@ rolling-fleet: collection-link
 # (TESTBED_PREFIX npix, TESTBED_SUBNET 10.252, .testbed-imex; IMEX_FLEET_PREFIX/SUBNET/DIR change them), always fresh
 # (taken down first): the driver and nvidia-imex, check mode exact, the same ordered node list on every tray, channel0
 # made again after a reboot, the imex-peer-down fault named by readiness, healed; taken down at the end. Not part of
-# `make test`.
+# `make test` (measured 400 s, under 7 minutes, on 2 cores shared with other jobs at a load of 10 to 12).
 imex-fleet: collection-link
 	$(TESTBED_PYTHON) tests/testbed/imex_fleet.py
