@@ -201,9 +201,9 @@ def plan(facts, settings, context):
     pending = context.get('check_mode') and bool((context.get('driver_pending') or {}).get('imex'))
     if not installed and not pending:
         _plan.set_check(out, CHECK, expected, 'nvidia-imex is not installed')
+        state = unit.get('load') or 'not known'
         _fail(out, 'nvidia-imex is not installed on {0} ({1} is {2}): set nodeprep_nvidia_driver_imex: true (role '
-                   'nvidia_driver installs it at the driver\'s version)'.format(host, SERVICE,
-                                                                               unit.get('load') or 'not known'))
+                   'nvidia_driver installs it at the driver\'s version)'.format(host, SERVICE, state))
         return out
     predicting = not installed
 
@@ -245,8 +245,8 @@ def plan(facts, settings, context):
                         'is false)', fixable=False, level='warn')
     elif not active:
         service['state'] = 'started'
-        _plan.add_drift(out, CHECK, '{0} is {1}'.format(SERVICE, 'not installed yet' if predicting else
-                                                          unit.get('active') or 'not running'))
+        now = 'not installed yet' if predicting else unit.get('active') or 'not running'
+        _plan.add_drift(out, CHECK, '{0} is {1}'.format(SERVICE, now))
     # A unit that hit systemd's start limit (its daemon failed in a loop) refuses a start until it is reset.
     service['reset_failed'] = bool(service['state']) and unit.get('active') == 'failed'
     out['args']['service'] = service

@@ -272,6 +272,5 @@ def domain_summary(domain):
     ready = len([n for n in nodes if n['status'] == READY])
     broken = len([c for n in nodes if n['status'] == READY for c in n.get('connections') or []
                   if c['status'] != CONNECTED])
-    return '{0}: {1}/{2} nodes READY, {3}'.format(domain.get('status'), ready, len(nodes),
-                                                   'all connected' if not broken else
-                                                   '{0} connections not CONNECTED'.format(broken))
+    links = 'all connected' if not broken else '{0} connections not CONNECTED'.format(broken)
+    return '{0}: {1}/{2} nodes READY, {3}'.format(domain.get('status'), ready, len(nodes), links)

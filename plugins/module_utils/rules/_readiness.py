@@ -450,8 +450,8 @@ CHECKS = (
     ('kernel.iommu', 'role gpufleet.nodeprep.kernel with nodeprep_kernel_iommu_passthrough: true (iommu=pt), then a '
                      'reboot', _kernel_iommu, ('kernel_state',)),
     # Judged by the imex plan (PLAN_CHECKS): the IMEX domain of a multi-node NVLink node (opt-in; skips elsewhere).
-    ('imex.domain', _ROLE.format('imex') + '; a peer named down: its nvidia-imex, its node or the management '
-                    'network between them', None, ('imex',)),
+    ('imex.domain', _ROLE.format('imex') + '; a peer named down: its nvidia-imex, its node or the management network '
+     'between them', None, ('imex',)),
 )
 CHECK_IDS = tuple(entry[0] for entry in CHECKS)
 # The checks of the GPU roles (_gpu_node.GPU_ROLES) and of the GPUs themselves: on a node that is not a GPU node

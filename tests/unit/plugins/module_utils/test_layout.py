@@ -157,8 +157,8 @@ def test_unique_basenames():
     assert not [v for v in seen.values() if len(v) > 1], [v for v in seen.values() if len(v) > 1]
 
 
-@pytest.mark.xfail(strict=True, reason='4,901 lines (the IMEX reader included) until the pam_limits resolution moves to '
-                                      'the controller (in progress)')
+@pytest.mark.xfail(strict=True, reason='4,901 lines (the IMEX reader included) until the pam_limits resolution moves '
+                   'to the controller (in progress)')
 def test_gather_ships_what_it_reads_with():
     files = shipped(os.path.join(ROOT, 'plugins', 'modules', GATHER))
     total = sum(files.values())

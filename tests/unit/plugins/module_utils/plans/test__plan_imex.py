@@ -45,13 +45,15 @@ def link(target):
             'target': target}
 
 
-def members(hosts=HOSTS, group='rack7', fabric=None):
+def members(hosts=None, group='rack7', fabric=None):
+    hosts = HOSTS if hosts is None else hosts
     return {'group': group, 'found': True,
             'hosts': [{'host': h, 'values': {'inventory_hostname': h, 'ansible_host': ip}, 'error': None,
                        'fabric': (fabric or {}).get(h)} for h, ip in hosts]}
 
 
-def ctl_domain(status='UP', states=None, links=None, hosts=ORDER):
+def ctl_domain(status='UP', states=None, links=None, hosts=None):
+    hosts = ORDER if hosts is None else hosts
     states = states or ['READY'] * len(hosts)
     links = links or {}
     nodes = dict((str(i), {'status': states[i], 'host': host, 'version': '580.95', 'hostName': '',
@@ -218,8 +220,8 @@ def test_a_peer_down_is_named_and_is_no_work():
     facts['imex']['ctl']['domain'] = DOWN
     plan = make_plan(facts)
     assert plan['reasons'] == [] and plan['run'] == []
-    assert readiness(plan) == ('fail', '; '.join(['DEGRADED: 2/3 nodes READY, 2 connections not CONNECTED',
-                                                   'channel0 present'] + PEER_DOWN))
+    words = ['DEGRADED: 2/3 nodes READY, 2 connections not CONNECTED', 'channel0 present'] + PEER_DOWN
+    assert readiness(plan) == ('fail', '; '.join(words))
 
 
 def test_an_old_list_is_rewritten_and_the_daemon_restarted():
