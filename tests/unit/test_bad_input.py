@@ -410,6 +410,9 @@ MEMLOCK_FILE_ALLOWED = ('allowed: a file pam_limits reads, /etc/security/limits.
                         '(an absolute path, a name ending in .conf, not hidden)')
 MEMLOCK_VALUE_ALLOWED = ('allowed: "unlimited" or a positive number of KiB, as an integer or a string of digits '
                          '(such as 65536)')
+# The typing of node_plan (plugins/plugin_utils/_plans.py), for every setting of every role.
+NUMBER_ALLOWED = 'allowed: a finite number from -9223372036854775808 to 9223372036854775807'
+PATH_ALLOWED = 'allowed: an absolute path on the node as written (no ~ or $VARIABLE: the controller would expand them'
 
 # The platform the el10 host pretends to run (the kernel role reads only these facts to decide).
 EL10_FACTS = {'distribution': 'Rocky', 'os_family': 'RedHat', 'distribution_major_version': '10',
@@ -522,6 +525,41 @@ ROLE_CASES = [
      {'nodeprep_memlock_limits_file': '/etc/security/limits.d/.90-nodeprep.conf'},
      MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="/etc/security/limits.d/.90-nodeprep.conf"',
                       MEMLOCK_FILE_ALLOWED]),
+    # Issue 30: .inf, .nan and 400 digits made node_plan raise for every role, naming no variable.
+    ('shm size infinite', 'localhost', 'shm', {'nodeprep_shm_size': float('inf')},
+     SHM_ASSERT, ['shm on localhost: invalid settings: nodeprep_shm_size=Infinity: an infinite number; ' +
+                  NUMBER_ALLOWED]),
+    ('shm size NaN', 'localhost', 'shm', {'nodeprep_shm_size': float('nan')},
+     SHM_ASSERT, ['nodeprep_shm_size=NaN: NaN is not a number; ' + NUMBER_ALLOWED]),
+    ('shm size 400 digits', 'localhost', 'shm', {'nodeprep_shm_size': int('1' * 400)},
+     SHM_ASSERT, ['nodeprep_shm_size=' + '1' * 50 + '... (400 characters): a number out of range; ' + NUMBER_ALLOWED]),
+    ('shm size 400 digits as text', 'localhost', 'shm', {'nodeprep_shm_size': '1' * 400},
+     SHM_ASSERT, ['nodeprep_shm_size="' + '1' * 49 + '... (402 characters): a number out of range; ' +
+                  NUMBER_ALLOWED]),
+    ('shm size 400 digits and G', 'localhost', 'shm', {'nodeprep_shm_size': '1' * 400 + 'G'},
+     SHM_ASSERT, ['nodeprep_shm_size="' + '1' * 400 + 'G": larger than 9223372036854775807 bytes; allowed: ' +
+                  SHM_ALLOWED.split('allowed: ')[1]]),
+    ('shm ratio infinite', 'localhost', 'shm', {'nodeprep_shm_gpu_memory_ratio': float('inf')},
+     SHM_ASSERT, ['nodeprep_shm_gpu_memory_ratio=Infinity: an infinite number; ' + NUMBER_ALLOWED]),
+    ('shm path under ~', 'localhost', 'shm', {'nodeprep_shm_path': '~/shm'},
+     SHM_ASSERT, ['nodeprep_shm_path="~/shm": ~ is not expanded on the node; ' + PATH_ALLOWED]),
+    ('nccl conf path with a trailing newline', 'localhost', 'nccl', {'nodeprep_nccl_conf_path': '/etc/nccl.conf\n'},
+     NCCL_ASSERT, ['nodeprep_nccl_conf_path="/etc/nccl.conf\\n": has a newline; ' + PATH_ALLOWED]),
+    ('nccl torch env path under $HOME', 'localhost', 'nccl', {'nodeprep_nccl_torch_env_path': '$HOME/torch.sh'},
+     NCCL_ASSERT, ['nodeprep_nccl_torch_env_path="$HOME/torch.sh": $ is not expanded on the node; ' + PATH_ALLOWED]),
+    ('memlock limits file with a trailing newline', 'localhost', 'memlock',
+     {'nodeprep_memlock_limits_file': '/etc/security/limits.d/90-nodeprep-memlock.conf\n'},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="/etc/security/limits.d/90-nodeprep-memlock.conf\\n": has a '
+                      'newline; ' + MEMLOCK_FILE_ALLOWED + '; ' + PATH_ALLOWED]),
+    ('memlock services with an empty item', 'localhost', 'memlock', {'nodeprep_memlock_services': 'slurmd,,sshd'},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_services="slurmd,,sshd": has an empty item']),
+    ('nccl gpu_node 2', 'localhost', 'nccl', {'nodeprep_gpu_node': 2},
+     NCCL_ASSERT, ['nodeprep_gpu_node=2: allowed: auto, true or false (true and false also as Ansible reads '
+                   'booleans: yes/no, on/off, y/n, t/f, 1/0 as text or numbers)']),
+    ('nvidia_driver conflicting unit with a space', 'localhost', 'nvidia_driver',
+     {'nodeprep_nvidia_driver_persistence_conflicting_units': 'nvidia pm'},
+     DRIVER_PLAN, ['nodeprep_nvidia_driver_persistence_conflicting_units="nvidia pm": the node cannot be asked about '
+                   "it: units: 'nvidia pm' is not a unit name"]),
     ('nic_offload role value not a boolean', 'localhost', 'nic_offload',
      {'nodeprep_nic_offload_features': {'gro': 'maybe'}, 'nodeprep_nic_offload_interfaces': ['lo']},
      NIC_ASSERT, ['invalid settings: nodeprep_nic_offload_features={"gro": "maybe"}: feature name -> true/false',
@@ -920,9 +958,11 @@ READINESS_CASES = [
              "driver.persistenced, fabric.manager, gpu.clocks, gpu.power_limit, imex.domain, kernel.devel_matched, "
              "memlock.services, memlock.users, nccl.config, nic.offload, shm.size read the roles' plans (the readiness "
              "role makes them with gpufleet.nodeprep.node_plan)"}),
+    # "inf" types into an infinite float: the typing refuses it for every float setting (issue 30), in its words
+    # (the shm plan's "must be a number greater than 0" said nothing true of infinity).
     ('readiness ratio inf', _settings(nodeprep_shm_gpu_memory_ratio='inf'),
-     {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio=Infinity: must be a number '
-                           'greater than 0 (0.5: half of the GPU memory)')}),
+     {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio="inf": an infinite '
+                           'number; ' + NUMBER_ALLOWED + ' (role shm: docs/roles/shm.md)')}),
     # The nic_offload role's variables are typed and checked by its plan (node_plan): nic.offload fails on them.
     ('readiness features as a list', _settings(nodeprep_nic_offload_features=['gro']),
      # The validator's own words follow (they differ between ansible-core releases).

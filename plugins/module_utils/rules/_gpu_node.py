@@ -63,21 +63,30 @@ SETTINGS = {
              'checks skip.'),
             ('V(true) prepares the node as a GPU node although the bus shows none (before the cards are seated); '
              'V(false) never, whatever the bus shows.'),
+            ('V(true) and V(false) may be written as Ansible writes booleans (V(yes)/V(no), V(on)/V(off), V(1)/V(0), '
+             'as text or numbers); any other value is refused.'),
         ],
     },
 }
 
-_TRUE = ('true', 'yes', 'on', '1')
-_FALSE = ('false', 'no', 'off', '0')
-ALLOWED = 'auto, true or false'
+# The booleans a bool setting takes (Ansible's own, ansible.module_utils.parsing.convert_bool BOOLEANS_TRUE and
+# BOOLEANS_FALSE: text compared lower-cased and stripped, the numbers 1 and 0), so that nodeprep_gpu_node reads
+# "0" and 0, "yes" and true alike, as every other setting typed by Ansible's validator does.
+_TRUE = ('true', 'yes', 'on', 'y', 't', '1')
+_FALSE = ('false', 'no', 'off', 'n', 'f', '0')
+ALLOWED = ('allowed: auto, true or false (true and false also as Ansible reads booleans: yes/no, on/off, y/n, t/f, '
+           '1/0 as text or numbers)')
 
 
 def parse(value):
-    """``nodeprep_gpu_node`` as 'auto', True or False; ValueError naming what is allowed."""
+    """``nodeprep_gpu_node`` as 'auto', True or False; ValueError naming the value and what is allowed.  None and ''
+    (the variable set to nothing) are auto."""
     if value is None:
         return AUTO
     if isinstance(value, bool):
         return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return value == 1
     if isinstance(value, str):
         text = value.strip().lower()
         if text == AUTO or text == '':
