@@ -351,8 +351,11 @@ def test_domains_the_role_refuses(group_members, words):
     ({'nodeprep_imex_ctl_timeout': 0}, 'nodeprep_imex_ctl_timeout=0: a whole number of seconds, at least 1'),
     ({'nodeprep_imex_domain_group': ' '},
      'nodeprep_imex_domain_group=" ": the name of an inventory group, or null to leave IMEX alone'),
+    # A path setting: the typing's words (plugin_utils/_plans.py).
     ({'nodeprep_imex_config': 'imex.cfg'},
-     'nodeprep_imex_config="imex.cfg": an absolute path such as /etc/nvidia-imex/config.cfg'),
+     'nodeprep_imex_config="imex.cfg": not an absolute path; allowed: an absolute path on the node as written (no ~ or '
+     '$VARIABLE: the controller would expand them; no newline or other control character, no space at either end, no '
+     'empty, . or .. part, no / at the end) (role imex: docs/roles/imex.md)'),
 ])
 def test_settings_the_role_refuses(given, problem):
     plan = make_plan(converged(), given)
