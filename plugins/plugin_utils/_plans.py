@@ -286,7 +286,14 @@ def typed_settings(role, provided):
     lose the plans of every role of the node), and the role fails on the problem before it changes anything.
     """
     module = rules(role)
-    spec = validator_spec(module.SETTINGS)
+    return typed_with(role, module.SETTINGS, provided, module)
+
+
+def typed_with(role, contract, provided, module=None):
+    """typed_settings over the SETTINGS ``contract`` of ``role`` (a rule module's, or the readiness role's own:
+    plugin_utils/_readiness_settings.py); ``module``, the role's rule module, when its gather request is checked
+    too (the readiness role's settings make no gather request)."""
+    spec = validator_spec(contract)
     given = dict((name, provided[name]) for name in spec if name in provided)
     refused = {}
     for name in given:
@@ -302,7 +309,8 @@ def typed_settings(role, provided):
                 refused[name] = [found]
     typed = [name for name in sorted(given) if name not in refused]
     defaults = dict((name, copy.deepcopy(entry.get('default'))) for name, entry in spec.items())
-    if typed and _gather_problem(module, dict(defaults, **dict((name, settings[name]) for name in typed))):
+    chosen = dict(defaults, **dict((name, settings[name]) for name in typed))
+    if module is not None and typed and _gather_problem(module, chosen):
         # The setting that makes the gather request one the node cannot be asked: each alone over the defaults.
         for name in typed:
             found = _gather_problem(module, dict(defaults, **{name: settings[name]}))

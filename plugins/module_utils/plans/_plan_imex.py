@@ -176,7 +176,7 @@ def plan(facts, settings, context):
     members = context.get('imex_members')
     if not isinstance(members, dict) or members.get('group') != group:
         _fail(out, 'the members of the IMEX domain group {0!r} were not handed to the plan (the '
-                   'gpufleet.nodeprep.node_plan action reads them from the inventory)'.format(group))
+                   'gpufleet.nodeprep.node_plan and readiness_info actions read them from the inventory)'.format(group))
         return out
     peers, errors = _imex.domain_peers(members, context.get('host'))
     for error in errors:

@@ -28,7 +28,8 @@ The GPU roles (GPU_ROLES) are the ones whose work only makes sense with an NVIDI
 * ``nvidia_driver``, ``gpu_settings`` and ``nccl`` (the driver, the GPUs' settings, the GPU collective library);
 * ``kernel``: in this collection it exists for the driver (the devel/headers of the booting kernel that DKMS builds
   against, an ELRepo kernel for driver support, a reboot into it); a login node keeps its own kernel;
-* ``rdma``: the GPUDirect RDMA path (nvidia_peermem, ACS on the switch ports above GPUs and NICs).
+* ``rdma``: the GPUDirect RDMA path (nvidia_peermem, ACS on the switch ports above GPUs and NICs);
+* ``dcgm``: NVIDIA DCGM, the GPUs' health and diagnostics (its packages follow the CUDA major of the driver).
 
 ``memlock``, ``shm`` and ``nic_offload`` are not GPU roles: an MPI or RDMA job on a CPU node or a storage node needs
 the same locked-memory limit, the same ``/dev/shm`` and the same NIC offloads, and each of those roles already says
@@ -48,7 +49,7 @@ __metaclass__ = type
 
 NAME = 'nodeprep_gpu_node'
 AUTO = 'auto'
-GPU_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'nccl', 'rdma')
+GPU_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'nccl', 'rdma', 'dcgm')
 
 # The collection-wide setting, in the SETTINGS of every GPU role (the inventory sets it once; not in any role's
 # defaults: tests/unit/roles/test_role_settings.py SHARED).
@@ -57,7 +58,7 @@ SETTINGS = {
         'type': 'raw', 'default': AUTO,
         'description': [
             ('The collection-wide switch (every GPU role reads it; the inventory sets it once) that says whether the '
-             'node gets the work of the GPU roles (kernel, nvidia_driver, gpu_settings, nccl, rdma).'),
+             'node gets the work of the GPU roles (kernel, nvidia_driver, gpu_settings, nccl, rdma, dcgm).'),
             ('V(auto) (the default) where the PCI bus shows an NVIDIA GPU. A node without one (a login node, the '
              'Slurm controller, a storage node) gets none of their work, one line saying so, and their readiness '
              'checks skip.'),

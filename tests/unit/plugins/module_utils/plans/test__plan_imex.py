@@ -21,6 +21,8 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _pl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import agreement
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 NODES = '/etc/nvidia-imex/nodes_config.cfg'
 # Three compute trays; their addresses sort differently as text (10.0.7.12 < 10.0.7.21 < 10.0.7.3) and as addresses.
@@ -337,7 +339,7 @@ def test_what_the_role_fails_on(facts, words):
     (members(hosts=HOSTS[:1]), "nodeprep_imex_domain_group='rack7': tray-a is not in that group (its members: "
                                'tray-c)'),
     (members(group='rack9'), "the members of the IMEX domain group 'rack7' were not handed to the plan (the "
-                             'gpufleet.nodeprep.node_plan action reads them from the inventory)'),
+                             'gpufleet.nodeprep.node_plan and readiness_info actions read them from the inventory)'),
 ])
 def test_domains_the_role_refuses(group_members, words):
     plan = make_plan(converged(), group_members=group_members)
@@ -389,11 +391,57 @@ def test_check_mode_predicts_from_the_driver_being_installed_in_this_run():
     assert [e['path'] for e in plan['files'] if e['change']] == [NODES, X.SCRIPT, X.UNIT_PATH, X.UNIT_LINK]
 
 
-def test_the_readiness_check_passes_exactly_without_drift():
-    cases = [converged(), fresh(), converged(nodes_text='10.0.7.3\n'), converged(major=None)]
-    down = converged()
-    down['imex']['ctl']['domain'] = DOWN
-    cases.append(down)
-    for facts in cases:
-        plan = make_plan(facts)
-        assert (readiness(plan)[0] == 'pass') == (not plan['drift'] and not plan['problems'] and not plan['errors'])
+def _down():
+    facts = converged()
+    facts['imex']['ctl']['domain'] = DOWN
+    return facts
+
+
+def _timed_out():
+    facts = converged()
+    facts['imex']['ctl'].update(domain=None, timed_out=True, rc=124,
+                                error='nvidia-imex-ctl -N -j did not answer within 30 s')
+    return facts
+
+
+def _unit_failed():
+    facts = converged()
+    facts['nodeprep_units']['nvidia-imex.service'].update(active='failed', sub='failed')
+    return facts
+
+
+def _not_installed():
+    facts = converged()
+    facts['nodeprep_units']['nvidia-imex.service'] = {'load': 'not-found', 'active': 'inactive', 'sub': 'dead',
+                                                      'enabled': None}
+    return facts
+
+
+OTHER_CLIQUE = members(fabric={'tray-c': [{'pci_bus_id': 'x', 'fabric': dict(CLIQUE, clique_id='5')}]})
+
+# (name, facts, settings, the group's members (None: members()), (work, refuses, imex.domain)), written by hand.
+AGREEMENT = [
+    ('converged', converged(), {}, None, (False, False, 'pass')),
+    ('not in a domain (the role is opt-in)', converged(), {'nodeprep_imex_domain_group': None}, None,
+     (False, False, 'skip')),
+    ('fresh: no list, no channel, no boot unit', fresh(), {}, None, (True, False, 'fail')),
+    ('an old node list', converged(nodes_text='10.0.7.3\n'), {}, None, (True, False, 'fail')),
+    ('an old node list, restart off: the daemon keeps the old one', converged(nodes_text='10.0.7.3\n'),
+     {'nodeprep_imex_restart': 'false'}, None, (True, False, 'fail')),
+    ('the driver has not registered the channel device', converged(major=None), {}, None, (True, False, 'fail')),
+    ('a channel of an earlier driver\'s major', converged(major=236), {}, None, (True, False, 'fail')),
+    ('the daemon hit its start limit', _unit_failed(), {}, None, (True, False, 'fail')),
+    ('a peer down: no run of the role mends it', _down(), {}, None, (False, False, 'fail')),
+    ('the ctl timed out', _timed_out(), {}, None, (False, False, 'fail')),
+    ('a member in another NVLink clique', converged(), {}, OTHER_CLIQUE, (False, False, 'fail')),
+    ('nvidia-imex not installed', _not_installed(), {}, None, (False, True, 'fail')),
+    ('a ctl timeout of 0', converged(), {'nodeprep_imex_ctl_timeout': 0}, None, (False, True, 'fail')),
+    ('the group not in the inventory', converged(), {}, members(group='rack9'), (False, True, 'fail')),
+]
+
+
+@pytest.mark.parametrize('name, facts, given, group_members, want', AGREEMENT, ids=[row[0] for row in AGREEMENT])
+def test_agreement_table(name, facts, given, group_members, want):
+    work, refuses, status = want
+    plan = make_plan(copy.deepcopy(facts), given, group_members=group_members)
+    agreement.assert_agrees(name, plan, X.CHECKS, work, refuses, {'imex.domain': status})

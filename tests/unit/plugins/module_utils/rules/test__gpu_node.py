@@ -109,7 +109,7 @@ def plan(role, node, given=None):
 
 
 LINE = ('not a GPU node (no NVIDIA GPU on the PCI bus): no work of the GPU roles (kernel, nvidia_driver, '
-        'gpu_settings, nccl, rdma); set nodeprep_gpu_node: true for a node whose GPUs are not seated yet')
+        'gpu_settings, nccl, rdma, dcgm); set nodeprep_gpu_node: true for a node whose GPUs are not seated yet')
 
 
 @pytest.mark.parametrize('role', G.GPU_ROLES)
