@@ -16,6 +16,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 # Ansible's own OS facts, when the play has them (setup), win over the gather's /etc/os-release (_os_release.os_facts).
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._os_release import OS_FACT_KEYS
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _imex_members
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._limits_gather import resolve_gathered
@@ -23,7 +24,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._limits_gather i
 GATHER_MODULE = 'gpufleet.nodeprep.gpu_node_facts'
 GATHER_MODES = ('auto', 'always', 'never')
 # The fact namespaces a plan may read (only these are copied out of ansible_facts).
-FACT_NAMES = ('nvidia', 'kernel_state', 'limits', 'shm', 'nics', 'nodeprep_gathered', 'nodeprep_errors',
+FACT_NAMES = ('nvidia', 'kernel_state', 'limits', 'shm', 'nics', 'imex', 'nodeprep_gathered', 'nodeprep_errors',
               'nodeprep_units', 'nodeprep_files', 'nodeprep_packages', 'nodeprep_contents', 'nodeprep_file_patterns') \
     + OS_FACT_KEYS
 # Gathered namespaces that a gather adds to instead of replacing (what it did not read again stays).
@@ -42,8 +43,9 @@ def gather_args(request, keep_gathered=(), fail_on_error=True, nvidia_timeout=No
                 'nic_nm_properties'):
         if request.get(key):
             args[key] = list(request[key])
-    if request.get('shm_path'):
-        args['shm_path'] = request['shm_path']
+    for key in ('shm_path', 'imex_config', 'imex_timeout'):
+        if request.get(key):
+            args[key] = request[key]
     if nvidia_timeout is not None:
         args['nvidia_timeout'] = int(nvidia_timeout)
     if nvidia_topology and 'nvidia' in args['gather_subset']:
@@ -146,6 +148,10 @@ class ActionModule(ActionBase):
                                     check_mode=bool(self._play_context.check_mode),
                                     driver_pending=plain(self._templar.template(pending)) if pending else None,
                                     extra={'run': dict((short_name(r), v) for r, v in plain(args['run']).items())})
+        if 'imex' in typed:
+            # The imex plan's domain: the members of the node's domain group, read from the inventory.
+            context['imex_members'] = _imex_members.members(task_vars,
+                                                            typed['imex'][0].get('nodeprep_imex_domain_group'))
         facts = self._facts(task_vars)
         request = _plan.merge_gathers([_plans.gather_request(roles, dict((r, typed[r][0]) for r in roles)), extra])
         gathered = {}
@@ -163,7 +169,8 @@ class ActionModule(ActionBase):
             if 'nic' in todo['subsets']:
                 todo['nic_networks'] = list(request['nic_networks'])
                 todo['nic_nm_properties'] = list(request['nic_nm_properties'])
-            todo['shm_path'] = request['shm_path']
+            for key in ('shm_path', 'imex_config', 'imex_timeout'):
+                todo[key] = request[key]
         else:
             todo = _plan.new_gather()
         if not _plan.is_empty(todo):

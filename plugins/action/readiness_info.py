@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import FACT_
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_records import GLOB_CHARS
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _imex_members
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
@@ -52,7 +53,10 @@ def gather_request(checks, own, roles):
     requests = [{'subsets': ['kernel']}]
     owners = sorted(set(_readiness.PLAN_CHECKS[c] for c in checks if c in _readiness.PLAN_CHECKS))
     requests.extend(_plan.role_gather(_plans.rules(role), roles[role][0]) for role in owners)
-    needs = [SUBSET_OF[namespace] for c in checks for namespace in _readiness.NEEDS[c] if namespace in SUBSET_OF]
+    # A check's namespaces are read for it, except a subset only its role's plan asks for (imex: the plan asks where
+    # nodeprep_imex_domain_group is set; elsewhere imex.domain skips and nvidia-imex-ctl is never run).
+    needs = [SUBSET_OF[namespace] for c in checks for namespace in _readiness.NEEDS[c]
+             if namespace in SUBSET_OF and SUBSET_OF[namespace] not in _plan.ASKED_ONLY_SUBSETS]
     if 'gpu.dcgm_diag' in checks or 'gpu.health' in checks:
         needs.append('nvidia')
     requests.append({'subsets': needs})
@@ -132,6 +136,8 @@ class ActionModule(ActionBase):
         context = _plan.new_context(host=task_vars.get('inventory_hostname', ''),
                                     check_mode=bool(self._play_context.check_mode),
                                     driver_pending=plain(self._templar.template(pending)) if pending else None)
+        # The imex plan's domain: the members of the node's domain group, read from the inventory (as node_plan does).
+        context['imex_members'] = _imex_members.members(task_vars, roles['imex'][0].get('nodeprep_imex_domain_group'))
         plans = dict((role, _plans.plan_role(role, facts, typed, typing, context))
                      for role, (typed, typing) in roles.items())
         try:

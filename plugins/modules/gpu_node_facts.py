@@ -30,11 +30,13 @@ extends_documentation_fragment:
 options:
   gather_subset:
     description:
-      - Which readers to run. V(all) runs every one; an empty list runs none of them (then only what O(units),
-        O(files) and O(packages) ask for is read).
+      - Which readers to run. V(all) runs every one but V(imex); an empty list runs none of them (then only what
+        O(units), O(files) and O(packages) ask for is read).
+      - V(imex) reads NVIDIA IMEX (C(ansible_facts.imex)) only when it is named, never with V(all) - its
+        C(nvidia-imex-ctl -N) asks every node of the IMEX domain, which costs time when a peer does not answer.
     type: list
     elements: str
-    choices: [all, nvidia, kernel, limits, shm, nic]
+    choices: [all, nvidia, kernel, limits, shm, nic, imex]
     default: [all]
   nvidia_timeout:
     description: Seconds to wait for C(nvidia-smi -q -x) before killing it (it can hang when a GPU fell off the bus).
@@ -89,6 +91,16 @@ options:
     description: The shared memory mount point to report.
     type: path
     default: /dev/shm
+  imex_config:
+    description:
+      - The IMEX daemon's config file that the C(imex) subset reads (and hands to C(nvidia-imex-ctl -c)); its
+        C(IMEX_NODE_CONFIG_FILE) names the node list that is read.
+    type: path
+    default: /etc/nvidia-imex/config.cfg
+  imex_timeout:
+    description: Seconds C(nvidia-imex-ctl -N -j) may take before it is killed and reported (C(imex.ctl.timed_out)).
+    type: int
+    default: 30
   units:
     description:
       - systemd units whose state is reported under C(nodeprep_units), read with one C(systemctl show) for all of
@@ -245,6 +257,28 @@ ansible_facts:
       returned: when C(nic) is gathered
       type: dict
       sample: {"eth0": {"mtu": 9000}}
+    imex:
+      description:
+        - NVIDIA IMEX as the node shows it (C(imex) subset); the imex role's plan judges it
+          (plugins/module_utils/plans/_plan_imex.py).
+        - C(config_path), C(config) (the config file's C(KEY=value) lines; null when it does not exist),
+          C(config_error); C(nodes_path) (its C(IMEX_NODE_CONFIG_FILE)), C(nodes_file) (the state of that file, as
+          C(nodeprep_files) reports a path), C(nodes) (its addresses in order; null when it does not exist),
+          C(nodes_error).
+        - C(channels) - C(major) (of C(nvidia-caps-imex-channels) in C(/proc/devices); null while the driver has
+          not registered it), C(error), C(dir) and C(nodes) (by minor, C(0)) - the state of
+          C(/dev/nvidia-caps-imex-channels) and its C(channel0) (C(exists), C(type) V(char)..., C(major), C(minor),
+          C(mode), C(uid), C(gid)).
+        - C(ctl) - C(nvidia-imex-ctl -c <config> -N -j) - C(path), C(ran), C(rc), C(timed_out), C(not_configured),
+          C(error), C(output) (its last 2000 characters) and C(domain) (C(status) V(UP)/V(DEGRADED)/V(DOWN),
+          C(timestamp), C(nodes) by index with C(host), C(status), C(version), C(hostname) and C(connections) by
+          index with C(host) and C(status); null when it could not be read).
+      returned: when C(imex) is gathered
+      type: dict
+      sample: {"config_path": "/etc/nvidia-imex/config.cfg", "nodes_path": "/etc/nvidia-imex/nodes_config.cfg",
+               "nodes": ["10.0.0.1", "10.0.0.2"], "channels": {"major": 234, "nodes": {"0": {"exists": true,
+               "type": "char", "major": 234, "minor": 0, "mode": "0666", "uid": 0, "gid": 0}}},
+               "ctl": {"ran": true, "rc": 0, "domain": {"status": "UP", "nodes": []}}}
     nodeprep_units:
       description:
         - State of each unit of O(units), keyed by its name as given with C(.service) added when it had no suffix.
@@ -398,6 +432,8 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._shm_sta
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_selection import NicError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nic import collect_nic_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._ethtool import EthtoolError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._imex_state import collect_imex_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._imex_formats import ImexError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_records import (
     NodeStateError,
     check_file_path,
@@ -418,20 +454,23 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_m
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import CommandError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._health import read_dcgm, read_kernel_log
 
-SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic')
+SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic', 'imex')
+# What gather_subset: all runs (imex only when named: nvidia-imex-ctl -N asks every peer).
+ALL_SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic')
 # Read only when their option lists something; kept by keep_gathered like the others.
 STATE_SUBSETS = ('units', 'files', 'packages', 'contents', 'kernel_log', 'dcgm')
-NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics'}
+NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics',
+             'imex': 'imex'}
 # The shared memory mount point that is reported, not a place for temporary files.
 SHM_PATH = '/dev/shm'  # nosec B108
-READER_ERRORS = (NvidiaCollectError, KernelError, ShmError, NicError, EthtoolError, CommandError, IOError,
+READER_ERRORS = (NvidiaCollectError, KernelError, ShmError, NicError, EthtoolError, ImexError, CommandError, IOError,
                  OSError)
 
 
 def wanted_subsets(requested):
     """Subsets to gather, in a fixed order, from the gather_subset option."""
     if 'all' in requested:
-        return list(SUBSETS)
+        return [name for name in SUBSETS if name in ALL_SUBSETS or name in requested]
     return [name for name in SUBSETS if name in requested]
 
 
@@ -450,6 +489,7 @@ def gather(module, subsets):
         'nic': lambda: collect_nic_facts(module, interfaces=params['nic_interfaces'] or None,
                                          networks=params['nic_networks'] or None,
                                          nm_properties=params['nic_nm_properties']),
+        'imex': lambda: collect_imex_facts(module, config_path=params['imex_config'], timeout=params['imex_timeout']),
     }
     facts, errors, timings = {}, {}, {}
     for name in subsets:
@@ -549,6 +589,8 @@ def main():
             nic_networks=dict(type='list', elements='str', default=[]),
             nic_nm_properties=dict(type='list', elements='str', default=[]),
             shm_path=dict(type='path', default=SHM_PATH),
+            imex_config=dict(type='path', default='/etc/nvidia-imex/config.cfg'),
+            imex_timeout=dict(type='int', default=30),
             units=dict(type='list', elements='str', default=[]),
             files=dict(type='list', elements='str', default=[]),
             packages=dict(type='list', elements='str', default=[]),
@@ -562,8 +604,9 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if module.params['nvidia_timeout'] < 1:
-        module.fail_json(msg='nvidia_timeout must be at least 1 second, got {0}'.format(module.params['nvidia_timeout']))
+    for option in ('nvidia_timeout', 'imex_timeout'):
+        if module.params[option] < 1:
+            module.fail_json(msg='{0} must be at least 1 second, got {1}'.format(option, module.params[option]))
     if module.params['kernel_log_lines'] < 0:
         module.fail_json(msg='kernel_log_lines={0} is negative; allowed: 0 (do not read the kernel log) or a positive '
                              'number of lines'.format(module.params['kernel_log_lines']))

@@ -28,6 +28,9 @@ description:
     their full content, the module arguments, the reports and whether a reboot is needed. The roles' tasks read
     these plans; C(gpufleet.nodeprep.site) runs a role's play only on the nodes whose plan has something to do or
     to say (C(run)).
+  - For the C(imex) role it also reads, from the inventory, the hosts of the node's IMEX domain group
+    (C(nodeprep_imex_domain_group)) - their C(nodeprep_imex_address) and C(ansible_host), and their GPUs' fabric
+    blocks when this run gathered them - so that every node of the group plans the same node list.
   - Never changes the node. It fails the host on the plans' problems only with O(fail_on_problems=true), the first
     task of every role that plans (the role's prologue), so that a role stops before it changes anything; without it
     (the default, for C(gpufleet.nodeprep.site)'s first play and the readiness role, which plan every role) a bad
@@ -55,8 +58,8 @@ options:
   gather_extra:
     description:
       - More to read in the same gather, with the keys of a gather request (C(subsets), C(units), C(files),
-        C(packages), C(contents), C(limits_users), C(limits_services), C(nic_networks), C(shm_path)), for roles
-        that still gather for themselves.
+        C(packages), C(contents), C(limits_users), C(limits_services), C(nic_networks), C(shm_path),
+        C(imex_config), C(imex_timeout)), for roles that still gather for themselves.
     type: dict
     default: {}
   fail_on_error:

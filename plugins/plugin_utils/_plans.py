@@ -25,6 +25,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_re
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_dcgm
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_gpu_settings
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_imex
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_kernel
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_memlock
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nccl
@@ -37,12 +38,12 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readines
 
 # Every role of the collection that configures a node, in the order playbooks/site.yml runs them: the one list of
 # the roles (site.yml, the readiness role and the node_plan action read it from here).
-SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma', 'dcgm',
-              'perf_tools')
+SITE_ROLES = ('kernel', 'nvidia_driver', 'imex', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma',
+              'dcgm', 'perf_tools')
 
 # The rule module of each role (its plan() and SETTINGS): every role of SITE_ROLES decides in Python.
 RULES = dict((module.ROLE, module) for module in (
-    _plan_kernel, _plan_nvidia_driver, _plan_gpu_settings, _plan_memlock, _plan_shm, _plan_nccl, _plan_nic_offload,
+    _plan_kernel, _plan_nvidia_driver, _plan_imex, _plan_gpu_settings, _plan_memlock, _plan_shm, _plan_nccl, _plan_nic_offload,
     _plan_rdma, _plan_dcgm, _plan_perf_tools))
 
 # The roles of site.yml's batched play (they may reboot a node), and the others: its settings roles.

@@ -27,7 +27,7 @@ FILE_NAME = 'run-summary.json'
 VERSION = 1
 # The roles that depend on the NVIDIA driver's result: in check mode, a node whose driver prediction failed gets no
 # prediction of these (the others are predicted as usual).
-DRIVER_DEPENDENT = ('gpu_settings',)
+DRIVER_DEPENDENT = ('imex', 'gpu_settings')
 
 # The run summary names what to do only for a failure it recognises, from the words of the tool that failed; any
 # other failure gets no hint (a hint that does not fit sends the admin after the wrong variable).

@@ -94,6 +94,10 @@ TEMPLATES = [
 EXTRA_TEMPLATES = [
     ('el9', 'gb200', ['gb200-4gpu'], '580'),
 ]
+# An IMEX fleet (up --imex, opt-in): its GB200/GB300 trays are one IMEX domain, the inventory group IMEX_GROUP
+# (nodeprep_imex_domain_group, nodeprep_nvidia_driver_imex), routed to each other as a rack's management network is.
+IMEX_GPUS = ('gb200', 'gb300')
+IMEX_GROUP = 'nvl72_rack01'
 
 # The Slurm fleet (up --slurm, opt-in). The head node has no GPU and runs slurmctld; every GPU node runs slurmd.
 # TESTBED_SLURM_VERSION picks the Slurm (tests/testbed/REALITY.md, "Slurm"):
@@ -241,6 +245,12 @@ FAULTS['nvlink-down'] = {
     'help': 'NVLinks down between two GPUs in nvidia-smi topo -m (--gpu "A B", default "0 1"; --value links left, '
             'default 0: the pair shows its PCIe relation NODE/SYS)'}
 
+
+# Issue 30, IMEX domains (the flag is read by the GPU double's nvidia-imex: lib/imex_double.py).
+FAULTS['imex-peer-down'] = {
+    'flag': 'imex-peer-down',
+    'help': "the node's nvidia-imex stops answering (its sockets closed, the process still running: a hung or cut-off "
+            'daemon): the other nodes of its IMEX domain see it UNAVAILABLE and their connections to it RECOVERING'}
 
 # Issue 28, fitness (flags read by the GPU double: lib/gpudouble.py, gpu_double/REALITY.md "Fitness faults").
 # --gpu takes one GPU or a comma list (default the last GPU); --value the words of the fault.
@@ -410,9 +420,10 @@ def _addresses(i):
             '{0}.{1}.{2}.{3}'.format(SUBNET[0], SUBNET[1], third, fourth + 2))
 
 
-def plan_fleet(count, kinds=None, slurm=False):
+def plan_fleet(count, kinds=None, slurm=False, imex=False):
     """The fleet's nodes. ``kinds`` picks the node templates (cycled); ``slurm`` adds the head node (no GPU) and
-    marks every node as part of the Slurm fleet."""
+    marks every node as part of the Slurm fleet; ``imex`` puts the GB200/GB300 trays in one IMEX domain (routed to
+    each other)."""
     if count < 1:
         raise TestbedError('NODES must be at least 1, got {0}'.format(count))
     templates = select_templates(kinds)
@@ -441,6 +452,10 @@ def plan_fleet(count, kinds=None, slurm=False):
             'veth_host': '{0}{1}h'.format(PREFIX, i),
             'veth_node': '{0}{1}n'.format(PREFIX, i),
         })
+    if imex:
+        for n in nodes:
+            if n['gpu'] in IMEX_GPUS:
+                n['imex'] = IMEX_GROUP
     if slurm:
         for n in nodes:
             n['slurm'] = 'node'
@@ -1069,9 +1084,10 @@ def setup_network(node):
     run(['ip', 'netns', 'exec', ns, 'ip', 'addr', 'replace', node['node_ip'] + '/30', 'dev', 'eth0'])
     run(['ip', 'netns', 'exec', ns, 'ip', 'link', 'set', 'eth0', 'up'])
     run(['ip', 'addr', 'replace', node['host_ip'] + '/30', 'dev', vh])
-    if node.get('slurm'):
-        # Slurm's daemons talk node to node (slurmd -> slurmctld and back): a route to the fleet's subnet through the
-        # host, which forwards between the fleet's own veths only (forwarding is switched on per host veth).
+    if node.get('slurm') or node.get('imex'):
+        # Slurm's daemons talk node to node (slurmd -> slurmctld and back), and so do the IMEX daemons of a domain
+        # (TCP 50000 and 50005): a route to the fleet's subnet through the host, which forwards between the fleet's
+        # own veths only (forwarding is switched on per host veth).
         run(['ip', 'netns', 'exec', ns, 'ip', 'route', 'replace', '{0}.{1}.0.0/16'.format(*SUBNET),
              'via', node['host_ip']])
         with open('/proc/sys/net/ipv4/conf/{0}/forwarding'.format(vh), 'w') as f:
@@ -1548,6 +1564,11 @@ def write_inventory(nodes, keyfile, memlock_kib=None):
             children['gpu_' + gpu]['vars'] = {'nodeprep_gpu_settings_locked_gpu_clocks': ARTICLE_LOCKED_CLOCKS[gpu]}
         if gpu in EXPECTED_GPUS:
             children['gpu_' + gpu].setdefault('vars', {})['nodeprep_expected_gpus'] = EXPECTED_GPUS[gpu]
+    domain = [n['name'] for n in nodes if n.get('imex') == IMEX_GROUP]
+    if domain:
+        # One NVLink domain: the imex role writes its node list from this group (the addresses: ansible_host).
+        children[IMEX_GROUP] = {'hosts': dict((name, {}) for name in domain),
+                                'vars': {'nodeprep_imex_domain_group': IMEX_GROUP, 'nodeprep_nvidia_driver_imex': True}}
     if any(n.get('slurm') for n in nodes):
         # The head node: no GPU, so in none of the groups above (the OS and GPU groups hold GPU nodes only).
         children['slurm_head'] = {'hosts': {n['name']: {'ansible_host': n['node_ip']}
@@ -1603,7 +1624,7 @@ def cmd_up(args):
     with Lock():
         state = load_state()
         slurm = bool(args.slurm)
-        wanted = plan_fleet(args.nodes, kinds=args.kinds, slurm=slurm)
+        wanted = plan_fleet(args.nodes, kinds=args.kinds, slurm=slurm, imex=bool(getattr(args, 'imex', False)))
         wanted_names = [n['name'] for n in wanted]
         extra = [n for n in state.get('nodes', {}) if n not in wanted_names]
         version = slurm_version() if slurm else None
@@ -2094,6 +2115,9 @@ def main(argv=None):
     up.add_argument('--kinds', default=os.environ.get('TESTBED_KINDS') or None,
                     help='GPU node kinds to cycle through, comma-separated (default: all four: ' +
                          ','.join(template_key(t) for t in TEMPLATES) + ')')
+    up.add_argument('--imex', action='store_true', default=os.environ.get('TESTBED_IMEX') in ('1', 'yes', 'true'),
+                    help='put the GB200/GB300 nodes in one IMEX domain (inventory group {0}, routed to each other; '
+                         'TESTBED_IMEX=1 is the same)'.format(IMEX_GROUP))
     up.add_argument('--slurm', action='store_true', default=os.environ.get('TESTBED_SLURM') in ('1', 'yes', 'true'),
                     help='add a Slurm head node (slurmctld, no GPU) and run slurmd on every GPU node (Debian 13\'s '
                          'Slurm 24.11; TESTBED_SLURM_VERSION=22.05: Debian 12\'s); TESTBED_SLURM=1 does the same')

@@ -79,11 +79,17 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_re
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._path_changes import path_change
 
 # The fact namespace each gather subset of gpu_node_facts fills.
-SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics'}
+SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics',
+                     'imex': 'imex'}
+# Subsets read only where a role's plan asks for them (gpu_node_facts' gather_subset: all leaves them out too):
+# nvidia-imex-ctl -N asks every node of the IMEX domain, so a node outside one is never made to run it.
+ASKED_ONLY_SUBSETS = ('imex',)
 
 # The gather request's list keys and the fact each is reported under.
 _GATHER_LISTS = ('subsets', 'units', 'files', 'packages', 'contents', 'limits_users', 'limits_services',
                  'nic_networks', 'nic_nm_properties')
+# The gather request's single values (the first request that gives one wins when requests are merged).
+_GATHER_VALUES = ('shm_path', 'imex_config', 'imex_timeout')
 
 # The first line of every file a role renders: the files are compared by content, so it names no date or host.
 MANAGED = 'Managed by gpufleet.nodeprep ({0}); local changes are overwritten.'
@@ -113,20 +119,23 @@ def new_context(host='', check_mode=False, driver_pending=None, extra=None):
 def new_gather():
     """An empty gather request (the arguments of gpu_node_facts a role needs)."""
     request = dict((key, []) for key in _GATHER_LISTS)
-    request['shm_path'] = None
+    for key in _GATHER_VALUES:
+        request[key] = None
     return request
 
 
 def merge_gathers(requests):
-    """One gather request for several roles: the union of the lists, in order; the first shm_path given."""
+    """One gather request for several roles: the union of the lists, in order; the first shm_path (imex_config,
+    imex_timeout) given."""
     merged = new_gather()
     for request in requests:
         for key in _GATHER_LISTS:
             for item in request.get(key) or []:
                 if item not in merged[key]:
                     merged[key].append(item)
-        if merged['shm_path'] is None and request.get('shm_path'):
-            merged['shm_path'] = request['shm_path']
+        for key in _GATHER_VALUES:
+            if merged[key] is None and request.get(key):
+                merged[key] = request[key]
     return merged
 
 
@@ -179,6 +188,9 @@ def missing_facts(request, facts):
     if request.get('shm_path') and isinstance(facts.get('shm'), dict) and 'shm' in have_subsets:
         if facts['shm'].get('path') not in (None, request['shm_path']) and 'shm' not in missing['subsets']:
             missing['subsets'].append('shm')
+    if request.get('imex_config') and isinstance(facts.get('imex'), dict) and 'imex' in have_subsets:
+        if facts['imex'].get('config_path') not in (None, request['imex_config']) and 'imex' not in missing['subsets']:
+            missing['subsets'].append('imex')
     return missing
 
 

@@ -287,7 +287,10 @@ SETTINGS = {
         'type': 'bool',
         'default': False,
         'description': [
-            'Install, enable and start C(nvidia-imex) (needed for multi-node NVLink such as GB200 NVL72).',
+            'Install, enable and start C(nvidia-imex) (needed for multi-node NVLink such as GB200 NVL72), at the '
+            "driver's version.",
+            'The C(gpufleet.nodeprep.imex) role writes its node list (C(nodeprep_imex_domain_group)) and makes the '
+            'IMEX channel; without it the daemon runs with no peers.',
         ],
     },
     'nodeprep_nvidia_driver_open_required_device_ids': {
@@ -655,7 +658,7 @@ def steps(out, driver, facts, settings, run, check_mode):
         'services': services,
         'verify': _verify(driver, facts, settings, check_mode),
         'predict': predicted,
-        'pending': {'persistenced': bool(settings[PREFIX + 'persistenced'])}
+        'pending': {'persistenced': bool(settings[PREFIX + 'persistenced']), 'imex': bool(settings[PREFIX + 'imex'])}
         if check_mode and (run['installing'] or driver['check_mode_loads']) else None,
         # What the later stages hand back to node_plan; at the start, what this run will have done before them.
         'run': dict(run, start_version=driver['installed_version'] if start else run['start_version'],

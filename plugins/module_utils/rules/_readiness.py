@@ -440,6 +440,9 @@ CHECKS = (
                 'nodeprep_rdma_acs_unit: true (clears it at every boot with setpci)', None, ('kernel_state',)),
     ('kernel.iommu', 'role gpufleet.nodeprep.kernel with nodeprep_kernel_iommu_passthrough: true (iommu=pt), then a '
                      'reboot', _kernel_iommu, ('kernel_state',)),
+    # Judged by the imex plan (PLAN_CHECKS): the IMEX domain of a multi-node NVLink node (opt-in; skips elsewhere).
+    ('imex.domain', _ROLE.format('imex') + '; a peer named down: its nvidia-imex, its node or the management network '
+     'between them', None, ('imex',)),
 )
 CHECK_IDS = tuple(entry[0] for entry in CHECKS)
 # The checks of the GPU roles (_gpu_node.GPU_ROLES) and of the GPUs themselves: on a node that is not a GPU node
@@ -511,7 +514,7 @@ PLAN_CHECKS = {'kernel.devel_matched': 'kernel',
                'driver.nouveau_blacklisted': 'nvidia_driver', 'driver.loaded': 'nvidia_driver',
                'driver.open_modules': 'nvidia_driver', 'driver.persistenced': 'nvidia_driver',
                'fabric.manager': 'nvidia_driver', 'gpu.dcgm_diag': 'dcgm', 'rdma.peer_memory': 'rdma',
-               'pci.acs': 'rdma'}
+               'pci.acs': 'rdma', 'imex.domain': 'imex'}
 
 
 def with_health(result, problems):

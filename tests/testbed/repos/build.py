@@ -308,6 +308,8 @@ def driver_payload(root, version):
         put(root, '/usr/bin/' + exe, fill('daemon.in', NAME=exe, DAEMON=daemon, VERSION=version), 0o755)
     put(root, '/usr/bin/nvidia-fabricmanager-start.sh', fill('fabricmanager-start.sh.in', VERSION=version), 0o755)
     put(root, '/usr/bin/nvidia-imex', fill('nvidia-imex.in', VERSION=version), 0o755)
+    put(root, '/usr/bin/nvidia-imex-ctl', fill('nvidia-imex-ctl.in', VERSION=version), 0o755)
+    put(root, '/etc/nvidia-imex/config.cfg', fill('imex-config.cfg.in', VERSION=version))
     put(root, '/usr/share/nvidia/nvswitch/fabricmanager.cfg', fill('fabricmanager.cfg.in', VERSION=version))
     for unit in ('nvidia-persistenced', 'nvidia-fabricmanager', 'nvidia-imex'):
         put(root, '/usr/lib/systemd/system/{0}.service'.format(unit), fill('units/{0}.service'.format(unit)))
@@ -657,7 +659,8 @@ def build_apt_cuda(cuda, work):
                                  (p, '/usr/share/nvidia/nvswitch/fabricmanager.cfg')], extra=fm_extra)
         deb(cuda, work, nscq, xv, [(p, '/usr/lib64/libnvidia-nscq.so.' + version)], extra=nscq_extra)
         deb(cuda, work, nvsdm_name(version), xv, [(p, '/usr/lib64/libnvsdm.so.' + version)])
-        deb(cuda, work, 'nvidia-imex', xv, [(p, '/usr/bin/nvidia-imex'),
+        deb(cuda, work, 'nvidia-imex', xv, [(p, '/usr/bin/nvidia-imex'), (p, '/usr/bin/nvidia-imex-ctl'),
+                                            (p, '/etc/nvidia-imex/config.cfg'),
                                             (p, '/usr/lib/systemd/system/nvidia-imex.service')])
     p = os.path.join(work, 'payload-nvlsm')
     deb(cuda, work, 'nvlsm', NVLSM_VERSION + '-1', [(p, '/opt/nvidia/nvlsm'),

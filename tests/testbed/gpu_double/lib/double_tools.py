@@ -533,8 +533,20 @@ def cmd_hostengine(args, version):
     return dcgmi_double.hostengine(args)
 
 
+def cmd_imex(args, version):
+    """nvidia-imex (lib/imex_double.py)."""
+    import imex_double
+    return imex_double.daemon(args, version)
+
+
+def cmd_imex_ctl(args, version):
+    """nvidia-imex-ctl (lib/imex_double.py)."""
+    import imex_double
+    return imex_double.ctl(args, version)
+
+
 DAEMONS = {'persistenced': cmd_persistenced, 'fabricmanager': cmd_fabricmanager, 'nvlsm': cmd_nvlsm,
-           'hostengine': cmd_hostengine}
+           'hostengine': cmd_hostengine, 'imex': cmd_imex, 'imex-ctl': cmd_imex_ctl}
 
 
 def main(argv):

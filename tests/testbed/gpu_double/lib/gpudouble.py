@@ -657,6 +657,75 @@ def write_proc_driver(state):
         pass
 
 
+# /proc/devices as the node sees it (gpu_double/early/50-gpu-double-sysfs binds this file over it, after keeping the
+# host's in PROC_DEVICES_HOST): the host's lines, and the driver's character devices while it is loaded.
+PROC_DEVICES = os.path.join(RUN_DIR, 'devices')
+PROC_DEVICES_HOST = os.path.join(RUN_DIR, 'devices.host')
+NVIDIA_MAJOR = 195
+# The character devices the driver registers with a dynamic major, in the order the double registers them (the
+# order is a guess; nvidia and nvidiactl have the fixed major 195: NVIDIA's CUDA guide lists "195 nvidia",
+# "195 nvidiactl", "234 nvidia-caps-imex-channels", "509 nvidia-nvswitch").
+NVIDIA_DYNAMIC = ('nvidia-uvm', 'nvidia-nvlink', 'nvidia-caps', 'nvidia-caps-imex-channels')
+# Linux fs/char_dev.c find_dynamic_major: chrdevs[] has 255 buckets; the first free one from 254 down to 234
+# (CHRDEV_MAJOR_DYN_END), then the first free major from 511 (CHRDEV_MAJOR_DYN_EXT_START) down to 384.
+CHRDEV_BUCKETS = 255
+
+
+def _dynamic_major(taken):
+    for major in range(CHRDEV_BUCKETS - 1, 233, -1):
+        if not any(m % CHRDEV_BUCKETS == major for m in taken):
+            return major
+    for major in range(511, 383, -1):
+        if major not in taken:
+            return major
+    raise DoubleError('no free character major left')
+
+
+def proc_devices_text(host_text, loaded, nvswitch=False):
+    """/proc/devices with the driver's character devices added when it is loaded (majors as Linux gives them)."""
+    sections, order, current = {}, [], None
+    for line in (host_text or '').splitlines():
+        stripped = line.strip()
+        if stripped.endswith(':'):
+            current = stripped
+            order.append(current)
+            sections[current] = []
+        elif stripped and current:
+            parts = stripped.split(None, 1)
+            if len(parts) == 2 and parts[0].isdigit():
+                sections[current].append((int(parts[0]), parts[1]))
+    char = 'Character devices:'
+    if char not in sections:
+        order.insert(0, char)
+        sections[char] = []
+    if loaded:
+        entries = sections[char]
+        entries += [(NVIDIA_MAJOR, 'nvidia'), (NVIDIA_MAJOR, 'nvidiactl')]
+        for name in NVIDIA_DYNAMIC + (('nvidia-nvswitch',) if nvswitch else ()):
+            entries.append((_dynamic_major(set(m for m, _n in entries)), name))
+    out = []
+    for name in order:
+        if out:
+            out.append('')
+        out.append(name)
+        out.extend('{0:3d} {1}'.format(major, dev) for major, dev in sorted(sections[name], key=lambda e: e[0]))
+    return '\n'.join(out) + '\n'
+
+
+def write_proc_devices(state):
+    """Rewrite the bound /proc/devices in place (a missing host copy: nothing is bound, nothing to do)."""
+    host = read_text(PROC_DEVICES_HOST)
+    if host is None:
+        return
+    drv = state.get('driver') or {}
+    loaded = bool(drv.get('loaded')) and not fault_active(FAULT_DRIVER_UNLOADED)
+    try:
+        with open(path(PROC_DEVICES), 'w') as handle:
+            handle.write(proc_devices_text(host, loaded, nvswitch=nvswitch_count(load_profile()) > 0))
+    except (IOError, OSError):
+        pass
+
+
 def try_load_driver(profile, state, at_boot):
     """Decide whether the simulated nvidia module is loaded; update state['driver'].
 
@@ -744,6 +813,7 @@ def ensure_state(profile, at_boot=False):
         save_state(state)
         write_proc_driver(state)
         write_sys_module(state)
+        write_proc_devices(state)
     if unloaded_now:
         stop_persistenced()
     return state
@@ -905,6 +975,14 @@ def pci_switches(profile):
     bridges = {}
     for cluster in clusters:
         low, high = _bus_of(cluster[0]), _bus_of(cluster[-1])
+        if low < 3:
+            # No room for a switch above the first buses (the GB200 tray's ConnectX functions are on buses 01-04):
+            # each bus hangs off a root port of bus 0 directly, as devices without a PCIe switch do.
+            for n, bus in enumerate(sorted(set(_bus_of(b) for b in cluster))):
+                bridges['0000:00:{0:02x}.0'.format(0x10 + n)] = {
+                    'kind': 'root', 'secondary': bus, 'subordinate': bus, 'ids': ROOT_PORT,
+                    'below': [b for b in cluster if _bus_of(b) == bus]}
+            continue
         ids = NVSWITCH_SWITCH if all(b in nvswitch_ids for b in cluster) else GPU_SWITCH
         bridges['0000:{0:02x}:01.0'.format(low - 3)] = {
             'kind': 'root', 'secondary': low - 2, 'subordinate': high, 'ids': ROOT_PORT, 'below': list(cluster)}

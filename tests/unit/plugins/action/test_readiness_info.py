@@ -27,6 +27,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import test__plan_gpu_settings as T
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import test__plan_imex as X
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as F
 
 XID = ("2025-06-02T10:11:12+0000 node07 kernel: NVRM: Xid (PCI:0000:c4:00): 79, pid='<unknown>', name=<unknown>, "
@@ -101,9 +102,12 @@ def test_converged_node_is_ready_with_one_gather_and_no_plan_sent():
     assert result['changed'] is False and result['ready'] is True
     assert sorted(result) == ['changed', 'checked_values', 'checks', 'lost_gpus', 'ready', 'summary', 'values']
     assert result['checked_values'] == result['values']
-    # gpu.dcgm_diag is opt-in (nodeprep_readiness_dcgm false): it skips and the gather runs no DCGM command.
-    assert [(c['id'], c['status']) for c in result['checks'] if c['status'] != 'pass'] == [('gpu.dcgm_diag', 'skip')]
-    assert result['summary'] == {'pass': 20, 'warn': 0, 'fail': 0, 'skip': 1, 'status': 'pass'}
+    # gpu.dcgm_diag is opt-in (nodeprep_readiness_dcgm false): it skips and the gather runs no DCGM command; the node
+    # is in no IMEX domain (nodeprep_imex_domain_group unset): imex.domain skips and nvidia-imex-ctl is not run (no
+    # imex subset above).
+    assert [(c['id'], c['status']) for c in result['checks'] if c['status'] != 'pass'] == [('gpu.dcgm_diag', 'skip'),
+                                                                                           ('imex.domain', 'skip')]
+    assert result['summary'] == {'pass': 20, 'warn': 0, 'fail': 0, 'skip': 2, 'status': 'pass'}
     assert [c['id'] for c in result['checks']] == list(r.CHECK_IDS)
     assert result['lost_gpus'] == []
     values = dict(result['values'])
@@ -207,6 +211,55 @@ def test_dcgm_not_installed_skips_where_the_dcgm_role_does_not_manage_it():
                                                             'gpufleet.nodeprep.dcgm installs it)')
 
 
+# Three GB200 trays of one IMEX domain (inventory group rack7); this node (gpu-a01) is 10.0.7.3.
+IMEX_HOSTS = [('gpu-a01', '10.0.7.3'), ('gpu-a02', '10.0.7.12'), ('gpu-a03', '10.0.7.21')]
+
+
+def imex_inventory(**extra):
+    variables = dict(inventory(), nodeprep_imex_domain_group='rack7', **extra)
+    variables['groups'] = {'rack7': [host for host, _address in reversed(IMEX_HOSTS)]}
+    variables['hostvars'] = dict((host, {'ansible_host': address}) for host, address in IMEX_HOSTS)
+    return variables
+
+
+def imex_gather(domain=None):
+    """The converged node with the imex role's work done (test__plan_imex.converged: node list, channel, boot unit,
+    nvidia-imex running, the domain as nvidia-imex-ctl -N -j shows it)."""
+    gathered = converged_gather()
+    node = X.converged()
+    gathered['imex'] = node['imex']
+    if domain is not None:
+        gathered['imex']['ctl']['domain'] = domain
+    gathered['nodeprep_units'].update(node['nodeprep_units'])
+    gathered['nodeprep_files'].update(node['nodeprep_files'])
+    gathered['nodeprep_gathered'] = sorted(set(gathered['nodeprep_gathered']) | {'imex'})
+    return gathered
+
+
+def test_an_imex_domain_member_is_judged_from_the_same_gather_with_its_group_from_the_inventory():
+    result, calls = run(imex_inventory(nodeprep_imex_ctl_timeout=45), gathered=imex_gather())
+    assert [name for name, _args in calls] == ['gpufleet.nodeprep.gpu_node_facts']
+    module_args = calls[0][1]
+    assert module_args['gather_subset'] == ['nvidia', 'kernel', 'limits', 'shm', 'nic', 'imex']
+    assert (module_args['imex_config'], module_args['imex_timeout']) == ('/etc/nvidia-imex/config.cfg', 45)
+    assert 'nvidia-imex.service' in module_args['units'] and X.X.SCRIPT in module_args['files']
+    check = by_id(result, 'imex.domain')
+    assert (check['status'], check['observed']) == ('pass', 'UP: 3/3 nodes READY, all connected; channel0 present')
+    assert check['expected'].startswith('nvidia-imex running with the 3 nodes of group rack7 in address order '
+                                        '(gpu-a01 10.0.7.3, gpu-a02 10.0.7.12, gpu-a03 10.0.7.21)')
+    assert result['ready'] is True
+
+
+def test_an_imex_peer_down_fails_the_member_naming_it():
+    result, _calls = run(imex_inventory(), gathered=imex_gather(X.DOWN))
+    check = by_id(result, 'imex.domain')
+    assert check['status'] == 'fail' and result['ready'] is False
+    assert check['observed'].split('; ')[2:] == [
+        'peer gpu-a02 (10.0.7.12) is UNAVAILABLE (it does not answer: nvidia-imex stopped, or the node is down or '
+        'unreachable)', 'gpu-a01 (10.0.7.3) -> gpu-a02 (10.0.7.12): RECOVERING (connection lost, not cleaned up yet)',
+        'IMEX domain DEGRADED']
+
+
 def test_only_the_checks_asked_for():
     """playbooks/recover_gpu.yml compares nvidia-smi with the PCI bus only: the gather reads the GPU and kernel facts,
     and the result holds gpu.count alone."""
@@ -276,7 +329,8 @@ def test_nccl_conf_with_a_byte_that_is_not_utf8(tmp_path):
     result, _calls = run(variables, gathered=gathered)
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
     assert got['nccl.config'] == ('fail', '{0}: content differs'.format(path))
-    assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 19 + ['skip']
+    # (gpu.dcgm_diag and imex.domain skip: both opt-in.)
+    assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 19 + ['skip', 'skip']
     assert dict(result['values'])['NCCL files'] == '{0}: content differs'.format(path)
 
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_smi, run_main_rc
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_script, fake_smi, run_main_rc
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import resolve
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_xml import parse_nvsmi_xml
@@ -30,6 +30,9 @@ def run(args, capsys):
     (['nic', 'nvidia'], ['nvidia', 'nic']),
     (['shm', 'all'], ['nvidia', 'kernel', 'limits', 'shm', 'nic']),
     (['limits'], ['limits']),
+    # imex only when named (its nvidia-imex-ctl -N asks every node of the domain)
+    (['imex', 'all'], ['nvidia', 'kernel', 'limits', 'shm', 'nic', 'imex']),
+    (['imex'], ['imex']),
 ])
 def test_wanted_subsets(requested, expected):
     assert gpu_node_facts.wanted_subsets(requested) == expected
@@ -106,6 +109,31 @@ def test_bad_timeout_rejected(capsys):
     code, result = run({'nvidia_timeout': 0}, capsys)
     assert code == 1
     assert result['msg'] == 'nvidia_timeout must be at least 1 second, got 0'
+    code, result = run({'imex_timeout': 0, 'gather_subset': ['imex']}, capsys)
+    assert code == 1
+    assert result['msg'] == 'imex_timeout must be at least 1 second, got 0'
+
+
+def test_the_imex_subset_runs_the_ctl_with_the_config(tmp_path, capsys, monkeypatch):
+    nodes = tmp_path / 'nodes_config.cfg'
+    nodes.write_text('10.0.0.1\n10.0.0.2\n')
+    config = tmp_path / 'config.cfg'
+    config.write_text('IMEX_NODE_CONFIG_FILE={0}\nIMEX_CMD_ENABLED=1\n'.format(nodes))
+    log = tmp_path / 'argv'
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    fake_script(str(bin_dir), 'nvidia-imex-ctl', 'echo "$@" > {0}\necho \'{{"nodes": {{"0": {{"status": "READY", '
+                '"host": "10.0.0.1"}}, "1": {{"status": "UNAVAILABLE", "host": "10.0.0.2"}}}}, "status": '
+                '"DEGRADED"}}\''.format(log))
+    monkeypatch.setenv('PATH', '{0}:{1}'.format(bin_dir, os.environ['PATH']))
+    code, result = run({'gather_subset': ['imex'], 'imex_config': str(config), 'imex_timeout': 7}, capsys)
+    assert code == 0, result.get('msg')
+    imex = result['ansible_facts']['imex']
+    assert log.read_text() == '-c {0} -N -j\n'.format(config)
+    assert imex['nodes'] == ['10.0.0.1', '10.0.0.2'] and imex['nodes_path'] == str(nodes)
+    assert imex['ctl']['domain']['status'] == 'DEGRADED' and imex['ctl']['rc'] == 0
+    assert [n['status'] for n in imex['ctl']['domain']['nodes']] == ['READY', 'UNAVAILABLE']
+    assert result['ansible_facts']['nodeprep_gathered'] == ['imex']
 
 
 @pytest.mark.parametrize('kept, expected', [

@@ -68,7 +68,7 @@ CASES = [
      {'a': node({'kernel': plan(['kernel-devel-matched missing'], reboot=['new kernel'], allowed=True)}),
       'b': node({'memlock': plan(['limits'])}, errors={'nvidia_driver': DRIVER_FAILED})}, True,
      {'changed': {'a': {'kernel': ['kernel-devel-matched missing']}}, 'reboot': {'a': ['new kernel']},
-      'failed': {'b': dict(DRIVER_FAILED, roles=['nvidia_driver'], not_predicted=['gpu_settings'],
+      'failed': {'b': dict(DRIVER_FAILED, roles=['nvidia_driver'], not_predicted=['imex', 'gpu_settings'],
                            changes={'memlock': ['limits']})}}),
     ('a real run: a rebooted node (the role cleared its request) needs no reboot', ['a'], ['a'],
      {'a': node({'kernel': plan(['new kernel'], reboot=['new kernel'], allowed=True)})}, False,
@@ -235,7 +235,7 @@ def test_record_keeps_the_earlier_roles_and_replaces_those_planned_again():
 
 
 @pytest.mark.parametrize('errors, check_mode, want', [
-    ({'nvidia_driver': DRIVER_FAILED}, True, ['gpu_settings']),
+    ({'nvidia_driver': DRIVER_FAILED}, True, ['imex', 'gpu_settings']),
     ({'nvidia_driver': DRIVER_FAILED}, False, []),
     ({'kernel': DRIVER_FAILED}, True, []),
     ({}, True, []),

@@ -36,6 +36,9 @@ def by_id(checks, check_id):
 # ---------------------------------------------------------------------------------------------------------------------
 # whole fact sets
 
+# What a node outside any IMEX domain (nodeprep_imex_domain_group unset, the imex role's default) reports.
+NOT_IN_IMEX_DOMAIN = {'imex.domain': 'skip'}
+
 CONVERGED = [
     ('kernel.devel_matched', 'pass', 'devel/headers present for {0} (/lib/modules/{0}/build)'.format(RUNNING)),
     ('driver.nouveau_blacklisted', 'pass', 'blacklisted in /etc/modprobe.d/nvidia-installer-disable-nouveau.conf, '
@@ -60,6 +63,8 @@ CONVERGED = [
     ('rdma.peer_memory', 'pass', 'nvidia_peermem loaded (/sys/module/nvidia_peermem)'),
     ('pci.acs', 'pass', 'no PCIe switch between the 9 GPUs/ConnectX devices and their root ports'),
     ('kernel.iommu', 'pass', 'IOMMU off: no IOMMU group in /sys/kernel/iommu_groups (cmdline: iommu=pt)'),
+    # An HGX node is not in an IMEX domain (the imex role is opt-in): the check does not apply.
+    ('imex.domain', 'skip', 'nodeprep_imex_domain_group is not set'),
 ]
 
 FRESH = [
@@ -108,6 +113,7 @@ FRESH = [
                         '0000:8e:01.0 (above GPU 0000:8f:00.0): ACSCtl ReqRedir+ CmpltRedir+'),
     ('kernel.iommu', 'fail', 'IOMMU translating DMA for GPU 0000:8f:00.0 (group type DMA-FQ); cmdline: no IOMMU '
                              'parameter'),
+    ('imex.domain', 'skip', 'nodeprep_imex_domain_group is not set'),
 ]
 
 
@@ -117,7 +123,7 @@ def test_converged_node_passes_every_check():
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
-    assert r.summarize(checks) == {'pass': 21, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
+    assert r.summarize(checks) == {'pass': 21, 'warn': 0, 'fail': 0, 'skip': 1, 'status': 'pass'}
 
 
 def test_freshly_provisioned_node():
@@ -126,7 +132,7 @@ def test_freshly_provisioned_node():
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI device ID 0x2901 is Blackwell or newer)'
-    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 20, 'skip': 1, 'status': 'fail'}
+    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 20, 'skip': 2, 'status': 'fail'}
 
 
 def test_expected_texts_of_the_converged_node():
@@ -160,6 +166,7 @@ def test_expected_texts_of_the_converged_node():
         'pci.acs': 'ACS redirect off (ACSCtl ReqRedir- CmpltRedir-) on the PCIe switch downstream ports above the '
                    'GPUs and ConnectX devices',
         'kernel.iommu': 'IOMMU off or in passthrough (iommu=pt) for the GPUs and ConnectX devices',
+        'imex.domain': 'not managed (nodeprep_imex_domain_group is not set)',
     }
 
 
@@ -457,7 +464,8 @@ FAULTS = [
 @pytest.mark.parametrize('fault', FAULTS, ids=[f[0] for f in FAULTS])
 def test_single_fault(fault):
     name, mutate, check_id, status, observed = fault[:5]
-    also = fault[5] if len(fault) > 5 else {}
+    # The fixture is an HGX node outside any IMEX domain: imex.domain skips whatever the fault.
+    also = dict(NOT_IN_IMEX_DOMAIN, **(fault[5] if len(fault) > 5 else {}))
     state = [copy.deepcopy(x) for x in F.converged()]
     mutate(state)
     checks = F.evaluate(*state)
@@ -547,6 +555,8 @@ def test_skip_checks_and_missing_namespaces():
         ('rdma.peer_memory', 'skip', 'the RDMA facts were not gathered'),
         ('pci.acs', 'skip', 'the RDMA facts were not gathered'),
         ('kernel.iommu', 'skip', 'the RDMA facts were not gathered'),
+        # Not configured: the imex plan asks for nothing.
+        ('imex.domain', 'skip', 'nodeprep_imex_domain_group is not set'),
     ]
 
 
@@ -588,8 +598,9 @@ def test_plans_are_required():
     assert str(exc.value) == ("plans: no plan for role {0}; the checks {1} read the roles' plans (the readiness role "
                               "makes them with gpufleet.nodeprep.node_plan)".format(
                                   ', '.join(roles), ', '.join(sorted(r.PLAN_CHECKS))))
-    # rdma and dcgm own their checks through their plans (rdma.peer_memory, pci.acs; gpu.dcgm_diag).
-    assert roles == ['dcgm', 'gpu_settings', 'kernel', 'memlock', 'nccl', 'nic_offload', 'nvidia_driver', 'rdma', 'shm']
+    # rdma and dcgm own their checks through their plans (rdma.peer_memory, pci.acs; gpu.dcgm_diag); imex its domain.
+    assert roles == ['dcgm', 'gpu_settings', 'imex', 'kernel', 'memlock', 'nccl', 'nic_offload', 'nvidia_driver', 'rdma',
+                     'shm']
 
 
 def test_applications_clocks_deprecated_driver_warns():
@@ -631,7 +642,8 @@ def test_a_bad_nic_offload_setting_fails_its_check_only():
         'the settings of role nic_offload are invalid: nodeprep_nic_offload_networks=["10.20.0.0/33"]: '
         "nodeprep_nic_offload_networks[0] '10.20.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
         "'10.20.0.0/33' does not appear to be an IPv4 or IPv6 network")
-    assert [(c['id'], c['status']) for c in checks if c['status'] != 'pass'] == [('nic.offload', 'fail')]
+    assert [(c['id'], c['status']) for c in checks if c['status'] != 'pass'] == [('nic.offload', 'fail'),
+                                                                                 ('imex.domain', 'skip')]
 
 
 @pytest.mark.parametrize('facts, settings, message', [
@@ -866,7 +878,8 @@ def test_a_dcgm_failure_fails_only_gpu_dcgm_diag_and_names_the_gpu_and_test():
     assert doc != probe['dcgm']['diag']['stdout']
     probe['dcgm']['diag'].update(rc=205, stdout=doc)
     checks = F.evaluate(facts, settings, probe)
-    assert [(c['id'], c['status']) for c in checks if c['status'] != 'pass'] == [('gpu.dcgm_diag', 'fail')]
+    assert [(c['id'], c['status']) for c in checks if c['status'] != 'pass'] == [('gpu.dcgm_diag', 'fail'),
+                                                                                 ('imex.domain', 'skip')]
     observed = by_id(checks, 'gpu.dcgm_diag')['observed']
     assert observed.startswith('GPU 3 ({0}): diagnostic failed: GPU 3 failed [error 61, severity ISOLATE]'.format(
         [g['pci_bus_id'] for g in facts['nvidia']['gpus'] if g['index'] == 3][0]))

@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _pl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_memlock
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nccl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nic_offload
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_imex
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nvidia_driver
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_rdma
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_shm
@@ -161,7 +162,7 @@ def memlock_files(written=True, want='unlimited'):
 # The rule module of each role whose readiness checks read its plan (_readiness.PLAN_CHECKS).
 RULE_MODULES = {'kernel': _plan_kernel, 'memlock': _plan_memlock, 'shm': _plan_shm, 'nccl': _plan_nccl,
                 'nic_offload': _plan_nic_offload, 'nvidia_driver': _plan_nvidia_driver, 'rdma': _plan_rdma,
-                'dcgm': _plan_dcgm}
+                'dcgm': _plan_dcgm, 'imex': _plan_imex}
 
 # The OS of the node (kernel_state.os, read from /etc/os-release by the gather) and its driver packages as the gather
 # reads them (kernel_state.driver_node): NVIDIA's EL9 repository, the driver of nvidia-smi installed.
