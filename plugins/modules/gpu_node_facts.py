@@ -36,7 +36,17 @@ options:
     choices: [all, nvidia, kernel, limits, shm, nic]
     default: [all]
   nvidia_timeout:
-    description: Seconds to wait for C(nvidia-smi -q -x) before killing it (it can hang when a GPU fell off the bus).
+    description:
+      - Seconds to wait for C(nvidia-smi -q -x) before killing it (it can hang when a GPU fell off the bus).
+      - Unset, O(command_timeout) is the limit.
+    type: int
+  command_timeout:
+    description:
+      - Seconds each command of the gather may take before it is killed (coreutils C(timeout), then C(KILL) 5 seconds
+        later) - C(systemctl), C(rpm), C(dpkg-query), C(ip), C(ethtool), C(modinfo), C(lspci) and the others, and
+        C(nvidia-smi) when O(nvidia_timeout) is unset. A command killed there is reported as that reader's error
+        (C(nodeprep_errors), or the task's failure with O(fail_on_error)) and in C(nodeprep_timed_out).
+      - The playbooks of this collection set it from C(nodeprep_command_timeout).
     type: int
     default: 60
   nvidia_supported_clocks:
@@ -325,6 +335,14 @@ ansible_facts:
       returned: always
       type: dict
       sample: {"nvidia": 0.412, "kernel": 0.021}
+    nodeprep_timed_out:
+      description:
+        - The commands killed at their limit, each with C(command), C(seconds) and C(option) (the option that set the
+          limit, V(nvidia_timeout) or V(command_timeout)). A failed task returns the same list as C(timed_out).
+      returned: when a command was killed at its limit
+      type: list
+      elements: dict
+      sample: [{"command": "/usr/bin/nvidia-smi -q -x", "seconds": 60, "option": "nvidia_timeout"}]
 """
 
 import time
@@ -363,7 +381,12 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_m
     facts_warnings,
     fail_kwargs,
 )
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import CommandError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import (
+    CommandError,
+    command_limit,
+    forget_timeouts,
+    timed_out_commands,
+)
 
 SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic')
 # Read only when their option lists something; kept by keep_gathered like the others.
@@ -373,6 +396,13 @@ NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', '
 SHM_PATH = '/dev/shm'  # nosec B108
 READER_ERRORS = (NvidiaCollectError, KernelError, LimitsError, ShmError, NicError, EthtoolError, CommandError, IOError,
                  OSError)
+
+
+def nvidia_limit(module):
+    """(seconds, option) of nvidia-smi's limit: nvidia_timeout when given, else command_timeout."""
+    if module.params['nvidia_timeout'] is not None:
+        return module.params['nvidia_timeout'], 'nvidia_timeout'
+    return command_limit(module), 'command_timeout'
 
 
 def wanted_subsets(requested):
@@ -385,10 +415,11 @@ def wanted_subsets(requested):
 def gather(module, subsets):
     """Run the readers; return (facts, errors, failure) where failure is the first exception's details."""
     params = module.params
+    nvidia_timeout, nvidia_option = nvidia_limit(module)
     readers = {
-        'nvidia': lambda: collect_nvidia_facts(module, timeout=params['nvidia_timeout'],
+        'nvidia': lambda: collect_nvidia_facts(module, timeout=nvidia_timeout,
                                                include_supported_clocks=params['nvidia_supported_clocks'],
-                                               nvidia_smi=params['nvidia_smi']),
+                                               nvidia_smi=params['nvidia_smi'], option=nvidia_option),
         'kernel': lambda: collect_kernel_facts(module),
         'limits': lambda: collect_limits_facts(module, users=params['limits_users'],
                                                services=params['limits_services']),
@@ -408,7 +439,8 @@ def gather(module, subsets):
         except READER_ERRORS as exc:
             message = '{0} facts: {1}'.format(name, exc)
             if params['fail_on_error']:
-                module.fail_json(subset=name, **fail_kwargs(exc, '{0} facts: '.format(name)))
+                module.fail_json(subset=name, timed_out=timed_out_commands(),
+                                 **fail_kwargs(exc, '{0} facts: '.format(name)))
             errors[name] = message
             if name == 'nvidia':
                 facts['nvidia'] = empty_facts(str(exc))
@@ -418,7 +450,7 @@ def gather(module, subsets):
             nvidia = facts['nvidia']
             if nvidia.get('nvidia_smi') and len(nvidia.get('gpus') or []) >= 2:
                 started = time.time()
-                nvidia['topology'] = collect_topology(module, nvidia['nvidia_smi'], params['nvidia_timeout'])
+                nvidia['topology'] = collect_topology(module, nvidia['nvidia_smi'], nvidia_timeout, nvidia_option)
                 timings['nvidia_topology'] = round(time.time() - started, 3)
     return facts, errors, timings
 
@@ -474,7 +506,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             gather_subset=dict(type='list', elements='str', default=['all'], choices=['all'] + list(SUBSETS)),
-            nvidia_timeout=dict(type='int', default=60),
+            nvidia_timeout=dict(type='int'),
+            command_timeout=dict(type='int', default=60),
             nvidia_supported_clocks=dict(type='bool', default=True),
             nvidia_smi=dict(type='path'),
             nvidia_topology=dict(type='bool', default=False),
@@ -492,8 +525,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if module.params['nvidia_timeout'] < 1:
-        module.fail_json(msg='nvidia_timeout must be at least 1 second, got {0}'.format(module.params['nvidia_timeout']))
+    forget_timeouts()   # one module execution is one process; an in-process caller (the unit tests) runs it again
+    for option in ('nvidia_timeout', 'command_timeout'):
+        if module.params[option] is not None and module.params[option] < 1:
+            module.fail_json(msg='{0} must be at least 1 second, got {1}'.format(option, module.params[option]))
     check_state_options(module)
     subsets = wanted_subsets(module.params['gather_subset'])
     facts, errors, timings = gather(module, subsets)
@@ -506,6 +541,8 @@ def main():
                                   if name in done or name in module.params['keep_gathered']]
     facts['nodeprep_errors'] = errors
     facts['nodeprep_timings'] = timings
+    if timed_out_commands():
+        facts['nodeprep_timed_out'] = timed_out_commands()
     exit_facts(module, facts, warnings)
 
 

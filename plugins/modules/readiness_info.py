@@ -81,6 +81,12 @@ options:
       - Seconds C(dcgmi diag) may take; then it is killed and C(gpu.dcgm_diag) fails saying so.
     type: int
     default: 300
+  command_timeout:
+    description:
+      - Seconds each other command (C(journalctl), C(dmesg), C(systemctl)) may take; then it is killed (coreutils
+        C(timeout)) and the check that needed it says so. Unset, they have no limit. The readiness role sets it from
+        C(nodeprep_command_timeout).
+    type: int
   kernel_log_lines:
     description:
       - How many of the last kernel log lines of the current boot to search for NVIDIA Xid events
@@ -316,7 +322,7 @@ DCGM_DISCOVERY_TIMEOUT = 60
 
 def _dcgm_command(module, argv, timeout):
     try:
-        result = run(module, argv, timeout=timeout)
+        result = run(module, argv, timeout=timeout, option='dcgm_timeout')
     except CommandNotFound as exc:
         return {'rc': 127, 'stdout': '', 'stderr': str(exc), 'timed_out': False}
     return {'rc': result.rc, 'stdout': result.stdout, 'stderr': result.stderr, 'timed_out': result.timed_out}
@@ -379,9 +385,13 @@ def main():
             dcgm=dict(type='bool', default=False),
             dcgm_level=dict(type='int', choices=list(_dcgm.LEVELS), default=_dcgm.DEFAULT_LEVEL),
             dcgm_timeout=dict(type='int', default=_dcgm.DEFAULT_TIMEOUT),
+            command_timeout=dict(type='int'),
         ),
         supports_check_mode=True,
     )
+    if module.params['command_timeout'] is not None and module.params['command_timeout'] < 1:
+        module.fail_json(msg='command_timeout must be at least 1 second, got {0}'.format(
+            module.params['command_timeout']))
     if module.params['kernel_log_lines'] < 0:
         module.fail_json(msg='kernel_log_lines={0} is negative; allowed: 0 (do not read the kernel log) or a positive '
                              'number of lines'.format(module.params['kernel_log_lines']))
