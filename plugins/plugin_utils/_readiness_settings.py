@@ -9,11 +9,13 @@ roles/readiness/meta/argument_specs.yml, its defaults/main.yml and the variable 
 (the roles that plan have theirs in their rule modules, plugins/plugin_utils/_plans.py RULES).
 
 The checks also read the variables of the roles that configure the node (plugins/module_utils/rules/_readiness.py
-SETTING_NAMES); those are documented, and defaulted, by their own roles.  No Ansible import.
+SETTING_NAMES); those are documented, and defaulted, by their own roles.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
+
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_settings
 
 ROLE = 'readiness'
 
@@ -69,3 +71,7 @@ SETTINGS = {
         'type': 'list', 'elements': 'str', 'default': [],
         'description': 'Check ids not to run on these hosts (reported as skip). Unknown ids are refused.'},
 }
+
+# The collection-wide variables of a run that the role reads (their one home: _run_settings.SETTINGS): the limits of
+# its two remote steps, and where a slice of a sliced run writes its part of the report.
+SETTINGS.update((name, _run_settings.SETTINGS[name]) for name in _run_settings.READINESS_READS)
