@@ -4,13 +4,15 @@
 #                                        the same plus a Slurm head (slurmctld) and slurmd on every GPU node
 #   make slurm-fleet                     a Slurm fleet of its own (prefix npsl): jobs, drain, reboots; then down
 #   make rolling-fleet                   playbooks/rolling_upgrade.yml on a Slurm fleet of its own (prefix nprr); then down
+#   make sliced-fleet                    site.yml and readiness.yml as AWX slices + the merge vs an unsliced run (prefix npsf)
+#   make hung-fleet                      a hung node costs only its limits: wall times with and without one (prefix npsf)
 #   make testbed-down                    stop it; no namespace, mount or process is left
 #   make testbed-status
 #   make testbed-selftest                 ethtool -K, signed repositories and key refusals on the running nodes
 #   make testbed-fault NODE=<name> FAULT=<kind> [GPU=<index>] [VALUE=<v>]
 #   make testbed-heal NODE=<name> [FAULT=<kind>]
 # Needs root. Kinds: gpu-missing gpu-removed nvidia-smi-hang driver-unloaded xid retired-pages
-# remapped-rows clocks-capped power-capped secure-boot shm-full node-down; issue 28: hw-slowdown
+# remapped-rows clocks-capped power-capped secure-boot shm-full node-down ssh-hang; issue 28: hw-slowdown
 # pcie-downtrained nvlink-inactive rows-pending mig-enabled allreduce-slow (tests/testbed/testbed.py FAULTS).
 
 TESTBED_PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
@@ -19,7 +21,7 @@ NODES ?= 4
 SLURM ?=
 KINDS ?=
 
-.PHONY: testbed-up testbed-down testbed-status testbed-fault testbed-heal testbed-selftest slurm-fleet rolling-fleet
+.PHONY: testbed-up testbed-down testbed-status testbed-fault testbed-heal testbed-selftest slurm-fleet rolling-fleet sliced-fleet hung-fleet
 
 testbed-up:
 	$(TESTBED) up --nodes $(NODES) $(if $(filter 1 yes true,$(SLURM)),--slurm) $(if $(KINDS),--kinds $(KINDS))
@@ -57,3 +59,16 @@ slurm-fleet:
 # 15 to 20).
 rolling-fleet: collection-link
 	$(TESTBED_PYTHON) tests/testbed/rolling_fleet.py
+
+# site.yml and readiness.yml as N = 2 and 3 slices the way AWX slices a job (ansible-runner, at the same time), each
+# followed by the merge playbook, compared with an unsliced run on a fleet of its own (TESTBED_PREFIX npsf,
+# TESTBED_SUBNET 10.237, .testbed-sliced; SLICED_FLEET_PREFIX/SUBNET/DIR/NODES change them, SLICED_FLEET_REUSE=1
+# keeps the fleet up); taken down at the end. Not part of `make test`.
+sliced-fleet: collection-link
+	$(TESTBED_PYTHON) tests/testbed/sliced_fleet.py
+
+# A hung node costs the run no more than its limits: no-op site.yml and readiness.yml timed with and without a hung
+# node (fault ssh-hang), nvidia-smi hung (fault nvidia-smi-hang), and a node hung after its connection was made (the
+# whole gather's limit); on the same fleet as sliced-fleet, taken down at the end. Not part of `make test`.
+hung-fleet: collection-link
+	$(TESTBED_PYTHON) tests/testbed/hung_fleet.py
