@@ -45,7 +45,8 @@ def gather_args(request, keep_gathered=(), fail_on_error=True, nvidia_timeout=No
             'fail_on_error': bool(fail_on_error)}
     if command_timeout is not None:
         args['command_timeout'] = int(command_timeout)
-    for key in ('units', 'files', 'packages', 'contents', 'limits_users', 'limits_services', 'nic_networks'):
+    for key in ('units', 'files', 'packages', 'contents', 'limits_users', 'limits_services', 'nic_networks',
+                'nic_nm_properties'):
         if request.get(key):
             args[key] = list(request[key])
     if request.get('shm_path'):
@@ -65,6 +66,14 @@ def connection_limit(message, seconds):
         return None
     return {'limit': 'ssh_connect', 'variable': 'ansible_ssh_timeout', 'seconds': seconds,
             'what': 'the SSH connection'}
+
+
+def ssh_timeout(connection):
+    """The SSH connect limit of ``connection`` (the ssh connection's ``timeout`` option), or None."""
+    try:
+        return connection.get_option('timeout')
+    except Exception:  # a connection plugin without that option (local, a bench's replay)
+        return None
 
 
 def limit_words(limit):
@@ -107,10 +116,7 @@ class ActionModule(ActionBase):
         return dict((role, _plans.plan_role(role, facts, typed[role][0], typed[role][1], context)) for role in roles)
 
     def _ssh_timeout(self):
-        try:
-            return self._connection.get_option('timeout')
-        except Exception:  # a connection plugin without that option (local, a bench's replay)
-            return None
+        return ssh_timeout(self._connection)
 
     def _gather(self, request, keep, args, task_vars, command_timeout):
         module_args = gather_args(request, keep_gathered=keep, fail_on_error=args['fail_on_error'],
@@ -203,6 +209,7 @@ class ActionModule(ActionBase):
                 todo['limits_services'] = list(request['limits_services'])
             if 'nic' in todo['subsets']:
                 todo['nic_networks'] = list(request['nic_networks'])
+                todo['nic_nm_properties'] = list(request['nic_nm_properties'])
             todo['shm_path'] = request['shm_path']
         else:
             todo = _plan.new_gather()

@@ -32,9 +32,9 @@ SETTINGS = {
     'nodeprep_gather_timeout': {
         'type': 'int', 'default': 180,
         'description': ["Seconds one remote step of a node may take as a whole: the gather (SSH connection, the "
-                        "module's transfer, every command, the answer) of C(site.yml) and C(readiness.yml), and the "
-                        "readiness checks of a node (plus O(nodeprep_readiness_dcgm_timeout) when DCGM's diagnostic "
-                        "runs). It is Ansible's C(timeout) task keyword; V(0) turns the limit off.",
+                        "module's transfer, every command, the answer) of C(site.yml), and the readiness task that "
+                        "gathers a node and judges it (plus O(nodeprep_readiness_dcgm_timeout) when DCGM's diagnostic "
+                        "runs in that gather). It is Ansible's C(timeout) task keyword; V(0) turns the limit off.",
                         'Keep it above the limits inside the step (C(nodeprep_command_timeout), the nvidia-smi '
                         'timeout) so that the inner limit names the command that hung.']},
     'nodeprep_sliced': {
@@ -69,15 +69,25 @@ def typed(provided, names):
     spec = dict((name, dict((key, value) for key, value in SETTINGS[name].items()
                             if key in ('type', 'default', 'elements', 'choices'))) for name in names)
     given = dict((name, provided[name]) for name in names if name in provided and provided[name] is not None)
+    # The collection's one number rule (a YAML .inf, a number of 400 digits), as every role's settings are typed;
+    # imported here because _plans reads the readiness role's SETTINGS, which list some of these.
+    from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._plans import number_problem
     problems = []
     values = {}
     for name in names:
         if name not in given:
             values[name] = copy.deepcopy(spec[name].get('default'))
             continue
+        found = number_problem(given[name])
+        if found:
+            problems.append('{0}={1!r}: {2}'.format(name, given[name], found))
+            continue
         checked = ArgumentSpecValidator({name: spec[name]}).validate(copy.deepcopy({name: given[name]}))
         if checked.error_messages:
             problems.append('{0}={1!r}: {2}'.format(name, given[name], '; '.join(checked.error_messages)))
+        elif number_problem(checked.validated_parameters[name]):
+            problems.append('{0}={1!r}: {2}'.format(name, given[name],
+                                                    number_problem(checked.validated_parameters[name])))
         else:
             values[name] = checked.validated_parameters[name]
     if problems:

@@ -29,6 +29,7 @@ import os
 import re
 import tempfile
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _rolling
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_settings
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_summary
 
@@ -100,11 +101,17 @@ def identity(values, sliced=False, now=None):
 
 # The variables of a run's identity: ours (typed with _run_settings.SETTINGS) and AWX's (ids, as AWX gives them).
 TYPED_VARS = ('nodeprep_sliced', 'nodeprep_run_id', 'nodeprep_slice_id')
+# What tells a slice of an AWX sliced job (rules/_rolling.sliced_job, the one rule, which the rolling plan refuses
+# with): the workflow job AWX makes for a sliced launch has the job template's name.
+AWX_SLICE_VARS = tuple('{0}_{1}'.format(prefix, name) for prefix in _rolling.AWX_PREFIXES
+                       for name in ('workflow_job_id', 'workflow_job_name', 'job_template_name'))
 
 
 def run_identity(templar, task_vars, now=None):
-    """identity() of the run whose variables are ``task_vars`` (templated with ``templar``: the action's)."""
-    names = TYPED_VARS + RUN_ID_VARS
+    """identity() of the run whose variables are ``task_vars`` (templated with ``templar``: the action's). A slice
+    of an AWX sliced job (rules/_rolling.sliced_job) is a slice whether or not nodeprep_sliced says so: its slices
+    would otherwise write over each other's report."""
+    names = TYPED_VARS + RUN_ID_VARS + tuple(name for name in AWX_SLICE_VARS if name not in RUN_ID_VARS)
     provided = dict((name, task_vars[name]) for name in names if name in task_vars)
     if provided and templar is not None:
         provided = templar.template(provided)
@@ -113,7 +120,8 @@ def run_identity(templar, task_vars, now=None):
     except ValueError as exc:
         raise SliceError(str(exc))
     values.update((name, provided[name]) for name in RUN_ID_VARS if name in provided)
-    return identity(values, sliced=values['nodeprep_sliced'], now=now)
+    sliced = values['nodeprep_sliced'] or _rolling.sliced_job(provided) is not None
+    return identity(values, sliced=sliced, now=now)
 
 
 def output_dir(base, ident):

@@ -18,7 +18,9 @@ connect limit). Then, with ansible-runner (its Python API, as AWX runs each job)
      get_sliced_hosts): the inventory's hosts ordered by name, slice k of N gets hosts k-1, k-1+N, ...; every group
      and variable of the inventory; the extra variables awx_meta_vars gives a job of a workflow (awx_job_id and
      tower_job_id its own, awx_workflow_job_id and tower_workflow_job_id the slice workflow's, the same for every
-     slice; awx_job_launch_type workflow) plus the job template's (nodeprep_sliced, the report directory, shared);
+     slice; awx_job_template_name, and awx_workflow_job_name equal to it, as AWX names a slice workflow after its job
+     template; awx_job_launch_type workflow) plus the job template's (the report directory, shared; nodeprep_sliced
+     for N = 2 only: for N = 3 the slices are told nothing and the collection detects them from AWX's names);
      no fact cache (AWX does not store facts of sliced jobs, ansible/awx#13863). The slices run at the same time.
      The merge node gets, as extra variables, the slices' set_stats artifacts merged in the order the slices finished
      (awx/main/models/workflow.py get_effective_artifacts), read from ansible-runner's playbook_on_stats event
@@ -197,15 +199,18 @@ def slice_inventory(inventory, keep):
     return out
 
 
-def awx_vars(job_id, workflow_job_id=None):
-    """The extra variables awx_meta_vars gives a job (ids; the prefixes awx_ and tower_ carry the same values)."""
+def awx_vars(job_id, template, workflow_job_id=None, workflow_name=None):
+    """The extra variables awx_meta_vars gives a job (ids and names; the prefixes awx_ and tower_ carry the same
+    values): its job template's name, and in a workflow the workflow job's id and name. The workflow job of a sliced
+    launch has the job template's name (awx/main/models/jobs.py JobTemplate.create_unified_job)."""
     out = {}
     for prefix in ('awx', 'tower'):
         out['{0}_job_id'.format(prefix)] = job_id
+        out['{0}_job_template_name'.format(prefix)] = template
         out['{0}_job_launch_type'.format(prefix)] = 'workflow' if workflow_job_id else 'manual'
         if workflow_job_id:
             out['{0}_workflow_job_id'.format(prefix)] = workflow_job_id
-            out['{0}_workflow_job_name'.format(prefix)] = 'sliced'
+            out['{0}_workflow_job_name'.format(prefix)] = workflow_name or template
     return out
 
 
@@ -242,7 +247,7 @@ def sliced_job(name, playbook, inventory, count, workflow_job_id, extravars):
     threads = []
     for k, share in enumerate(shares):
         job_id = workflow_job_id + 1 + k
-        variables = dict(extravars, **awx_vars(job_id, workflow_job_id))
+        variables = dict(extravars, **awx_vars(job_id, 'nodeprep-' + name, workflow_job_id))
         label = '{0}-slice{1}of{2}'.format(name, k + 1, len(shares))
 
         def one(label, share, variables):
@@ -341,9 +346,9 @@ def scenario():
     unsliced = os.path.join(WORK, 'unsliced')
     start = time.time()
     site = runner_job('unsliced-site', 'site.yml', inventory,
-                      dict(base, nodeprep_readiness_report_dir=unsliced, **awx_vars(900)))
+                      dict(base, nodeprep_readiness_report_dir=unsliced, **awx_vars(900, 'nodeprep-site')))
     ready = runner_job('unsliced-readiness', 'readiness.yml', inventory,
-                       dict(base, nodeprep_readiness_report_dir=unsliced, **awx_vars(901)))
+                       dict(base, nodeprep_readiness_report_dir=unsliced, **awx_vars(901, 'nodeprep-readiness')))
     timed('unsliced site.yml + readiness.yml ({0:.0f} s + {1:.0f} s)'.format(site['seconds'], ready['seconds']),
           start)
     check(run_id_of(unsliced, 'run-summary.json') == '900' and run_id_of(unsliced, 'report.json') == '901',
@@ -368,7 +373,10 @@ def scenario():
     for count in (2, 3):
         folder = os.path.join(WORK, 'sliced-{0}'.format(count))
         shutil.rmtree(folder, ignore_errors=True)
-        template_vars = dict(base, nodeprep_sliced=True, nodeprep_readiness_report_dir=folder)
+        # N=2: the job template says nodeprep_sliced; N=3 leaves it out (a slice is detected from AWX's names).
+        template_vars = dict(base, nodeprep_readiness_report_dir=folder)
+        if count == 2:
+            template_vars['nodeprep_sliced'] = True
         for kind, playbook, workflow in (('site', 'site.yml', 1000 * count + 100),
                                          ('readiness', 'readiness.yml', 1000 * count + 200)):
             start = time.time()
@@ -385,7 +393,8 @@ def scenario():
             merge_start = time.time()
             merge = runner_job('n{0}-{1}-merge'.format(count, kind), 'merge_slices.yml', inventory,
                                dict(base, nodeprep_readiness_report_dir=folder, **dict(
-                                   artifacts, **awx_vars(workflow + 50, workflow - 50))))
+                                   artifacts, **awx_vars(workflow + 50, 'nodeprep-merge', workflow - 50,
+                                                         'nodeprep-hourly'))))
             check(merge['rc'] == 0, 'N={0} {1}: the merge playbook succeeded'.format(count, kind),
                   merge['stdout'][-2000:])
             timed('N={0} {1}: {2} slices at once {3:.0f} s (each {4}), merge {5:.0f} s'.format(

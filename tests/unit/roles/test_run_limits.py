@@ -18,8 +18,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readines
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-FILES = ('playbooks/site.yml', 'playbooks/merge_slices.yml', 'roles/readiness/tasks/check.yml',
-         'roles/readiness/vars/main.yml')
+FILES = ('playbooks/site.yml', 'playbooks/merge_slices.yml', 'roles/readiness/tasks/main.yml')
 FALLBACK = re.compile(r'\b(nodeprep_[a-z_]+) \| default\(([^)]*)\)')
 
 
@@ -35,7 +34,7 @@ def test_every_fallback_is_the_settings_default():
             if name in _run_settings.SETTINGS:
                 seen.add(name)
                 assert yaml.safe_load(value) == _run_settings.SETTINGS[name]['default'], (path, name, value)
-    assert seen == {'nodeprep_gather_timeout', 'nodeprep_command_timeout'}
+    assert seen == {'nodeprep_gather_timeout'}
 
 
 def tasks(path):
@@ -58,15 +57,16 @@ def tasks(path):
 
 
 def test_every_gather_has_the_whole_step_limit():
-    gathers = [task for path in ('playbooks/site.yml', 'roles/readiness/tasks/check.yml') for task in tasks(path)
+    gathers = [task for task in tasks('playbooks/site.yml')
                if 'gpufleet.nodeprep.node_plan' in task and (task['gpufleet.nodeprep.node_plan'] or {}).get('gather')]
-    assert len(gathers) == 3
+    assert len(gathers) == 2
     for task in gathers:
-        assert 'nodeprep_gather_timeout' in str(task.get('timeout')) or task.get('timeout') == \
-            '{{ __nodeprep_readiness_gather_timeout }}', task['name']
-    checks = [task for task in tasks('roles/readiness/tasks/check.yml') if 'gpufleet.nodeprep.readiness_info' in task]
-    assert checks[0]['timeout'] == '{{ __nodeprep_readiness_checks_timeout }}'
-    assert 'nodeprep_command_timeout' in checks[0]['gpufleet.nodeprep.readiness_info']['command_timeout']
+        assert 'nodeprep_gather_timeout' in str(task.get('timeout')), task['name']
+    # readiness: one task gathers and judges (the readiness_info action; it passes nodeprep_command_timeout itself)
+    checks = [task for task in tasks('roles/readiness/tasks/main.yml') if 'gpufleet.nodeprep.readiness_info' in task]
+    assert len(checks) == 1
+    step = checks[0]['timeout']
+    assert 'nodeprep_gather_timeout | default(' in step and 'nodeprep_readiness_dcgm_timeout' in step
 
 
 def test_site_records_the_limit_a_node_hit_and_lets_it_leave_as_it_was_lost():

@@ -85,6 +85,23 @@ def test_run_identity_types_the_variables_once():
     assert "nodeprep_sliced='maybe'" in str(caught.value)
 
 
+def test_a_slice_of_an_awx_sliced_job_is_a_slice_without_nodeprep_sliced():
+    """AWX names the workflow job of a sliced launch after the job template (the rolling plan's rule,
+    rules/_rolling.sliced_job): such a job is a slice even when the template forgot nodeprep_sliced, so that its
+    slices never write over each other's report; a job template inside a workflow of another name is not."""
+    slice_vars = {'awx_job_id': 31, 'awx_workflow_job_id': 30, 'awx_workflow_job_name': 'nodeprep-site',
+                  'awx_job_template_name': 'nodeprep-site'}
+    ident = _slices.run_identity(Templar(), slice_vars)
+    assert (ident['sliced'], ident['run_id'], ident['slice_id']) == (True, '30', '31')
+    in_workflow = dict(slice_vars, awx_workflow_job_name='nodeprep-hourly')
+    ident = _slices.run_identity(Templar(), in_workflow)
+    assert (ident['sliced'], ident['run_id'], ident['slice_id']) == (False, '30', None)
+    # the tower_ twins say the same
+    ident = _slices.run_identity(Templar(), dict((key.replace('awx_', 'tower_'), value)
+                                                 for key, value in slice_vars.items()))
+    assert (ident['sliced'], ident['run_id'], ident['slice_id']) == (True, '30', '31')
+
+
 def test_stats_every_slice_leaves_the_same_run_id():
     ident = _slices.identity({'awx_job_id': 12, 'awx_workflow_job_id': 11}, sliced=True)
     assert _slices.stats(ident) == {'data': {'nodeprep_run_id': '11'}, 'per_host': False, 'aggregate': True}
