@@ -17,7 +17,7 @@ version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
 description:
   - A run of C(gpufleet.nodeprep.site) or C(gpufleet.nodeprep.readiness) as N slices (AWX or Automation Platform
-    job slicing, or N C(ansible-runner) runs; each slice with C(nodeprep_sliced=true)) leaves each slice's part in
+    job slicing, detected, or N C(ansible-runner) runs with C(nodeprep_sliced=true)) leaves each slice's part in
     C(<dest>/slices/<run id>/<slice id>/) - its C(report.json) (readiness) and C(run-summary.json) (site). This
     action, run once after the slices, reads those parts of run O(run_id) and writes into O(dest) what an unsliced
     run of the same hosts writes there - C(report.json), C(junit.xml), C(report.html), C(report.txt),

@@ -35,9 +35,10 @@ description:
     failed with their first error, nodes that are not GPU nodes, nodes that hit a limit (with the commands the
     gather killed at their limit) - writes it as C(run-summary.json) into O(dest) and returns it with the lines to
     print.
-  - In a slice of a sliced run (C(nodeprep_sliced=true); docs/awx.md) the file goes into
-    C(<dest>/slices/<run id>/<slice id>/) and the task sets the stat C(nodeprep_run_id) (AWX hands it to the next
-    node of the workflow); the playbook C(gpufleet.nodeprep.merge_slices) writes the run's summary from the slices'.
+  - In a slice of a sliced run (a slice of an AWX sliced job, or C(nodeprep_sliced=true); docs/awx.md) the file goes
+    into C(<dest>/slices/<run id>/<slice id>/) and the task sets the stat C(nodeprep_run_id) (AWX hands it to the
+    next node of the workflow); the playbook C(gpufleet.nodeprep.merge_slices) writes the run's summary from the
+    slices'.
     The run id is C(nodeprep_run_id), else AWX's C(awx_workflow_job_id), else C(awx_job_id), else the time.
   - A host of O(hosts) no longer in the play (C(ansible_play_hosts)) without a recorded error is listed as failed
     (unreachable, or failed before the error could be recorded).

@@ -43,7 +43,10 @@ SETTINGS = {
                         'C(ansible-runner) runs): the run summary and the readiness report of the slice go into '
                         'C(<nodeprep_readiness_report_dir>/slices/<run id>/<slice id>/), and the playbook '
                         'C(gpufleet.nodeprep.merge_slices), run once after the slices, writes the one report and the '
-                        'one summary of the run (docs/awx.md).']},
+                        'one summary of the run (docs/awx.md).',
+                        'A slice of an AWX or Automation Platform sliced job is one whatever this says: AWX names the '
+                        'workflow job of a sliced launch after its job template (C(awx_workflow_job_name) equal to '
+                        'C(awx_job_template_name)), the rule the rolling playbook refuses slices with.']},
     'nodeprep_run_id': {
         'type': 'str', 'default': '',
         'description': ["The run's id, written into C(run-summary.json) and C(report.json): 1 to 64 letters, digits, "
