@@ -146,7 +146,6 @@ def test_a_hung_kernel_log_read_is_killed_at_the_command_limit(monkeypatch, caps
     assert facts['nodeprep_timed_out'] == [{'command': ' '.join(JOURNAL), 'seconds': 30, 'option': 'command_timeout'}]
 
 
-
 # ---------------------------------------------------------------------------------------------------------------------
 # DCGM (opt-in): what is run for gpu.dcgm_diag (the rule and the parsers: test__dcgm.py)
 
