@@ -99,3 +99,18 @@ def test_one_task_per_node_before_the_report():
     assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'report.yml'))
     assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'slurm.yml'))
     assert len(_load('roles', 'readiness', 'tasks', 'verdict.yml')) == 1
+
+
+def test_the_slurm_task_templates_its_delegate_without_a_slurm_head():
+    """Ansible templates delegate_to before the task's `when` (nodeprep_readiness_slurm=report skips it): in an
+    inventory without the group slurm_head the expression must template (it failed every readiness run there)."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+    task = [item for item in _load('roles', 'readiness', 'tasks', 'slurm.yml')
+            if 'gpufleet.nodeprep.rolling_slurm' in item][0]
+    base = {'nodeprep_readiness_slurm_controller': '', 'inventory_hostname': 'gpu-a01'}
+    for groups, wanted in (({'all': ['gpu-a01']}, 'gpu-a01'), ({'slurm_head': ['head-01']}, 'head-01')):
+        templar = Templar(loader=DataLoader(), variables=dict(base, groups=groups))
+        assert templar.template(trust_as_template(task['delegate_to'])) == wanted
+    templar = Templar(loader=DataLoader(), variables=dict(base, groups={}, nodeprep_readiness_slurm_controller='ctl'))
+    assert templar.template(trust_as_template(task['delegate_to'])) == 'ctl'
