@@ -10,18 +10,19 @@ Documentation: plugins/modules/readiness_info.py."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import FACT_NAMES, GATHER_MODULE, gather_args, \
-    merge_facts
+from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import FACT_NAMES, GATHER_MODULE, \
+    connection_limit, gather_args, limit_words, merge_facts, ssh_timeout
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_records import GLOB_CHARS
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _imex_members
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_settings
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._limits_gather import resolve_gathered
 
@@ -109,6 +110,12 @@ class ActionModule(ActionBase):
         except Exception as exc:  # an undefined variable inside a setting: name it, check nothing
             raise AnsibleActionFail('the variables of the readiness check cannot be read: {0}'.format(to_native(exc)))
         own, roles, problems = type_settings(provided)
+        if not problems:
+            # The limit of every command of the gather (collection-wide; its one typing: _run_settings).
+            try:
+                own.update(_run_settings.typed(provided, ('nodeprep_command_timeout',)))
+            except ValueError as exc:
+                problems = [str(exc)]
         if problems:
             result.update(failed=True, msg='readiness check: {0}'.format('; '.join(problems)))
             return result
@@ -116,9 +123,17 @@ class ActionModule(ActionBase):
         # One gather of everything the checks read (one module execution), the health reads in the same call.
         request, options = gather_request(checks, own, roles)
         module_args = gather_args(request, fail_on_error=False, nvidia_timeout=own['nodeprep_readiness_nvidia_timeout'],
-                                  nvidia_topology=options.pop('nvidia_topology'))
+                                  nvidia_topology=options.pop('nvidia_topology'),
+                                  command_timeout=own['nodeprep_command_timeout'])
         module_args.update(options)
-        gathered = self._execute_module(module_name=GATHER_MODULE, module_args=module_args, task_vars=task_vars)
+        try:
+            gathered = self._execute_module(module_name=GATHER_MODULE, module_args=module_args, task_vars=task_vars)
+        except AnsibleConnectionFailure as exc:
+            # The node is unreachable, as for any task; a connection that timed out names the SSH connect limit.
+            limit = connection_limit(to_native(exc), ssh_timeout(self._connection))
+            if limit is None:
+                raise
+            raise AnsibleConnectionFailure(to_native(exc) + limit_words(limit)) from None
         if gathered.get('failed') or gathered.get('unreachable'):
             result.update(gathered)
             return result

@@ -39,7 +39,17 @@ options:
     choices: [all, nvidia, kernel, limits, shm, nic, imex]
     default: [all]
   nvidia_timeout:
-    description: Seconds to wait for C(nvidia-smi -q -x) before killing it (it can hang when a GPU fell off the bus).
+    description:
+      - Seconds to wait for C(nvidia-smi -q -x) before killing it (it can hang when a GPU fell off the bus).
+      - Unset, O(command_timeout) is the limit.
+    type: int
+  command_timeout:
+    description:
+      - Seconds each command of the gather may take before it is killed (coreutils C(timeout), then C(KILL) 5 seconds
+        later) - C(systemctl), C(rpm), C(dpkg-query), C(ip), C(ethtool), C(modinfo), C(lspci) and the others, and
+        C(nvidia-smi) when O(nvidia_timeout) is unset. A command killed there is reported as that reader's error
+        (C(nodeprep_errors), or the task's failure with O(fail_on_error)) and in C(nodeprep_timed_out).
+      - The playbooks of this collection set it from C(nodeprep_command_timeout).
     type: int
     default: 60
   nvidia_supported_clocks:
@@ -412,6 +422,14 @@ ansible_facts:
       returned: always
       type: dict
       sample: {"nvidia": 0.412, "kernel": 0.021}
+    nodeprep_timed_out:
+      description:
+        - The commands killed at their limit, each with C(command), C(seconds) and C(option) (the option that set the
+          limit, V(nvidia_timeout) or V(command_timeout)). A failed task returns the same list as C(timed_out).
+      returned: when a command was killed at its limit
+      type: list
+      elements: dict
+      sample: [{"command": "/usr/bin/nvidia-smi -q -x", "seconds": 60, "option": "nvidia_timeout"}]
 """
 
 import time
@@ -451,7 +469,12 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_m
     facts_warnings,
     fail_kwargs,
 )
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import CommandError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import (
+    CommandError,
+    command_limit,
+    forget_timeouts,
+    timed_out_commands,
+)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._health import read_dcgm, read_kernel_log
 
 SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic', 'imex')
@@ -467,6 +490,13 @@ READER_ERRORS = (NvidiaCollectError, KernelError, ShmError, NicError, EthtoolErr
                  OSError)
 
 
+def nvidia_limit(module):
+    """(seconds, option) of nvidia-smi's limit: nvidia_timeout when given, else command_timeout."""
+    if module.params['nvidia_timeout'] is not None:
+        return module.params['nvidia_timeout'], 'nvidia_timeout'
+    return command_limit(module), 'command_timeout'
+
+
 def wanted_subsets(requested):
     """Subsets to gather, in a fixed order, from the gather_subset option."""
     if 'all' in requested:
@@ -477,10 +507,11 @@ def wanted_subsets(requested):
 def gather(module, subsets):
     """Run the readers; return (facts, errors, failure) where failure is the first exception's details."""
     params = module.params
+    nvidia_timeout, nvidia_option = nvidia_limit(module)
     readers = {
-        'nvidia': lambda: collect_nvidia_facts(module, timeout=params['nvidia_timeout'],
+        'nvidia': lambda: collect_nvidia_facts(module, timeout=nvidia_timeout,
                                                include_supported_clocks=params['nvidia_supported_clocks'],
-                                               nvidia_smi=params['nvidia_smi']),
+                                               nvidia_smi=params['nvidia_smi'], option=nvidia_option),
         'kernel': lambda: collect_kernel_facts(module),
         # What the node holds; the action plugin of the same name resolves it on the controller.
         'limits': lambda: {'read': read_limits(module, users=params['limits_users'],
@@ -503,7 +534,8 @@ def gather(module, subsets):
         except READER_ERRORS as exc:
             message = '{0} facts: {1}'.format(name, exc)
             if params['fail_on_error']:
-                module.fail_json(subset=name, **fail_kwargs(exc, '{0} facts: '.format(name)))
+                module.fail_json(subset=name, timed_out=timed_out_commands(),
+                                 **fail_kwargs(exc, '{0} facts: '.format(name)))
             errors[name] = message
             if name == 'nvidia':
                 facts['nvidia'] = empty_facts(str(exc))
@@ -513,7 +545,7 @@ def gather(module, subsets):
             nvidia = facts['nvidia']
             if nvidia.get('nvidia_smi') and len(nvidia.get('gpus') or []) >= 2:
                 started = time.time()
-                nvidia['topology'] = collect_topology(module, nvidia['nvidia_smi'], params['nvidia_timeout'])
+                nvidia['topology'] = collect_topology(module, nvidia['nvidia_smi'], nvidia_timeout, nvidia_option)
                 timings['nvidia_topology'] = round(time.time() - started, 3)
     return facts, errors, timings
 
@@ -579,7 +611,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             gather_subset=dict(type='list', elements='str', default=['all'], choices=['all'] + list(SUBSETS)),
-            nvidia_timeout=dict(type='int', default=60),
+            nvidia_timeout=dict(type='int'),
+            command_timeout=dict(type='int', default=60),
             nvidia_supported_clocks=dict(type='bool', default=True),
             nvidia_smi=dict(type='path'),
             nvidia_topology=dict(type='bool', default=False),
@@ -604,8 +637,9 @@ def main():
         ),
         supports_check_mode=True,
     )
-    for option in ('nvidia_timeout', 'imex_timeout'):
-        if module.params[option] < 1:
+    forget_timeouts()   # one module execution is one process; an in-process caller (the unit tests) runs it again
+    for option in ('nvidia_timeout', 'command_timeout', 'imex_timeout'):
+        if module.params[option] is not None and module.params[option] < 1:
             module.fail_json(msg='{0} must be at least 1 second, got {1}'.format(option, module.params[option]))
     if module.params['kernel_log_lines'] < 0:
         module.fail_json(msg='kernel_log_lines={0} is negative; allowed: 0 (do not read the kernel log) or a positive '
@@ -625,6 +659,8 @@ def main():
                                   if name in done or name in module.params['keep_gathered']]
     facts['nodeprep_errors'] = errors
     facts['nodeprep_timings'] = timings
+    if timed_out_commands():
+        facts['nodeprep_timed_out'] = timed_out_commands()
     exit_facts(module, facts, warnings)
 
 

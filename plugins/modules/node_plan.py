@@ -88,8 +88,23 @@ options:
     type: bool
     default: false
   nvidia_timeout:
-    description: Seconds C(nvidia-smi) may take in the gather (the module's default when not given).
+    description: Seconds C(nvidia-smi) may take in the gather (unset, the limit of every command, below).
     type: int
+  on_unreachable:
+    description:
+      - What the task does when the node cannot be reached for the gather. V(unreachable) (the default) - the host
+        is unreachable, as for any task; when the connection timed out the message names the SSH connect limit
+        (C(ansible_ssh_timeout), the ssh connection's C(timeout), OpenSSH's C(ConnectTimeout)).
+      - V(fail) - the task fails instead, with C(nodeprep_unreachable=true) and C(limit) (the SSH connect limit that
+        passed, or null), so that a play's C(rescue) can record why the node left. C(gpufleet.nodeprep.site) does
+        this for the run summary and then lets the node leave as unreachable (M(gpufleet.nodeprep.run_summary)
+        O(gpufleet.nodeprep.run_summary#module:leave)).
+      - Every command of the gather has the limit C(nodeprep_command_timeout) (seconds, default 60; typed here, a
+        value that is not a whole number of seconds of at least 1 fails the task naming it), passed as
+        M(gpufleet.nodeprep.gpu_node_facts) O(gpufleet.nodeprep.gpu_node_facts#module:command_timeout).
+    type: str
+    choices: [unreachable, fail]
+    default: unreachable
   nvidia_topology:
     description: Also read C(nvidia-smi topo -m) in the gather (M(gpufleet.nodeprep.gpu_node_facts) O(nvidia_topology));
       the readiness role sets it for its check C(gpu.topology).

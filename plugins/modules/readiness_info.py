@@ -60,6 +60,12 @@ notes:
     those of the roles that configure the node; docs/readiness.md lists them. A setting that cannot be used fails
     the task with its name, its value and what is allowed, before anything is read.
   - Reading the kernel log may need root; run it with become.
+  - 'A hung node costs only itself: every command of the gather (C(systemctl), C(rpm), C(journalctl), ...) is killed
+    at C(nodeprep_command_timeout) (seconds, default 60; C(nvidia-smi) at C(nodeprep_readiness_nvidia_timeout), DCGM''s
+    diagnostic at C(nodeprep_readiness_dcgm_timeout)) and the check that needed it fails saying so; a connection that
+    timed out names the SSH connect limit (C(ansible_ssh_timeout)). The readiness role gives the task the limit of the
+    whole step, C(nodeprep_gather_timeout) (Ansible''s C(timeout) keyword; plus C(nodeprep_readiness_dcgm_timeout)
+    when DCGM''s diagnostic runs).'
 seealso:
   - module: gpufleet.nodeprep.gpu_node_facts
   - module: gpufleet.nodeprep.readiness_report

@@ -32,6 +32,15 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._readiness
 )
 
 
+def step_limit_words(result):
+    """What a result stopped by Ansible's task ``timeout`` (the whole step's limit, ``nodeprep_gather_timeout``)
+    adds to its message: the limit and the variable that sets it; '' for any other result."""
+    timedout = result.get('timedout') if isinstance(result, dict) else None
+    if not isinstance(timedout, dict) or timedout.get('period') is None:
+        return ''
+    return ' (the limit of the whole step passed: {0} s, nodeprep_gather_timeout)'.format(timedout['period'])
+
+
 def build_report(hosts, results, generated, unreachable=None):
     """The report as one dict: ``{generated, summary, check_ids, hosts: {name: {status, msg, checks}}}``.
 
@@ -60,7 +69,7 @@ def build_report(hosts, results, generated, unreachable=None):
         checks = result.get('checks') or []
         if not checks:
             checks = [{'id': 'facts.gather', 'status': FAIL, 'expected': 'facts gathered',
-                       'observed': str(result.get('msg') or 'the check returned nothing'),
+                       'observed': str(result.get('msg') or 'the check returned nothing') + step_limit_words(result),
                        'remedy': 'read the error; run playbooks/readiness.yml with -vvv on this host'}]
         counts = summarize(checks)
         for status in STATUSES:

@@ -10,11 +10,14 @@ roles/readiness/meta/argument_specs.yml, its defaults/main.yml and the variable 
 
 The readiness_info action types these with Ansible's validator (plugin_utils/_plans.typed_with) and hands the checks
 of plugins/module_utils/rules/_readiness.py the names of SETTING_NAMES; the variables of the roles that configure the
-node reach their checks through those roles' plans, typed with the roles' own SETTINGS.  No Ansible import.
+node reach their checks through those roles' plans, typed with the roles' own SETTINGS.  The collection-wide variables
+of a run that the role reads (the limits, a slice's identity) are added from _run_settings.SETTINGS, their one home.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
+
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_settings
 
 ROLE = 'readiness'
 
@@ -83,3 +86,7 @@ SETTINGS = {
         'description': 'The host that runs C(scontrol) for O(nodeprep_readiness_slurm=drain); V(\'\') is the first '
                        'host of the inventory group C(slurm_head).'},
 }
+
+# The collection-wide variables of a run that the role reads (their one home: _run_settings.SETTINGS): the limits of
+# its two remote steps, and where a slice of a sliced run writes its part of the report.
+SETTINGS.update((name, _run_settings.SETTINGS[name]) for name in _run_settings.READINESS_READS)

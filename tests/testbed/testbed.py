@@ -169,6 +169,10 @@ FAULTS = {
                                'last GPU)'},
     'shm-full': {'flag': 'shm-full', 'help': '/dev/shm filled to 0 bytes free (--value: most bytes of RAM to use, default 2 GiB)'},
     'node-down': {'flag': 'node-down', 'help': 'the node is cut off the network (host side of its veth down)'},
+    'ssh-hang': {'flag': 'ssh-hang',
+                 'help': 'the node hangs: every process of it is frozen (cgroup v2 freezer) while its kernel still '
+                         'answers, so a TCP connection to sshd is accepted and never gets a banner (REALITY.md, '
+                         '"A hung node"); heal thaws it'},
     'acs-on': {'flag': 'acs-on',
                'help': 'PCIe ACS on (ACSCtl SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+, as firmware leaves it) at the '
                        'switch downstream port above a GPU (--gpu index or bus id of a GPU or NIC, default GPU 0); set '
@@ -1299,6 +1303,39 @@ def join_node_cgroup(name):
                 'nodes'.format(name, d, exc))
 
 
+def node_freeze_file(name):
+    """The cgroup v2 freezer of node ``name`` (cgroup.freeze of its cgroup in the unified hierarchy), or None."""
+    for d in node_cgroups(name):
+        path = os.path.join(d, 'cgroup.freeze')
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def set_frozen(name, frozen, timeout=10):
+    """Freeze (or thaw) every process of node ``name``; wait until the kernel says it is done (cgroup.events)."""
+    path = node_freeze_file(name)
+    if path is None:
+        raise TestbedError('node {0} has no cgroup v2 freezer (cgroup.freeze under the unified hierarchy)'.format(name))
+    with open(path, 'w') as f:
+        f.write('1\n' if frozen else '0\n')
+    events = os.path.join(os.path.dirname(path), 'cgroup.events')
+    deadline = time.time() + timeout
+    while os.path.exists(events) and time.time() < deadline:
+        if ('frozen 1' in _read(events)) == bool(frozen):
+            return
+        time.sleep(0.1)
+    if os.path.exists(events):
+        raise TestbedError('node {0}: cgroup.events does not say frozen {1} after {2} s'.format(
+            name, int(bool(frozen)), timeout))
+
+
+def thaw_if_frozen(name):
+    path = node_freeze_file(name)
+    if path is not None and _read(path).strip() == '1':
+        set_frozen(name, False)
+
+
 def remove_node_cgroups(name):
     for d in node_cgroups(name):
         for top, dirs, dummy in os.walk(d, topdown=False):
@@ -1436,6 +1473,8 @@ def wait_ssh(nodes, timeout):
 
 def stop_nodes(names, grace=20):
     """Power nodes off (SIGTERM to the runner, which forwards it to nspawn), then kill what is left."""
+    for name in names:
+        thaw_if_frozen(name)   # a frozen node (fault ssh-hang) takes no signal
     for name in names:
         if os.path.isdir(node_dir(name)):
             with open(node_dir(name, 'stop'), 'w') as f:
@@ -1885,6 +1924,10 @@ def cmd_fault(args):
             with open(os.path.join(faults, 'node-down'), 'w') as f:
                 f.write('veth {0} down\n'.format(node['veth_host']))
             run(['ip', 'link', 'set', node['veth_host'], 'down'])
+        elif args.kind == 'ssh-hang':
+            with open(os.path.join(faults, 'ssh-hang'), 'w') as f:
+                f.write('every process frozen (cgroup.freeze)\n')
+            set_frozen(node['name'], True)
         elif args.kind == 'ubuntu-signed':
             if FLAVOURS[node['flavour']]['pkg'] != 'deb':
                 raise TestbedError('ubuntu-signed needs an Ubuntu node; {0} is {1}'.format(args.node, node['flavour']))
@@ -1936,6 +1979,8 @@ def cmd_heal(args):
                 os.unlink(flag)
             if kind == 'node-down':
                 run(['ip', 'link', 'set', node['veth_host'], 'up'])
+            elif kind == 'ssh-hang':
+                thaw_if_frozen(node['name'])
             elif kind == 'devel-missing' and container_pid1(node['name']):
                 script = DEVEL_MISSING_HEAL[FLAVOURS[node['flavour']]['pkg']].format(mark=DEVEL_MISSING_MARK,
                                                                                      apt=DEVEL_MISSING_APT)

@@ -41,7 +41,7 @@ def read_kernel_log(module, lines):
 
 def _dcgm_command(module, argv, timeout):
     try:
-        done = run(module, argv, timeout=timeout)
+        done = run(module, argv, timeout=timeout, option='dcgm_timeout')
     except CommandNotFound as exc:
         return {'rc': 127, 'stdout': '', 'stderr': str(exc), 'timed_out': False}
     return {'rc': done.rc, 'stdout': done.stdout, 'stderr': done.stderr, 'timed_out': done.timed_out}

@@ -102,12 +102,12 @@ def facts_from_output(argv, rc, out, err, include_supported_clocks=True):
     return facts
 
 
-def query_xml(module, binary, timeout):
+def query_xml(module, binary, timeout, option='nvidia_timeout'):
     """Run ``nvidia-smi -q -x``; return (argv, rc, stdout, stderr). Raises NvidiaSmiTimeout when it hangs and
-    NvidiaCollectError when it cannot be run."""
+    NvidiaCollectError when it cannot be run. ``option`` names the module option the timeout came from."""
     argv = [binary, '-q', '-x']
     try:
-        result = run(module, argv, timeout=timeout)
+        result = run(module, argv, timeout=timeout, option=option)
     except CommandNotFound as exc:
         raise NvidiaCollectError(str(exc), cmd=argv)
     if result.timed_out:
@@ -118,7 +118,7 @@ def query_xml(module, binary, timeout):
     return argv, result.rc, result.stdout, result.stderr
 
 
-def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvidia_smi=None):
+def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvidia_smi=None, option='nvidia_timeout'):
     """Return the ``ansible_facts.nvidia`` namespace.
 
     ``present`` is false (and ``error`` says why) when nvidia-smi is missing or
@@ -130,7 +130,7 @@ def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvid
     if binary is None:
         return empty_facts('nvidia-smi not found{0}'.format(
             ' at {0}'.format(nvidia_smi) if nvidia_smi else ' in PATH, /usr/bin or /usr/local/bin'))
-    argv, rc, out, err = query_xml(module, binary, timeout)
+    argv, rc, out, err = query_xml(module, binary, timeout, option)
     facts = facts_from_output(argv, rc, out, err, include_supported_clocks)
     # The binary that was read: the gpu_settings plan builds its commands (and the replay file) with this path and
     # passes it to nvidia_gpu, so that the module runs what the plan compared.
@@ -151,12 +151,12 @@ def topology_from_output(argv, rc, out, err):
         return {'matrix': None, 'error': 'cannot parse the output of {0}: {1}'.format(' '.join(argv), exc)}
 
 
-def collect_topology(module, binary, timeout):
+def collect_topology(module, binary, timeout, option='nvidia_timeout'):
     """Run ``nvidia-smi topo -m``; never raises (a failure is the ``error`` of the result, and gpu.topology fails with
     it: the rest of the NVIDIA facts stay good)."""
     argv = [binary, 'topo', '-m']
     try:
-        result = run(module, argv, timeout=timeout)
+        result = run(module, argv, timeout=timeout, option=option)
     except CommandNotFound as exc:
         return {'matrix': None, 'error': str(exc)}
     if result.timed_out:

@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.action import readiness_info
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nvidia_driver
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -42,7 +43,9 @@ def test_no_fallback_repeats_another_roles_default():
     assert not os.path.exists(os.path.join(ROOT, 'roles', 'readiness', 'vars'))
     assert not os.path.exists(os.path.join(ROOT, 'roles', 'readiness', 'tasks', 'settings.yml'))
     defaults = _load('roles', 'readiness', 'defaults', 'main.yml')
-    assert sorted(defaults) == sorted(_readiness_settings.SETTINGS)
+    # The collection-wide variables of a run (the limits, a slice's identity) are not the role's defaults.
+    assert sorted(defaults) == sorted(name for name in _readiness_settings.SETTINGS
+                                      if name not in _run_settings.READINESS_READS)
 
 
 def test_the_role_alone_types_its_settings_from_the_settings_defaults():
@@ -96,3 +99,18 @@ def test_one_task_per_node_before_the_report():
     assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'report.yml'))
     assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'slurm.yml'))
     assert len(_load('roles', 'readiness', 'tasks', 'verdict.yml')) == 1
+
+
+def test_the_slurm_task_templates_its_delegate_without_a_slurm_head():
+    """Ansible templates delegate_to before the task's `when` (nodeprep_readiness_slurm=report skips it): in an
+    inventory without the group slurm_head the expression must template (it failed every readiness run there)."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+    task = [item for item in _load('roles', 'readiness', 'tasks', 'slurm.yml')
+            if 'gpufleet.nodeprep.rolling_slurm' in item][0]
+    base = {'nodeprep_readiness_slurm_controller': '', 'inventory_hostname': 'gpu-a01'}
+    for groups, wanted in (({'all': ['gpu-a01']}, 'gpu-a01'), ({'slurm_head': ['head-01']}, 'head-01')):
+        templar = Templar(loader=DataLoader(), variables=dict(base, groups=groups))
+        assert templar.template(trust_as_template(task['delegate_to'])) == wanted
+    templar = Templar(loader=DataLoader(), variables=dict(base, groups={}, nodeprep_readiness_slurm_controller='ctl'))
+    assert templar.template(trust_as_template(task['delegate_to'])) == 'ctl'

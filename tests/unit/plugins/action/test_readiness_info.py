@@ -13,7 +13,7 @@ from unittest.mock import MagicMock
 
 import pytest
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.parsing.dataloader import DataLoader
 from ansible.playbook.play_context import PlayContext
 from ansible.template import Templar
@@ -373,3 +373,49 @@ def test_the_limits_the_node_read_are_resolved_here():
     assert by_id(result, 'memlock.users')['status'] == 'fail'
     assert "user 'train' given in users does not exist on this host" in by_id(result, 'memlock.users')['observed']
     assert by_id(result, 'nccl.config')['status'] == 'pass'
+
+
+# A hung node costs only itself: every command of the gather has nodeprep_command_timeout, typed once here.
+def test_every_command_of_the_gather_has_the_command_limit():
+    _result, calls = run(inventory())
+    assert calls[0][1]['command_timeout'] == 60
+    _result, calls = run(dict(inventory(), nodeprep_command_timeout='25'))
+    assert calls[0][1]['command_timeout'] == 25
+
+
+@pytest.mark.parametrize('value, words', [
+    (0, 'readiness check: nodeprep_command_timeout=0: must be at least 1 second'),
+    ('soon', 'readiness check: nodeprep_command_timeout="soon": argument \'nodeprep_command_timeout\' is of type str'),
+    (float('inf'), 'readiness check: nodeprep_command_timeout=Infinity: an infinite number'),
+])
+def test_a_bad_command_limit_is_refused_before_anything_is_read(value, words):
+    result, calls = run(dict(inventory(), nodeprep_command_timeout=value))
+    assert result['failed'] is True
+    assert result['msg'].startswith(words), result['msg']
+    assert calls == []
+
+
+def run_unreachable(error, ssh_timeout=10):
+    context = PlayContext()
+    connection = MagicMock()
+    connection.get_option.side_effect = lambda name: {'timeout': ssh_timeout}[name]
+    task = MagicMock()
+    task.args, task.async_val, task.check_mode, task.diff = {}, 0, False, False
+    action = readiness_info.ActionModule(task, connection, context, loader=DataLoader(),
+                                         templar=Templar(loader=DataLoader()), shared_loader_obj=None)
+
+    def execute(module_name, module_args, task_vars):
+        raise error
+    action._execute_module = execute
+    return action.run(task_vars=dict(inventory(), inventory_hostname='gpu-a01'))
+
+
+def test_a_connection_that_timed_out_names_the_ssh_connect_limit():
+    banner = 'Failed to connect to the host via ssh: Connection timed out during banner exchange'
+    with pytest.raises(AnsibleConnectionFailure) as caught:
+        run_unreachable(AnsibleConnectionFailure(banner))
+    assert str(caught.value) == banner + ' (the SSH connect limit of 10 s passed: ansible_ssh_timeout)'
+    refused = 'ssh: connect to host 10.238.0.13 port 22: Connection refused'
+    with pytest.raises(AnsibleConnectionFailure) as caught:
+        run_unreachable(AnsibleConnectionFailure(refused))
+    assert str(caught.value) == refused

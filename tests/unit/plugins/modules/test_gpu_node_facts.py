@@ -97,6 +97,28 @@ def test_hang_reported_when_not_failing(tmp_path, capsys):
     assert facts['shm']['mounted'] is True
 
 
+def test_without_its_own_timeout_nvidia_smi_has_the_command_limit(tmp_path, capsys):
+    smi = fake_smi(tmp_path, 'exec sleep 30')
+    started = time.time()
+    code, result = run({'gather_subset': ['nvidia'], 'nvidia_smi': smi, 'command_timeout': 1}, capsys)
+    assert time.time() - started < 15
+    assert code == 1
+    assert result['msg'].startswith('nvidia facts: nvidia-smi -q -x did not answer within the timeout of 1 seconds')
+    # the failed task says which command hit which limit (site.yml's run summary names it)
+    assert result['timed_out'] == [{'command': smi + ' -q -x', 'seconds': 1, 'option': 'command_timeout'}]
+
+
+def test_a_command_killed_at_its_limit_is_a_fact_when_the_gather_goes_on(tmp_path, capsys):
+    smi = fake_smi(tmp_path, 'exec sleep 30')
+    code, result = run({'gather_subset': ['nvidia', 'shm'], 'nvidia_smi': smi, 'nvidia_timeout': 1,
+                        'command_timeout': 30, 'fail_on_error': False}, capsys)
+    assert code == 0, result.get('msg')
+    assert result['ansible_facts']['nodeprep_timed_out'] == [
+        {'command': smi + ' -q -x', 'seconds': 1, 'option': 'nvidia_timeout'}]
+    code, result = run({'gather_subset': ['shm']}, capsys)
+    assert 'nodeprep_timed_out' not in result['ansible_facts']
+
+
 def test_unknown_interface_fails_listing_real_ones(capsys):
     code, result = run({'gather_subset': ['nic'], 'nic_interfaces': ['nosuchnic0']}, capsys)
     assert code == 1
@@ -109,6 +131,9 @@ def test_bad_timeout_rejected(capsys):
     code, result = run({'nvidia_timeout': 0}, capsys)
     assert code == 1
     assert result['msg'] == 'nvidia_timeout must be at least 1 second, got 0'
+    code, result = run({'command_timeout': -5}, capsys)
+    assert code == 1
+    assert result['msg'] == 'command_timeout must be at least 1 second, got -5'
     code, result = run({'imex_timeout': 0, 'gather_subset': ['imex']}, capsys)
     assert code == 1
     assert result['msg'] == 'imex_timeout must be at least 1 second, got 0'

@@ -43,7 +43,7 @@ class Runner(object):
         raise AssertionError('unexpected command {0}'.format(args))
 
 
-def run(monkeypatch, capsys, args, table, bins=('journalctl', 'dmesg')):
+def run(monkeypatch, capsys, args, table, bins=('journalctl', 'dmesg', 'timeout')):
     runner = Runner(table)
 
     def run_command(self, argv, **kw):
@@ -62,11 +62,16 @@ def timed(argv, seconds):
     return [TIMEOUT, '--kill-after=5', '--signal=TERM', str(seconds)] + argv
 
 
+# Every command of the gather runs under its limit, command_timeout (default 60 s; nodeprep_command_timeout).
+JOURNAL_RUN = timed(JOURNAL, 60)
+DMESG_RUN = timed(['/usr/bin/dmesg'], 60)
+
+
 def test_kernel_log_from_journald(monkeypatch, capsys):
     result, calls = run(monkeypatch, capsys, {'kernel_log_lines': 20000}, [
-        (JOURNAL, (0, '2025-06-02T10:00:00+0000 node07 kernel: Linux version 5.14.0\n' + XID + '\n', '')),
+        (JOURNAL_RUN, (0, '2025-06-02T10:00:00+0000 node07 kernel: Linux version 5.14.0\n' + XID + '\n', '')),
     ])
-    assert calls == [(JOURNAL, C_LOCALE)]
+    assert calls == [(JOURNAL_RUN, C_LOCALE)]
     facts = result['ansible_facts']
     assert result['changed'] is False
     assert facts['nodeprep_kernel_log'] == {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [XID],
@@ -77,10 +82,10 @@ def test_kernel_log_from_journald(monkeypatch, capsys):
 
 def test_xid_from_dmesg_when_journald_has_no_log(monkeypatch, capsys):
     result, calls = run(monkeypatch, capsys, {'kernel_log_lines': 20000}, [
-        (JOURNAL, (1, '', 'No journal files were found.\n')),
-        (['/usr/bin/dmesg'], (0, '[   12.3] nvidia: loading\n[ 99.1] ' + XID + '\n', '')),
+        (JOURNAL_RUN, (1, '', 'No journal files were found.\n')),
+        (DMESG_RUN, (0, '[   12.3] nvidia: loading\n[ 99.1] ' + XID + '\n', '')),
     ])
-    assert [argv for argv, _env in calls] == [JOURNAL, ['/usr/bin/dmesg']]
+    assert [argv for argv, _env in calls] == [JOURNAL_RUN, DMESG_RUN]
     assert result['ansible_facts']['nodeprep_kernel_log'] == {'source': 'dmesg (last 20000 lines)',
                                                               'lines': ['[ 99.1] ' + XID], 'error': None}
 
@@ -94,8 +99,8 @@ def test_no_log_tool(monkeypatch, capsys):
 
 def test_journal_and_dmesg_both_failing_say_why(monkeypatch, capsys):
     result, _calls = run(monkeypatch, capsys, {'kernel_log_lines': 20000}, [
-        (JOURNAL, (1, '', 'No journal files were found.\n')),
-        (['/usr/bin/dmesg'], (1, '', 'dmesg: read kernel buffer failed: Operation not permitted\n')),
+        (JOURNAL_RUN, (1, '', 'No journal files were found.\n')),
+        (DMESG_RUN, (1, '', 'dmesg: read kernel buffer failed: Operation not permitted\n')),
     ])
     assert result['ansible_facts']['nodeprep_kernel_log']['error'] == (
         'journalctl rc=1: No journal files were found.; dmesg rc=1: dmesg: read kernel buffer failed: Operation not '
@@ -120,9 +125,25 @@ def test_negative_kernel_log_lines_is_refused(monkeypatch, capsys):
 
 def test_check_mode_reads_the_same(monkeypatch, capsys):
     result, calls = run(monkeypatch, capsys, {'kernel_log_lines': 20000, '_ansible_check_mode': True},
-                        [(JOURNAL, (0, '', ''))])
-    assert [argv for argv, _env in calls] == [JOURNAL]
+                        [(JOURNAL_RUN, (0, '', ''))])
+    assert [argv for argv, _env in calls] == [JOURNAL_RUN]
     assert result['changed'] is False
+
+
+def test_a_hung_kernel_log_read_is_killed_at_the_command_limit(monkeypatch, capsys):
+    """journalctl that does not answer is killed at command_timeout; dmesg is read instead, and the gather lists the
+    command that hit its limit."""
+    clock = iter([0.0, 30.5, 31.0, 31.2])
+    monkeypatch.setattr('ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner.monotonic',
+                        lambda: next(clock))
+    result, calls = run(monkeypatch, capsys, {'kernel_log_lines': 20000, 'command_timeout': 30}, [
+        (timed(JOURNAL, 30), (124, '', '')),
+        (timed(['/usr/bin/dmesg'], 30), (0, '[ 99.1] ' + XID + '\n', '')),
+    ])
+    assert [argv for argv, _env in calls] == [timed(JOURNAL, 30), timed(['/usr/bin/dmesg'], 30)]
+    facts = result['ansible_facts']
+    assert facts['nodeprep_kernel_log']['lines'] == ['[ 99.1] ' + XID]
+    assert facts['nodeprep_timed_out'] == [{'command': ' '.join(JOURNAL), 'seconds': 30, 'option': 'command_timeout'}]
 
 
 # ---------------------------------------------------------------------------------------------------------------------

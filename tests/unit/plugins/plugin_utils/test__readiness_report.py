@@ -169,3 +169,15 @@ def test_render_matrix():
     assert lines[6] == 'gpu-a05  ' + ' '.join(['  '] * 22 + [' F']) + '  not_ready'
     assert lines[-1] == ('legend: . pass  W warn  F fail  - skip  ? unreachable; hosts 5: 1 ready, 2 not ready, '
                          '2 unreachable')
+
+
+def test_a_node_stopped_at_the_whole_step_limit_names_it():
+    """Ansible's task timeout (nodeprep_gather_timeout) ended the node's readiness task: facts.gather fails saying
+    which limit passed and the variable that sets it; any other failure keeps its message as it is."""
+    stopped = {'failed': True, 'msg': 'The task timed out.', 'timedout': {'period': 30}}
+    other = {'failed': True, 'msg': 'gpu_node_facts: bad option'}
+    report = rr.build_report(['a', 'b'], {'a': stopped, 'b': other}, '2026-12-06T03:00:00Z')
+    assert report['hosts']['a']['checks'][0]['observed'] == (
+        'The task timed out. (the limit of the whole step passed: 30 s, nodeprep_gather_timeout)')
+    assert report['hosts']['b']['checks'][0]['observed'] == 'gpu_node_facts: bad option'
+    assert rr.step_limit_words({'timedout': {}}) == '' and rr.step_limit_words(None) == ''
