@@ -181,7 +181,7 @@ def pcie_link(facts, settings):
             want, source, found = width['value'], 'nodeprep_readiness_thresholds.pcie_width', problems
         elif limits['model']['value']:
             want = max(v for v in (link.get('width_max'), width['value'], 1) if v)
-            source = 'the {0} model ({1})'.format(limits['model']['value'], width['source_key']) \
+            source = 'model {0}, source {1}'.format(limits['model']['value'], width['source_key']) \
                 if width['value'] and want == width['value'] else 'the link maximum'
             found = problems
         else:
@@ -351,8 +351,9 @@ def nvlinks(facts, settings):
     observed = []
     if judged:
         names = sorted(set(str(g.get('name')) for g in gpus))
-        want = _limits(gpus[0], settings)['nvlinks']['value']
-        observed.append('{0} of {1} GPUs with all {2} NVLinks active ({3})'.format(good, judged, want, ', '.join(names)))
+        wants = sorted(set(_limits(g, settings)['nvlinks']['value'] for g in gpus) - set([None]))
+        observed.append('{0} of {1} GPUs with all {2} NVLinks active ({3})'.format(
+            good, judged, ' or '.join(str(n) for n in wants), ', '.join(names)))
     if counted:
         observed.append('error counters within the thresholds on {0}'.format(_count(counted, 'GPU')))
     if warnings:

@@ -48,7 +48,7 @@ def test_a_healthy_profile_passes_every_health_check(node, profile):  # noqa: F8
     ('hw-slowdown', '7 thermal\n', 'gpu.throttle',
      'GPU 7 (00000000:CC:00.0): HW Slowdown, HW Thermal Slowdown Active (graphics clock '),
     ('pcie-downtrained', '', 'pci.link',
-     'GPU 7 (00000000:CC:00.0): PCIe link x8 (Gen5), below x16 lanes (the b200 model (captures))'),
+     'GPU 7 (00000000:CC:00.0): PCIe link x8 (Gen5), below x16 lanes (model b200, source captures)'),
     ('pcie-downtrained', '7 x16 gen3\n', 'pci.link', None),
     ('nvlink-inactive', '7 3,7\n', 'nvlink.links',
      'GPU 7 (00000000:CC:00.0): links 3, 7 inactive; 16 of 18 links active (oci-hpc)'),

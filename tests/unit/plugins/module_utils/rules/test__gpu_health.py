@@ -105,7 +105,7 @@ def test_hgx_capture_narrowed_fails_against_the_model():
     facts = xml('h100-sxm-80gb-hbm3-8gpu_k8s-test-infra.xml')
     facts['nvidia']['gpus'][3]['pcie'].update(width_current=8, width_max=8)
     assert H.pcie_link(facts, SETTINGS)[::2] == (
-        'fail', 'GPU 3 (00000000:86:00.0): PCIe link x8 (Gen5), below x16 lanes (the h100-sxm model (captures))')
+        'fail', 'GPU 3 (00000000:86:00.0): PCIe link x8 (Gen5), below x16 lanes (model h100-sxm, source captures)')
 
 
 def test_mig_capture():

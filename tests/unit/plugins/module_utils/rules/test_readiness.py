@@ -365,7 +365,8 @@ FAULTS = [
      'gpu.throttle', 'pass', 'no clock slowdown on 8 GPUs'),
     ('PCIe link trained at x8 (testbed fault pcie-downtrained)',
      _gpu_set(7, 'pcie', dict(F.gpu(7)['pcie'], width_current=8)),
-     'pci.link', 'fail', 'GPU 7 (00000000:CC:00.0): PCIe link x8 (Gen5), below x16 lanes (the b200 model (captures))'),
+     'pci.link', 'fail', 'GPU 7 (00000000:CC:00.0): PCIe link x8 (Gen5), below x16 lanes (model b200, source '
+                         'captures)'),
     ('PCIe at Gen1 with full width on an idle GPU: power saving',
      _gpu_set(4, 'pcie', dict(F.gpu(4)['pcie'], gen_current=1)),
      'pci.link', 'pass', '8 GPUs: x16 Gen1, x16 Gen5; GPU 4 (00000000:C4:00.0) at Gen1 of Gen5 while idle (power '
