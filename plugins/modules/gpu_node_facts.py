@@ -57,9 +57,9 @@ options:
   nvidia_nvlink:
     description:
       - Also run C(nvidia-smi nvlink -s) and C(nvidia-smi nvlink -e) (each with O(nvidia_timeout)) when C(nvidia) is
-        gathered and nvidia-smi lists a GPU, and put what they printed in C(nvidia.nvlink) (C(status), C(errors): each
-        C(rc), C(stdout), C(stderr), C(error)), unparsed; its time is C(nodeprep_timings.nvidia_nvlink). The readiness
-        role asks for it (check C(nvlink.links)), which parses and judges it on the controller.
+        gathered and nvidia-smi lists a GPU, and put what they printed in C(nvidia.nvlink) (C(status) and C(errors),
+        each with C(rc), C(stdout), C(stderr) and C(error)), unparsed; its time is C(nodeprep_timings.nvidia_nvlink).
+        The readiness role asks for it (check C(nvlink.links)), which parses and judges it on the controller.
     type: bool
     default: false
   limits_users:

@@ -81,8 +81,24 @@ def settings_problems(settings):
     return problems
 
 
+_LIMITS_CACHE = {}
+
+
 def _limits(gpu, settings):
-    return ft.thresholds(gpu.get('name'), overrides(settings))
+    """thresholds() of the GPU's model with the site's overrides; the same few models on every host of a run, so
+    the answers are kept (a copy of the overrides is the key; the table is read-only)."""
+    given = overrides(settings)
+    try:
+        key = (gpu.get('name'), tuple(sorted(given.items())))
+        hash(key)
+    except TypeError:
+        return ft.thresholds(gpu.get('name'), given)
+    found = _LIMITS_CACHE.get(key)
+    if found is None:
+        if len(_LIMITS_CACHE) > 256:
+            _LIMITS_CACHE.clear()
+        found = _LIMITS_CACHE[key] = ft.thresholds(gpu.get('name'), given)
+    return found
 
 
 def _source_words(entry):
