@@ -64,6 +64,8 @@ def gather_request(checks, own, roles):
     request = _plan.merge_gathers(requests)
     request['subsets'] = [s for s in _plan.SUBSET_NAMESPACES if s in request['subsets']]
     options = {'nvidia_topology': 'gpu.topology' in checks}
+    if 'nvlink.links' in checks and 'nvidia' in request['subsets']:
+        options['nvidia_nvlink'] = True
     if 'gpu.health' in checks and own['nodeprep_readiness_kernel_log_lines'] > 0:
         options['kernel_log_lines'] = own['nodeprep_readiness_kernel_log_lines']
     if 'gpu.dcgm_diag' in checks and own['nodeprep_readiness_dcgm']:

@@ -67,6 +67,14 @@ options:
         do not need it.
     type: bool
     default: false
+  nvidia_nvlink:
+    description:
+      - Also run C(nvidia-smi nvlink -s) and C(nvidia-smi nvlink -e) (each with O(nvidia_timeout)) when C(nvidia) is
+        gathered and nvidia-smi lists a GPU, and put what they printed in C(nvidia.nvlink) (C(status) and C(errors),
+        each with C(rc), C(stdout), C(stderr) and C(error)), unparsed; its time is C(nodeprep_timings.nvidia_nvlink).
+        The readiness role asks for it (check C(nvlink.links)), which parses and judges it on the controller.
+    type: bool
+    default: false
   limits_users:
     description:
       - Users whose effective pam_limits values are reported under C(limits.effective).
@@ -439,6 +447,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nvidia_
     NvidiaCollectError,
     NvidiaSmiTimeout,
     collect_nvidia_facts,
+    collect_nvlink,
     collect_topology,
     empty_facts,
 )
@@ -547,6 +556,12 @@ def gather(module, subsets):
                 started = time.time()
                 nvidia['topology'] = collect_topology(module, nvidia['nvidia_smi'], nvidia_timeout, nvidia_option)
                 timings['nvidia_topology'] = round(time.time() - started, 3)
+        if name == 'nvidia' and params['nvidia_nvlink']:
+            nvidia = facts['nvidia']
+            if nvidia.get('nvidia_smi') and nvidia.get('gpus'):
+                started = time.time()
+                nvidia['nvlink'] = collect_nvlink(module, nvidia['nvidia_smi'], params['nvidia_timeout'])
+                timings['nvidia_nvlink'] = round(time.time() - started, 3)
     return facts, errors, timings
 
 
@@ -616,6 +631,7 @@ def main():
             nvidia_supported_clocks=dict(type='bool', default=True),
             nvidia_smi=dict(type='path'),
             nvidia_topology=dict(type='bool', default=False),
+            nvidia_nvlink=dict(type='bool', default=False),
             limits_users=dict(type='list', elements='str', default=[]),
             limits_services=dict(type='list', elements='str', default=[]),
             nic_interfaces=dict(type='list', elements='str', default=[]),

@@ -70,6 +70,20 @@ SETTINGS = {
     'nodeprep_readiness_dcgm_timeout': {
         'type': 'int', 'default': 300,
         'description': 'Seconds C(dcgmi diag) may take; then it is killed and C(gpu.dcgm_diag) fails saying so.'},
+    'nodeprep_readiness_thresholds': {
+        'type': 'dict', 'default': {},
+        'description': ['Site values of the health thresholds, replacing the per-model figures of '
+                        'C(plugins/module_utils/rules/_fitness_thresholds.py) (docs/readiness-thresholds.md names '
+                        'their sources) on every GPU model.',
+                        'Keys used by the health checks - C(nvlinks) (NVLinks per GPU, C(nvlink.links)), '
+                        'C(nvlink_gbps) (lowest GB/s of an active link), C(nvlink_replay_errors_max), '
+                        'C(nvlink_recovery_errors_max), C(nvlink_crc_errors_max) (error counts since the driver '
+                        'loaded; 0 allowed), C(pcie_width) (lanes, C(pci.link)), C(remapped_rows_uncorrectable_max) '
+                        '(C(gpu.remapped_rows)). An unknown key or a value that is not a number is refused.']},
+    'nodeprep_readiness_mig': {
+        'type': 'str', 'default': 'disabled', 'choices': ['disabled', 'enabled', 'any'],
+        'description': ['The MIG mode C(gpu.mig) wants, current and pending, on every GPU. V(disabled) (training '
+                        'nodes use whole GPUs), V(enabled) (nodes partitioned for inference), V(any) (not judged).']},
     'nodeprep_readiness_skip_checks': {
         'type': 'list', 'elements': 'str', 'default': [],
         'description': 'Check ids not to run on these hosts (reported as skip). Unknown ids are refused.'},

@@ -10,7 +10,8 @@
 # kills the process group of a hung nvidia-smi) and turns its output into the ``ansible_facts.nvidia`` namespace (see
 # docs/contracts.md). Used by the nvidia_gpu_facts, nvidia_gpu and gpu_node_facts modules.
 # collect_topology runs ``nvidia-smi topo -m`` (gpu_node_facts, for the readiness check gpu.topology) in the same
-# module run, and parses it with _nvidia_smi_topo.parse_topo_matrix.
+# module run, and parses it with _nvidia_smi_topo.parse_topo_matrix.  collect_nvlink runs ``nvidia-smi nvlink -s`` and
+# ``-e`` (for the readiness check nvlink.links) and returns their raw outputs: the controller parses and judges them.
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -163,3 +164,24 @@ def collect_topology(module, binary, timeout, option='nvidia_timeout'):
         return {'matrix': None, 'error': '{0} did not answer within the timeout of {1} seconds and was killed'.format(
             ' '.join(argv), timeout)}
     return topology_from_output(argv, result.rc, result.stdout, result.stderr)
+
+
+NVLINK_READS = (('status', '-s'), ('errors', '-e'))
+
+
+def collect_nvlink(module, binary, timeout):
+    """Run ``nvidia-smi nvlink -s`` and ``nvidia-smi nvlink -e``; ``{status, errors}``, each ``{rc, stdout, stderr,
+    error}`` as printed (``error``: not run, or killed at the timeout).  Never raises; nothing is parsed here."""
+    out = {}
+    for key, flag in NVLINK_READS:
+        argv = [binary, 'nvlink', flag]
+        try:
+            result = run(module, argv, timeout=timeout)
+        except CommandNotFound as exc:
+            out[key] = {'rc': None, 'stdout': '', 'stderr': '', 'error': str(exc)}
+            continue
+        error = None
+        if result.timed_out:
+            error = '{0} did not answer within the timeout of {1} seconds and was killed'.format(' '.join(argv), timeout)
+        out[key] = {'rc': result.rc, 'stdout': result.stdout, 'stderr': result.stderr, 'error': error}
+    return out

@@ -38,6 +38,7 @@ import re
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _nvswitch_fabric as driver_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_fabric
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_health
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _rdma as rdma_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _shm as shm_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _topology
@@ -67,6 +68,8 @@ SETTING_NAMES = (
     'nodeprep_readiness_xid_fail',
     'nodeprep_readiness_skip_checks',
     'nodeprep_readiness_kernel_log_lines',
+    'nodeprep_readiness_thresholds',
+    'nodeprep_readiness_mig',
 )
 
 # Only named in messages (no file is opened here); the shm facts say where they looked.
@@ -290,7 +293,8 @@ def kernel_log_read(facts, settings):
 
 
 def _health(facts, settings):
-    expected = ('no pending page retirement or row remapping, no uncorrectable ECC error, '
+    # Remapped rows are gpu.remapped_rows' (_gpu_health.remapped_rows).
+    expected = ('no pending page retirement, no uncorrectable ECC error, '
                 'no Xid event in the kernel log of this boot')
     gpus = _gpus(facts)
     if not gpus:
@@ -302,14 +306,9 @@ def _health(facts, settings):
     for gpu in gpus:
         label = _gpu_label(gpu)
         pages = gpu.get('retired_pages') or {}
-        rows = gpu.get('remapped_rows') or {}
         ecc = gpu.get('ecc') or {}
         if pages.get('pending'):
             problems.append('{0}: page retirement pending (reset needed)'.format(label))
-        if rows.get('pending'):
-            problems.append('{0}: row remapping pending (reset needed)'.format(label))
-        if rows.get('failure'):
-            problems.append('{0}: row remapping failed'.format(label))
         if ecc.get('volatile_uncorrectable'):
             problems.append('{0}: {1} uncorrectable ECC errors since the driver loaded'.format(
                 label, ecc['volatile_uncorrectable']))
@@ -415,6 +414,19 @@ CHECKS = (
     ('gpu.clocks', _ROLE.format('gpu_settings'), None, ('nvidia',)),
     ('gpu.health', 'drain the node, then playbooks/recover_gpu.yml (reboot resets the GPU and applies pending '
                    'page retirement or row remapping); repeated faults: hardware service', _health, ('nvidia',)),
+    # GPU health that slows or breaks a job (_gpu_health.py; thresholds and sources in _fitness_thresholds.py).
+    ('gpu.throttle', 'drain the node; HW Power Brake: the power supply or BMC; thermal: cooling and airflow, then '
+                     'hardware service', _gpu_health.throttle, ('nvidia',)),
+    ('pci.link', 'drain the node, then playbooks/recover_gpu.yml (a reboot retrains the link); still narrow: reseat '
+                 'or hardware service (riser, slot, retimer)', _gpu_health.pcie_link, ('nvidia',)),
+    ('nvlink.links', 'drain the node, then playbooks/recover_gpu.yml (a reboot retrains NVLinks); links still down or '
+                     'errors growing: hardware service (baseboard/NVLink)', _gpu_health.nvlinks, ('nvidia',)),
+    ('gpu.remapped_rows', 'pending: drain the node, then playbooks/recover_gpu.yml (a GPU reset applies the remap); '
+                          'failure or too many rows: replace the GPU', _gpu_health.remapped_rows, ('nvidia',)),
+    ('gpu.mig', 'nvidia-smi -mig 0 (or 1, as nodeprep_readiness_mig wants) on a drained node, then a GPU reset '
+                '(playbooks/recover_gpu.yml)', _gpu_health.mig, ('nvidia',)),
+    ('gpu.vbios', 'plan a VBIOS update of the GPUs behind (the vendor\'s firmware bundle) on a drained node',
+     _gpu_health.vbios, ('nvidia',)),
     ('memlock.users', _ROLE.format('memlock'), None, ('limits',)),
     ('memlock.services', _ROLE.format('memlock'), None, ('limits',)),
     ('shm.size', _ROLE.format('shm'), None, ('shm',)),
@@ -449,7 +461,8 @@ CHECK_IDS = tuple(entry[0] for entry in CHECKS)
 # (no NVIDIA GPU on the PCI bus, or nodeprep_gpu_node false; the decision its GPU roles' plans record) they skip
 # with that reason, so such a node is never "not ready" for GPU reasons.
 GPU_CHECKS = tuple(check_id for check_id in CHECK_IDS
-                   if check_id.split('.')[0] in ('kernel', 'driver', 'gpu', 'nccl', 'fabric', 'rdma', 'pci'))
+                   if check_id.split('.')[0] in ('kernel', 'driver', 'gpu', 'nccl', 'fabric', 'rdma', 'pci',
+                                                 'nvlink'))
 REMEDIES = dict((entry[0], entry[1]) for entry in CHECKS)
 # The fact namespaces each check needs (what the readiness gather reads for it).
 NEEDS = dict((entry[0], entry[3]) for entry in CHECKS)
@@ -478,6 +491,9 @@ def normalize_settings(settings):
             raise ReadinessError('nodeprep_readiness_xid_fail: {0!r} is not an Xid code (a whole number)'.format(
                 code))
     out['nodeprep_readiness_xid_fail'] = codes
+    health = _gpu_health.settings_problems(out)
+    if health:
+        raise ReadinessError('; '.join(health))
     return out
 
 

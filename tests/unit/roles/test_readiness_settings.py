@@ -35,7 +35,7 @@ def _load(*parts):
 def test_every_setting_the_checks_read_has_one_home():
     homes = dict((name, 'readiness') for name in _readiness_settings.SETTINGS)
     homes.update((name, 'nvidia_driver') for name in readiness_info.SHARED)
-    assert sorted(homes[name] for name in r.SETTING_NAMES) == ['nvidia_driver', 'readiness', 'readiness', 'readiness']
+    assert sorted(homes[name] for name in r.SETTING_NAMES) == ['nvidia_driver'] + ['readiness'] * 5
     assert all(name in _plan_nvidia_driver.SETTINGS for name in readiness_info.SHARED)
 
 
@@ -55,14 +55,20 @@ def test_the_role_alone_types_its_settings_from_the_settings_defaults():
     assert problems == []
     assert dict((name, own[name]) for name in r.SETTING_NAMES) == {
         'nodeprep_expected_gpus': 0, 'nodeprep_readiness_xid_fail': [48, 62, 64, 74, 79, 94, 95, 119, 120, 154],
-        'nodeprep_readiness_skip_checks': [], 'nodeprep_readiness_kernel_log_lines': 20000}
+        'nodeprep_readiness_skip_checks': [], 'nodeprep_readiness_kernel_log_lines': 20000,
+        'nodeprep_readiness_thresholds': {}, 'nodeprep_readiness_mig': 'disabled'}
     own, _roles, problems = readiness_info.type_settings({
         'nodeprep_expected_gpus': '8', 'nodeprep_readiness_xid_fail': '79', 'nodeprep_readiness_skip_checks': 'gpu.health',
-        'nodeprep_readiness_kernel_log_lines': '100'})
+        'nodeprep_readiness_kernel_log_lines': '100', 'nodeprep_readiness_thresholds': {'pcie_width': 8},
+        'nodeprep_readiness_mig': 'any'})
     assert problems == []
     assert dict((name, own[name]) for name in r.SETTING_NAMES) == {
         'nodeprep_expected_gpus': 8, 'nodeprep_readiness_xid_fail': [79], 'nodeprep_readiness_skip_checks': ['gpu.health'],
-        'nodeprep_readiness_kernel_log_lines': 100}
+        'nodeprep_readiness_kernel_log_lines': 100, 'nodeprep_readiness_thresholds': {'pcie_width': 8},
+        'nodeprep_readiness_mig': 'any'}
+    # A threshold that is not one stops the check before anything is gathered, naming it.
+    _own, _roles, problems = readiness_info.type_settings({'nodeprep_readiness_thresholds': {'pcie_width': 'x16'}})
+    assert problems == ["nodeprep_readiness_thresholds.pcie_width='x16': a threshold is a number above 0"]
 
 
 def _modules(tasks):

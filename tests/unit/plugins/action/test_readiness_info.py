@@ -95,7 +95,7 @@ def test_converged_node_is_ready_with_one_gather_and_no_plan_sent():
     # Everything the checks read, in the one gather: the subsets, the health read, the roles' units and files.
     assert module_args['gather_subset'] == ['nvidia', 'kernel', 'limits', 'shm', 'nic']
     assert (module_args['fail_on_error'], module_args['nvidia_timeout'], module_args['nvidia_topology'],
-            module_args['kernel_log_lines']) == (False, 60, True, 20000)
+            module_args['kernel_log_lines'], module_args['nvidia_nvlink']) == (False, 60, True, 20000, True)
     assert 'dcgm_diag' not in module_args
     assert '/etc/nccl.conf' in module_args['files'] and 'nvidia-persistenced.service' in module_args['units']
     assert sorted(k for k in module_args if k in ('plans', 'settings', 'facts')) == []
@@ -107,7 +107,7 @@ def test_converged_node_is_ready_with_one_gather_and_no_plan_sent():
     # imex subset above).
     assert [(c['id'], c['status']) for c in result['checks'] if c['status'] != 'pass'] == [('gpu.dcgm_diag', 'skip'),
                                                                                            ('imex.domain', 'skip')]
-    assert result['summary'] == {'pass': 20, 'warn': 0, 'fail': 0, 'skip': 2, 'status': 'pass'}
+    assert result['summary'] == {'pass': 26, 'warn': 0, 'fail': 0, 'skip': 2, 'status': 'pass'}
     assert [c['id'] for c in result['checks']] == list(r.CHECK_IDS)
     assert result['lost_gpus'] == []
     values = dict(result['values'])
@@ -268,7 +268,8 @@ def test_only_the_checks_asked_for():
     variables = dict(inventory(), nodeprep_readiness_nvidia_timeout=30)
     result, calls = run(variables, gathered=gathered, args={'checks': ['gpu.count']})
     assert calls[0][1]['gather_subset'] == ['nvidia', 'kernel']
-    assert (calls[0][1]['nvidia_timeout'], calls[0][1].get('nvidia_topology', False)) == (30, False)
+    assert (calls[0][1]['nvidia_timeout'], calls[0][1].get('nvidia_topology', False),
+            calls[0][1].get('nvidia_nvlink', False)) == (30, False, False)
     assert 'kernel_log_lines' not in calls[0][1]
     assert [c['id'] for c in result['checks']] == ['gpu.count']
     assert result['summary'] == {'pass': 0, 'warn': 0, 'fail': 1, 'skip': 0, 'status': 'fail'}
@@ -330,7 +331,7 @@ def test_nccl_conf_with_a_byte_that_is_not_utf8(tmp_path):
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
     assert got['nccl.config'] == ('fail', '{0}: content differs'.format(path))
     # (gpu.dcgm_diag and imex.domain skip: both opt-in.)
-    assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 19 + ['skip', 'skip']
+    assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 25 + ['skip', 'skip']
     assert dict(result['values'])['NCCL files'] == '{0}: content differs'.format(path)
 
 

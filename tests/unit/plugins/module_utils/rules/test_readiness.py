@@ -51,6 +51,13 @@ CONVERGED = [
     ('gpu.clocks', 'pass', 'within the supported range on all 8 GPUs; the locks recorded this boot show in the '
                            'current clocks'),
     ('gpu.health', 'pass', 'all 8 GPUs healthy; no Xid in journalctl -k -b 0 (last 20000 lines)'),
+    ('gpu.throttle', 'pass', 'no clock slowdown on 8 GPUs'),
+    ('pci.link', 'pass', 'all 8 GPUs at x16 Gen5'),
+    ('nvlink.links', 'pass', '8 of 8 GPUs with all 18 NVLinks active (NVIDIA B200); error counters within the '
+                             'thresholds on 8 GPUs'),
+    ('gpu.remapped_rows', 'pass', 'none pending or failed on 8 GPUs; 0 rows uncorrectable remapped'),
+    ('gpu.mig', 'pass', 'MIG disabled on 8 GPUs'),
+    ('gpu.vbios', 'pass', 'VBIOS 97.00.FA.00.09 on 8 GPUs'),
     ('memlock.users', 'pass', 'root unlimited/unlimited, train unlimited/unlimited'),
     ('memlock.services', 'pass', 'default unlimited/unlimited, slurmd unlimited/unlimited'),
     ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
@@ -85,6 +92,12 @@ FRESH = [
                            '(the settings are lost at the next reboot)'),
     ('gpu.health', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     # The memlock role's plan (nothing written yet): its files are missing.
+    ('gpu.throttle', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('pci.link', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('nvlink.links', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('gpu.remapped_rows', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('gpu.mig', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('gpu.vbios', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('memlock.users', 'fail', 'root 8192/8192, train 8192/8192; /etc/security/limits.d/90-nodeprep-memlock.conf: '
                               'missing'),
     ('memlock.services', 'fail', 'default 8192/8192, slurmd 8192/8192; /etc/systemd/system.conf.d: missing; '
@@ -123,7 +136,7 @@ def test_converged_node_passes_every_check():
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
-    assert r.summarize(checks) == {'pass': 21, 'warn': 0, 'fail': 0, 'skip': 1, 'status': 'pass'}
+    assert r.summarize(checks) == {'pass': 27, 'warn': 0, 'fail': 0, 'skip': 1, 'status': 'pass'}
 
 
 def test_freshly_provisioned_node():
@@ -132,7 +145,7 @@ def test_freshly_provisioned_node():
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI device ID 0x2901 is Blackwell or newer)'
-    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 20, 'skip': 2, 'status': 'fail'}
+    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 26, 'skip': 2, 'status': 'fail'}
 
 
 def test_expected_texts_of_the_converged_node():
@@ -147,8 +160,17 @@ def test_expected_texts_of_the_converged_node():
         'gpu.count': '8 GPUs in nvidia-smi and on the PCI bus (nodeprep_expected_gpus)',
         'gpu.power_limit': 'power limit 70% on every GPU (nodeprep_gpu_settings_power_limit)',
         'gpu.clocks': 'GPU clocks locked to 1500-1965 MHz; re-applied at boot by nodeprep-gpu-settings.service',
-        'gpu.health': 'no pending page retirement or row remapping, no uncorrectable ECC error, no Xid event in the '
-                      'kernel log of this boot',
+        'gpu.health': 'no pending page retirement, no uncorrectable ECC error, no Xid event in the kernel log of '
+                      'this boot',
+        'gpu.throttle': 'no GPU with HW Power Brake Slowdown, HW Slowdown, HW Thermal Slowdown, SW Thermal Slowdown '
+                        'Active (clock event reasons; SW Power Cap, Idle and the clock settings are not faults)',
+        'pci.link': 'every GPU at its full PCIe width (x16 on HGX boards); a lower generation only while idle',
+        'nvlink.links': "the board's NVLinks active on every GPU, at their speed; NVLink error counters within the "
+                        'thresholds',
+        'gpu.remapped_rows': 'no row remapping pending or failed on any GPU; uncorrectable remapped rows within the '
+                             'threshold',
+        'gpu.mig': 'MIG disabled (current and pending) on every GPU (nodeprep_readiness_mig)',
+        'gpu.vbios': 'one VBIOS version across the GPUs of a node',
         'memlock.users': 'memlock soft and hard unlimited for root, train',
         'memlock.services': 'unlimited for systemd DefaultLimitMEMLOCK, slurmd LimitMEMLOCK',
         'shm.size': '/dev/shm tmpfs of 716.0 GiB (nodeprep_shm_size), live and in fstab',
@@ -291,7 +313,8 @@ FAULTS = [
      _set((0, 'nvidia'), {'present': True, 'error': 'nvidia-smi timed out after 60 s', 'gpus': []}),
      'gpu.count', 'fail', 'nvidia-smi: failed, PCI bus: 8; missing from nvidia-smi: ' + ALL_GPUS,
      {'driver.loaded': 'fail', 'gpu.power_limit': 'fail', 'gpu.clocks': 'fail', 'gpu.health': 'fail',
-      'gpu.fabric': 'fail', 'gpu.topology': 'fail'}),
+      'gpu.fabric': 'fail', 'gpu.topology': 'fail', 'gpu.throttle': 'fail', 'pci.link': 'fail', 'nvlink.links': 'fail',
+      'gpu.remapped_rows': 'fail', 'gpu.mig': 'fail', 'gpu.vbios': 'fail'}),
     ('power limit left at the default',
      _gpu_set(2, 'power_limit_w', 1000.0),
      'gpu.power_limit', 'fail', 'all 8 GPUs at 1000 / 700 W; GPU 2: power limit 1000 W, wanted 700 W'),
@@ -313,9 +336,96 @@ FAULTS = [
      # the role fails on the first GPU it cannot lock (the plan's error, from _gpu_settings.check_clock_range)
      'gpu.clocks', 'fail', 'GPU 0 (00000000:8F:00.0) on node1: locked_gpu_clocks 1500-2100 MHz is outside the '
                            'supported range up to 1965 MHz'),
-    ('pending row remapping',
+    # Remapped rows moved from gpu.health to gpu.remapped_rows (testbed fault rows-pending).
+    ('pending row remapping (testbed fault rows-pending)',
      _gpu_set(5, 'remapped_rows', {'pending': True, 'failure': False, 'correctable': 0, 'uncorrectable': 1}),
-     'gpu.health', 'fail', 'GPU 5 (00000000:C5:00.0): row remapping pending (reset needed)'),
+     'gpu.remapped_rows', 'fail', 'GPU 5 (00000000:C5:00.0): row remapping pending (reset the GPU or reboot to apply '
+                                  'it)'),
+    ('row remapping failed',
+     _gpu_set(2, 'remapped_rows', {'pending': False, 'failure': True, 'correctable': 3, 'uncorrectable': 7}),
+     'gpu.remapped_rows', 'fail', 'GPU 2 (00000000:96:00.0): row remapping failed (replace the GPU)'),
+    ('more uncorrectable remapped rows than DCGM allows',
+     _gpu_set(3, 'remapped_rows', {'pending': False, 'failure': False, 'correctable': 0, 'uncorrectable': 513}),
+     'gpu.remapped_rows', 'fail', 'GPU 3 (00000000:97:00.0): 513 rows remapped for uncorrectable errors, above 512 '
+                                  'rows (azure-nhc)'),
+    ('uncorrectable remapped rows over a site threshold',
+     _both(_gpu_set(3, 'remapped_rows', {'pending': False, 'failure': False, 'correctable': 0, 'uncorrectable': 9}),
+           _set((1, 'nodeprep_readiness_thresholds'), {'remapped_rows_uncorrectable_max': 8})),
+     'gpu.remapped_rows', 'fail', 'GPU 3 (00000000:97:00.0): 9 rows remapped for uncorrectable errors, above 8 rows '
+                                  '(nodeprep_readiness_thresholds.remapped_rows_uncorrectable_max)'),
+    ('HW Power Brake Slowdown (testbed fault hw-slowdown)',
+     _both(_gpu_set(7, 'clocks_event_reasons', dict(F.gpu(7)['clocks_event_reasons'], gpu_idle=False,
+                                                    hw_slowdown=True, hw_power_brake_slowdown=True)),
+           _gpu_set(7, 'clocks', {'graphics_mhz': 491, 'sm_mhz': 491, 'mem_mhz': 3996, 'video_mhz': 660})),
+     'gpu.throttle', 'fail', 'GPU 7 (00000000:CC:00.0): HW Power Brake Slowdown, HW Slowdown Active (graphics clock '
+                             '491 of 1965 MHz)',
+     # The clocks locked this boot no longer show in the current clocks: the gpu_settings plan warns (not a fail).
+     {'gpu.clocks': 'warn'}),
+    ('SW Thermal Slowdown',
+     _gpu_set(1, 'clocks_event_reasons', dict(F.gpu(1)['clocks_event_reasons'], gpu_idle=False,
+                                              sw_thermal_slowdown=True)),
+     'gpu.throttle', 'fail', 'GPU 1 (00000000:90:00.0): SW Thermal Slowdown Active (graphics clock 1965 of 1965 '
+                             'MHz)'),
+    ('SW Power Cap only: the power limit, a setting',
+     _gpu_set(1, 'clocks_event_reasons', dict(F.gpu(1)['clocks_event_reasons'], gpu_idle=False, sw_power_cap=True,
+                                              applications_clocks_setting=True)),
+     'gpu.throttle', 'pass', 'no clock slowdown on 8 GPUs'),
+    ('PCIe link trained at x8 (testbed fault pcie-downtrained)',
+     _gpu_set(7, 'pcie', dict(F.gpu(7)['pcie'], width_current=8)),
+     'pci.link', 'fail', 'GPU 7 (00000000:CC:00.0): PCIe link x8 (Gen5), below x16 lanes (model b200, source '
+                         'captures)'),
+    ('PCIe at Gen1 with full width on an idle GPU: power saving',
+     _gpu_set(4, 'pcie', dict(F.gpu(4)['pcie'], gen_current=1)),
+     'pci.link', 'pass', '8 GPUs: x16 Gen1, x16 Gen5; GPU 4 (00000000:C4:00.0) at Gen1 of Gen5 while idle (power '
+                         'saving)'),
+    ('PCIe at Gen4 with full width on a busy GPU',
+     _both(_gpu_set(4, 'pcie', dict(F.gpu(4)['pcie'], gen_current=4)),
+           _gpu_set(4, 'clocks_event_reasons', dict(F.gpu(4)['clocks_event_reasons'], gpu_idle=False))),
+     'pci.link', 'warn', 'GPU 4 (00000000:C4:00.0): PCIe Gen4, below its Gen5 maximum while not idle (x16; the '
+                         'host<->device bandwidth gate judges it under load)'),
+    ('PCIe x8 accepted by the site',
+     _both(_gpu_set(7, 'pcie', dict(F.gpu(7)['pcie'], width_current=8)),
+           _set((1, 'nodeprep_readiness_thresholds'), {'pcie_width': 8})),
+     'pci.link', 'pass', '8 GPUs: x16 Gen5, x8 Gen5'),
+    ('two NVLinks inactive (testbed fault nvlink-inactive)',
+     _set((0, 'nvidia', 'nvlink'), F.nvlink(down={7: (3, 7)})),
+     'nvlink.links', 'fail', 'GPU 7 (00000000:CC:00.0): links 3, 7 inactive; 16 of 18 links active (oci-hpc)'),
+    ('all NVLinks of a GPU inactive',
+     _set((0, 'nvidia', 'nvlink'), F.nvlink(down={2: 'all'})),
+     'nvlink.links', 'fail', 'GPU 2 (00000000:96:00.0): all NVLinks inactive, 18 wanted (oci-hpc)'),
+    ('NVLink recovery errors since the driver loaded',
+     _set((0, 'nvidia', 'nvlink'), F.nvlink(counts={(6, 11, 'Recovery Errors'): 2})),
+     'nvlink.links', 'fail', 'GPU 6 (00000000:CB:00.0) link 11: 2 Recovery Errors, above 0 (dcgm-health; counted '
+                             'since the driver loaded)'),
+    ('NVLink CRC errors: no count threshold, a warning',
+     _set((0, 'nvidia', 'nvlink'), F.nvlink(counts={(0, 1, 'CRC Errors'): 40})),
+     'nvlink.links', 'warn', '8 of 8 GPUs with all 18 NVLinks active (NVIDIA B200); error counters within the '
+                             'thresholds on 8 GPUs; GPU 0 (00000000:8F:00.0) link 1: 40 CRC Errors since the driver '
+                             'loaded (no threshold: DCGM judges CRC errors per second)'),
+    ('NVLink CRC errors over a site threshold',
+     _both(_set((0, 'nvidia', 'nvlink'), F.nvlink(counts={(0, 1, 'CRC Errors'): 40})),
+           _set((1, 'nodeprep_readiness_thresholds'), {'nvlink_crc_errors_max': 10})),
+     'nvlink.links', 'fail', 'GPU 0 (00000000:8F:00.0) link 1: 40 CRC Errors, above 10 '
+                             '(nodeprep_readiness_thresholds.nvlink_crc_errors_max; counted since the driver loaded)'),
+    ('nvidia-smi nvlink -s failed',
+     _set((0, 'nvidia', 'nvlink', 'status'), {'rc': 255, 'stdout': '', 'stderr': 'Failed to initialize NVML',
+                                              'error': None}),
+     'nvlink.links', 'fail', 'nvidia-smi nvlink -s exited with rc 255: Failed to initialize NVML'),
+    ('MIG on (testbed fault mig-enabled)',
+     _both(_gpu_set(7, 'mig_mode', 'Enabled'), _gpu_set(7, 'mig_pending', 'Enabled')),
+     'gpu.mig', 'fail', 'GPU 7 (00000000:CC:00.0): MIG Enabled current, Enabled pending'),
+    ('MIG on after the next reset (testbed fault mig-enabled VALUE=pending)',
+     _gpu_set(7, 'mig_pending', 'Enabled'),
+     'gpu.mig', 'fail', 'GPU 7 (00000000:CC:00.0): MIG Enabled pending'),
+    ('MIG on, and the site wants it: inference nodes',
+     _both(_set((1, 'nodeprep_readiness_mig'), 'enabled'),
+           (lambda state: [g.update(mig_mode='Enabled', mig_pending='Enabled') for g in state[0]['nvidia']['gpus']])),
+     'gpu.mig', 'pass', 'MIG enabled on 8 GPUs'),
+    ('VBIOS differs on one GPU',
+     _gpu_set(3, 'vbios_version', '97.00.FA.00.0A'),
+     'gpu.vbios', 'warn', '2 VBIOS versions: 97.00.FA.00.09 on GPU 0 (00000000:8F:00.0), GPU 1 (00000000:90:00.0), '
+                          'GPU 2 (00000000:96:00.0), GPU 4 (00000000:C4:00.0), GPU 5 (00000000:C5:00.0), GPU 6 '
+                          '(00000000:CB:00.0), GPU 7 (00000000:CC:00.0); 97.00.FA.00.0A on GPU 3 (00000000:97:00.0)'),
     ('uncorrectable ECC errors since the driver loaded',
      _gpu_set(1, 'ecc', {'current': 'Enabled', 'pending': 'Enabled', 'volatile_uncorrectable': 3,
                          'aggregate_uncorrectable': 3}),
@@ -534,6 +644,12 @@ def test_skip_checks_and_missing_namespaces():
         ('gpu.power_limit', 'skip', 'nvidia-smi lists no GPU'),
         ('gpu.clocks', 'skip', 'nvidia-smi lists no GPU'),
         ('gpu.health', 'skip', 'not checked'),
+        ('gpu.throttle', 'skip', 'nvidia-smi lists no GPU'),
+        ('pci.link', 'skip', 'nvidia-smi lists no GPU'),
+        ('nvlink.links', 'skip', 'nvidia-smi lists no GPU'),
+        ('gpu.remapped_rows', 'skip', 'nvidia-smi lists no GPU'),
+        ('gpu.mig', 'skip', 'nvidia-smi lists no GPU'),
+        ('gpu.vbios', 'skip', 'nvidia-smi lists no GPU'),
         # The memlock role's plan cannot be made without its facts: its checks fail (the readiness role gathers them).
         ('memlock.users', 'fail', 'not gathered: ' + MEMLOCK_NOT_GATHERED),
         ('memlock.services', 'fail', 'not gathered: ' + MEMLOCK_NOT_GATHERED),
@@ -762,8 +878,9 @@ def test_hung_nvidia_smi_fails_driver_and_count_only():
     assert checks['gpu.count']['status'] == 'fail'
     failing = sorted(k for k, c in checks.items() if c['status'] == 'fail')
     # The GPU settings and health could not be read either: they fail, they do not skip.
-    assert failing == ['driver.loaded', 'gpu.clocks', 'gpu.count', 'gpu.fabric', 'gpu.health', 'gpu.power_limit',
-                       'gpu.topology']
+    assert failing == ['driver.loaded', 'gpu.clocks', 'gpu.count', 'gpu.fabric', 'gpu.health', 'gpu.mig',
+                       'gpu.power_limit', 'gpu.remapped_rows', 'gpu.throttle', 'gpu.topology', 'gpu.vbios',
+                       'nvlink.links', 'pci.link']
     assert checks['gpu.health']['observed'] == ('could not be read: nvidia-smi failed: nvidia-smi -q -x did not '
                                                 'answer within the timeout of 15 seconds and was killed')
 

@@ -69,7 +69,50 @@ def gpu(index):
         'remapped_rows': {'pending': False, 'failure': False, 'correctable': 0, 'uncorrectable': 0},
         'fabric': {'state': 'Completed', 'status': 'Success'},
         'pci_device_id': '0x2901',
+        # As the B200 capture prints them (tests/fixtures/nvidia-smi-xml/b200-8gpu_k8s-test-infra.xml): idle, Gen5 x16.
+        'clocks_event_reasons': {'gpu_idle': True, 'applications_clocks_setting': False, 'sw_power_cap': False,
+                                 'hw_slowdown': False, 'hw_thermal_slowdown': False, 'hw_power_brake_slowdown': False,
+                                 'sync_boost': False, 'sw_thermal_slowdown': False, 'display_clocks_setting': False},
+        'pcie': {'gen_current': 5, 'gen_max': 5, 'gen_device_current': 5, 'gen_device_max': 5, 'gen_host_max': None,
+                 'width_current': 16, 'width_max': 16, 'replay_counter': 0},
+        'vbios_version': '97.00.FA.00.09', 'mig_pending': 'Disabled',
     }
+
+
+def nvlink_status(down=None, speed='53.125'):
+    """``nvidia-smi nvlink -s`` of the 8 B200 GPUs in the layout of the captures (tests/fixtures/nvlink): 18 links
+    each at the speed of the GB200 capture of NVIDIA/k8s-test-infra#371; ``down``: {index: links printed
+    <inactive>, or 'all'}."""
+    lines = []
+    for index in range(8):
+        lines.append('GPU {0}: NVIDIA B200 (UUID: GPU-00000000-0000-0000-0000-00000000000{0})'.format(index))
+        gone = (down or {}).get(index, ())
+        if gone == 'all':
+            lines.append('\t NVML: Unable to retrieve NVLink information as all links are inActive')
+            continue
+        lines.extend('\t Link {0}: {1}'.format(link, '<inactive>' if link in gone else speed + ' GB/s')
+                     for link in range(18))
+    return ''.join(line + '\n' for line in lines)
+
+
+def nvlink_errors(counts=None):
+    """``nvidia-smi nvlink -e`` of the 8 B200 GPUs (three counters a link, as the H100 capture of
+    tests/fixtures/nvlink prints them); ``counts``: {(index, link, counter): count}."""
+    lines = []
+    for index in range(8):
+        lines.append('GPU {0}: NVIDIA B200 (UUID: GPU-00000000-0000-0000-0000-00000000000{0})'.format(index))
+        for link in range(18):
+            if link:
+                lines.append('')
+            lines.extend('\t Link {0}: {1}: {2}'.format(link, name, (counts or {}).get((index, link, name), 0))
+                         for name in ('Replay Errors', 'Recovery Errors', 'CRC Errors'))
+    return ''.join(line + '\n' for line in lines)
+
+
+def nvlink(down=None, counts=None):
+    """gpu_node_facts' nvidia.nvlink: the raw reads."""
+    return {'status': {'rc': 0, 'stdout': nvlink_status(down), 'stderr': '', 'error': None},
+            'errors': {'rc': 0, 'stdout': nvlink_errors(counts), 'stderr': '', 'error': None}}
 
 
 def pci():
@@ -275,7 +318,8 @@ def converged():
                            '/etc/nccl.conf': file_state(NCCL_CONF)},
         'nodeprep_file_patterns': list(_plan_nic_offload.FILE_PATTERNS),
         'nvidia': {'present': True, 'error': None, 'driver_version': '580.105.08', 'cuda_version': '13.0',
-                   'attached_gpus': 8, 'gpus': [gpu(i) for i in range(8)], 'topology': topology()},
+                   'attached_gpus': 8, 'gpus': [gpu(i) for i in range(8)], 'topology': topology(),
+                   'nvlink': nvlink()},
         'kernel_state': {
             'running': RUNNING, 'installed': [RUNNING], 'default': RUNNING, 'devel': {RUNNING: True},
             'nouveau': {'loaded': False, 'blacklisted': True,
