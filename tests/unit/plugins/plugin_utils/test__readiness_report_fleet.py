@@ -270,18 +270,35 @@ def test_prometheus_textfile_follows_the_exposition_format(fleet):
     families = parse_exposition(rr.render_prometheus(fleet))
     assert sorted(families) == sorted(name for name, _help in rr.PROMETHEUS_FAMILIES)
     assert all(f['type'] == 'gauge' and f['help'] for f in families.values())
-    checks = families['nodeprep_readiness_check']['samples']
-    expected = [(h, c['id'], c['status']) for h in fleet['host_order'] for c in fleet['hosts'][h]['checks']]
-    assert [(lab['host'], lab['check'], lab['status']) for lab, _v in checks] == expected
-    assert all(v == (0.0 if lab['status'] == 'fail' else 1.0) for lab, v in checks)
-    ready = dict((lab['host'], v) for lab, v in families['nodeprep_readiness_host_ready']['samples'])
-    assert ready == dict((h, 1.0 if fleet['hosts'][h]['status'] == 'ready' else 0.0) for h in fleet['host_order'])
-    checked = dict((lab['host'], v) for lab, v in families['nodeprep_readiness_host_checked']['samples'])
-    assert sorted(h for h, v in checked.items() if v == 0) == sorted(
-        h for h in fleet['host_order'] if fleet['hosts'][h]['status'] == 'unreachable')
+    # per check and status: how many hosts, counted here from the report's hosts (not from by_check)
+    checks = families['nodeprep_readiness_checks']['samples']
+    assert [(lab['check'], lab['status']) for lab, _v in checks] == [
+        (check_id, status) for check_id in fleet['check_ids'] for status in ('pass', 'warn', 'fail', 'skip')]
+    for lab, value in checks:
+        assert value == sum(1 for h in fleet['host_order'] for c in fleet['hosts'][h]['checks']
+                            if c['id'] == lab['check'] and c['status'] == lab['status'])
+    hosts = dict((lab['state'], v) for lab, v in families['nodeprep_readiness_hosts']['samples'])
+    assert hosts == dict((state, float(sum(1 for h in fleet['host_order'] if fleet['hosts'][h]['status'] == state)))
+                         for state in ('ready', 'not_ready', 'unreachable'))
+    assert sum(hosts.values()) == len(fleet['host_order']) == 500
+    assert families['nodeprep_readiness_hosts_not_checked']['samples'] == [({}, float(sum(
+        1 for h in fleet['host_order'] if rr.not_checked(fleet['hosts'][h]))))]
     assert families['nodeprep_readiness_exit_status']['samples'] == [({}, 2.0)]
     # 2026-01-05T08:00:00Z
     assert families['nodeprep_readiness_last_run_timestamp_seconds']['samples'] == [({}, 1767600000.0)]
+    # no host names: per-host detail is each node's own textfile
+    assert 'host=' not in rr.render_prometheus(fleet)
+
+
+@pytest.mark.parametrize('count', [1, 10, 500])
+def test_prometheus_series_bounded_by_checks_not_nodes(variants, count):
+    """readiness.prom holds 4 series per check and 6 more, whatever the number of hosts."""
+    hosts = ['gpu-{0:04d}'.format(i) for i in range(count)]
+    report = rr.build_report(hosts, dict((h, variants['gpu_lost'] if i % 3 else variants['converged'])
+                                         for i, h in enumerate(hosts)), '2026-01-05T08:00:00Z')
+    text = rr.render_prometheus(report)
+    series = [line for line in text.splitlines() if not line.startswith('#')]
+    assert len(series) == 4 * len(report['check_ids']) + 6
 
 
 def test_prometheus_client_parses_the_same(fleet, variants):
@@ -303,14 +320,15 @@ def test_prometheus_label_values_are_escaped(variants):
     host = 'gpu\\a01 "quoted"\nnext'
     report = rr.build_report([host, 'gpu-a02'], {host: variants['gpu_lost'], 'gpu-a02': variants['gather_failed']},
                              'not a time')
+    # a check id with the three characters the format escapes (ids come from results, so any text may arrive)
+    report['check_ids'].append('odd\\"id"\n')
     text = rr.render_prometheus(report)
-    assert 'host="gpu\\\\a01 \\"quoted\\"\\nnext"' in text
+    assert 'check="odd\\\\\\"id\\"\\n"' in text
     families = parse_exposition(text)
-    assert set(lab['host'] for lab, _v in families['nodeprep_readiness_check']['samples']) == {host, 'gpu-a02'}
+    assert ({'check': 'odd\\"id"\n', 'status': 'pass'}, 0.0) in families['nodeprep_readiness_checks']['samples']
     # a gather failure: its facts.gather check fails, and the host counts as not checked
-    assert ({'host': 'gpu-a02', 'check': 'facts.gather', 'status': 'fail'}, 0.0) in \
-        families['nodeprep_readiness_check']['samples']
-    assert ({'host': 'gpu-a02'}, 0.0) in families['nodeprep_readiness_host_checked']['samples']
+    assert ({'check': 'facts.gather', 'status': 'fail'}, 1.0) in families['nodeprep_readiness_checks']['samples']
+    assert families['nodeprep_readiness_hosts_not_checked']['samples'] == [({}, 1.0)]
     # no time that can be read: no timestamp sample, and so no HELP/TYPE for it either
     assert 'nodeprep_readiness_last_run_timestamp_seconds' not in families
     assert rr.prometheus_label_value('a\\b"c\nd') == 'a\\\\b\\"c\\nd'
