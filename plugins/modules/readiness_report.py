@@ -37,8 +37,8 @@ description:
     node failed is in the node's own textfile (M(gpufleet.nodeprep.readiness_textfile)).
   - C(exit-status) - one line, the NHC-style exit status of the run - V(0) every host was checked and is ready,
     V(1) a checked host is not ready, V(2) a host could not be checked (unreachable, or its facts gather failed) or
-    the report covers no host; V(2) wins over V(1). A script runs the playbook with C(nodeprep_readiness_fail=false) and then
-    C(exit "$(cat readiness-report/exit-status)").
+    the report covers no host; V(2) wins over V(1). A script runs the playbook with
+    C(nodeprep_readiness_fail=false) and then C(exit "$(cat readiness-report/exit-status)").
   - Every file is written to a temporary name in its directory and renamed, so no reader sees half a file.
   - A host of O(hosts) without a result, or whose result says it was unreachable, appears everywhere as
     C(unreachable), never as missing.

@@ -134,7 +134,8 @@ def parse_diag(text):
     Returns ``{generation: '3'|'4', version, driver_version, runtime_error, results: [{category, test,
     entity_group, entity_id, status, warnings: [{text, error_id, severity, category}], info: [...]}],
     summaries: {test: status}, summary_warnings: {test: [warning]}}``: ``summaries`` is DCGM's own verdict per test
-    (``test_summary``, 4.x), its status spelled as in the results.  ``entity_id`` is None for a 3.x result that stands for all GPUs.
+    (``test_summary``, 4.x), its status spelled as in the results.  ``entity_id`` is None for a 3.x result that
+    stands for all GPUs.
     Raises DcgmError for output that is not one of the two documents.
     """
     doc = _document(text)

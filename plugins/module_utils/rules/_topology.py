@@ -57,8 +57,8 @@ GRACE_MODEL = re.compile(r'\bG[BH]\d{3}\b')
 RAIL_LINKS = ('PIX', 'PXB')
 
 EXPECTED = ('every GPU pair at NV<n>, n the NVLinks per GPU of the model with NVSwitches (else the best pair of the '
-            'node; on a hybrid cube-mesh board each GPU\'s links to its peers add up to the model\'s); every GPU with a '
-            'NIC at PIX or PXB where the matrix shows NICs')
+            'node; on a hybrid cube-mesh board each GPU\'s links to its peers add up to the model\'s); every GPU '
+            'with a NIC at PIX or PXB where the matrix shows NICs')
 
 
 def model_nvlinks(name):

@@ -274,6 +274,7 @@ def test_every_test_skipped_is_not_a_pass():
     assert status == 'fail', observed
     assert observed.startswith('every test was skipped or not run (8 results: diagnostic): the diagnostic proved '
                                'nothing')
+
     # some skipped, some passed: still a pass, counted
     def skip_one(test):
         test['results'][2]['status'] = 'Skip'

@@ -222,8 +222,8 @@ def test_parse_h800_and_v100_captures():
     assert H800_NICS['gpus'] == ['GPU{0}'.format(i) for i in range(8)]
     assert H800_NICS['nic_names']['NIC8'] == 'mlx5_bond_0'
     assert V100_DGX1['nics'] == ['mlx5_2', 'mlx5_0', 'mlx5_3', 'mlx5_1']
-    assert [V100_DGX1['links']['GPU0'][g] for g in V100_DGX1['gpus']] == ['X', 'NV1', 'NV1', 'NV2', 'NV2', 'SYS',
-                                                                         'SYS', 'SYS']
+    row = [V100_DGX1['links']['GPU0'][g] for g in V100_DGX1['gpus']]
+    assert row == ['X', 'NV1', 'NV1', 'NV2', 'NV2', 'SYS', 'SYS', 'SYS']
 
 
 def test_rule_cube_mesh_part_of_the_board_is_not_judged():

@@ -265,13 +265,13 @@ def topology():
         return {'matrix': _nvidia_smi_topo.parse_topo_matrix(handle.read()), 'error': None}
 
 
-
 def lspci_endpoints():
     """What lspci -D -vvv lists of the node's GPUs and ConnectX (collect/_rdma_state.relevant_devices keeps them):
     endpoints straight under root ports, no switch."""
     return [{'bus_id': bus, 'class': klass, 'port': 'Endpoint', 'secondary': None, 'subordinate': None,
              'acs_ctl': None, 'denied': False}
             for bus, klass in [(b, '3D controller') for b in SYSFS_IDS] + [('0000:8d:00.0', 'Infiniband controller')]]
+
 
 def converged():
     """facts, settings, probe of a node site.yml has converged."""
@@ -380,11 +380,11 @@ def fresh():
     # As delivered: the inbox RDMA stack, ACS on at the switch port above GPU 0 (firmware default), IOMMU translating.
     ks['rdma'] = dict(ks['rdma'], peermem_loaded=False, peer_symbols=[], cmdline='BOOT_IMAGE=(hd0,gpt2)/vmlinuz ro',
                       iommu={'groups': 120, 'class': ['dmar0'], 'device_types': {SYSFS_IDS[0]: 'DMA-FQ'}},
-                      bridges=lspci_endpoints() + [{'bus_id': '0000:8e:01.0', 'class': 'PCI bridge',
-                                                    'port': 'Downstream Port',
-                                'secondary': 0x8f, 'subordinate': 0x8f, 'denied': False,
-                                'acs_ctl': {'SrcValid': True, 'TransBlk': False, 'ReqRedir': True, 'CmpltRedir': True,
-                                            'UpstreamFwd': True, 'EgressCtrl': False, 'DirectTrans': False}}])
+                      bridges=lspci_endpoints() + [{
+                          'bus_id': '0000:8e:01.0', 'class': 'PCI bridge', 'port': 'Downstream Port',
+                          'secondary': 0x8f, 'subordinate': 0x8f, 'denied': False,
+                          'acs_ctl': {'SrcValid': True, 'TransBlk': False, 'ReqRedir': True, 'CmpltRedir': True,
+                                      'UpstreamFwd': True, 'EgressCtrl': False, 'DirectTrans': False}}])
     eight_mib = {'soft': 8192, 'hard': 8192}
     facts['limits'] = {'entries': [], 'effective': {'root': {'memlock': eight_mib}, 'train': {'memlock': eight_mib}},
                        'errors': [],
