@@ -20,9 +20,10 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _slices
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._readiness_report import (
-    EXIT_MEANINGS,
     FILES,
     build_report,
+    exit_meaning,
+    is_ready,
     render_matrix,
     render_prometheus,
 )
@@ -144,11 +145,11 @@ class ActionModule(ActionBase):
             files=files,
             summary=report['summary'],
             matrix=render_matrix(report),
-            ready=report['summary']['not_ready'] == 0 and report['summary']['unreachable'] == 0,
+            ready=is_ready(report),
             not_ready_hosts=[h for h in order if report['hosts'][h]['status'] == 'not_ready'],
             unreachable_hosts=[h for h in order if report['hosts'][h]['status'] == 'unreachable'],
             exit_status=report['exit_status'],
-            exit_status_meaning=EXIT_MEANINGS[report['exit_status']],
+            exit_status_meaning=exit_meaning(report),
             run_id=ident['run_id'],
         )
         return result

@@ -33,6 +33,20 @@ SETTINGS = {
                         'C(--collector.textfile.directory), which must exist), for example '
                         'C(/var/lib/node_exporter/textfile_collector/nodeprep_readiness.prom).',
                         "V('') writes them only into O(nodeprep_readiness_report_dir)."]},
+    'nodeprep_readiness_node_textfile': {
+        'type': 'bool', 'default': False,
+        'description': ["Write each node's verdict to a file on the node for node_exporter's textfile collector "
+                        '(module C(gpufleet.nodeprep.readiness_textfile)) - C(nodeprep_readiness_node_ready), the '
+                        'number of checks per status and the checks that failed or warned, at most 25 series per '
+                        'node, no time stamp (the file changes only when the verdict does; node_exporter\'s '
+                        'C(node_textfile_mtime_seconds) says when).',
+                        'The only thing readiness writes on a node; off by default.']},
+    'nodeprep_readiness_node_textfile_path': {
+        'type': 'path', 'default': '/var/lib/node_exporter/textfile_collector/nodeprep.prom',
+        'description': ['The node textfile of O(nodeprep_readiness_node_textfile) - a C(.prom) name in the directory '
+                        'node_exporter reads (C(--collector.textfile.directory); Debian\'s and Ubuntu\'s '
+                        'C(prometheus-node-exporter) package reads C(/var/lib/prometheus/node-exporter)). The '
+                        'directory must exist; the file is written to a temporary name there and renamed.']},
     'nodeprep_readiness_report': {
         'type': 'bool', 'default': True,
         'description': ['Write the report and print the matrix.',
@@ -59,10 +73,11 @@ SETTINGS = {
         'type': 'bool', 'default': False,
         'description': ["Run NVIDIA DCGM's diagnostic (C(dcgmi diag -r <level> -j)) for the check C(gpu.dcgm_diag), "
                         "which fails with DCGM's own words for every GPU and test that failed.",
-                        'Off by default because level 1 takes about a minute per node. Without DCGM installed, or '
-                        'with its host engine (C(nvidia-dcgm.service)) stopped, the check skips saying so, unless the '
-                        'role C(gpufleet.nodeprep.dcgm) manages DCGM on the node (then it fails: that role installs '
-                        'and starts it).']},
+                        'Off by default because level 1 takes about a minute per node. Without DCGM installed the '
+                        'check skips saying so, unless the role C(gpufleet.nodeprep.dcgm) manages DCGM on the node '
+                        '(then it fails: that role installs it). With DCGM installed and its host engine '
+                        '(C(nvidia-dcgm.service)) stopped, the check fails naming the unit: the diagnostic asked for '
+                        'could not run.']},
     'nodeprep_readiness_dcgm_level': {
         'type': 'int', 'default': 1, 'choices': [1, 2, 3, 4],
         'description': 'The DCGM diagnostic level (C(dcgmi diag -r)) - 1 quick (about a minute), 2 medium, 3 long, '

@@ -32,6 +32,8 @@ _HEADER_RE = re.compile(r'^(?:([0-9a-fA-F]{4,8}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]
 _BUS_RE = re.compile(r'Bus:\s+primary=([0-9a-fA-F]+),\s*secondary=([0-9a-fA-F]+),\s*subordinate=([0-9a-fA-F]+)')
 _EXPRESS_RE = re.compile(r'Capabilities:\s+\[[0-9a-fA-F]+\]\s+Express\s+(?:\(v\d+\)\s+)?(.+?)(?:\s+\(Slot[+-]\))?,')
 _FLAG_RE = re.compile(r'([A-Za-z]+)([+-])')
+_VENDOR_RE = dict((vendor, re.compile(r'(?:\[|\bDevice ){0}:[0-9a-fA-F]{{4}}'.format(vendor)))
+                  for vendor in ('10de', '15b3'))
 
 
 def bus_id(domain, bus, device, function):
@@ -100,9 +102,10 @@ def device_kind(device):
     """``gpu`` (an NVIDIA display/3D function), ``nic`` (a Mellanox/NVIDIA networking function) or None."""
     desc = device.get('description') or ''
     klass = device.get('class') or ''
-    if klass in GPU_CLASSES and ('NVIDIA' in desc or '[10de:' in desc):
+    # lspci names the vendor from pci.ids; without that database it prints the ids (``Device 10de:2330``)
+    if klass in GPU_CLASSES and ('NVIDIA' in desc or _VENDOR_RE['10de'].search(desc)):
         return 'gpu'
-    if klass in NIC_CLASSES and ('Mellanox' in desc or '[15b3:' in desc):
+    if klass in NIC_CLASSES and ('Mellanox' in desc or _VENDOR_RE['15b3'].search(desc)):
         return 'nic'
     return None
 

@@ -25,7 +25,8 @@ The plan owns the readiness check ``gpu.dcgm_diag``: what the role would change 
 engine) is its drift, so the check fails until the role has run; DCGM's own verdict (``dcgmi diag``, read by the
 readiness gather when ``nodeprep_readiness_dcgm`` is true, judged by rules/_dcgm.judge) is drift no run fixes.  Where
 the role manages DCGM, a diagnostic that could not run (no dcgmi, no host engine) fails the check instead of skipping
-it.  The GPU-node rule (rules/_gpu_node.py, applied by _plan.plan_with) keeps DCGM off a node that is not a GPU node.
+it, saying the role manages DCGM (without the role, a stopped host engine fails too: rules/_dcgm.judge).  The
+GPU-node rule (rules/_gpu_node.py, applied by _plan.plan_with) keeps DCGM off a node that is not a GPU node.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -201,7 +202,7 @@ def _judge(out, facts, settings):
         expected = '{0} installed{1} (nodeprep_dcgm_install); {2}'.format(
             CORE, ', nvidia-dcgm enabled and running' if settings[PREFIX + 'service'] else '', expected)
         probe = facts.get('nodeprep_dcgm') if isinstance(facts.get('nodeprep_dcgm'), dict) else {}
-        if status == 'skip' and probe.get('enabled'):
+        if probe.get('enabled') and (status == 'skip' or observed.startswith(_dcgm.NO_HOST_ENGINE)):
             status, observed = 'fail', 'the dcgm role manages DCGM on this node, yet ' + observed
     _plan.judge_check(out, CHECK, status, expected, observed)
 

@@ -58,14 +58,16 @@ SOURCES = {
         'internal/captures/linux-x86_64__nvidia-h200__590.48.01.txt: Gen 5, 16x)'),
     'k8s-test-infra-371': ('NVIDIA/k8s-test-infra issue #371: nvidia-smi nvlink -s on a GB200 tray, links 0-17 at '
                            '53.125 GB/s'),
-    'topology': ('plugins/module_utils/_topology.py NVLINKS and the topo -m captures of tests/fixtures/topo (NV12 '
-                 'A100, NV18 H100/H200/B200/B300/GB200)'),
-    'nv8': ('public nvidia-smi topo -m captures of 8 x H800 80GB SXM and 8-GPU A800 SXM4 boards showing NV8 between '
-            'every pair (found in the public code corpus; the index does not name the repositories) and issue #28 of '
-            'this project; NVIDIA\'s A800/H800 product briefs give 400 GB/s of NVLink (A100 600, H100 900 GB/s), '
-            'i.e. 8 links of 50 GB/s'),
-    'dgx1-v100': ('NVIDIA DGX-1 with Tesla V100 system architecture white paper: hybrid cube-mesh, 6 NVLinks per '
-                  'V100, some GPU pairs joined by two links (NV2), others by one (NV1), some by none'),
+    'topology': ('nvidia-smi topo -m captures of tests/fixtures/topo and tests/fixtures/SOURCES.md (NV12 A100, NV18 '
+                 'H100/H200/B200/B300/GB200; H20 NV18: vllm-project/vllm#5001)'),
+    'nv8': ('nvidia-smi topo -m of 8 x NVIDIA H800 with NV8 between every pair (sgl-project/sglang#28424, '
+            'tests/fixtures/topo) and NVIDIA\'s A800 40GB/80GB and H800 product briefs and datasheets: NVLink '
+            '400 GB/s per GPU against 600 GB/s on A100 (12 links) and 900 GB/s on H100 (18 links), i.e. 8 links of '
+            '50 GB/s'),
+    'dgx1-v100': ('NVIDIA DGX-1 with Tesla V100 System Architecture white paper (WP-08437-002): 8 V100 SXM2 in a '
+                  'hybrid cube-mesh, 6 NVLinks per GPU, no NVSwitch; nvidia-smi topo -m of such a board '
+                  '(pytorch/pytorch benchmarks/distributed/ddp/README.md, tests/fixtures/topo): pairs at NV1 or NV2, '
+                  'three peers per GPU at SYS, the links of each GPU adding up to 6'),
     'azure-benchmarks': (
         'Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md, ND_H200_v5_results.md, '
         'ND_A100_v4_results.md (8fd0c6e1bd0f853ef8f0500a3640a7d80a2a92ef) and ND_GB200_v6_results.md '
@@ -145,7 +147,7 @@ MODELS = (
      'allreduce_other': (),
      'nvbandwidth': None,
      'reference': None},
-    {'key': 'a100-sxm4', 'label': 'A100 SXM4 (HGX A100)', 'match': r'\bA100-SXM4', 'exclude': None,
+    {'key': 'a100-sxm4', 'label': 'A100 SXM4 (HGX A100)', 'match': r'\bA100-SXM', 'exclude': None,
      'nvlinks': 12, 'nvlinks_source': 'oci-hpc', 'nvlink_gbps_min': 25.0, 'nvlink_gbps_seen': 25.0,
      'pcie': {'gen': 4, 'width': 16, 'source': 'captures'},
      'allreduce': _allreduce(228.0, 16 * GIB, 16 * GIB, 'azure-nhc',
@@ -158,6 +160,10 @@ MODELS = (
      'reference': {'allreduce_busbw_8gib': 231.58, 'nvbandwidth': {'host_to_device': 26.28, 'device_to_host': 6.27,
                                                                    'device_to_device_read': 423.0},
                    'source': 'azure-benchmarks'}},
+    {'key': 'h20', 'label': 'H20 (HGX H20)', 'match': r'\bH20\b', 'exclude': r'PCIe|NVL',
+     'nvlinks': 18, 'nvlinks_source': 'topology', 'nvlink_gbps_min': None, 'nvlink_gbps_seen': None,
+     'pcie': None,
+     'allreduce': None, 'allreduce_other': (), 'nvbandwidth': None, 'reference': None},
     {'key': 'a800-sxm4', 'label': 'A800 SXM4 (HGX A800)', 'match': r'\bA800-SXM4', 'exclude': None,
      'nvlinks': 8, 'nvlinks_source': 'nv8', 'nvlink_gbps_min': None, 'nvlink_gbps_seen': None,
      'pcie': None,

@@ -75,11 +75,33 @@ def iommu_boot_plan(family, running_cmdline, boot_args):
 
 # ---------------------------------------------------------------- topology rules
 
+def split_bus_id(bus_id):
+    """``(domain, bus)`` of a PCI address: the domain as an int (four hex digits, or five and more on a VMD domain
+    such as ``10000:00:01.0``; 0 when absent) and the bus number; ``(None, None)`` for text that is no address."""
+    parts = str(bus_id or '').split(':')
+    try:
+        if len(parts) == 3:
+            return int(parts[0], 16), int(parts[1], 16)
+        if len(parts) == 2:
+            return 0, int(parts[0], 16)
+    except ValueError:
+        pass
+    return None, None
+
+
+def _address(bus_id):
+    """A PCI address in one spelling whatever its domain's width (``0000:19:00.0``, ``00000000:19:00.0``)."""
+    domain, bus = split_bus_id(bus_id)
+    return domain, bus, str(bus_id).lower().rsplit(':', 1)[-1]
+
+
 def bridges_above(devices, target):
     """The bridges between ``target`` (a bus id) and its root port, nearest first, from the bus ranges lspci
     prints (a bridge is above a device when the device's bus lies in its secondary..subordinate range)."""
-    domain, bus = target[:4], int(target[5:7], 16)
-    bridges = [d for d in devices if d.get('secondary') is not None and d['bus_id'][:4] == domain]
+    domain, bus = split_bus_id(target)
+    if bus is None:
+        return []
+    bridges = [d for d in devices if d.get('secondary') is not None and split_bus_id(d['bus_id'])[0] == domain]
     chain = []
     seen = set()
     while True:
@@ -89,7 +111,7 @@ def bridges_above(devices, target):
         nearest = min(holders, key=lambda b: b['subordinate'] - b['secondary'])
         chain.append(nearest)
         seen.add(nearest['bus_id'])
-        bus = int(nearest['bus_id'][5:7], 16)
+        bus = split_bus_id(nearest['bus_id'])[1]
 
 
 def acs_redirects(device):
@@ -234,6 +256,16 @@ def acs_result(rdma, gpu_bus_ids):
         return FAIL, expected, 'lspci -D -vvv could not be read: {0}'.format(rdma['lspci_error'])
     devices = rdma.get('bridges') or []
     targets = _targets(rdma, gpu_bus_ids)
+    if not devices:
+        return FAIL, expected, ('lspci -D -vvv listed no PCI device (empty output), so the switch ports above the {0} '
+                                'GPUs/ConnectX devices could not be judged'.format(len(targets)))
+    listed = set(_address(d['bus_id']) for d in devices)
+    absent = [targets[t] for t in sorted(targets) if _address(t) not in listed]
+    unlisted = []
+    if absent:
+        unlisted.append('lspci -D -vvv does not list {0} of the {1} GPUs/ConnectX devices ({2}): its output is cut '
+                        'short (or lspci cannot see them), so the switch ports above them could not be judged'.format(
+                            len(absent), len(targets), ', '.join(absent)))
     findings, unreadable = acs_findings(devices, targets)
     problems = ['{0} (above {1}): ACSCtl {2}'.format(item['bridge'], ', '.join(item['below']),
                                                      ' '.join(bit + '+' for bit in item['bits']))
@@ -241,8 +273,10 @@ def acs_result(rdma, gpu_bus_ids):
     if unreadable:
         problems.append('capabilities not readable (lspci not run as root) on {0}'.format(', '.join(unreadable)))
     if problems:
-        return FAIL, expected, 'ACS redirects peer traffic through the root complex at switch downstream ' \
-                               'port ' + '; '.join(problems)
+        unlisted.append('ACS redirects peer traffic through the root complex at switch downstream port ' +
+                        '; '.join(problems))
+    if unlisted:
+        return FAIL, expected, '; '.join(unlisted)
     ports = switch_ports_checked(devices, targets)
     if not ports:
         return PASS, expected, 'no PCIe switch between the {0} GPUs/ConnectX devices and their root ports'.format(

@@ -87,20 +87,25 @@ def test_the_role_runs_only_its_own_modules():
     folder = os.path.join(ROOT, 'roles', 'readiness', 'tasks')
     for name in os.listdir(folder):
         found.update(_modules(_load('roles', 'readiness', 'tasks', name)))
-    # rolling_slurm: the verdict in Slurm (nodeprep_readiness_slurm=drain), the rolling maintenance backend.
+    # rolling_slurm: the verdict in Slurm (nodeprep_readiness_slurm=drain), the rolling maintenance backend;
+    # readiness_textfile: each node's verdict for its node_exporter (nodeprep_readiness_node_textfile).
     assert sorted(found) == ['ansible.builtin.debug', 'ansible.builtin.fail', 'ansible.builtin.import_tasks',
                              'gpufleet.nodeprep.readiness_info', 'gpufleet.nodeprep.readiness_report',
-                             'gpufleet.nodeprep.rolling_slurm']
+                             'gpufleet.nodeprep.readiness_textfile', 'gpufleet.nodeprep.rolling_slurm']
 
 
 def test_one_task_per_node_before_the_report():
     """The per-node work is one task (gather and judge); the report runs once; the verdict is the other per-node
-    task (controller CPU per node: each per-node task costs a slot per host)."""
+    task (controller CPU per node: each per-node task costs a slot per host); the node textfile is one opt-in task
+    per node (skipped when nodeprep_readiness_node_textfile is false)."""
     tasks = _load('roles', 'readiness', 'tasks', 'main.yml')
     assert [t['name'] for t in tasks] == ['Gather each node once and judge it on the controller',
                                           'Write the report on the controller',
+                                          "Publish each node's verdict for node_exporter's textfile collector "
+                                          '(nodeprep_readiness_node_textfile)',
                                           'Act on the verdict in Slurm (nodeprep_readiness_slurm=drain)',
                                           'Fail the nodes that are not ready']
+    assert tasks[2]['when'][0] == 'nodeprep_readiness_node_textfile | bool'
     assert tasks[0]['register'] == 'nodeprep_readiness'
     assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'report.yml'))
     assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'slurm.yml'))

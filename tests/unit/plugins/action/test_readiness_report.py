@@ -143,7 +143,9 @@ def test_prometheus_textfile(tmp_path):
     assert result['files'][-1] == str(target)
     assert os.listdir(str(collector)) == ['nodeprep_readiness.prom']  # no temporary file left behind
     assert target.read_text() == (tmp_path / 'report' / 'readiness.prom').read_text()
-    assert 'nodeprep_readiness_check{host="gpu-a02",check="gpu.count",status="fail"} 0\n' in target.read_text()
+    # per check and status, the number of hosts (gpu-a02 failed gpu.count); no host label (node textfiles have it)
+    assert 'nodeprep_readiness_checks{check="gpu.count",status="fail"} 1\n' in target.read_text()
+    assert 'host=' not in target.read_text()
     assert oct(os.stat(str(target)).st_mode & 0o777) == '0o644'
 
 
@@ -159,3 +161,12 @@ def test_prometheus_textfile_refused(tmp_path, name, message):
         make_action({'dest': str(tmp_path / 'report'),
                      'prometheus_textfile': str(tmp_path / name)}).run(task_vars=task_vars())
     assert str(exc.value) == 'prometheus_textfile {0}: {1}'.format(tmp_path / name, message.format(tmp=tmp_path))
+
+
+def test_no_host_is_not_ready(tmp_path):
+    # an empty group or a --limit that matched nothing: before, the action said ready
+    result = make_action({'dest': str(tmp_path / 'report'), 'hosts': []}).run(task_vars=task_vars())
+    assert result['ready'] is False
+    assert (result['exit_status'], result['exit_status_meaning']) == (
+        2, 'no host was judged (the play had no host): not ready')
+    assert (tmp_path / 'report' / 'exit-status').read_text() == '2\n'

@@ -181,3 +181,48 @@ def test_a_node_stopped_at_the_whole_step_limit_names_it():
         'The task timed out. (the limit of the whole step passed: 30 s, nodeprep_gather_timeout)')
     assert report['hosts']['b']['checks'][0]['observed'] == 'gpu_node_facts: bad option'
     assert rr.step_limit_words({'timedout': {}}) == '' and rr.step_limit_words(None) == ''
+
+
+def test_junit_is_well_formed_with_control_characters():
+    # a host name and texts holding characters XML 1.0 forbids (C0 controls, U+FFFE, a lone surrogate): before, the
+    # raw characters went into junit.xml and no XML parser read it
+    host = 'gpu-a01\x1b[31m'
+    converged = F.converged()
+    checks = F.evaluate(*converged)
+    checks[0] = dict(checks[0], status='fail', observed='dmesg said \x00\x07 and \ufffe\ud800 then tab\tend')
+    report = rr.build_report([host, 'gpu\x0b02'], {host: {'checks': checks},
+                                                   'gpu\x0b02': {'unreachable': True, 'msg': 'ssh: \x01bad'}},
+                             '2026-01-05T08:00:00Z')
+    text = rr.render_junit(report)
+    root = ET.fromstring(text.encode('utf-8'))
+    suites = [s.get('name') for s in root.findall('testsuite')]
+    assert suites == ['gpu-a01\\x1b[31m', 'gpu\\x0b02']
+    failure = root.find("testsuite[@name='gpu-a01\\x1b[31m']/testcase/failure")
+    assert failure.get('message') == 'dmesg said \\x00\\x07 and \\ufffe\\ud800 then tab\tend'
+    assert root.find("testsuite[@name='gpu\\x0b02']/testcase/error").get('message') == 'ssh: \\x01bad'
+    # the HTML page carries the same visible escapes
+    assert 'gpu-a01\\x1b[31m' in rr.render_html(report)
+    assert rr.xml_chars('ok \t\n\r \u00e9 \U0001f600') == 'ok \t\n\r \u00e9 \U0001f600'
+
+
+def test_a_report_over_no_host_is_not_ready():
+    report = rr.build_report([], {}, '2026-01-05T08:00:00Z')
+    assert report['exit_status'] == rr.EXIT_NOT_CHECKED
+    assert rr.is_ready(report) is False
+    assert rr.exit_meaning(report) == rr.NO_HOST == 'no host was judged (the play had no host): not ready'
+    root = ET.fromstring(rr.render_junit(report).encode('utf-8'))
+    assert (root.get('tests'), root.get('errors')) == ('1', '1')
+    error = root.find("testsuite[@name='readiness']/testcase[@name='hosts.judged']/error")
+    assert error.get('message') == rr.NO_HOST
+    assert rr.render_matrix(report).splitlines()[-1] == rr.NO_HOST
+    html = rr.render_html(report)
+    assert rr.NO_HOST in html
+    assert 'Passed on every host checked' not in html
+    assert 'nodeprep_readiness_exit_status 2\n' in rr.render_prometheus(report)
+    assert rr.render_exit_status(report) == '2\n'
+
+
+def test_a_ready_fleet_is_ready():
+    report = rr.build_report(['gpu-a01'], {'gpu-a01': {'checks': F.evaluate(*F.converged())}}, '2026-01-05T08:00:00Z')
+    assert rr.is_ready(report) is True
+    assert rr.exit_meaning(report) == 'every host checked and ready'

@@ -274,8 +274,9 @@ AGREEMENT = [
     ('not managed, DCGM the site installed passes', with_diag(facts(), diag()), _plan.defaults(p),
      (False, False, 'pass')),
     ('not managed, no DCGM on the node', with_diag(facts(), OFF), _plan.defaults(p), (False, False, 'skip')),
+    # the diagnostic asked for and the host engine stopped: not proven, so it fails (issue: it skipped before)
     ('not managed, host engine stopped', with_diag(facts(), STOPPED_ENGINE), _plan.defaults(p),
-     (False, False, 'skip')),
+     (False, False, 'fail')),
     ('not managed, a GPU fails the diagnostic', with_diag(facts(), diag(False)), _plan.defaults(p),
      (False, False, 'fail')),
     ('fresh node: DCGM to install, host engine to start', facts(), settings(), (True, False, 'fail')),
@@ -313,4 +314,5 @@ def test_the_roles_work_is_what_gpu_dcgm_diag_says():
         'the dcgm role manages DCGM on this node, yet the DCGM host engine is not running')
     assert managed['checks'][p.CHECK]['expected'] == (
         'datacenter-gpu-manager-4-core installed, nvidia-dcgm enabled and running (nodeprep_dcgm_install); dcgmi diag '
-        '-r 1: every test passes (or is skipped) on every GPU, and DCGM sees every GPU nvidia-smi lists')
+        '-r 1: every test passes (or is skipped) on every GPU, DCGM\'s test summaries pass, not every test skipped, and '
+        'DCGM sees every GPU nvidia-smi lists')

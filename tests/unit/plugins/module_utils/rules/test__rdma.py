@@ -93,11 +93,74 @@ def test_acs_only_switch_downstream_ports(devices):
     (None, R.SKIP, 'the RDMA facts were not gathered'),
     ({'connectx': ['0000:1a:00.0'], 'lspci_error': 'lspci not found (install pciutils)'}, R.FAIL,
      'lspci -D -vvv could not be read: lspci not found (install pciutils)'),
-    ({'connectx': ['0000:1a:00.0'], 'bridges': []}, R.PASS,
-     'no PCIe switch between the 1 GPUs/ConnectX devices and their root ports'),
+    # empty lspci output (it passed before, as a node without PCIe switches)
+    ({'connectx': ['0000:1a:00.0'], 'bridges': []}, R.FAIL,
+     'lspci -D -vvv listed no PCI device (empty output), so the switch ports above the 1 GPUs/ConnectX devices could '
+     'not be judged'),
+    ({'connectx': ['0000:1a:00.0'], 'bridges': None}, R.FAIL,
+     'lspci -D -vvv listed no PCI device (empty output), so the switch ports above the 1 GPUs/ConnectX devices could '
+     'not be judged'),
 ])
 def test_acs_table(rdma, status, text):
     assert R.acs_result(rdma, [])[0::2] == (status, text)
+
+
+def test_acs_no_switch_still_passes():
+    # a GPU and a ConnectX straight under root ports (no switch), both listed: nothing to judge, a pass
+    text = ('0000:00:01.0 PCI bridge: Intel Corporation Device 352a\n\tBus: primary=00, secondary=01, subordinate=01'
+            '\n\tCapabilities: [40] Express (v2) Root Port (Slot+), MSI 00\n\n'
+            '0000:01:00.0 3D controller: NVIDIA Corporation Device 2330 (rev a1)\n\n'
+            '0000:00:02.0 PCI bridge: Intel Corporation Device 352a\n\tBus: primary=00, secondary=02, subordinate=02'
+            '\n\n0000:02:00.0 Infiniband controller: Mellanox Technologies MT2910 Family [ConnectX-7]\n')
+    rdma = {'connectx': ['0000:02:00.0'], 'bridges': _rdma_state.relevant_devices(_rdma_path.parse_lspci_vvv(text))}
+    assert R.acs_result(rdma, ['0000:01:00.0'])[0::2] == (
+        R.PASS, 'no PCIe switch between the 2 GPUs/ConnectX devices and their root ports')
+
+
+@pytest.mark.parametrize('cut', [0.25, 0.5, 'db:00.0 3D controller'])
+def test_acs_truncated_capture_fails(cut):
+    # the real HGX H100 capture cut short: the GPUs and NICs past the cut are not listed, so ACS is not proven
+    with open(H100) as handle:
+        text = handle.read()
+    end = text.index(cut) if isinstance(cut, str) else int(len(text) * cut)
+    devices = _rdma_path.parse_lspci_vvv(text[:end])
+    status, _expected, observed = R.acs_result(rdma_from(devices), H100_GPUS)
+    assert status == R.FAIL, observed
+    assert 'GPUs/ConnectX devices (' in observed and 'its output is cut short' in observed
+    assert 'GPU 0000:db:00.0' in observed
+
+
+def test_acs_five_digit_domain():
+    # a VMD domain (10000:...) as lspci -D prints it: parsed and judged, no crash (it raised ValueError before)
+    text = ('10000:e0:06.0 PCI bridge: Intel Corporation 12th Gen Core Processor PCI Express x4 Controller #0 (rev 02)'
+            '\n\tBus: primary=00, secondary=e1, subordinate=e1, sec-latency=0\n'
+            '\tCapabilities: [40] Express (v2) Downstream Port (Slot+), MSI 00\n'
+            '\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n\n'
+            '10000:e1:00.0 3D controller: NVIDIA Corporation Device 2330 (rev a1)\n\n'
+            '0000:1a:00.0 Infiniband controller: Mellanox Technologies MT2910 Family [ConnectX-7]\n')
+    devices = _rdma_path.parse_lspci_vvv(text)
+    assert [d['bus_id'] for d in devices] == ['10000:e0:06.0', '10000:e1:00.0', '0000:1a:00.0']
+    assert [b['bus_id'] for b in R.bridges_above(devices, '10000:e1:00.0')] == ['10000:e0:06.0']
+    rdma = {'connectx': ['0000:1a:00.0'], 'bridges': _rdma_state.relevant_devices(devices)}
+    status, _expected, observed = R.acs_result(rdma, ['10000:e1:00.0'])
+    assert status == R.FAIL
+    assert observed == ('ACS redirects peer traffic through the root complex at switch downstream port '
+                        '10000:e0:06.0 (above GPU 10000:e1:00.0): ACSCtl ReqRedir+ CmpltRedir+')
+
+
+@pytest.mark.parametrize('bus_id, want', [
+    ('0000:19:00.0', (0, 0x19)), ('00000000:19:00.0', (0, 0x19)), ('10000:e1:00.0', (0x10000, 0xe1)),
+    ('19:00.0', (0, 0x19)), ('nonsense', (None, None)), ('zz:yy:00.0', (None, None)), (None, (None, None)),
+])
+def test_split_bus_id(bus_id, want):
+    assert R.split_bus_id(bus_id) == want
+
+
+def test_device_kind_without_pci_ids():
+    # lspci without the pci.ids database prints the vendor:device ids instead of names
+    assert _rdma_path.device_kind({'class': '3D controller', 'description': 'Device 10de:2330 (rev a1)'}) == 'gpu'
+    assert _rdma_path.device_kind({'class': 'Infiniband controller', 'description': 'Device 15b3:1021'}) == 'nic'
+    assert _rdma_path.device_kind({'class': '3D controller', 'description': 'Device 1002:74a1'}) is None
 
 
 def test_acs_denied():

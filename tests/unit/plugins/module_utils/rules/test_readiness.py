@@ -182,8 +182,8 @@ def test_expected_texts_of_the_converged_node():
                           "the GPUs' fabric state is gpu.fabric's",
         'gpu.fabric': _gpu_fabric.EXPECTED,
         'gpu.topology': _topology.EXPECTED,
-        'gpu.dcgm_diag': 'dcgmi diag -r 1: every test passes (or is skipped) on every GPU, and DCGM sees every GPU '
-                         'nvidia-smi lists',
+        'gpu.dcgm_diag': 'dcgmi diag -r 1: every test passes (or is skipped) on every GPU, DCGM\'s test summaries pass, '
+                         'not every test skipped, and DCGM sees every GPU nvidia-smi lists',
         'rdma.peer_memory': 'nvidia_peermem loaded, or DMA-BUF declared (nodeprep_rdma_path: dmabuf)',
         'pci.acs': 'ACS redirect off (ACSCtl ReqRedir- CmpltRedir-) on the PCIe switch downstream ports above the '
                    'GPUs and ConnectX devices',

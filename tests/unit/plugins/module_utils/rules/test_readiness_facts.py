@@ -309,6 +309,14 @@ def topology():
         return {'matrix': _nvidia_smi_topo.parse_topo_matrix(handle.read()), 'error': None}
 
 
+def lspci_endpoints():
+    """What lspci -D -vvv lists of the node's GPUs and ConnectX (collect/_rdma_state.relevant_devices keeps them):
+    endpoints straight under root ports, no switch."""
+    return [{'bus_id': bus, 'class': klass, 'port': 'Endpoint', 'secondary': None, 'subordinate': None,
+             'acs_ctl': None, 'denied': False}
+            for bus, klass in [(b, '3D controller') for b in SYSFS_IDS] + [('0000:8d:00.0', 'Infiniband controller')]]
+
+
 def converged():
     """facts, settings, probe of a node site.yml has converged."""
     facts = {
@@ -333,7 +341,8 @@ def converged():
             # The GPUDirect RDMA path (rules/_rdma.py): one ConnectX function, nvidia_peermem loaded, no IOMMU, no switch.
             'rdma': {'connectx': ['0000:8d:00.0'], 'peermem_loaded': True, 'peer_symbols': None,
                      'cmdline': 'BOOT_IMAGE=(hd0,gpt2)/vmlinuz-{0} root=/dev/nvme0n1p3 ro iommu=pt'.format(RUNNING),
-                     'iommu': {'groups': 0, 'class': [], 'device_types': {}}, 'bridges': [], 'lspci_error': None},
+                     'iommu': {'groups': 0, 'class': [], 'device_types': {}}, 'bridges': lspci_endpoints(),
+                     'lspci_error': None},
         },
         'limits': {
             'entries': [], 'effective': {'root': unlimited(), 'train': unlimited()}, 'errors': [],
@@ -416,10 +425,11 @@ def fresh():
     # As delivered: the inbox RDMA stack, ACS on at the switch port above GPU 0 (firmware default), IOMMU translating.
     ks['rdma'] = dict(ks['rdma'], peermem_loaded=False, peer_symbols=[], cmdline='BOOT_IMAGE=(hd0,gpt2)/vmlinuz ro',
                       iommu={'groups': 120, 'class': ['dmar0'], 'device_types': {SYSFS_IDS[0]: 'DMA-FQ'}},
-                      bridges=[{'bus_id': '0000:8e:01.0', 'class': 'PCI bridge', 'port': 'Downstream Port',
-                                'secondary': 0x8f, 'subordinate': 0x8f, 'denied': False,
-                                'acs_ctl': {'SrcValid': True, 'TransBlk': False, 'ReqRedir': True, 'CmpltRedir': True,
-                                            'UpstreamFwd': True, 'EgressCtrl': False, 'DirectTrans': False}}])
+                      bridges=lspci_endpoints() + [{
+                          'bus_id': '0000:8e:01.0', 'class': 'PCI bridge', 'port': 'Downstream Port',
+                          'secondary': 0x8f, 'subordinate': 0x8f, 'denied': False,
+                          'acs_ctl': {'SrcValid': True, 'TransBlk': False, 'ReqRedir': True, 'CmpltRedir': True,
+                                      'UpstreamFwd': True, 'EgressCtrl': False, 'DirectTrans': False}}])
     eight_mib = {'soft': 8192, 'hard': 8192}
     facts['limits'] = {'entries': [], 'effective': {'root': {'memlock': eight_mib}, 'train': {'memlock': eight_mib}},
                        'errors': [],
