@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 import fnmatch
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -421,6 +422,8 @@ def _dkms_build(mod, ver, src, vals, kernel):
 
 
 def _dkms_remove(mod, ver, kernel=None):
+    """dkms remove: the builds of ``kernel``, or (``--all``, kernel None) every build and the version's tree, as
+    dkms 3.x removes a module completely from the DKMS tree."""
     base = gd.path(os.path.join('var/lib/dkms', mod, ver))
     kernels = [kernel] if kernel else (os.listdir(base) if os.path.isdir(base) else [])
     for k in kernels:
@@ -432,6 +435,12 @@ def _dkms_remove(mod, ver, kernel=None):
         marker = os.path.join(base, k, 'x86_64', 'installed')
         if os.path.exists(marker):
             os.remove(marker)
+    if kernel is None and os.path.isdir(base):
+        shutil.rmtree(base)
+        for link in os.listdir(os.path.dirname(base)):
+            path = os.path.join(os.path.dirname(base), link)
+            if link.startswith('kernel-') and os.path.islink(path) and not os.path.exists(path):
+                os.remove(path)
 
 
 def cmd_dkms(args):
@@ -472,6 +481,10 @@ def cmd_dkms(args):
                 sys.stdout.flush()
                 sys.stderr.write(_dkms_conf_error(mod, ver))
                 return 0
+            if broken and dkms_series() == '3.0':
+                # 3.0.x: the source link is there, no build needs dkms.conf: listed as added (is_module_added).
+                lines.append('{0}/{1}: added'.format(mod, ver))
+                continue
             if broken:
                 lines.append('{0}/{1}: broken'.format(mod, ver))
                 sys.stderr.write('Error! {0}/{1}: Missing the module source directory or the symbolic link pointing '
