@@ -82,6 +82,8 @@ def parse_module_file(text):
 def keep_package(name):
     """Installed packages the plan looks at (the module drops the rest of rpm -qa / dpkg-query)."""
     extra = ('nvlsm', 'dkms', 'epel-release', 'python3-dnf-plugin-versionlock') + NVLINK5_PACKAGES
+    # DCGM 3.x is one package without a generation in its name (the dcgm role replaces or refuses it).
+    extra += ('datacenter-gpu-manager',)
     # Ubuntu's Canonical-signed modules (R25): linux-modules-nvidia-<branch>-server[-open]-<kernel> and the metas.
     # NVIDIA DCGM (the dcgm role's plan reads them here: this list is read with the node's own package manager).
     # The perf_tools role's build packages (plans/_plan_perf_tools.package_names): CUDA toolkit parts, NCCL, the
