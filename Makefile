@@ -42,7 +42,7 @@ TARBALL      = $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
 
 
 .PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix units-matrix lint py36 py36-units security \
-        build docs-rst docs-rst-check settings-gen settings-check importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo report-screenshots bench clean
+        build docs-rst docs-rst-check settings-gen settings-check importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo report-screenshots bench bench-scale ahead clean
 
 deps: ## Install the Debian packages the gates and the simulated fleet need (root)
 	bash .ci/install-deps.sh
@@ -151,6 +151,16 @@ units-matrix: sanity-copy $(foreach v,$(UNITS_MATRIX),$(TMP)/core-$(v)/.stamp) #
 	      tests/unit/plugins/ ); \
 	done
 
+# Ansible ahead: the next ansible-core (a release candidate now) and the next controller Python, NOT a gate: `make test`
+# (and so CI) does not run it; `make ahead` fails only itself. Python 3.14 where one is installed (pyenv's, or
+# python3.14 on PATH); else the summary says it was skipped and why.
+AHEAD_CORE  := 2.22
+PYTHON_3_14 ?= $(firstword $(wildcard $(PYENV_ROOT)/versions/3.14*/bin/python3) $(shell command -v python3.14 2>/dev/null))
+
+ahead: sanity-copy ## Not a gate: ansible-test sanity and units on ansible-core 2.22 (rc) with Python 3.13, and 3.14 if installed
+	bash .ci/ahead.sh $(AHEAD_CORE) $(SANITY_ROOT) $(BIN)/pip $(PYTHON) \
+	  $(if $(PYTHON_3_14),$(PYTHON_3_14),"missing:Python 3.14: none installed (looked for $(PYENV_ROOT)/versions/3.14* and python3.14 on PATH)")
+
 lint: collection-link ## ansible-lint (production profile) on roles and playbooks
 	$(BIN)/ansible-lint --profile production
 
@@ -170,6 +180,9 @@ docs-rst-check: venv ## docs/docsite/rst/*.rst as committed are what docs/*.md g
 build: collection-link docs-rst-check ## Build the collection, install the tarball, render every module/role with ansible-doc
 	rm -rf $(TMP)/dist $(TMP)/install
 	$(BIN)/ansible-galaxy collection build --force --output-path $(TMP)/dist
+	@# The bench (its replay connection plugin and callbacks) and the EE definition never ship (galaxy.yml build_ignore).
+	@if tar tzf $(TARBALL) | grep -E '^(bench/|execution-environment\.yml$$|\.tmp/)'; then \
+	  echo "build: the files above must not be in the tarball (galaxy.yml build_ignore)"; exit 1; fi
 	ANSIBLE_COLLECTIONS_PATH=$(TMP)/install $(BIN)/ansible-galaxy collection install --no-deps --force -p $(TMP)/install \
 	  $(TARBALL)
 	ANSIBLE_COLLECTIONS_PATH=$(TMP)/install:$(SITE_PKGS) $(PY) tests/docs_check.py $(TMP)/install/ansible_collections/gpufleet/nodeprep
@@ -195,19 +208,21 @@ docsite: collection-link docs-rst-check ## Sphinx docsite (antsibull-docs sphinx
 	cd $(TMP)/docsite && PATH=$(BIN):$$PATH $(BIN)/sphinx-build -M html rst build -c . -q -w warnings.log --keep-going
 	$(PY) .ci/docsite_check.py $(TMP)/docsite/warnings.log
 
-ee: build ## meta/execution-environment.yml: ansible-builder create on it, introspect of the installed tarball
-	@# The file's paths are relative to the collection root (where introspection reads them); `create` resolves them
-	@# next to the definition, so it runs on a copy laid out with the file at the root.
-	rm -rf $(TMP)/ee && mkdir -p $(TMP)/ee/def/meta
-	cp meta/execution-environment.yml $(TMP)/ee/def/execution-environment.yml
-	cp meta/ee-bindep.txt $(TMP)/ee/def/meta/
-	$(BIN)/ansible-builder create --file $(TMP)/ee/def/execution-environment.yml --context $(TMP)/ee/context \
+ee: build ## execution-environment.yml: ansible-builder create (the build context); the context's introspection of the tarball
+	rm -rf $(TMP)/ee && mkdir -p $(TMP)/ee
+	$(BIN)/ansible-builder create --file execution-environment.yml --context $(TMP)/ee/context \
 	  --output-filename Containerfile
 	@test -s $(TMP)/ee/context/Containerfile
-	$(BIN)/ansible-builder introspect --sanitize --write-pip $(TMP)/ee/pip.txt --write-bindep $(TMP)/ee/bindep.txt \
-	  $(TMP)/install > $(TMP)/ee/introspect.log
+	@test -s $(TMP)/ee/context/_build/collection/$(notdir $(TARBALL)) || { echo "ee: $(notdir $(TARBALL)) is not in" \
+	  "the build context ($(TMP)/ee/context/_build/collection/)"; exit 1; }
+	@grep -q '^RUN ansible-galaxy collection install .* collection/gpufleet-nodeprep-\*\.tar\.gz$$' \
+	  $(TMP)/ee/context/Containerfile || { echo "ee: the Containerfile does not install the collection's tarball"; exit 1; }
+	@# The introspection the image's builder stage runs (the context's own script), on the installed tarball: it must
+	@# find the ssh client in meta/execution-environment.yml.
+	$(PY) $(TMP)/ee/context/_build/scripts/introspect.py introspect --sanitize --write-pip $(TMP)/ee/pip.txt \
+	  --write-bindep $(TMP)/ee/bindep.txt $(TMP)/install > $(TMP)/ee/introspect.log
 	@grep -q '^openssh-client' $(TMP)/ee/bindep.txt || { echo "introspect: openssh-client missing"; exit 1; }
-	@echo "ok  ee: ansible-builder create, introspect: $$(grep -v '^#' $(TMP)/ee/bindep.txt | tr '\n' ' ')"
+	@echo "ok  ee: ansible-builder create ($(TMP)/ee/context), introspect: $$(grep -v '^#' $(TMP)/ee/bindep.txt | tr '\n' ' ')"
 
 changelog-lint: venv ## antsibull-changelog lint (fragments well-formed)
 	$(BIN)/antsibull-changelog lint
@@ -233,6 +248,11 @@ report-screenshots: venv ## Readiness report at 4 and 500 nodes: HTML size per h
 bench: deps collection-link ## Benchmarks: the parser, then the simulated fleet (root; BENCH_SIZES, BENCH_REPEATS: docs/performance.md)
 	$(PY) bench/bench_nvsmi.py || echo "bench: the parser missed its goal (see above); going on with the fleet"
 	$(PY) bench/fleet_bench.py
+
+# Not part of `make test`: a measurement (about 20-30 minutes on 2 cores), not a gate. BENCH_RECORDING=<folder> replays
+# a recording made before (no fleet, no root needed for that part).
+bench-scale: deps collection-link ## The controller at 100, 250 and 1,000 hosts: record on the fleet, replay (root; docs/performance.md)
+	$(PY) bench/scale_bench.py
 
 clean: ## Remove build outputs (keeps .venv/)
 	rm -rf $(TMP) .pytest_cache

@@ -478,7 +478,7 @@ def test_every_piece_of_work_is_drift_of_a_check(name, state, given):
         assert set(statuses.values()) == {'fail'}, name
         return
     items = _driver.work_items(T.driver_of(state, given), D.driver_facts(state), D.work_settings(plan['settings']),
-                                    state.get('nodeprep_units'), state.get('nodeprep_files'))
+                               state.get('nodeprep_units'), state.get('nodeprep_files'))
     assert [msg for _c, _l, msg in items] == plan['reasons'], name
     for check, level, msg in items:
         assert _plan.drift_for(plan, check), (name, check, msg)
