@@ -205,7 +205,8 @@ ansible_facts:
             - dkms 3.0.x lists nothing past a module whose source is gone and still exits 0, saying so only on
               stderr (dkms-project/dkms issue 352), so an empty listing is not proof that no NVIDIA module is built.
           type: dict
-          sample: {"ran": true, "rc": 0, "stderr": "Error! Could not locate dkms.conf file.\nFile: /var/lib/dkms/nvidia/535.104.05/source/dkms.conf does not exist.", "problems": []}
+          sample: {"ran": true, "rc": 0, "problems": [],
+                   "stderr": "Error! Could not locate dkms.conf file.\nFile: /var/lib/dkms/nvidia/535.104.05/source/..."}
         dkms_tree:
           description:
             - The version trees of the NVIDIA DKMS modules (C(nvidia), C(nvidia-open), C(nvidia-current),

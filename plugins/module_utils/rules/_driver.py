@@ -527,8 +527,8 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
         plan.update({'refusals': [msg], 'refused': {'modules': msg}})
         return plan
     if ubuntu and ubuntu['version'] and installed_source in (None, 'nvidia-smi'):
-        installed, installed_source = ubuntu['version'], 'package ' + (ubuntu['version_package'] or
-                                                                        ubuntu['driver_package'])
+        installed = ubuntu['version']
+        installed_source = 'package ' + (ubuntu['version_package'] or ubuntu['driver_package'])
     if ubuntu and ubuntu['modules_installed']:
         # Canonical's prebuilt modules for the kernel that boots next stand where the DKMS build stands.
         dkms_version = installed

@@ -226,10 +226,11 @@ def test_the_versionlock_plugin_is_installed_where_missing():
 DCGM3 = {'datacenter-gpu-manager': '1:3.3.9-1'}
 
 
-def dcgm3_facts(family='el', unit=RUNNING, deprecated=NOT_FOUND, **kw):
-    """A node with DCGM 3.x (NVIDIA/DCGM v3.3.9: datacenter-gpu-manager, epoch 1) and its host engine running."""
-    the_facts = facts(family=family, packages=DCGM3, unit=unit, **kw)
-    the_facts['nodeprep_units']['dcgm.service'] = dict(deprecated)
+def dcgm3_facts(family='el', unit=None, deprecated=None, **kw):
+    """A node with DCGM 3.x (NVIDIA/DCGM v3.3.9: datacenter-gpu-manager, epoch 1) and its host engine running
+    (``unit``, default RUNNING; the deprecated dcgm.service: ``deprecated``, default not installed)."""
+    the_facts = facts(family=family, packages=DCGM3, unit=RUNNING if unit is None else unit, **kw)
+    the_facts['nodeprep_units']['dcgm.service'] = dict(NOT_FOUND if deprecated is None else deprecated)
     return the_facts
 
 
