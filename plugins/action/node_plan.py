@@ -37,7 +37,8 @@ def gather_args(request, keep_gathered=(), fail_on_error=True, nvidia_timeout=No
     """The module arguments of gpu_node_facts for a gather request (_plan.new_gather)."""
     args = {'gather_subset': list(request['subsets']), 'keep_gathered': list(keep_gathered),
             'fail_on_error': bool(fail_on_error)}
-    for key in ('units', 'files', 'packages', 'contents', 'limits_users', 'limits_services', 'nic_networks'):
+    for key in ('units', 'files', 'packages', 'contents', 'limits_users', 'limits_services', 'nic_networks',
+                'nic_nm_properties'):
         if request.get(key):
             args[key] = list(request[key])
     if request.get('shm_path'):
@@ -160,6 +161,7 @@ class ActionModule(ActionBase):
                 todo['limits_services'] = list(request['limits_services'])
             if 'nic' in todo['subsets']:
                 todo['nic_networks'] = list(request['nic_networks'])
+                todo['nic_nm_properties'] = list(request['nic_nm_properties'])
             todo['shm_path'] = request['shm_path']
         else:
             todo = _plan.new_gather()

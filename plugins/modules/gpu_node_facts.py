@@ -74,6 +74,14 @@ options:
     type: list
     elements: str
     default: []
+  nic_nm_properties:
+    description:
+      - NetworkManager properties (such as C(ethtool.feature-gro)) to read, for each interface reported that
+        NetworkManager manages, from its connection (C(nics.<name>.nm_connection) - C(name), C(properties), C(error))
+        in the same call; the nic_offload role compares them with what it persists there.
+    type: list
+    elements: str
+    default: []
   shm_path:
     description: The shared memory mount point to report.
     type: path
@@ -113,6 +121,30 @@ options:
     type: list
     elements: str
     default: []
+  kernel_log_lines:
+    description:
+      - Also read the NVIDIA Xid lines among the last O(kernel_log_lines) kernel log lines of the current boot
+        (C(journalctl -k -b 0), or C(dmesg) where journald has no log) into C(nodeprep_kernel_log), for the readiness
+        check C(gpu.health). V(0) (the default) does not read the kernel log.
+    type: int
+    default: 0
+  dcgm_diag:
+    description:
+      - Also run NVIDIA DCGM's C(dcgmi discovery -l) and, when its host engine answers, C(dcgmi diag -r
+        <dcgm_level> -j), and return their outputs in C(nodeprep_dcgm) for the readiness check C(gpu.dcgm_diag).
+        Level 1 takes about a minute.
+      - Without C(dcgmi) in C(PATH) nothing is run (C(nodeprep_dcgm.dcgmi) is null).
+    type: bool
+    default: false
+  dcgm_level:
+    description: The diagnostic level of O(dcgm_diag) (C(dcgmi diag -r); 1 quick, 2 medium, 3 long, 4 extended).
+    type: int
+    choices: [1, 2, 3, 4]
+    default: 1
+  dcgm_timeout:
+    description: Seconds C(dcgmi diag) may take; then it is killed (C(nodeprep_dcgm.diag.timed_out)).
+    type: int
+    default: 300
   keep_gathered:
     description:
       - Subsets gathered earlier in the play that are still valid. They are added to C(nodeprep_gathered), so a role
@@ -305,10 +337,24 @@ ansible_facts:
       returned: when O(contents) is not empty
       type: dict
       sample: {"/proc/sys/kernel/random/boot_id": "0b6b6c2e-6b55-4f4e-9d1c-4e5f0e7f1a2b\n"}
+    nodeprep_kernel_log:
+      description:
+        - The Xid lines of the kernel log (C(lines); null when it could not be read), the command read (C(source)) and
+          why it could not be read (C(error)).
+      returned: when O(kernel_log_lines) is above 0
+      type: dict
+      sample: {"source": "journalctl -k -b 0 (last 20000 lines)", "lines": [], "error": null}
+    nodeprep_dcgm:
+      description:
+        - What O(dcgm_diag) ran - C(enabled), C(level), C(timeout), C(dcgmi) (its path, or null when DCGM is not
+          installed), and per command (C(discovery), C(diag)) its C(rc), C(stdout), C(stderr) and C(timed_out); no
+          C(diag) when the discovery found no host engine.
+      returned: when O(dcgm_diag) is true
+      type: dict
     nodeprep_gathered:
       description:
-        - The subsets gathered by this call, plus those of O(keep_gathered); V(units), V(files), V(packages) and
-          V(contents) when those options were given.
+        - The subsets gathered by this call, plus those of O(keep_gathered); V(units), V(files), V(packages),
+          V(contents), V(kernel_log) and V(dcgm) when those options were given.
       returned: always
       type: list
       elements: str
@@ -364,10 +410,11 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_m
     fail_kwargs,
 )
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import CommandError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._health import read_dcgm, read_kernel_log
 
 SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic')
 # Read only when their option lists something; kept by keep_gathered like the others.
-STATE_SUBSETS = ('units', 'files', 'packages', 'contents')
+STATE_SUBSETS = ('units', 'files', 'packages', 'contents', 'kernel_log', 'dcgm')
 NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics'}
 # The shared memory mount point that is reported, not a place for temporary files.
 SHM_PATH = '/dev/shm'  # nosec B108
@@ -394,7 +441,8 @@ def gather(module, subsets):
                                                services=params['limits_services']),
         'shm': lambda: collect_shm_facts(module, path=params['shm_path']),
         'nic': lambda: collect_nic_facts(module, interfaces=params['nic_interfaces'] or None,
-                                         networks=params['nic_networks'] or None),
+                                         networks=params['nic_networks'] or None,
+                                         nm_properties=params['nic_nm_properties']),
     }
     facts, errors, timings = {}, {}, {}
     for name in subsets:
@@ -467,6 +515,16 @@ def gather_state(module, facts, timings):
         facts['nodeprep_contents'] = collect_contents(params['contents'])
         timings['contents'] = round(time.time() - started, 3)
         done.append('contents')
+    if params['kernel_log_lines']:
+        started = time.time()
+        facts['nodeprep_kernel_log'] = read_kernel_log(module, params['kernel_log_lines'])
+        timings['kernel_log'] = round(time.time() - started, 3)
+        done.append('kernel_log')
+    if params['dcgm_diag']:
+        started = time.time()
+        facts['nodeprep_dcgm'] = read_dcgm(module, params['dcgm_level'], params['dcgm_timeout'])
+        timings['dcgm'] = round(time.time() - started, 3)
+        done.append('dcgm')
     return done
 
 
@@ -482,11 +540,16 @@ def main():
             limits_services=dict(type='list', elements='str', default=[]),
             nic_interfaces=dict(type='list', elements='str', default=[]),
             nic_networks=dict(type='list', elements='str', default=[]),
+            nic_nm_properties=dict(type='list', elements='str', default=[]),
             shm_path=dict(type='path', default=SHM_PATH),
             units=dict(type='list', elements='str', default=[]),
             files=dict(type='list', elements='str', default=[]),
             packages=dict(type='list', elements='str', default=[]),
             contents=dict(type='list', elements='str', default=[]),
+            kernel_log_lines=dict(type='int', default=0),
+            dcgm_diag=dict(type='bool', default=False),
+            dcgm_level=dict(type='int', choices=[1, 2, 3, 4], default=1),
+            dcgm_timeout=dict(type='int', default=300),
             keep_gathered=dict(type='list', elements='str', default=[]),
             fail_on_error=dict(type='bool', default=True),
         ),
@@ -494,6 +557,12 @@ def main():
     )
     if module.params['nvidia_timeout'] < 1:
         module.fail_json(msg='nvidia_timeout must be at least 1 second, got {0}'.format(module.params['nvidia_timeout']))
+    if module.params['kernel_log_lines'] < 0:
+        module.fail_json(msg='kernel_log_lines={0} is negative; allowed: 0 (do not read the kernel log) or a positive '
+                             'number of lines'.format(module.params['kernel_log_lines']))
+    if module.params['dcgm_timeout'] < 1:
+        module.fail_json(msg='dcgm_timeout={0} is not a timeout; allowed: a whole number of seconds, at least 1 (level '
+                             '1 takes about a minute)'.format(module.params['dcgm_timeout']))
     check_state_options(module)
     subsets = wanted_subsets(module.params['gather_subset'])
     facts, errors, timings = gather(module, subsets)

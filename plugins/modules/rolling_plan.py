@@ -21,11 +21,23 @@ description:
     C(/var/lib/nodeprep/rolling-state) (C(ansible_facts.nodeprep_contents)) and the backend's state answer
     O(slurm) (M(gpufleet.nodeprep.rolling_slurm) O(gpufleet.nodeprep.rolling_slurm#module:op=state)).
   - A node whose kernel or nvidia_driver plan has reasons or needs a reboot is a candidate; settings-only nodes are
-    V(in-place) (never drained); a node someone else holds (drained, down, failed, a reboot pending, any reason that
-    is not V(nodeprep:...)) is V(skipped-held) unless O(include_held); a node with our reason is picked up at its
-    recorded phase. The rules are C(plugins/module_utils/rules/_rolling.py); docs/rolling-maintenance.md lists them.
+    V(in-place) (never drained); a node someone else holds (drained, down, failed, a reboot pending, a reservation,
+    power saving, any reason that is not V(nodeprep:...)) is V(skipped-held) unless
+    C(nodeprep_rolling_include_held); a node with our reason in force is picked up at its recorded phase. The
+    rules are C(plugins/module_utils/rules/_rolling.py); docs/rolling-maintenance.md lists them.
   - Without O(slurm) it returns only C(need_slurm), the nodes Slurm must be asked about (empty on a fleet already
     on target, which then asks Slurm nothing).
+  - The run's settings are the play's C(nodeprep_rolling_*) variables, typed here once with Ansible's argument spec
+    validator from the spec in C(plugins/module_utils/rules/_rolling.py) (C(SETTINGS)); so C(-e
+    nodeprep_rolling_include_held=false) is false and a batch written with a non-ASCII digit is refused. A value
+    that cannot be typed fails the task naming the variable, the value and what is allowed, before anything is read
+    or changed. They are returned as RV(settings) (short names), which the playbook keeps in the fact
+    C(nodeprep_rolling_settings). docs/rolling-maintenance.md lists them.
+  - The reboot timeout is the longest of C(nodeprep_kernel_reboot_timeout) and
+    C(nodeprep_nvidia_driver_reboot_timeout), typed by those roles' own specs.
+  - Refuses a play that runs as one slice of an AWX or AAP sliced job (C(awx_workflow_job_name) equal to
+    C(awx_job_template_name), as AWX makes a slice workflow from the job template; C(tower_) too), since slices share no
+    state, so batches and limits would be counted per slice.
   - Never changes anything.
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
@@ -40,65 +52,46 @@ options:
     description: The backend's state answer (C(records), C(config), C(partitions), C(jobs)).
     type: dict
   run_id:
-    description: The run id (C(nodeprep_rolling_run_id)), 1 to 64 letters, digits, C(.), C(_) or C(-).
-    type: str
-    required: true
-  batch:
-    description: Nodes per batch (C(nodeprep_rolling_batch)), a count or a percentage of the nodes worked on.
-    type: raw
-    default: 1
-  busy:
-    description: What happens to a node still busy after the drain timeout (C(nodeprep_rolling_busy)).
-    type: str
-    default: skip
-    choices: [skip, wait, fail]
-  include_held:
-    description: Work on nodes someone else holds, leaving their state and reason (C(nodeprep_rolling_include_held)).
-    type: bool
-    default: false
-  retry_failed:
-    description: Work again on nodes that failed verification in an earlier run, instead of verifying only.
-    type: bool
-    default: false
-  min_available:
-    description: Usable nodes each partition must keep during a batch (C(nodeprep_rolling_min_available)).
-    type: int
-    default: 0
-  max_failed:
-    description: The run stops when more nodes than this failed verification (C(nodeprep_rolling_max_failed)).
-    type: int
-    default: 1
-  reboot:
     description:
-      - Who reboots a node the kernel or driver needs rebooted (C(nodeprep_rolling_reboot)), V(roles)
-        (M(ansible.builtin.reboot) in the roles) or V(slurm) (C(scontrol reboot nextstate=DOWN) after the install).
-      - A held node (O(include_held)) is always rebooted by the roles; its decision's C(reboot) says which.
+      - The run id the first call returned (RV(run_id)), so that both calls of a run plan with the same id.
+      - Default C(nodeprep_rolling_run_id), else the UTC time C(%Y%m%dT%H%M%S).
     type: str
-    default: roles
-    choices: [roles, slurm]
-  reboot_timeout:
-    description: The longest reboot timeout of the kernel and nvidia_driver roles, in seconds; the run is refused
-      when Slurm's C(ResumeTimeout) is shorter.
-    type: int
-    default: 0
 seealso:
   - module: gpufleet.nodeprep.rolling_slurm
   - module: gpufleet.nodeprep.node_plan
 """
 
 EXAMPLES = r"""
-- name: Plan the run
+- name: Plan the run (nodeprep_rolling_batch and the other settings come from the play's variables)
   gpufleet.nodeprep.rolling_plan:
     hosts: "{{ ansible_play_hosts }}"
     run_id: maint-2026-01
     slurm: "{{ slurm_state }}"
-    batch: 25%
   run_once: true
   delegate_to: localhost
   register: plan
 """
 
 RETURN = r"""
+settings:
+  description: The run's settings, typed (the C(nodeprep_rolling_) prefix left out), with C(run_id) and
+    C(controller) filled in and C(reboot_timeout) (seconds, the longest of the kernel and driver roles').
+  returned: always
+  type: dict
+run_id:
+  description: The run id of this run.
+  returned: always
+  type: str
+batch_size:
+  description: Nodes per batch (the play's C(serial)); 0 when nothing is worked on.
+  returned: always
+  type: int
+polls:
+  description: Per batch, the Slurm commands of one poll of its nodes (one C(scontrol show node -o) and one
+    C(squeue) over the batch's hostlist).
+  returned: always
+  type: list
+  elements: list
 need_slurm:
   description: The nodes the backend must be asked about.
   returned: always
@@ -106,7 +99,8 @@ need_slurm:
   elements: str
 decisions:
   description: Per node - C(state), C(start) (drain, wait, work, verify or null), C(why), C(changes), C(ours),
-    C(held), C(original_reason), C(slurm_state), C(marker), C(reboot) (roles or slurm; null when not worked on).
+    C(held), C(original_reason), C(slurm_state), C(marker), C(reboot) (roles or slurm; null when not worked on),
+    C(reboot_needed), C(down).
   returned: always
   type: dict
 work:
@@ -129,7 +123,8 @@ text:
   returned: always
   type: str
 problems:
-  description: Why the run must not start (ResumeTimeout, min available); empty when it may.
+  description: Why the run must not start (RebootProgram and ResumeTimeout for Slurm reboots, SlurmdTimeout for a
+    held node the roles reboot, min available); empty when it may.
   returned: always
   type: list
   elements: str

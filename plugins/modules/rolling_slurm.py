@@ -11,32 +11,53 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: rolling_slurm
-short_description: The Slurm backend of the rolling maintenance run (state, drain, wait_empty, resume, reboot)
+short_description: The Slurm backend of the rolling maintenance run and of the readiness verdict
 version_added: 0.1.0
 author: gpufleet maintainers (@gpufleet)
 description:
   - One operation of C(gpufleet.nodeprep.rolling_upgrade) on Slurm nodes, run on the host the task runs on (use
     C(delegate_to) the Slurm controller and C(run_once)). Every command is an argument list run by
-    M(ansible.builtin.command) with C(LC_ALL=C) - C(scontrol show node -o), C(scontrol show config),
-    C(scontrol show partition -o), C(squeue -h -w <node> -o %i|%T|%u), C(scontrol update).
-  - O(op=state) reads every node's record, the configuration and the partitions, and the jobs of O(nodes); it
-    changes nothing and runs in check mode too when the task sets C(check_mode=false).
-  - O(op=drain) drains O(nodes) with O(reason) (V(nodeprep:<run id>:drain)) in one C(scontrol update); it refuses
-    a node that is already drained, down, failed, has a reboot pending or carries any reason, so that nothing is
-    drained twice and no one else's state is taken over.
+    M(ansible.builtin.command) with C(LC_ALL=C) and C(SLURM_TIME_FORMAT=standard) - C(scontrol show node -o
+    [<hostlist>]), C(scontrol show config), C(scontrol show partition -o), C(squeue -h -w <hostlist> -o
+    %i|%T|%u|%N), C(scontrol update), C(scontrol reboot).
+  - Slurm calls are bounded by the operation, not by the number of nodes; a poll of O(nodes) is one
+    C(scontrol show node -o <hostlist>) and one C(squeue -w <hostlist>), whatever the batch size.
+  - O(op=state) reads every node's record, the configuration and the partitions, and the jobs of O(nodes) (one
+    C(squeue) over their hostlist); it changes nothing and runs in check mode too when the task sets
+    C(check_mode=false).
+  - O(op=lock) takes the lock of the cluster for run O(run_id) on the host the task runs on
+    (C(/var/lib/nodeprep/rolling-<ClusterName>.lock), a symbolic link whose target names the run, the Ansible
+    controller and its process); it keeps a lock of the same run id, takes over one whose holder is a run of this
+    controller that is gone, and fails naming the holder otherwise. O(op=unlock) removes it when O(run_id) holds
+    it. In check mode both only read.
+  - O(op=drain) drains O(nodes) with O(reason) (V(nodeprep:<run id>:drain)) in one C(scontrol update); it refuses a
+    node that is already drained, down, failed, has a reboot pending or carries any reason, so that nothing is
+    drained twice and no one else's state is taken over, and refuses the drain when a partition of the nodes would
+    keep fewer than O(min_available) usable nodes (Slurm's state of the moment, where nodes that failed verification
+    stay drained and do not count).
   - O(op=set_reason) sets O(reason) (or the node's entry of O(reasons)) on the nodes whose current reason is ours
     (V(nodeprep:...)); other nodes are left alone and returned in C(not_ours).
-  - O(op=wait_empty) polls until every node of O(nodes) is drained and C(squeue -w) lists no running or completing
-    job there, or O(timeout) seconds passed; it returns the nodes still busy with their job ids.
+  - O(op=wait_empty) polls until every node of O(nodes) is empty, or O(timeout) seconds passed; it returns the nodes
+    still busy with their job ids. A node whose reason is ours is empty when drained (DRAINED in C(sinfo)) with no
+    running or completing job; a node of O(held) (worked on without being ours) when no job runs there, DRAIN or not.
+    A node outside O(held) whose reason is no longer ours is returned in C(not_ours).
   - O(op=resume) resumes only the nodes whose current reason is ours and that have no reboot pending
     (C(State=RESUME) would cancel it), then waits up to O(resume_timeout) seconds until they are IDLE, MIXED or
-    ALLOCATED again.
+    ALLOCATED again. A node already in service counts as back (Slurm 23.11 and later without accounting storage
+    keep an old reason on such a node; it is not a hold).
   - O(op=reboot) asks Slurm to reboot O(nodes) (all of them ours) with
     C(scontrol reboot nextstate=DOWN reason=<reason> <nodes>) (O(reason) is V(nodeprep:<run id>:reboot)); slurmd runs
     C(RebootProgram). A node whose reboot is already requested or issued is not asked again. Slurm clears the DRAIN
     flag of a node rebooted with a nextstate and keeps it DOWN after the reboot, so no job starts there.
   - O(op=wait_reboot) polls until each node of O(nodes) registered again after its reboot (DOWN, reason ending in
     C(reboot complete)), Slurm gave up (C(reboot timed out), after C(ResumeTimeout)), or O(timeout) seconds passed.
+  - O(op=health) acts on readiness's verdict (the readiness role with C(nodeprep_readiness_slurm=drain)), from
+    O(verdicts), or else from the C(nodeprep_readiness) host variable of each of O(nodes) (the failed checks of its
+    C(checks); a node without checks was not judged), it drains a failing node that has no reason (or a left-over
+    one of ours) with C(nodeprep:health:<check ids>), rewrites that reason when the failed checks changed, and
+    resumes a node drained with it that passes; a node with any other reason (an admin's, another tool's, a rolling
+    run's), a pending reboot, DOWN, FAIL, a maintenance reservation or power saving is left as it is. One
+    C(scontrol show node -o), then one C(scontrol update) per distinct change.
   - The decisions are the pure functions of C(plugins/module_utils/rules/_rolling.py); a site with another workload
     manager implements the same operations in a tasks file (docs/rolling-maintenance.md, "Backend").
 extends_documentation_fragment:
@@ -46,7 +67,7 @@ options:
     description: The operation.
     type: str
     required: true
-    choices: [state, drain, set_reason, wait_empty, resume, reboot, wait_reboot]
+    choices: [state, lock, unlock, drain, set_reason, wait_empty, resume, reboot, wait_reboot, health]
   nodes:
     description: Slurm node names.
     type: list
@@ -75,11 +96,29 @@ options:
     description: Directory of C(scontrol) and C(squeue) when they are not on the C(PATH).
     type: str
     default: ''
+  min_available:
+    description: O(op=drain) - usable nodes each partition of O(nodes) must keep outside them.
+    type: int
+    default: 0
+  held:
+    description: O(op=wait_empty) - the nodes of O(nodes) worked on without being ours (include_held).
+    type: list
+    elements: str
+    default: []
+  run_id:
+    description: O(op=lock) and O(op=unlock) - the run id (1 to 64 of C(A-Za-z0-9._-)).
+    type: str
+  verdicts:
+    description: O(op=health) - per node the ids of its failed checks (an empty list passes; null was not judged).
+      Without it, the verdicts are read from the C(nodeprep_readiness) host variable of each node of O(nodes).
+    type: dict
+    default: {}
 attributes:
   check_mode:
     support: full
     details:
-      - O(op=state) and O(op=wait_empty) only read; the other operations report what they would do and run nothing.
+      - O(op=state), O(op=wait_empty), O(op=lock) and O(op=unlock) only read; the other operations (O(op=health)
+        too) report what they would do and run nothing.
   diff_mode:
     support: none
   action:
@@ -120,7 +159,8 @@ records:
   returned: op=state
   type: dict
 config:
-  description: O(op=state) - C(ResumeTimeout), C(ReturnToService), C(RebootProgram), C(SLURM_VERSION).
+  description: O(op=state) - C(ResumeTimeout), C(ReturnToService), C(RebootProgram), C(SLURM_VERSION),
+    C(SlurmdTimeout), C(ClusterName), C(AccountingStorageType).
   returned: op=state
   type: dict
 partitions:
@@ -163,17 +203,57 @@ timed_out:
   returned: op=wait_empty
   type: bool
 resumed:
-  description: O(op=resume) - the nodes resumed.
-  returned: op=resume
+  description: O(op=resume), O(op=health) - the nodes resumed.
+  returned: op=resume or op=health
   type: list
   elements: str
 back:
-  description: O(op=resume) - the resumed nodes back in service (IDLE, MIXED or ALLOCATED).
+  description: O(op=resume) - the nodes back in service (IDLE, MIXED or ALLOCATED), resumed or already there.
   returned: op=resume
   type: list
   elements: str
 not_ours:
-  description: O(op=resume) and O(op=set_reason) - the nodes left alone because their reason is not ours.
-  returned: op=resume or op=set_reason
+  description: O(op=resume) and O(op=set_reason) - the nodes left alone because their reason is not ours;
+    O(op=wait_empty) - the nodes (outside O(held)) whose reason is no longer ours.
+  returned: op=resume or op=set_reason or op=wait_empty
   type: raw
+polls:
+  description: O(op=wait_empty) - how many polls were made (each one C(scontrol) and one C(squeue)).
+  returned: op=wait_empty
+  type: int
+lock:
+  description: O(op=lock), O(op=unlock) - the path of the cluster's lock on the host the task ran on.
+  returned: op=lock or op=unlock
+  type: str
+holder:
+  description: O(op=lock), O(op=unlock) - the lock's holder (run_id, controller, pid, since), or null.
+  returned: op=lock or op=unlock
+  type: dict
+decision:
+  description: O(op=lock) - take, ours, stale (a gone run of this controller, taken over) or refuse.
+  returned: op=lock
+  type: str
+actions:
+  description: O(op=health) - per node C(action) (drain, update, keep, resume, none, skip, unknown), C(reason), C(why).
+  returned: op=health
+  type: dict
+drained:
+  description: O(op=health) - the nodes drained by the verdict.
+  returned: op=health
+  type: list
+  elements: str
+updated:
+  description: O(op=health) - the nodes whose health reason was rewritten.
+  returned: op=health
+  type: list
+  elements: str
+skipped:
+  description: O(op=health) - the failing nodes left as they are, with why.
+  returned: op=health
+  type: dict
+unknown:
+  description: O(op=health) - the nodes Slurm does not know.
+  returned: op=health
+  type: list
+  elements: str
 """

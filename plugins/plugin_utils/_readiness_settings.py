@@ -8,8 +8,9 @@
 roles/readiness/meta/argument_specs.yml, its defaults/main.yml and the variable table of its README from SETTINGS
 (the roles that plan have theirs in their rule modules, plugins/plugin_utils/_plans.py RULES).
 
-The checks also read the variables of the roles that configure the node (plugins/module_utils/rules/_readiness.py
-SETTING_NAMES); those are documented, and defaulted, by their own roles.  No Ansible import.
+The readiness_info action types these with Ansible's validator (plugin_utils/_plans.typed_with) and hands the checks
+of plugins/module_utils/rules/_readiness.py the names of SETTING_NAMES; the variables of the roles that configure the
+node reach their checks through those roles' plans, typed with the roles' own SETTINGS.  No Ansible import.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -56,8 +57,9 @@ SETTINGS = {
         'description': ["Run NVIDIA DCGM's diagnostic (C(dcgmi diag -r <level> -j)) for the check C(gpu.dcgm_diag), "
                         "which fails with DCGM's own words for every GPU and test that failed.",
                         'Off by default because level 1 takes about a minute per node. Without DCGM installed, or '
-                        'with its host engine (C(nvidia-dcgm.service)) stopped, the check skips saying so (the role '
-                        'C(gpufleet.nodeprep.dcgm) installs and starts it).']},
+                        'with its host engine (C(nvidia-dcgm.service)) stopped, the check skips saying so, unless the '
+                        'role C(gpufleet.nodeprep.dcgm) manages DCGM on the node (then it fails: that role installs '
+                        'and starts it).']},
     'nodeprep_readiness_dcgm_level': {
         'type': 'int', 'default': 1, 'choices': [1, 2, 3, 4],
         'description': 'The DCGM diagnostic level (C(dcgmi diag -r)) - 1 quick (about a minute), 2 medium, 3 long, '
@@ -68,4 +70,16 @@ SETTINGS = {
     'nodeprep_readiness_skip_checks': {
         'type': 'list', 'elements': 'str', 'default': [],
         'description': 'Check ids not to run on these hosts (reported as skip). Unknown ids are refused.'},
+    'nodeprep_readiness_slurm': {
+        'type': 'str', 'default': 'report', 'choices': ['report', 'drain'],
+        'description': ['What the verdict does in Slurm. V(report) changes nothing (Slurm is not asked).',
+                        "V(drain) drains a node that failed a check with the reason C(nodeprep:health:<check ids>) "
+                        "when it has no reason or one of this verdict's own, and resumes a node drained with that "
+                        "reason once it passes; an admin's, another tool's or a rolling maintenance run's reason is "
+                        'never touched (docs/readiness.md, "Slurm"). Runs once, on '
+                        'O(nodeprep_readiness_slurm_controller), before the failing nodes fail.']},
+    'nodeprep_readiness_slurm_controller': {
+        'type': 'str', 'default': '',
+        'description': 'The host that runs C(scontrol) for O(nodeprep_readiness_slurm=drain); V(\'\') is the first '
+                       'host of the inventory group C(slurm_head).'},
 }

@@ -29,36 +29,60 @@ VERSION = 1
 # prediction of these (the others are predicted as usual).
 DRIVER_DEPENDENT = ('gpu_settings',)
 
-# (role, what the task or error is about, pattern of the error text, what to set).  The first match names the
-# variable.  Sources: the messages of dnf and Ansible's dnf module ("No package ... available", "All matches were
-# filtered out by exclude filtering", "Failed to download metadata for repo", "Cannot download repomd.xml", "Curl
-# error"), apt and Ansible's apt module ("Unable to locate package", "No package matching", "no available
-# installation candidate for", "Failed to fetch") and get_url/uri ("Request failed", the url-open error, "Connection
-# refused", "timed out", "Name or service not known"); the two exclusion messages as measured on the fleet's
-# devel-missing fault.
-_UNREACHABLE = (r'failed to download metadata|cannot download repomd|curl error|failed to fetch|url[o]pen error|'
-                r'request failed|connection refused|timed out|name or service not known|no route to host|'
-                r'could not resolve host|temporary failure in name resolution|network is unreachable|'
-                r'cannot download|status code was -1')
+# The run summary names what to do only for a failure it recognises, from the words of the tool that failed; any
+# other failure gets no hint (a hint that does not fit sends the admin after the wrong variable).
+#
+# A download that failed (the network, a mirror, a wrong URL), as each tool words it: dnf 4 and librepo ("Failed to
+# download metadata for repo 'cuda-rhel9': Cannot download repomd.xml", "Curl error (6): Couldn't resolve host
+# name", "All mirrors were tried"), dnf 5 ("Failed to download metadata (baseurl: ...) for repository
+# \"cuda-rhel10\"", "Librepo error"), apt ("Failed to fetch <url>", "Temporary failure resolving", "Could not
+# connect to", "Could not resolve"), Ansible's get_url and uri (module_utils/urls.py fetch_url: "Request failed:
+# <url...open error [Errno 113] No route to host>", "Connection failure: ..."; get_url with a 404: "Request failed").
+# A bare "timed out" is not one: nvidia-smi, systemd and the reboot time out too.
+_DOWNLOAD_FAILED = (r'failed to download metadata|cannot download|all mirrors were tried|curl error|librepo error|'
+                    r'failed to fetch|temporary failure resolving|could not resolve|could not connect to|'
+                    r'url[o]pen error|request failed|connection failure|connection refused|no route to host|'
+                    r'name or service not known|network is unreachable|status code was -1|'
+                    r'(connection|operation|read operation) timed out|timeout was reached')
+# What the failed download was: the repository ids and files the roles write, the default hosts and URLs.
+_ELREPO = r'elrepo'
+_EPEL = r'\bepel\b|rpm-gpg-key-epel'
+_RUNFILE = r'nvidia-linux-[a-z0-9_]+-[0-9.]+\.run'
+_CUDA_REPO = r'\bcuda-(rhel|ubuntu|debian|sles|fedora|amzn|azl)[0-9]+\b|developer\.download\.nvidia\.com|nodeprep-cuda'
 _NO_PACKAGE = (r'no package .*(available|matching)|unable to locate package|nothing provides|no match for argument|'
                r'installation candidate|filtered out by exclude')
 # The kernel role and the nvidia_driver role (its kernel_devel step) both install the devel/headers package.
 _DEVEL = r'(kernel-(lt-|ml-)?devel|linux-headers|development tree)'
 _DEVEL_HINT = ('the devel/headers package of the running kernel is in no repository the node has (a custom kernel?): '
                'install its headers yourself and set nodeprep_kernel_manage_devel: false')
+# Ansible's reboot action when the node does not come back (plugins/action/reboot.py, do_until_success_or_timeout):
+# "Timed out waiting for last boot time check (timeout=1800)" (the node never answered with a new boot id) and
+# "Timed out waiting for post-reboot test command (timeout=1800)" (it booted, but runs no command).
+_REBOOT_TIMEOUT = r'timed out waiting for (?P<step>last boot time check|post-reboot test command) \(timeout=(?P<timeout>[0-9]+)\)'
+_REBOOT_HINT = ('the node did not come back from the reboot within {timeout} s ({step} timed out): look at its console '
+                'or BMC (a kernel or driver that hangs at boot, an initramfs that cannot mount the root, a long POST); '
+                'a node that is only slow to boot needs a larger nodeprep_{role}_reboot_timeout')
+_BOTH = ('kernel', 'nvidia_driver')
+# (roles, what the error is about, the failure, the hint; {role} and the failure's named groups are filled in).
+# The first row whose "about" and failure are both in the error's words (the devel rows: in the task's name or the
+# error's words) gives the hint.
 HINTS = (
-    ('kernel', _DEVEL, _NO_PACKAGE, _DEVEL_HINT),
-    ('nvidia_driver', _DEVEL, _NO_PACKAGE, _DEVEL_HINT),
-    ('kernel', r'elrepo', _UNREACHABLE,
+    (_BOTH, r'', _REBOOT_TIMEOUT, _REBOOT_HINT),
+    (_BOTH, _DEVEL, _NO_PACKAGE, _DEVEL_HINT),
+    (('kernel',), _ELREPO, _DOWNLOAD_FAILED,
      'the node cannot reach ELRepo: set nodeprep_kernel_elrepo_url (and nodeprep_kernel_elrepo_gpgkey) to a mirror it '
      'can reach'),
-    ('nvidia_driver', r'epel', _UNREACHABLE,
+    (('nvidia_driver',), _EPEL, _DOWNLOAD_FAILED,
      'the node cannot reach EPEL: set nodeprep_nvidia_driver_epel_url (and nodeprep_nvidia_driver_epel_gpgkey) to a '
      'mirror it can reach'),
-    ('nvidia_driver', r'', _UNREACHABLE,
+    (('nvidia_driver',), _RUNFILE, _DOWNLOAD_FAILED,
+     "the node cannot download NVIDIA's runfile: set nodeprep_nvidia_driver_runfile_url to a copy it can reach"),
+    (('nvidia_driver',), _CUDA_REPO, _DOWNLOAD_FAILED,
      "the node cannot reach NVIDIA's repository: set nodeprep_nvidia_driver_repo_url (and "
      'nodeprep_nvidia_driver_repo_gpgkey) to a mirror it can reach'),
 )
+# The rows matched against the task's name as well as the error's words.
+_TASK_ROWS = (_DEVEL,)
 
 
 def _text(value):
@@ -69,9 +93,10 @@ def _text(value):
     return str(value)
 
 
-def error_text(result):
-    """The words of a failed task's result: its msg, then what dnf/apt list as failures, the end of stderr."""
-    result = result if isinstance(result, dict) else {}
+def _parts(result):
+    """The words of one result: its msg, what dnf/apt list as failures, the last line of stderr, and for a task
+    that looped, the same of each item that failed (the loop's own msg is only "One or more items failed"), with
+    the URL a download item failed on."""
     parts = [_text(result.get('msg'))]
     for key in ('failures', 'results'):
         if isinstance(result.get(key), list):
@@ -79,8 +104,20 @@ def error_text(result):
     stderr = _text(result.get('stderr')).strip()
     if stderr:
         parts.append(stderr.splitlines()[-1])
+    if result.get('url') and parts and str(result['url']) not in parts[0]:
+        parts[0] = '{0} ({1})'.format(parts[0], result['url']) if parts[0] else str(result['url'])
+    for item in result.get('results') if isinstance(result.get('results'), list) else []:
+        if isinstance(item, dict) and item.get('failed'):
+            parts.extend(_parts(item))
+    return parts
+
+
+def error_text(result):
+    """The words of a failed task's result: its msg, then what dnf/apt list as failures, the end of stderr (and
+    those of each failed item of a loop)."""
+    result = result if isinstance(result, dict) else {}
     words = []
-    for part in parts:
+    for part in _parts(result):
         part = ' '.join(part.split())
         if part and part not in words:
             words.append(part)
@@ -88,11 +125,16 @@ def error_text(result):
 
 
 def hint(role, task, text):
-    """The variable to set for an error this collection knows (None for any other)."""
-    subject = '{0} {1}'.format(task or '', text or '').lower()
-    for hint_role, about, pattern, words in HINTS:
-        if hint_role == role and re.search(about, subject) and re.search(pattern, subject):
-            return words
+    """What to do about an error this collection recognises, naming the variable to set (None for any other)."""
+    message = (text or '').lower()
+    with_task = '{0} {1}'.format(task or '', message).lower()
+    for roles, about, pattern, words in HINTS:
+        subject = with_task if about in _TASK_ROWS else message
+        if role not in roles or not re.search(about, subject):
+            continue
+        match = re.search(pattern, subject)
+        if match:
+            return words.format(role=role, **match.groupdict())
     return None
 
 

@@ -7,31 +7,42 @@
 Boots a Slurm fleet of its own (head + el9-b200-01 + ubuntu2404-h200-01; TESTBED_PREFIX nprr, TESTBED_SUBNET 10.239,
 TESTBED_DIR .testbed-rolling; ROLLING_FLEET_PREFIX, ROLLING_FLEET_SUBNET and ROLLING_FLEET_DIR change them;
 ROLLING_FLEET_REUSE=1 uses a fleet already up there and leaves it up; without it the fleet is taken down first, so
-the nodes are always fresh). The fresh nodes have no NVIDIA driver, so the driver plan of both is disruptive
+the nodes are always fresh), with the Slurm TESTBED_SLURM_VERSION names (24.11 by default, or 22.05); checks that
+differ between the two say so. The fresh nodes have no NVIDIA driver, so the driver plan of both is disruptive
 (install, nouveau blacklist, reboot). Checks, with the real daemons:
 
-  1. check mode with the roles' default reboot timeout (1800 s > ResumeTimeout 600 s): the plan is printed, the
-     run refused by the preflight, and nothing changed in Slurm (no update_node in slurmctld.log) or on the nodes;
-     check mode with batch 50%: one node a batch; batch 100% with min_available 1: refused, nothing changed;
+  1. check mode with the roles' default reboot timeout (1800 s) and Slurm reboots: refused (ResumeTimeout 600 s),
+     nothing changed (no update_node in slurmctld.log, no marker); the same with the roles' reboots: not refused (our
+     own nodes are resumed whatever SlurmdTimeout); a batch of a non-ASCII digit and a slice of an AWX sliced job:
+     refused, clear messages, nothing changed; check mode with batch 50%: one node a batch; batch 100% with
+     min_available 1: refused, nothing changed;
   2. a job (sleep 900) on el9; a run with batch 2 and drain timeout 40 s under busy=skip: both nodes drained by one
      scontrol update before any work; el9 not touched, resumed and reported busy with its job id, the job still
-     RUNNING; ubuntu upgraded (driver loaded, it rebooted), verified, resumed: IDLE, no reason; then busy=fail: the
-     run stops on el9, which stays drained with our reason, its job RUNNING;
+     RUNNING; ubuntu upgraded (driver loaded, it rebooted), verified, resumed: IDLE, no reason of ours in force; the
+     lock given back; then busy=fail: the run stops on el9, which stays drained with our reason, its job RUNNING;
   3. an admin drains el9 (its job cancelled): the next run skips it (skipped-held), its reason is kept, and no
-     `scontrol update` is made; with include_held (and reboot=slurm) el9 is worked on, rebooted by the roles, and
-     keeps the admin's drain and reason (no scontrol update, no scontrol reboot);
+     `scontrol update` is made; include_held with 600 s reboot timeouts > SlurmdTimeout 300 s is refused on 24.11
+     (not on 22.05); with 300 s (and reboot=slurm) el9 is worked on, rebooted by the roles, and keeps the admin's
+     drain and reason (no scontrol update, no scontrol reboot);
   4. the admin resumes el9; a branch move to 590 for el9 only (host_vars; the fleet's apt packages cannot move an
      Ubuntu node between branches); a job holds it; a run is killed after its drain; a GPU fault (remapped rows
-     pending); the rerun (reboot=slurm, busy=wait, drain timeout 10 s) is still waiting when the drain timeout has
-     passed, lets the job end, drains nothing again, has Slurm reboot el9 (scontrol reboot nextstate=DOWN:
-     "reboot request queued", "returned to service", a new BootTime, driver 590) and the verification fails:
-     DOWN, reason nodeprep:run4:verify-failed:...gpu.health...;
+     pending); the rerun (reboot=slurm, busy=wait, drain timeout 10 s) takes over the lock the killed run left, a
+     second run is refused naming it, the rerun is still waiting when the drain timeout has passed, lets the job
+     end, drains nothing again, has Slurm reboot el9 (scontrol reboot nextstate=DOWN: "reboot request queued",
+     "returned to service", a new BootTime, driver 590) and the verification fails: DOWN, reason
+     nodeprep:run4:verify-failed:...gpu.health...; the lock given back;
   5. a rerun with max_failed 0 verifies el9 only, fails again and stops the run (reason updates only);
-  6. healed: the next run verifies el9 only and resumes it: IDLE, no reason;
+  6. healed: the next run verifies el9 only and resumes it: IDLE;
+  8. SlurmdTimeout=60, el9 off for 150 s at each reboot (slow-boot), a branch move 590 -> 580 rebooted by the roles:
+     slurmctld sets el9 DOWN while it is off ("not responding, setting DOWN"), the run still resumes it: driver 580,
+     IDLE, result resumed;
   7. a run on the upgraded fleet asks Slurm nothing (slurm_asked false, no update_node), reports nothing to do;
-     sinfo shows both nodes idle and gpufleet.nodeprep.readiness passes on both.
+     sinfo shows both nodes idle and gpufleet.nodeprep.readiness passes on both;
+  9. readiness's verdict in Slurm: with rows pending remapping on el9, report (default) changes nothing; drain
+     drains el9 with nodeprep:health:<its failed checks> and leaves ubuntu; a bad value is refused naming report,
+     drain; an admin-drained failing ubuntu keeps the admin's reason; after the heal the next run resumes el9 only.
 
-Exit 0 when every check passed. Run as root from the repository root. Takes 10 to 40 minutes on 2 shared cores,
+Exit 0 when every check passed. Run as root from the repository root. Takes 15 to 60 minutes on 2 shared cores,
 as loaded by the others.
 """
 
@@ -150,6 +161,30 @@ def strip(text):
     return text.rsplit(' [', 1)[0] if text.endswith(']') else text
 
 
+def cleared(node, stale):
+    """After our resume the node has no reason on 22.05; Slurm >= 23.11 without accounting storage keeps the last
+    one (the fleet's case, slurm_fleet.KEEPS_REASON): then it must be exactly ``stale``, ours and left over."""
+    got = status(node).get('Reason')
+    if sf.KEEPS_REASON:
+        return strip(got) == stale
+    return got is None
+
+
+def lock_target():
+    """The cluster's lock on the head (rolling_slurm op=lock), '' when there is none."""
+    return head('readlink /var/lib/nodeprep/rolling-{0}.lock || true'.format(sf.PREFIX.lower())).strip()
+
+
+def set_slurmd_timeout(seconds):
+    for name in (HEAD, EL, UB):
+        ssh(name, "sed -i '/^SlurmdTimeout=/d' /etc/slurm/slurm.conf && echo 'SlurmdTimeout={0}' >> "
+                  "/etc/slurm/slurm.conf".format(seconds))
+    head('scontrol reconfigure')
+    return sf.wait_for('SlurmdTimeout={0} in slurmctld'.format(seconds), lambda: ssh(
+        HEAD, "scontrol show config | awk '$1 == \"SlurmdTimeout\" {print $3}'", check_rc=False).strip()
+        == str(seconds))
+
+
 def ctld_log():
     return head('cat /var/log/slurm/slurmctld.log').splitlines()
 
@@ -200,14 +235,29 @@ def scenario():
     if not check(bool(idle), 'sinfo: both nodes idle before the runs', repr(sf.sinfo_states())):
         return
 
-    # 1. check mode, with the default reboot timeouts: plan printed, refused, nothing changed.
+    # 1. check mode, with the default reboot timeouts: a Slurm reboot is refused (ResumeTimeout), plan printed,
+    # nothing changed; the roles' reboot of our own nodes is not (SlurmdTimeout loses none of them).
     before = updates()
-    rc, text = playbook('check mode with the default reboot timeout', 'check1', '--check', timeouts=False)
+    rc, text = playbook('check mode with the default reboot timeout, Slurm reboots', 'check1', '--check',
+                        '-e', 'nodeprep_rolling_reboot=slurm', timeouts=False)
     check(rc != 0 and 'ResumeTimeout=600 s (slurm.conf) is shorter than the reboot timeout 1800 s' in text,
-          'preflight refuses ResumeTimeout 600 s < reboot timeout 1800 s', 'rc={0}'.format(rc))
+          'preflight refuses ResumeTimeout 600 s < reboot timeout 1800 s for Slurm reboots', 'rc={0}'.format(rc))
     check('candidate' in text and 'nvidia_driver' in text, 'check mode prints the plan (candidates, driver work)')
     check(updates() == before, 'check mode: no scontrol update (slurmctld.log)')
     check(marker(EL) == '' and marker(UB) == '', 'check mode: no marker written on the nodes')
+    rc, text = playbook('check mode with the default reboot timeout, reboots by the roles', 'check1r', '--check',
+                        timeouts=False)
+    check(rc == 0 and 'refused' not in text and updates() == before and lock_target() == '',
+          'roles reboot 1800 s > SlurmdTimeout 300 s of our own nodes: not refused; check mode takes no lock',
+          'rc={0} '.format(rc) + text[-800:])
+    # Settings are typed once: strings behave as the typed values, bad ones are refused before anything.
+    rc, text = playbook('a batch of a non-ASCII digit', 'typed1', '--check', '-e', 'nodeprep_rolling_batch=\u00b2')
+    check(rc != 0 and "nodeprep_rolling_batch: '\u00b2' is not allowed" in text and updates() == before,
+          'nodeprep_rolling_batch=\u00b2: a clear error, nothing changed', text[-600:])
+    rc, text = playbook('a sliced AWX job', 'slice1', '--check', '-e', 'awx_workflow_job_id=12',
+                        '-e', 'awx_workflow_job_name=rolling', '-e', 'awx_job_template_name=rolling')
+    check(rc != 0 and 'run the rolling job unsliced' in text and updates() == before,
+          'a slice of an AWX sliced job is refused', text[-600:])
     rc, text = playbook('check mode, batch 50%', 'check2', '--check', '-e', 'nodeprep_rolling_batch=50%')
     check(rc == 0 and updates() == before and result('check2').get('check_mode') is True,
           'check mode with reboot timeouts 600 s: plan only, rc 0, no scontrol update', 'rc={0}'.format(rc))
@@ -243,14 +293,16 @@ def scenario():
           'batch 2: both nodes drained by one scontrol update (same second), before any work', repr(drains + works))
     check(got.get(EL, {}).get('state') == 'busy' and got.get(EL, {}).get('jobs') == [job],
           '{0} reported busy with job {1}'.format(EL, job), repr(got.get(EL)))
-    check('DRAIN' not in status(EL)['State'] and 'Reason' not in status(EL) and job_state(job) == 'RUNNING',
+    check('DRAIN' not in status(EL)['State'] and cleared(EL, 'nodeprep:run1:drain') and job_state(job) == 'RUNNING',
           '{0} resumed (State={1}), its job still RUNNING'.format(EL, status(EL)['State']), repr(status(EL)))
     check(ssh(EL, 'test -e /usr/bin/nvidia-smi && echo yes || echo no').strip() == 'no',
           '{0} not touched: no driver installed'.format(EL))
     check(got.get(UB, {}).get('state') == 'resumed', '{0} upgraded, verified, resumed'.format(UB), repr(got.get(UB)))
-    check(status(UB)['State'] == 'IDLE' and 'Reason' not in status(UB) and status(UB)['BootTime'] != boot_ub,
-          '{0} IDLE, no reason, rebooted (BootTime {1} -> {2})'.format(UB, boot_ub, status(UB)['BootTime']))
+    check(status(UB)['State'] == 'IDLE' and cleared(UB, 'nodeprep:run1:verify') and status(UB)['BootTime'] != boot_ub,
+          '{0} IDLE, no reason of ours in force, rebooted (BootTime {1} -> {2})'.format(
+              UB, boot_ub, status(UB)['BootTime']), repr(status(UB).get('Reason')))
     check(marker(UB) == '' and marker(EL) == '', 'markers removed')
+    check(lock_target() == '', 'run1 gave the cluster lock back')
 
     # 2b. busy=fail: the job still runs on el9; the run stops there and el9 stays drained with our reason.
     before = updates()
@@ -279,10 +331,21 @@ def scenario():
 
     # 3b. include_held (with reboot=slurm): el9 worked on, rebooted by the roles (not by scontrol reboot), its
     # admin drain and reason kept, never resumed.
+    rc, text = playbook('include_held, reboot timeout 600 s > SlurmdTimeout 300 s', 'held0', '--check', '-e',
+                        'nodeprep_rolling_include_held=true', '-e', 'nodeprep_rolling_reboot=slurm')
+    refused = rc != 0 and 'longer than SlurmdTimeout=300 s' in text and updates() == before
+    if sf.VERSION == '22.05':
+        # 22.05 sets a drained node that reboots DOWN whatever the time (unexpectedly rebooted): nothing to refuse.
+        check(not refused and rc == 0, '22.05: a held node rebooted by the roles for up to 600 s is not refused',
+              text[-800:])
+    else:
+        check(refused, '{0}: a held node the roles would reboot for up to 600 s > SlurmdTimeout 300 s is refused '
+              'before any change'.format(sf.VERSION), text[-800:])
     boot_el = status(EL)['BootTime']
     lines_before = len(ctld_log())
     rc, text = playbook('include_held', 'held1', '-e', 'nodeprep_rolling_include_held=true',
-                        '-e', 'nodeprep_rolling_reboot=slurm')
+                        '-e', 'nodeprep_rolling_reboot=slurm', '-e', 'nodeprep_kernel_reboot_timeout=300',
+                        '-e', 'nodeprep_nvidia_driver_reboot_timeout=300', timeouts=False)
     got = result('held1').get('nodes', {})
     st = status(EL)
     check(rc == 0 and got.get(EL, {}).get('state') == 'done', '{0} (held) worked on: done'.format(EL),
@@ -301,7 +364,7 @@ def scenario():
     head('scontrol update nodename={0} state=resume'.format(EL))
     sf.wait_for('{0} idle'.format(EL), lambda: sf.sinfo_states().get(EL) == 'idle')
     host_vars(EL, {'nodeprep_nvidia_driver_branch': '590'})
-    job = submit(EL, 'short', 120)
+    job = submit(EL, 'short', 200)
     opts = ('-e', 'nodeprep_rolling_reboot=slurm', '-e', 'nodeprep_rolling_busy=wait',
             '-e', 'nodeprep_rolling_drain_timeout=10')
     t0 = time.time()
@@ -318,7 +381,15 @@ def scenario():
     lines_before = len(ctld_log())
     t0 = time.time()
     proc, out = start_playbook('run4', *opts)
-    ended = sf.wait_for('job {0} to end'.format(job), lambda: job_state(job) == '', timeout=300)
+    # The lock run3 left (its process killed) is taken over by run4; a second run is refused while run4 holds it.
+    took = sf.wait_for('run4 to take the cluster lock', lambda: lock_target().startswith('run4@'), timeout=300)
+    check(bool(took), 'run4 took over the lock run3 left behind (its process gone): {0}'.format(lock_target()))
+    before_lock = updates()
+    rc, text = playbook('a second run while run4 holds the lock', 'lock1', *opts)
+    check(rc != 0 and 'run run4 holds the lock of this cluster' in text and updates() == before_lock and
+          lock_target().startswith('run4@'), 'a second run is refused naming run4, before any change',
+          'rc={0} '.format(rc) + text[-800:])
+    ended = sf.wait_for('job {0} to end'.format(job), lambda: job_state(job) == '', timeout=400)
     waited = time.time() - t0
     check(bool(ended) and waited > 10 and proc.poll() is None and strip(reason(EL)) == 'nodeprep:run3:drain',
           'busy=wait: run4 still waiting on {0} {1:.0f} s after its start (drain timeout 10 s), the job ran to its '
@@ -352,6 +423,7 @@ def scenario():
           and st['State'].startswith('DOWN'),
           '{0} verify-failed, stays out of service: State={1} Reason={2}'.format(EL, st['State'], st.get('Reason')),
           repr(got.get(EL)))
+    check(lock_target() == '', 'run4 gave the cluster lock back at its end')
 
     # 5. the failure limit: a rerun with max_failed 0 verifies el9 only, fails again and stops the run.
     before = updates()
@@ -371,9 +443,38 @@ def scenario():
     rc, text = playbook('healed: verify only, resume', 'heal1')
     got = result('heal1').get('nodes', {})
     check(rc == 0 and got.get(EL, {}).get('state') == 'resumed' and status(EL)['State'] == 'IDLE' and
-          'Reason' not in status(EL), '{0} verified and resumed: IDLE, no reason'.format(EL),
+          cleared(EL, 'nodeprep:heal1:verify'), '{0} verified and resumed: IDLE, no reason of ours in force'.format(EL),
           repr(got.get(EL)) + repr(status(EL)) + text[-800:])
     check(marker(EL) == '' and marker(UB) == '', 'markers removed')
+
+    # 8. the issue's lost node: a driver branch move (590 -> 580) rebooted by the roles, the node off for 150 s
+    # (slow-boot), SlurmdTimeout=60: slurmctld sets it DOWN while it is off ("Not responding", appended to our reason
+    # from 23.02); the reason is still ours, so the run resumes it.
+    check(bool(set_slurmd_timeout(60)), 'SlurmdTimeout=60 on the fleet (scontrol reconfigure)')
+    testbed('fault', EL, 'slow-boot', '--value', '150')
+    host_vars(EL, {'nodeprep_nvidia_driver_branch': '580'})
+    boot_el = status(EL)['BootTime']
+    lines_before = len(ctld_log())
+    t0 = time.time()
+    rc, text = playbook('branch move 590 -> 580, roles reboot of 150 s, SlurmdTimeout 60 s', 'slow1')
+    log = ctld_log()[lines_before:]
+    got = result('slow1').get('nodes', {})
+    st = status(EL)
+    with open(os.path.join(REPORT, 'boots-slow1.txt'), 'w') as f:
+        f.write(open(os.path.join(sf.STATE_DIR, 'nodes', EL, 'boots.log')).read())
+    off = [line for line in open(os.path.join(sf.STATE_DIR, 'nodes', EL, 'boots.log')) if ' off 150 s' in line]
+    check(rc == 0 and bool(off) and time.time() - t0 > 150,
+          'slow1 finished; {0} was off 150 s in its reboot'.format(EL), text[-1500:])
+    check(first_line(log, 'Nodes {0} not responding, setting DOWN'.format(EL)) is not None,
+          'slurmctld set {0} DOWN while it was off (Nodes ... not responding, setting DOWN)'.format(EL),
+          '\n'.join(log[-30:]))
+    check(got.get(EL, {}).get('state') == 'resumed' and st['State'] == 'IDLE' and st['BootTime'] != boot_el and
+          driver_version(EL).startswith('580.') and cleared(EL, 'nodeprep:slow1:verify'),
+          '{0} upgraded (driver {1}, BootTime {2} -> {3}), IDLE, resumed by the run'.format(
+              EL, driver_version(EL), boot_el, st['BootTime']), repr(got.get(EL)) + repr(st))
+    testbed('heal', EL, 'slow-boot')
+    host_vars(EL)
+    check(bool(set_slurmd_timeout(300)), 'SlurmdTimeout=300 again')
 
     # 7. on target: Slurm not asked, nothing to do; sinfo idle, readiness passes.
     before = updates()
@@ -388,6 +489,76 @@ def scenario():
                         '-e', 'nodeprep_readiness_report_dir=' + os.path.join(REPORT, 'readiness'),
                         playbook='playbooks/readiness.yml')
     check(rc == 0, 'readiness passes on both nodes', text[-1500:])
+    readiness_in_slurm()
+
+
+def readiness(label, run_id, *extra):
+    return playbook(label, run_id, '-e', 'nodeprep_hosts=slurm_nodes', '-e', 'nodeprep_readiness_fail=false',
+                    '-e', 'nodeprep_readiness_report_dir=' + os.path.join(REPORT, run_id), *extra,
+                    playbook='playbooks/readiness.yml', timeouts=False)
+
+
+def failed_in_report(run_id, node):
+    """The ids of the checks that failed on ``node`` in the readiness report of run ``run_id``."""
+    path = os.path.join(REPORT, run_id, 'report.json')
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        report = json.load(f)
+    return [c['id'] for c in report.get('hosts', {}).get(node, {}).get('checks', []) if c.get('status') == 'fail']
+
+
+def readiness_in_slurm():
+    """9. Readiness's verdict in Slurm (nodeprep_readiness_slurm=drain): a faulty node drained with our health reason,
+    an admin's reason kept, a healed node resumed, report mode changing nothing. The fault is remapped-rows (rows
+    pending remapping: gpu.health), which the readiness gather reads from nvidia-smi."""
+    testbed('fault', EL, 'remapped-rows')
+    before = updates()
+    rc, text = readiness('readiness with rows pending remapping on el9, report (the default)', 'health0')
+    failed = failed_in_report('health0', EL)
+    check(rc == 0 and 'gpu.health' in failed and not failed_in_report('health0', UB) and updates() == before and
+          'DRAIN' not in status(EL)['State'],
+          'nodeprep_readiness_slurm=report: {0} fails {1}, nothing changes in Slurm'.format(EL, ','.join(failed)),
+          'rc={0} '.format(rc) + repr(updates()[len(before):]) + text[-600:])
+    rc, text = readiness('readiness with rows pending remapping on el9, drain', 'health1',
+                         '-e', 'nodeprep_readiness_slurm=drain')
+    st = status(EL)
+    want = 'nodeprep:health:' + ','.join(failed_in_report('health1', EL))
+    check(rc == 0 and 'DRAIN' in st['State'] and strip(st.get('Reason')) == want and 'gpu.health' in want,
+          '{0} drained by the verdict: State={1} Reason={2}'.format(EL, st['State'], st.get('Reason')), text[-1500:])
+    check(not [u for u in updates()[len(before):] if ' node {0} '.format(UB) in u] and
+          'DRAIN' not in status(UB)['State'], '{0} (passing) untouched'.format(UB), repr(updates()[len(before):]))
+    rc, text = readiness('a bad value', 'health-bad', '-e', 'nodeprep_readiness_slurm=yes')
+    check(rc != 0 and 'nodeprep_readiness_slurm' in text and 'report, drain' in text,
+          'nodeprep_readiness_slurm=yes is refused naming report, drain', text[-800:])
+    # An admin drains ubuntu; it fails a check too: the admin's reason stays.
+    head("scontrol update nodename={0} state=drain reason='admin: bad fan'".format(UB))
+    testbed('fault', UB, 'remapped-rows')
+    before = updates()
+    rc, text = readiness('readiness, both failing, ubuntu drained by an admin', 'health2',
+                         '-e', 'nodeprep_readiness_slurm=drain')
+    st = status(UB)
+    check(rc == 0 and 'gpu.health' in failed_in_report('health2', UB) and 'DRAIN' in st['State'] and
+          strip(st.get('Reason')) == 'admin: bad fan' and
+          not [u for u in updates()[len(before):] if ' node {0} '.format(UB) in u],
+          "{0} fails a check but keeps the admin's drain and reason: State={1} Reason={2}".format(
+              UB, st['State'], st.get('Reason')), text[-1500:])
+    check(strip(status(EL).get('Reason')) == want and updates() == before,
+          '{0} still failing: stays drained, reason unchanged, no scontrol update'.format(EL),
+          repr(updates()[len(before):]))
+    # Healed: the next run resumes the node the verdict drained, and only that one.
+    testbed('heal', EL)
+    testbed('heal', UB)
+    rc, text = readiness('readiness after make testbed-heal, drain', 'health3', '-e', 'nodeprep_readiness_slurm=drain')
+    st = status(EL)
+    check(rc == 0 and not failed_in_report('health3', EL) and st['State'] == 'IDLE' and cleared(EL, want),
+          '{0} healed: resumed by the verdict, State={1}'.format(EL, st['State']), text[-1500:])
+    st = status(UB)
+    check('DRAIN' in st['State'] and strip(st.get('Reason')) == 'admin: bad fan',
+          "{0} healed but drained by an admin: never resumed by the verdict (State={1})".format(UB, st['State']))
+    head('scontrol update nodename={0} state=resume'.format(UB))
+    check(bool(sf.wait_for('{0} idle'.format(UB), lambda: sf.sinfo_states().get(UB) == 'idle')),
+          'the admin resumes {0}'.format(UB))
 
 
 def reason(node):

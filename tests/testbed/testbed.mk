@@ -11,7 +11,9 @@
 #   make testbed-heal NODE=<name> [FAULT=<kind>]
 # Needs root. Kinds: gpu-missing gpu-removed nvidia-smi-hang driver-unloaded xid retired-pages
 # remapped-rows clocks-capped power-capped secure-boot shm-full node-down; issue 28: hw-slowdown
-# pcie-downtrained nvlink-inactive rows-pending mig-enabled allreduce-slow (tests/testbed/testbed.py FAULTS).
+# pcie-downtrained nvlink-inactive rows-pending mig-enabled allreduce-slow; slow-boot
+# (tests/testbed/testbed.py FAULTS).
+# TESTBED_SLURM_VERSION=24.11 (default, Debian 13's) or 22.05 (Debian 12's) picks the Slurm of a Slurm fleet.
 
 TESTBED_PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 TESTBED := $(TESTBED_PYTHON) tests/testbed/testbed.py
@@ -43,17 +45,19 @@ testbed-heal:
 testbed-selftest:
 	$(TESTBED) selftest
 
-# A real Slurm (Debian 12's 22.05) on a fleet of its own (head + 2 GPU nodes; TESTBED_PREFIX npsl, TESTBED_SUBNET
+# A real Slurm (Debian 13's 24.11; TESTBED_SLURM_VERSION=22.05: Debian 12's) on a fleet of its own (head + 2 GPU nodes; TESTBED_PREFIX npsl, TESTBED_SUBNET
 # 10.236, .testbed-slurm): sbatch, squeue, drain/resume, reboots under ReturnToService 1 and 2; taken down at the end.
 slurm-fleet:
 	$(TESTBED_PYTHON) tests/testbed/slurm_fleet.py
 
 # playbooks/rolling_upgrade.yml on a real Slurm fleet of its own (head + 2 GPU nodes; TESTBED_PREFIX nprr, TESTBED_SUBNET
 # 10.239, .testbed-rolling; ROLLING_FLEET_PREFIX/SUBNET/DIR change them), always on fresh nodes (taken down first):
-# check mode, batches (50 %, 100 %, 2) and the min_available refusal, a busy node under skip and fail, an admin's
-# drain, include_held, a killed run and its rerun under busy=wait with a Slurm reboot (scontrol reboot) and a failed
-# verification, the max_failed stop, a fleet on target; taken down at the end. Not part of `make test` (measured
-# about 650 s, 11 minutes, on 2 otherwise quiet cores; 2494 s on 2 cores shared with 7 other jobs at a load of
-# 15 to 20).
+# check mode, typed settings and AWX-slice refusals, batches (50 %, 100 %, 2) and the min_available refusal, a busy
+# node under skip and fail, an admin's drain, include_held (and its SlurmdTimeout refusal on 24.11), the lock, a
+# killed run and its rerun under busy=wait with a Slurm reboot and a failed verification, the max_failed stop, a
+# 150 s reboot under SlurmdTimeout=60 resumed by the run, a fleet on target, readiness's verdict in Slurm; taken down
+# at the end. TESTBED_SLURM_VERSION=22.05 runs it on Debian 12's Slurm (default 24.11). Not part of `make test`
+# (77 checks; measured 1036 s on 24.11 at a load of 3 to 7 and 1634 s on 22.05 at a load of 9 to 11, 2 cores shared
+# with other jobs).
 rolling-fleet: collection-link
 	$(TESTBED_PYTHON) tests/testbed/rolling_fleet.py

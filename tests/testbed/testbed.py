@@ -95,13 +95,34 @@ EXTRA_TEMPLATES = [
     ('el9', 'gb200', ['gb200-4gpu'], '580'),
 ]
 
-# The Slurm fleet (up --slurm, opt-in): Debian 12's Slurm 22.05 packages, installed with apt in a cached layer per
-# OS flavour and role, above the OS layer. The head node has no GPU and runs slurmctld; every GPU node runs slurmd.
+# The Slurm fleet (up --slurm, opt-in). The head node has no GPU and runs slurmctld; every GPU node runs slurmd.
+# TESTBED_SLURM_VERSION picks the Slurm (tests/testbed/REALITY.md, "Slurm"):
+#  * 24.11 (the default): Debian 13's packages, in a Debian 13 root of their own inside the node (/opt/slurm-24.11,
+#    a cached layer made by debootstrap); munge, slurmd and slurmctld run there (systemd RootDirectory=), the node's
+#    own files (passwd, /etc/slurm, /run, /proc, ...) bound in, and /usr/bin/s* of the node run the client there;
+#  * 22.05: Debian 12's packages, installed with apt in the node (the node's userspace is Debian 12).
+# Both are cached layers per OS flavour and role, above the OS layer.
+SLURM_VERSIONS = {
+    '24.11': {'suite': 'trixie', 'debian': 13, 'root': '/opt/slurm-24.11'},
+    '22.05': {'suite': 'bookworm', 'debian': 12, 'root': None},
+}
+SLURM_DEFAULT_VERSION = '24.11'
 SLURM_RECIPE = 1                     # bump when ensure_slurm_layer() changes what it makes
+SLURM_ROOT_RECIPE = 1                # bump when ensure_slurm_root() changes what it makes
+SLURM_ROOT_LAYER_RECIPE = 2          # bump when ensure_slurm_root_layer() or slurm_root_files() change what they make
 SLURM_PACKAGES = {
     'head': ['slurmctld', 'slurm-client', 'munge'],
     'node': ['slurmd', 'slurm-client', 'munge'],
 }
+# The Debian 13 root holds both daemons (one cached root for the head and the nodes); systemd-sysv gives it
+# /usr/sbin/reboot, the RebootProgram slurmd runs there.
+SLURM_ROOT_PACKAGES = ['slurmctld', 'slurmd', 'slurm-client', 'munge', 'systemd-sysv']
+# The node's own paths seen in the Slurm root (bound at boot by testbed-slurm-root.service, before munge): the
+# kernel's API file systems, the node's runtime and temporary directories, its users, its Slurm and munge files.
+SLURM_ROOT_DIRS = ('proc', 'sys', 'dev', 'run', 'tmp', 'var/tmp', 'root', 'home', 'etc/slurm', 'etc/munge',
+                   'var/lib/munge', 'var/log/munge', 'var/lib/slurm', 'var/log/slurm')
+SLURM_ROOT_FILES = ('etc/passwd', 'etc/group', 'etc/shadow', 'etc/gshadow', 'etc/hosts', 'etc/hostname',
+                    'etc/machine-id')
 SLURM_HEAD = 'slurm-head'
 SLURM_HEAD_FLAVOUR = 'el9'
 SLURM_HEAD_INDEX = 16383             # the last /30 of the subnet: GPU nodes keep the addresses of the plain fleet
@@ -236,6 +257,13 @@ FAULTS['fabric-in-progress'] = {
     'flag': 'fabric-in-progress',
     'help': 'the NVLink fabric never completes on one GPU: fabric state In Progress, status N/A (GB200/GB300 trays '
             'the switch trays did not register; --gpu, default the last GPU)'}
+# Issue 29: a node whose reboot takes long (a real HGX node's firmware, BMC and memory training take minutes).
+FAULTS['slow-boot'] = {
+    'flag': 'slow-boot',
+    'help': 'each reboot keeps the node off for --value seconds (default 150) before it boots again, as firmware '
+            'and memory training do on a real GPU node; read by the node\'s runner at every reboot'}
+SLOW_BOOT_DEFAULT_S = 150
+
 FAULTS['nvlink-down'] = {
     'flag': 'nvlink-down',
     'help': 'NVLinks down between two GPUs in nvidia-smi topo -m (--gpu "A B", default "0 1"; --value links left, '
@@ -749,6 +777,169 @@ def ensure_slurm_layer(flavour, role, layer_upper, base_rootfs, apt_key, apt_dir
     return upper
 
 
+def slurm_version():
+    """TESTBED_SLURM_VERSION (default 24.11), checked against SLURM_VERSIONS."""
+    version = os.environ.get('TESTBED_SLURM_VERSION') or SLURM_DEFAULT_VERSION
+    if version not in SLURM_VERSIONS:
+        raise TestbedError('TESTBED_SLURM_VERSION={0!r} is not known; allowed: {1}'.format(
+            version, ', '.join(sorted(SLURM_VERSIONS))))
+    return version
+
+
+def dpkg_versions(root, packages):
+    """{package: version} of the installed ``packages`` in the dpkg database of ``root``."""
+    out = {}
+    with open(os.path.join(root, 'var/lib/dpkg/status')) as f:
+        for block in f.read().split('\n\n'):
+            fields = dict(line.split(': ', 1) for line in block.splitlines() if ': ' in line and not line[0].isspace())
+            if fields.get('Package') in packages and 'installed' in fields.get('Status', ''):
+                out[fields['Package']] = fields.get('Version')
+    return out
+
+
+def ensure_slurm_root(version):
+    """Debian's Slurm packages of ``version`` (SLURM_VERSIONS) in a root of their own, made once by debootstrap
+    (minbase) and cached as an overlay layer whose only content is that root at SLURM_VERSIONS[version]['root'].
+    Installing runs the packages' maintainer scripts as on a Debian 13 host (users, directories, units); nothing is
+    started (debootstrap starts no service) and munge's generated key is removed (the fleet has one key)."""
+    v = SLURM_VERSIONS[version]
+    key = hashlib.sha256(json.dumps([v['suite'], MIRROR, SLURM_ROOT_PACKAGES, v['root'], SLURM_ROOT_RECIPE]).encode(
+        'utf-8')).hexdigest()[:16]
+    top = os.path.join(CACHE_DIR, 'slurm-root-{0}-{1}'.format(version, key))
+    upper = os.path.join(top, 'upper')
+    if os.path.exists(os.path.join(top, 'complete')):
+        return key, upper
+    log('building the Slurm {0} root (debootstrap {1} with {2}, cached in {3}); this takes a minute or two'.format(
+        version, v['suite'], ', '.join(SLURM_ROOT_PACKAGES), top))
+    t0 = time.time()
+    shutil.rmtree(top, ignore_errors=True)
+    tmp = os.path.join(top, 'upper.tmp')
+    root = tmp + v['root']
+    os.makedirs(os.path.dirname(root))
+    run(['debootstrap', '--variant=minbase', '--include=' + ','.join(SLURM_ROOT_PACKAGES), v['suite'], root, MIRROR])
+    for rel in ('etc/munge/munge.key',):
+        if os.path.exists(os.path.join(root, rel)):
+            os.unlink(os.path.join(root, rel))
+    shutil.rmtree(os.path.join(root, 'var/cache/apt/archives'), ignore_errors=True)
+    os.makedirs(os.path.join(root, 'var/cache/apt/archives/partial'))
+    # Mount points of the node's own paths (testbed-slurm-root.service binds them at boot).
+    for rel in SLURM_ROOT_DIRS:
+        os.makedirs(os.path.join(root, rel), exist_ok=True)
+    for rel in SLURM_ROOT_FILES:
+        path = os.path.join(root, rel)
+        if not os.path.lexists(path):
+            open(path, 'a').close()
+    versions = dpkg_versions(root, SLURM_ROOT_PACKAGES + ['libc6', 'libmunge2'])
+    os.rename(tmp, upper)
+    with open(os.path.join(top, 'complete'), 'w') as f:
+        json.dump({'suite': v['suite'], 'root': v['root'], 'versions': versions,
+                   'seconds': round(time.time() - t0)}, f, indent=1, sort_keys=True)
+    log('Slurm {0} root ready in {1:.0f} s: {2}'.format(version, time.time() - t0, ', '.join(
+        '{0} {1}'.format(k, versions[k]) for k in sorted(versions))))
+    return key, upper
+
+
+def slurm_root_files(version, role, root):
+    """{path in the node: (text, mode)} that make the node run Debian's Slurm of ``version`` from its root
+    (``root``: the path of that root on the host, to read its unit files and package lists): the units as packaged
+    plus a drop-in each (RootDirectory=), the boot-time binds, and a wrapper per client command and daemon."""
+    rdir = SLURM_VERSIONS[version]['root']
+    daemon = 'slurmctld' if role == 'head' else 'slurmd'
+    files = {}
+    units = ['munge.service', daemon + '.service']
+    for unit in units:
+        with open(os.path.join(root, 'usr/lib/systemd/system', unit)) as f:
+            files['usr/lib/systemd/system/' + unit] = (f.read(), 0o644)
+        # slurmd runs RebootProgram (/usr/sbin/reboot, systemctl) in the root: systemctl refuses to act from a chroot
+        # ("Running in chroot, ignoring request.") unless SYSTEMD_IGNORE_CHROOT=1 (systemd's docs/ENVIRONMENT.md).
+        env = 'Environment=SYSTEMD_IGNORE_CHROOT=1\n' if unit == 'slurmd.service' else ''
+        files['etc/systemd/system/{0}.d/testbed-slurm-root.conf'.format(unit)] = (
+            '# testbed: {0} of Debian {1} runs from its root {2} (tests/testbed/REALITY.md, "Slurm").\n'
+            '[Unit]\nRequires=testbed-slurm-root.service\nAfter=testbed-slurm-root.service\n'
+            '[Service]\nRootDirectory={2}\nMountAPIVFS=no\n{3}'.format(
+                unit, SLURM_VERSIONS[version]['debian'], rdir, env), 0o644)
+    files['etc/systemd/system/testbed-slurm-root.service'] = (
+        '# testbed: the node\'s own paths seen in the root of Debian {0}\'s Slurm (tests/testbed/REALITY.md).\n'
+        '[Unit]\nDescription=testbed: bind the node\'s paths into {1}\nDefaultDependencies=no\n'
+        'After=local-fs.target\nBefore=munge.service slurmd.service slurmctld.service\n'
+        '[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/usr/local/lib/testbed/slurm-root-binds\n'
+        '[Install]\nWantedBy=multi-user.target\n'.format(SLURM_VERSIONS[version]['debian'], rdir), 0o644)
+    files['usr/local/lib/testbed/slurm-root-binds'] = (
+        '#!/bin/sh\n# testbed: bind the node\'s own paths into {0} (rslave: mounts made later in the node, such as\n'
+        '# /run/user/0, show there too). Written by tests/testbed/testbed.py up --slurm.\nset -e\nR={0}\n'
+        'for d in {1}; do\n  mountpoint -q "$R/$d" && continue\n  mount --rbind "/$d" "$R/$d"\n'
+        '  mount --make-rslave "$R/$d"\ndone\n'
+        'for f in {2}; do\n  [ -e "/$f" ] || continue\n  mountpoint -q "$R/$f" && continue\n'
+        '  mount --bind "/$f" "$R/$f"\ndone\n'.format(rdir, ' '.join(SLURM_ROOT_DIRS), ' '.join(SLURM_ROOT_FILES)),
+        0o755)
+    commands = []
+    for package in ('slurm-client', 'munge'):
+        with open(os.path.join(root, 'var/lib/dpkg/info/{0}.list'.format(package))) as f:
+            commands.extend(line.strip()[1:] for line in f if line.startswith('/usr/bin/') and line.strip() != '/usr/bin')
+    commands.append('usr/sbin/' + daemon)
+    for rel in sorted(set(commands)):
+        # Run in the root, in the same directory when the root has it (/root, /home, /tmp are the node's own).
+        files[rel] = ('#!/bin/sh\n# testbed: Debian {0}\'s /{1} (Slurm {2}), run in its root {3} '
+                      '(tests/testbed/REALITY.md, "Slurm").\n'
+                      'exec /usr/sbin/chroot {3} /bin/sh -c \'cd "$0" 2>/dev/null || cd /; exec "$@"\' "$PWD" '
+                      '/{1} "$@"\n'.format(SLURM_VERSIONS[version]['debian'], rel, version, rdir), 0o755)
+    return files
+
+
+def ensure_slurm_root_layer(version, flavour, role, layer_upper, root_key, root_upper, base_rootfs):
+    """The node's side of Debian's Slurm of ``version`` run from its root, for ``role`` ('head' or 'node') over the
+    flavour's OS layer, cached: the users munge and slurm (uid 64030, as Debian's packages make it) and their
+    directories in the node, and slurm_root_files()."""
+    rdir = SLURM_VERSIONS[version]['root']
+    key = hashlib.sha256(json.dumps([layer_upper, role, version, root_key, SLURM_ROOT_LAYER_RECIPE]).encode(
+        'utf-8')).hexdigest()[:16]
+    top = os.path.join(CACHE_DIR, 'slurm-{0}-{1}-{2}-{3}'.format(version, flavour, role, key))
+    upper = os.path.join(top, 'upper')
+    if os.path.exists(os.path.join(top, 'complete')):
+        return upper
+    log('building the Slurm {0} {1} layer for {2} ({3})'.format(version, role, flavour, top))
+    t0 = time.time()
+    merged = os.path.join(top, 'merged')
+    umount(merged)
+    for d in ('upper', 'work', 'merged'):
+        shutil.rmtree(os.path.join(top, d), ignore_errors=True)
+    mount_overlay([root_upper, layer_upper, base_rootfs], upper, os.path.join(top, 'work'), merged)
+    script = ('set -e; adduser --quiet --system --group --no-create-home --home /nonexistent munge; '
+              'adduser --quiet --system --group --uid 64030 --no-create-home --home /nonexistent slurm; '
+              'install -d -m 0755 /etc/slurm; install -d -m 0700 -o munge -g munge /etc/munge /var/log/munge; '
+              'install -d -m 0711 -o munge -g munge /var/lib/munge; '
+              'install -d -m 0755 -o slurm -g slurm /var/lib/slurm /var/lib/slurm/slurmd /var/lib/slurm/slurmctld '
+              '/var/log/slurm; id slurm; id munge')
+    try:
+        proc = nspawn_run(merged, ['sh', '-c', script], check=False)
+        if proc.returncode != 0:
+            raise TestbedError('cannot make the Slurm users and directories in the {0} layer: {1}'.format(
+                flavour, (proc.stdout + proc.stderr)[-2000:]))
+        for rel, (text, mode) in sorted(slurm_root_files(version, role, merged + rdir).items()):
+            path = os.path.join(merged, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if os.path.lexists(path):
+                os.unlink(path)
+            with open(path, 'w') as f:
+                f.write(text)
+            os.chmod(path, mode)
+        daemon = 'slurmctld' if role == 'head' else 'slurmd'
+        wants = os.path.join(merged, 'etc/systemd/system/multi-user.target.wants')
+        os.makedirs(wants, exist_ok=True)
+        for unit in ('testbed-slurm-root.service', 'munge.service', daemon + '.service'):
+            link = os.path.join(wants, unit)
+            if not os.path.lexists(link):
+                target = ('/etc/systemd/system/' if unit.startswith('testbed-') else '/usr/lib/systemd/system/') + unit
+                os.symlink(target, link)
+    finally:
+        umount(merged)
+    shutil.rmtree(os.path.join(top, 'work'), ignore_errors=True)
+    with open(os.path.join(top, 'complete'), 'w') as fh:
+        fh.write('{0} {1:.0f}s\n'.format(key, time.time() - t0))
+    log('Slurm {0} {1} layer for {2} ready in {3:.0f} s'.format(version, role, flavour, time.time() - t0))
+    return upper
+
+
 def ensure_repos():
     """Build the local repositories (build.py itself skips the work when its inputs are unchanged)."""
     if os.environ.get('TESTBED_SKIP_REPOS'):
@@ -897,13 +1088,15 @@ def setup_network(node):
         run(['ip', 'link', 'set', vh, 'up'])
 
 
-def provision_node(node, layer_upper, base_rootfs, pubkey, slurm_upper=None):
+def provision_node(node, layer_upper, base_rootfs, pubkey, slurm_lowers=(), slurm_root=None):
+    """Mount the node's root (its overlay over ``slurm_lowers``, the OS layer and the base) and write its own files
+    once. ``slurm_root``: where Debian's Slurm root is in the node (24.11), None when Slurm is the node's own."""
     name = node['name']
     nd = node_dir(name)
     merged = os.path.join(nd, 'root')
     for d in ('faults',):
         os.makedirs(os.path.join(nd, d), exist_ok=True)
-    lowers = ([slurm_upper] if slurm_upper else []) + [layer_upper, base_rootfs]
+    lowers = list(slurm_lowers) + [layer_upper, base_rootfs]
     mount_overlay(lowers, os.path.join(nd, 'upper'), os.path.join(nd, 'work'), merged)
     stamp = os.path.join(nd, 'provisioned')
     if os.path.exists(stamp):
@@ -940,7 +1133,7 @@ def provision_node(node, layer_upper, base_rootfs, pubkey, slurm_upper=None):
             node['profile'], DOUBLE_DIR, name))
     if node.get('slurm') == 'node':
         # The node's hardware as slurmd sees it in the node (its NodeName line in slurm.conf is made from it).
-        proc = nspawn_run(merged, ['slurmd', '-C'], check=False)
+        proc = nspawn_run(merged + (slurm_root or ''), ['slurmd', '-C'], check=False)
         try:
             slurmconf.parse_slurmd_c(proc.stdout)
         except ValueError as exc:
@@ -1135,6 +1328,19 @@ def enter_boot_time_namespace():
         f.write('monotonic {0} {1}\nboottime {2} {3}\n'.format(mono_s, mono_ns, boot_s, boot_ns))
 
 
+def power_cycle_seconds(name, node):
+    """Seconds the node stays off between its shutdown and its next boot: the slow-boot fault's value when it is
+    set, else SLURM_POWER_CYCLE_S on a Slurm fleet's node, else 0."""
+    try:
+        with open(node_dir(name, 'faults', FAULTS['slow-boot']['flag'])) as f:
+            value = f.read().strip()
+        if value.isdigit():
+            return int(value)
+    except (IOError, OSError):
+        pass
+    return SLURM_POWER_CYCLE_S if node.get('slurm') else 0
+
+
 def start_node(node):
     name = node['name']
     if read_pid(node_dir(name, 'runner.pid')) or nspawn_pids(name):
@@ -1183,8 +1389,13 @@ def cmd_run(args):
             f.write('{0} exit {1}\n'.format(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), rc))
         if rc != NSPAWN_REBOOT_RC:
             break
-        if node.get('slurm'):
-            time.sleep(SLURM_POWER_CYCLE_S)
+        off = power_cycle_seconds(name, node)
+        if off:
+            with open(node_dir(name, 'boots.log'), 'a') as f:
+                f.write('{0} off {1} s\n'.format(time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), off))
+            deadline = time.time() + off
+            while time.time() < deadline and not os.path.exists(node_dir(name, 'stop')):
+                time.sleep(min(1.0, max(0.0, deadline - time.time())))
     try:
         os.unlink(node_dir(name, 'runner.pid'))
     except OSError:
@@ -1398,8 +1609,13 @@ def cmd_up(args):
         wanted = plan_fleet(args.nodes, kinds=args.kinds, slurm=slurm)
         wanted_names = [n['name'] for n in wanted]
         extra = [n for n in state.get('nodes', {}) if n not in wanted_names]
+        version = slurm_version() if slurm else None
         if state.get('nodes') and bool(state.get('slurm')) != slurm:
             log('the fleet is {0} a Slurm fleet now: replacing every node'.format('becoming' if slurm else 'no longer'))
+            extra = sorted(state['nodes'])
+        elif state.get('nodes') and slurm and state.get('slurm_version', '22.05') != version:
+            log('the fleet runs Slurm {0}, {1} is asked for: replacing every node'.format(
+                state.get('slurm_version', '22.05'), version))
             extra = sorted(state['nodes'])
         if extra:
             log('removing nodes not in the requested fleet: {0}'.format(', '.join(extra)))
@@ -1415,23 +1631,33 @@ def cmd_up(args):
             for flavour in sorted(set(n['flavour'] for n in wanted)):
                 layers[flavour] = ensure_layer(flavour, bkey, base_rootfs)
             slurm_layers = {}
-            if slurm:
+            if slurm and SLURM_VERSIONS[version]['root']:
+                root_key, root_upper = ensure_slurm_root(version)
+                for flavour, role in sorted(set((n['flavour'], n['slurm']) for n in wanted)):
+                    slurm_layers[(flavour, role)] = [ensure_slurm_root_layer(
+                        version, flavour, role, layers[flavour], root_key, root_upper, base_rootfs), root_upper]
+            elif slurm:
                 apt_key, apt_dir = ensure_slurm_apt(bkey, base_rootfs)
                 for flavour, role in sorted(set((n['flavour'], n['slurm']) for n in wanted)):
-                    slurm_layers[(flavour, role)] = ensure_slurm_layer(flavour, role, layers[flavour], base_rootfs,
-                                                                       apt_key, apt_dir)
+                    slurm_layers[(flavour, role)] = [ensure_slurm_layer(flavour, role, layers[flavour], base_rootfs,
+                                                                        apt_key, apt_dir)]
         keyfile, pubkey = ensure_ssh_key()
         state['nodes'] = {n['name']: n for n in wanted}
         state['base'] = base_rootfs
         state['kernel'] = os.uname().release
         state['slurm'] = slurm
+        if slurm:
+            state['slurm_version'] = version
+        else:
+            state.pop('slurm_version', None)
         save_state(state)            # record first: a crash from here on is cleaned by `down`
         raise_inotify_limits(len(wanted))
         started = []
         for node in wanted:
             setup_network(node)
             provision_node(node, layers[node['flavour']], base_rootfs, pubkey,
-                           slurm_upper=slurm_layers.get((node['flavour'], node.get('slurm'))))
+                           slurm_lowers=slurm_layers.get((node['flavour'], node.get('slurm')), ()),
+                           slurm_root=SLURM_VERSIONS[version]['root'] if slurm else None)
         if slurm:
             restarted = configure_slurm(wanted)
             if restarted:
@@ -1617,6 +1843,12 @@ def fault_content(kind, args):
         return '{0}\n'.format(args.value) if args.value else ''
     if kind == 'dkms-build-fails':
         return '{0}\n'.format(args.value) if args.value else ''
+    if kind == 'slow-boot':
+        value = args.value or str(SLOW_BOOT_DEFAULT_S)
+        if not value.isdigit() or not 0 < int(value) <= 3600:
+            raise TestbedError('slow-boot: --value {0!r} is not allowed; give the seconds a reboot keeps the node '
+                               'off, 1 to 3600'.format(args.value))
+        return value + '\n'
     return ''
 
 
@@ -1894,8 +2126,8 @@ def main(argv=None):
                     help='GPU node kinds to cycle through, comma-separated (default: all four: ' +
                          ','.join(template_key(t) for t in TEMPLATES) + ')')
     up.add_argument('--slurm', action='store_true', default=os.environ.get('TESTBED_SLURM') in ('1', 'yes', 'true'),
-                    help='add a Slurm head node (slurmctld, no GPU) and run slurmd on every GPU node (Debian 12 '
-                         'Slurm 22.05); TESTBED_SLURM=1 does the same')
+                    help='add a Slurm head node (slurmctld, no GPU) and run slurmd on every GPU node (Debian 13\'s '
+                         'Slurm 24.11; TESTBED_SLURM_VERSION=22.05: Debian 12\'s); TESTBED_SLURM=1 does the same')
     down = sub.add_parser('down', help='stop the fleet; leave no namespace, mount or process')
     down.add_argument('--purge', action='store_true', help='also delete .testbed (repositories, SSH key)')
     st = sub.add_parser('status', help='show the nodes')

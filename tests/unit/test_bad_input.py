@@ -410,6 +410,9 @@ MEMLOCK_FILE_ALLOWED = ('allowed: a file pam_limits reads, /etc/security/limits.
                         '(an absolute path, a name ending in .conf, not hidden)')
 MEMLOCK_VALUE_ALLOWED = ('allowed: "unlimited" or a positive number of KiB, as an integer or a string of digits '
                          '(such as 65536)')
+# The typing of node_plan (plugins/plugin_utils/_plans.py), for every setting of every role.
+NUMBER_ALLOWED = 'allowed: a finite number from -9223372036854775808 to 9223372036854775807'
+PATH_ALLOWED = 'allowed: an absolute path on the node as written (no ~ or $VARIABLE: the controller would expand them'
 
 # The platform the el10 host pretends to run (the kernel role reads only these facts to decide).
 EL10_FACTS = {'distribution': 'Rocky', 'os_family': 'RedHat', 'distribution_major_version': '10',
@@ -522,6 +525,41 @@ ROLE_CASES = [
      {'nodeprep_memlock_limits_file': '/etc/security/limits.d/.90-nodeprep.conf'},
      MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="/etc/security/limits.d/.90-nodeprep.conf"',
                       MEMLOCK_FILE_ALLOWED]),
+    # Issue 30: .inf, .nan and 400 digits made node_plan raise for every role, naming no variable.
+    ('shm size infinite', 'localhost', 'shm', {'nodeprep_shm_size': float('inf')},
+     SHM_ASSERT, ['shm on localhost: invalid settings: nodeprep_shm_size=Infinity: an infinite number; ' +
+                  NUMBER_ALLOWED]),
+    ('shm size NaN', 'localhost', 'shm', {'nodeprep_shm_size': float('nan')},
+     SHM_ASSERT, ['nodeprep_shm_size=NaN: NaN is not a number; ' + NUMBER_ALLOWED]),
+    ('shm size 400 digits', 'localhost', 'shm', {'nodeprep_shm_size': int('1' * 400)},
+     SHM_ASSERT, ['nodeprep_shm_size=' + '1' * 50 + '... (400 characters): a number out of range; ' + NUMBER_ALLOWED]),
+    ('shm size 400 digits as text', 'localhost', 'shm', {'nodeprep_shm_size': '1' * 400},
+     SHM_ASSERT, ['nodeprep_shm_size="' + '1' * 49 + '... (402 characters): a number out of range; ' +
+                  NUMBER_ALLOWED]),
+    ('shm size 400 digits and G', 'localhost', 'shm', {'nodeprep_shm_size': '1' * 400 + 'G'},
+     SHM_ASSERT, ['nodeprep_shm_size="' + '1' * 400 + 'G": larger than 9223372036854775807 bytes; allowed: ' +
+                  SHM_ALLOWED.split('allowed: ')[1]]),
+    ('shm ratio infinite', 'localhost', 'shm', {'nodeprep_shm_gpu_memory_ratio': float('inf')},
+     SHM_ASSERT, ['nodeprep_shm_gpu_memory_ratio=Infinity: an infinite number; ' + NUMBER_ALLOWED]),
+    ('shm path under ~', 'localhost', 'shm', {'nodeprep_shm_path': '~/shm'},
+     SHM_ASSERT, ['nodeprep_shm_path="~/shm": ~ is not expanded on the node; ' + PATH_ALLOWED]),
+    ('nccl conf path with a trailing newline', 'localhost', 'nccl', {'nodeprep_nccl_conf_path': '/etc/nccl.conf\n'},
+     NCCL_ASSERT, ['nodeprep_nccl_conf_path="/etc/nccl.conf\\n": has a newline; ' + PATH_ALLOWED]),
+    ('nccl torch env path under $HOME', 'localhost', 'nccl', {'nodeprep_nccl_torch_env_path': '$HOME/torch.sh'},
+     NCCL_ASSERT, ['nodeprep_nccl_torch_env_path="$HOME/torch.sh": $ is not expanded on the node; ' + PATH_ALLOWED]),
+    ('memlock limits file with a trailing newline', 'localhost', 'memlock',
+     {'nodeprep_memlock_limits_file': '/etc/security/limits.d/90-nodeprep-memlock.conf\n'},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_limits_file="/etc/security/limits.d/90-nodeprep-memlock.conf\\n": has a '
+                      'newline; ' + MEMLOCK_FILE_ALLOWED + '; ' + PATH_ALLOWED]),
+    ('memlock services with an empty item', 'localhost', 'memlock', {'nodeprep_memlock_services': 'slurmd,,sshd'},
+     MEMLOCK_ASSERT, ['nodeprep_memlock_services="slurmd,,sshd": has an empty item']),
+    ('nccl gpu_node 2', 'localhost', 'nccl', {'nodeprep_gpu_node': 2},
+     NCCL_ASSERT, ['nodeprep_gpu_node=2: allowed: auto, true or false (true and false also as Ansible reads '
+                   'booleans: yes/no, on/off, y/n, t/f, 1/0 as text or numbers)']),
+    ('nvidia_driver conflicting unit with a space', 'localhost', 'nvidia_driver',
+     {'nodeprep_nvidia_driver_persistence_conflicting_units': 'nvidia pm'},
+     DRIVER_PLAN, ['nodeprep_nvidia_driver_persistence_conflicting_units="nvidia pm": the node cannot be asked about '
+                   "it: units: 'nvidia pm' is not a unit name"]),
     ('nic_offload role value not a boolean', 'localhost', 'nic_offload',
      {'nodeprep_nic_offload_features': {'gro': 'maybe'}, 'nodeprep_nic_offload_interfaces': ['lo']},
      NIC_ASSERT, ['invalid settings: nodeprep_nic_offload_features={"gro": "maybe"}: feature name -> true/false',
@@ -830,12 +868,11 @@ def test_host_facts_bad_input(tmp_path, monkeypatch, capsys, name, module, base,
 
 # ---------------------------------------------------------------------------------------------------------------
 # Readiness: bad settings are refused with a message, and a state that could not be read fails (never skip, never
-# pass). readiness_info runs with no command (services [], kernel_log_lines 0) on the converged B200 fact set.
+# pass). The readiness_info action types the variables, makes every role's plan from the gather (here the converged
+# B200 fact set, the kernel log not read) and judges on the controller; a refusal comes before any gather.
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as RF  # noqa: E402
-
-from ansible_collections.gpufleet.nodeprep.plugins.modules import readiness_info  # noqa: E402
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as RR  # noqa: E402
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.action import test_readiness_info as RA  # noqa: E402
 
 
 def _drop(namespace, subset, message):
@@ -857,33 +894,6 @@ def _set_fact(name, value):
     return mutate
 
 
-def _no_setting(name):
-    def mutate(facts, settings):
-        del settings[name]
-    return mutate
-
-
-def _no_plans(facts, settings):
-    facts['_no_plans'] = True
-
-
-def _typed_plans(facts, settings):
-    """The plans the readiness role passes: each planning role's variables typed by node_plan's rules."""
-    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
-    from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
-    if facts.pop('_no_plans', False):
-        return {}
-    out = {}
-    for role in sorted(set(RR.PLAN_CHECKS.values())):
-        if role == 'gpu_settings':
-            # the plan of a node where that role installed its files (the gather of this test has none)
-            out[role] = RF.gpu_settings_plan(facts, settings, RF.converged()[2])
-            continue
-        typed, problems = _plans.typed_settings(role, settings)
-        out[role] = _plans.plan_role(role, facts, typed, problems, _plan.new_context(host='gpu-a01'))
-    return out
-
-
 def _nvidia_failed_no_kernel(facts, settings):
     facts['nvidia'] = {'present': False, 'error': 'nvidia-smi failed: NVIDIA-SMI has failed because it could not '
                                                   'communicate with the NVIDIA driver', 'gpus': []}
@@ -893,6 +903,9 @@ def _nvidia_failed_no_kernel(facts, settings):
 def _role_names(facts, settings):
     # The names the nic_offload role documents (short ethtool -K names); the NIC already has them as wanted.
     settings['nodeprep_nic_offload_features'] = {'gro': False, 'lro': False, 'tso': True}
+    # The gather reads the connections' tso property too (nm_connection), as NetworkManager keeps it.
+    for nic in facts['nics'].values():
+        nic['nm_connection']['properties']['ethtool.feature-tso'] = 'on'
 
 
 def _kernel_names(facts, settings):
@@ -914,15 +927,13 @@ READINESS_CASES = [
      {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio="half": argument '
                            '\'nodeprep_shm_gpu_memory_ratio\' is of type str and we were unable to convert to float: '
                            '...')}),
-    ('readiness no plans', _no_plans,
-     {'msg': "readiness check: plans: no plan for role gpu_settings, kernel, memlock, nccl, nic_offload, nvidia_driver, "
-             "shm; the checks driver.loaded, driver.nouveau_blacklisted, driver.open_modules, driver.persistenced, "
-             "fabric.manager, gpu.clocks, gpu.power_limit, kernel.devel_matched, memlock.services, memlock.users, "
-             "nccl.config, nic.offload, shm.size read the roles' plans (the readiness role makes them with "
-             "gpufleet.nodeprep.node_plan)"}),
+    # (Plans are made by the action, never handed in: evaluate's refusal of missing plans is test_readiness.py's
+    # test_plans_are_required.)
+    # "inf" types into an infinite float: the typing refuses it for every float setting (issue 30), in its words
+    # (the shm plan's "must be a number greater than 0" said nothing true of infinity).
     ('readiness ratio inf', _settings(nodeprep_shm_gpu_memory_ratio='inf'),
-     {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio=Infinity: must be a number '
-                           'greater than 0 (0.5: half of the GPU memory)')}),
+     {'shm.size': ('fail', 'the settings of role shm are invalid: nodeprep_shm_gpu_memory_ratio="inf": an infinite '
+                           'number; ' + NUMBER_ALLOWED + ' (role shm: docs/roles/shm.md)')}),
     # The nic_offload role's variables are typed and checked by its plan (node_plan): nic.offload fails on them.
     ('readiness features as a list', _settings(nodeprep_nic_offload_features=['gro']),
      # The validator's own words follow (they differ between ansible-core releases).
@@ -934,8 +945,10 @@ READINESS_CASES = [
                               '{"gro": "maybe"}: ' + NIC_FEATURES_ALLOWED + '; not true or false: gro')}),
     ('readiness nic facts not read fails nic.offload', _drop('nics', 'nic', 'nic facts: ethtool -k eno1 failed'),
      {'nic.offload': ('fail', 'could not be read: nic facts: ethtool -k eno1 failed')}),
+    # Typed once by the action (list of int): refused with the value, before anything is read. (evaluate's own words
+    # for an untyped list: test_readiness.py test_bad_settings_are_refused.)
     ('readiness xid code not a number', _settings(nodeprep_readiness_xid_fail=[79, 'GSP']),
-     {'msg': "readiness check: nodeprep_readiness_xid_fail: 'GSP' is not an Xid code (a whole number)"}),
+     {'msg': 'readiness check: nodeprep_readiness_xid_fail=[79, "GSP"]: ...'}),
     # nccl.config is the nccl role's plan: a bad value fails the check (and the role), never readiness_info itself.
     ('readiness nccl value null', _settings(nodeprep_nccl_conf={'NCCL_DEBUG': None}),
      {'nccl.config': ('fail', 'the settings of role nccl are invalid: nodeprep_nccl_conf.NCCL_DEBUG is null; NCCL '
@@ -943,9 +956,8 @@ READINESS_CASES = [
     ('readiness nccl.conf with a byte that is not UTF-8',
      _set_fact('nodeprep_files', {'/etc/nccl.conf': RF.file_state(b'NCCL_DEBUG=WARN\xe9\n')}),
      {'nccl.config': ('fail', '/etc/nccl.conf: content differs')}),
-    ('readiness missing setting', _no_setting('nodeprep_expected_gpus'),
-     {'msg': 'readiness check: settings: missing nodeprep_expected_gpus; give every variable the checks read (the '
-             'readiness role passes them all; docs/readiness.md lists them)'}),
+    # (Every setting is typed by the action, with its default when unset: evaluate's refusal of a missing one is
+    # test_readiness.py's test_missing_setting_is_refused_by_name.)
     ('readiness junk fstab line fails shm.size', _drop('shm', 'shm', FSTAB_ERROR),
      {'shm.size': ('fail', 'could not be read: ' + FSTAB_ERROR)}),
     ('readiness dangling symlink in system.conf.d fails memlock', _drop('limits', 'limits', LIMITS_ERROR),
@@ -962,20 +974,22 @@ READINESS_CASES = [
 
 
 @pytest.mark.parametrize('name, mutate, expected', READINESS_CASES, ids=[c[0] for c in READINESS_CASES])
-def test_readiness_info_bad_input(tmp_path, monkeypatch, capsys, name, mutate, expected):
-    facts, settings, _probe = RF.converged()
+def test_readiness_info_bad_input(name, mutate, expected):
+    facts = RA.converged_gather()
+    del facts['nodeprep_kernel_log']
+    settings = dict(RA.inventory(), nodeprep_readiness_kernel_log_lines=0)
     mutate(facts, settings)
-    ran = []
-    monkeypatch.setattr(AnsibleModule, 'run_command', lambda self, argv, **kw: ran.append(argv) or (1, '', ''))
-    args = {'facts': facts, 'settings': settings, 'services': [], 'kernel_log_lines': 0,
-            'plans': _typed_plans(facts, settings)}
-    result = run_main(readiness_info.main, args, capsys)
-    assert ran == []
+    result, calls = RA.run(settings, gathered=facts)
     assert result.get('changed', False) is False
     if 'msg' in expected:
         assert result.get('failed') is True, result
-        assert result['msg'] == expected['msg']
+        if expected['msg'].endswith('...'):
+            assert result['msg'][:len(expected['msg']) - 3] == expected['msg'][:-3]
+        else:
+            assert result['msg'] == expected['msg']
+        assert calls == []
         return
+    assert [module for module, _args in calls] == ['gpufleet.nodeprep.gpu_node_facts']
     assert not result.get('failed'), result
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
     for check_id, want in expected.items():
@@ -985,17 +999,21 @@ def test_readiness_info_bad_input(tmp_path, monkeypatch, capsys, name, mutate, e
             assert got[check_id] == want
 
 
-def test_readiness_info_negative_kernel_log_lines(tmp_path, capsys):
-    facts, settings, _probe = RF.converged()
-    result = run_main(readiness_info.main, {'facts': facts, 'settings': settings, 'services': [],
-                                            'kernel_log_lines': -5}, capsys)
-    assert result['msg'] == ('kernel_log_lines=-5 is negative; allowed: 0 (do not read the kernel log) or a positive '
-                             'number of lines')
+def test_readiness_info_negative_kernel_log_lines():
+    result, calls = RA.run(dict(RA.inventory(), nodeprep_readiness_kernel_log_lines=-5))
+    assert result['msg'] == ('readiness check: nodeprep_readiness_kernel_log_lines=-5 is negative; allowed: 0 (do not '
+                             'read the kernel log) or a positive number of lines')
+    assert calls == []
 
 
 def test_readiness_role_passes_the_gather_errors():
-    with open(os.path.join(HERE, '..', '..', 'roles', 'readiness', 'vars', 'main.yml')) as handle:
-        assert 'nodeprep_errors' in yaml.safe_load(handle)['__nodeprep_readiness_fact_names']
+    """What the gather could not read (nodeprep_errors) reaches the checks: they fail, naming it."""
+    facts = RA.converged_gather()
+    del facts['shm']
+    facts['nodeprep_errors'] = {'shm': FSTAB_ERROR}
+    result, _calls = RA.run(RA.inventory(), gathered=facts)
+    assert [(c['id'], c['status'], c['observed']) for c in result['checks'] if c['status'] != 'pass'
+            and c['id'] != 'gpu.dcgm_diag'] == [('shm.size', 'fail', 'could not be read: ' + FSTAB_ERROR)]
 
 
 def test_readiness_report_unknown_host(tmp_path):

@@ -8,7 +8,8 @@
 # Reads NIC state for nic_facts, nic_offload and gpu_node_facts:
 # ``ip -j addr show`` (addresses, and the list of interfaces), sysfs
 # (/sys/class/net/IFACE/mtu and speed), ``ethtool -i`` / ``ethtool -k`` and
-# ``nmcli -t -f DEVICE,STATE device``. The AnsibleModule passed in is used only
+# ``nmcli -t -f DEVICE,STATE device`` (and, when asked, a managed NIC's connection and its
+# properties). The AnsibleModule passed in is used only
 # for get_bin_path, warn and the collection's runner (collect/_runner.run_status: argv
 # lists, the C locale). Errors are raised as NicError (parsers/_nic_selection.py), carrying
 # cmd/rc/stdout/stderr when a command failed, so each module can hand them to fail_json.
@@ -103,6 +104,23 @@ def nm_managed(states, ifname):
     return not states[ifname].startswith('unmanaged')
 
 
+def read_nm_connection(module, nmcli, ifname, properties):
+    """The NetworkManager connection of ``ifname`` (``nmcli -g GENERAL.CONNECTION device show``; None when it has
+    none) and its ``properties`` (``nmcli -g p1,p2 connection show CONN``, one value a line, in the order asked):
+    ``{name, properties, error}``; ``error`` says which command failed (then nothing else is known)."""
+    out = {'name': None, 'properties': {}, 'error': None}
+    argv = [nmcli, '-g', 'GENERAL.CONNECTION', 'device', 'show', ifname]
+    rc, stdout, stderr = run_status(module, argv)
+    if rc == 0 and stdout.strip() and properties:
+        out['name'] = stdout.strip()
+        argv = [nmcli, '-g', ','.join(properties), 'connection', 'show', out['name']]
+        rc, stdout, stderr = run_status(module, argv)
+        out['properties'] = dict(zip(properties, [line.strip() for line in stdout.splitlines()]))
+    if rc != 0:
+        out.update(name=None, properties={}, error='{0} (rc={1}): {2}'.format(' '.join(argv), rc, stderr.strip()))
+    return out
+
+
 def read_features(module, ethtool, ifname):
     """parse_ethtool_k() of ``ethtool -k IFACE``; NicError on failure, naming the interface."""
     argv = [ethtool, '-k', ifname]
@@ -130,13 +148,15 @@ def read_driver(module, ethtool, ifname):
     return dict((key, info.get(key)) for key in empty)
 
 
-def collect_nic_facts(module, interfaces=None, networks=None):
+def collect_nic_facts(module, interfaces=None, networks=None, nm_properties=None):
     """The ``ansible_facts.nics`` dict (docs/contracts.md), keyed by interface name.
 
     With neither ``interfaces`` nor ``networks`` every interface is read. With
     either or both, the interfaces named plus those holding an address inside
     one of the networks (CIDR strings, IPv4 or IPv6). A named interface that
-    does not exist raises NicError listing the ones that do.
+    does not exist raises NicError listing the ones that do. With ``nm_properties``
+    (NetworkManager property names), each interface NetworkManager manages also
+    gets ``nm_connection`` (read_nm_connection).
     """
     links = read_links(module)
     by_name = dict((link['ifname'], link) for link in links)
@@ -170,6 +190,9 @@ def collect_nic_facts(module, interfaces=None, networks=None):
             'features': dict((key, dict(value)) for key, value in parsed['features'].items()),
             'nm_managed': nm_managed(states, name),
         }
+        if nm_properties and facts[name]['nm_managed']:
+            facts[name]['nm_connection'] = read_nm_connection(module, module.get_bin_path('nmcli'), name,
+                                                              list(nm_properties))
     return facts
 
 

@@ -5,8 +5,9 @@
 
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # Its functions may change without notice; do not import it from other collections.
-"""What NVIDIA DCGM's ``dcgmi`` prints: the argv of ``dcgmi diag`` and ``dcgmi discovery``, and their parsers.  Pure;
-no Ansible import; Python 3.6 compatible.
+"""What NVIDIA DCGM's ``dcgmi`` prints: the parsers of ``dcgmi diag`` and ``dcgmi discovery`` (their argv, and the
+no-host-engine test the gather runs on the node, are parsers/_dcgmi_cli.py).  Pure; no Ansible import; Python 3.6
+compatible.
 
 From NVIDIA/DCGM (github.com/NVIDIA/DCGM; tags v3.3.9 and v4.6.0 read 2026-12-02):
 
@@ -35,7 +36,6 @@ import json
 import re
 
 GENERATIONS = (('4', 'DCGM Diagnostic'), ('3', 'DCGM GPU Diagnostic'))
-NO_HOST_ENGINE = ('Unable to connect to host engine', 'unable to establish a connection to the specified host')
 # Statuses as dcgmi writes them; nvvs's own document (which dcgmi 3.x reads) writes them in capitals.
 STATUSES = {'pass': 'Pass', 'skip': 'Skip', 'warn': 'Warn', 'fail': 'Fail', 'not run': 'Not Run'}  # nosec B105
 
@@ -46,14 +46,6 @@ _SWITCH_RE = re.compile(r'^\|\s*(\d+)\s*\|\s*$')
 
 class DcgmError(Exception):
     """A DCGM setting or output that cannot be used."""
-
-
-def diag_argv(dcgmi, level):
-    return [dcgmi, 'diag', '-r', str(level), '-j']
-
-
-def discovery_argv(dcgmi):
-    return [dcgmi, 'discovery', '-l']
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -191,8 +183,3 @@ def parse_discovery(text):
             if cell.startswith(label):
                 current[key] = cell[len(label):].strip()
     return out
-
-
-def no_host_engine(text):
-    """True when dcgmi's output says that no host engine answers."""
-    return any(marker in (text or '') for marker in NO_HOST_ENGINE)

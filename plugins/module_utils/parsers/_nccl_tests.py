@@ -91,16 +91,16 @@ def _columns(tokens, number, line):
 
 def _group(titles, values, number, line):
     out = {}
-    for title, token in zip(titles, values):
+    for title, cell in zip(titles, values):
         key = {'time': 'time_us', 'cputime': 'cputime_us', 'algbw': 'algbw', 'busbw': 'busbw'}.get(title)
         if key:
-            out[key] = None if token == 'N/A' else _number(token, float, number, line, title)
+            out[key] = None if cell == 'N/A' else _number(cell, float, number, line, title)
         elif title == '#wrong':
-            out['wrong'] = None if token == 'N/A' else int(_number(token, float, number, line, '#wrong'))
+            out['wrong'] = None if cell == 'N/A' else int(_number(cell, float, number, line, '#wrong'))
         elif title == 'error':
-            out['error'] = None if token == 'N/A' else _number(token, float, number, line, 'error')
+            out['error'] = None if cell == 'N/A' else _number(cell, float, number, line, 'error')
         else:
-            out[title] = token
+            out[title] = cell
     return out
 
 

@@ -59,13 +59,13 @@ def _fail(number, line, what):
     raise NvbandwidthParseError('line {0} {1!r}: {2}'.format(number, line, what))
 
 
-def _value(token):
-    if token == 'N/A':
+def _value(cell):
+    if cell == 'N/A':
         return None
     try:
-        return float(token)
+        return float(cell)
     except ValueError:
-        raise NvbandwidthParseError('{0!r} is neither a number nor N/A'.format(token))
+        raise NvbandwidthParseError('{0!r} is neither a number nor N/A'.format(cell))
 
 
 def _new_result():

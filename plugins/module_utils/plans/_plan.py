@@ -83,7 +83,7 @@ SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'li
 
 # The gather request's list keys and the fact each is reported under.
 _GATHER_LISTS = ('subsets', 'units', 'files', 'packages', 'contents', 'limits_users', 'limits_services',
-                 'nic_networks')
+                 'nic_networks', 'nic_nm_properties')
 
 # The first line of every file a role renders: the files are compared by content, so it names no date or host.
 MANAGED = 'Managed by gpufleet.nodeprep ({0}); local changes are overwritten.'
@@ -164,6 +164,18 @@ def missing_facts(request, facts):
         missing['limits_services'] = [s for s in request.get('limits_services') or [] if s not in services]
         if (missing['limits_users'] or missing['limits_services']) and 'limits' not in missing['subsets']:
             missing['subsets'].append('limits')
+    if request.get('nic_nm_properties') and isinstance(facts.get('nics'), dict):
+        # A NIC NetworkManager manages must carry its connection with every property asked for.
+        read = [(nic.get('nm_connection') or {}) for nic in facts['nics'].values()
+                if isinstance(nic, dict) and nic.get('nm_managed')]
+
+        def lacks(conn, prop):
+            return not conn or bool(conn.get('name') and not conn.get('error')
+                                    and prop not in (conn.get('properties') or {}))
+        missing['nic_nm_properties'] = [prop for prop in request['nic_nm_properties']
+                                        if any(lacks(conn, prop) for conn in read)]
+        if missing['nic_nm_properties'] and 'nic' not in missing['subsets']:
+            missing['subsets'].append('nic')
     if request.get('shm_path') and isinstance(facts.get('shm'), dict) and 'shm' in have_subsets:
         if facts['shm'].get('path') not in (None, request['shm_path']) and 'shm' not in missing['subsets']:
             missing['subsets'].append('shm')
@@ -238,6 +250,19 @@ def want_path(plan, facts, path, state='file', content=None, mode=None, src=None
     return entry
 
 
+def judge_check(plan, check, status, expected, observed):
+    """Readiness check ``check`` of ``plan`` from the rule that judges the node's state for it (``status``,
+    ``expected``, ``observed``: a readiness rule's verdict, such as rules/_rdma.acs_result): its words; a failure that
+    the plan's own work and refusals do not already name becomes drift no run of the role fixes, so that the check
+    fails exactly when the plan says why.  Call it after the plan has added its work for ``check``."""
+    if status == 'skip':
+        set_check(plan, check, expected, skip=observed)
+        return
+    set_check(plan, check, expected, observed if status == 'pass' else '')
+    if status == 'fail' and not drift_for(plan, check, 'fail') or status == 'warn' and not drift_for(plan, check):
+        add_drift(plan, check, observed, fixable=False, level=status)
+
+
 def drift_for(plan, check, level=None):
     """The drift messages of ``plan`` for readiness check ``check`` (of one ``level`` when given)."""
     return [item['msg'] for item in plan.get('drift') or []
@@ -269,9 +294,12 @@ def finish(plan):
 
 def role_gather(module, settings):
     """What the role whose rule module is ``module`` must gather: its own ``gather``, and for a GPU role whose
-    ``nodeprep_gpu_node`` is auto the kernel subset (the PCI scan the GPU rule reads, in the same round trip)."""
+    ``nodeprep_gpu_node`` is auto the kernel subset (the PCI scan the GPU rule reads, in the same round trip) when it
+    gathers anything at all (a role whose settings ask for nothing has no work to keep off a node; readiness gathers
+    the PCI scan itself)."""
     request = module.gather(settings)
-    if module.ROLE in _gpu_node.GPU_ROLES and _gpu_node.needs_pci(settings.get(_gpu_node.NAME)):
+    if module.ROLE in _gpu_node.GPU_ROLES and _gpu_node.needs_pci(settings.get(_gpu_node.NAME)) \
+            and not is_empty(request):
         request = merge_gathers([request, {'subsets': ['kernel']}])
     return request
 

@@ -20,6 +20,12 @@ The CUDA major of the driver: nvidia-smi's ``CUDA Version`` (the highest CUDA th
 driver's branch (NVIDIA CUDA Toolkit release notes, "CUDA Toolkit and Corresponding Driver Versions": CUDA 11.0
 needs >= 450.36.06, 12.0 GA >= 525.60.13, 13.0 GA >= 580.65.06), else ``nodeprep_dcgm_cuda_major``, which also
 overrides both.
+
+The plan owns the readiness check ``gpu.dcgm_diag``: what the role would change (the package, the lock, the host
+engine) is its drift, so the check fails until the role has run; DCGM's own verdict (``dcgmi diag``, read by the
+readiness gather when ``nodeprep_readiness_dcgm`` is true, judged by rules/_dcgm.judge) is drift no run fixes.  Where
+the role manages DCGM, a diagnostic that could not run (no dcgmi, no host engine) fails the check instead of skipping
+it.  The GPU-node rule (rules/_gpu_node.py, applied by _plan.plan_with) keeps DCGM off a node that is not a GPU node.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -29,12 +35,14 @@ import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _dcgm
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._driver_packages import family_of
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._os_release import os_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._package_db import version_text
 
 ROLE = 'dcgm'
-CHECKS = ()
+CHECK = _dcgm.CHECK
+CHECKS = (CHECK,)
 PREFIX = 'nodeprep_dcgm_'
 CORE = 'datacenter-gpu-manager-4-core'
 CUDA_PACKAGE = 'datacenter-gpu-manager-4-cuda{0}'
@@ -85,6 +93,8 @@ SETTINGS = {
                         'V(true) stops and disables C(nvidia-dcgm) (and the deprecated C(dcgm.service)) of DCGM 3, '
                         'releases its apt hold or versionlock, removes C(datacenter-gpu-manager) and installs DCGM 4.']},
 }
+# The collection-wide nodeprep_gpu_node: the role does nothing on a node that is not a GPU node (_gpu_node.py).
+SETTINGS.update(_gpu_node.SETTINGS)
 
 
 def gather(settings):
@@ -180,18 +190,41 @@ def _unit(facts):
 def plan(facts, settings, context):
     out = _plan.new_plan(ROLE)
     check_settings(out, settings)
-    if out['problems'] or not settings[PREFIX + 'install']:
-        return out
+    if not out['problems'] and settings[PREFIX + 'install']:
+        _plan_install(out, facts, settings, context)
+    _judge(out, facts, settings)
+    return out
+
+
+def _error(out, text):
+    """The role fails on this node (changing nothing), and gpu.dcgm_diag fails with the same words."""
+    out['errors'].append(text)
+    _plan.add_drift(out, CHECK, text, fixable=False)
+
+
+def _judge(out, facts, settings):
+    """gpu.dcgm_diag: DCGM's verdict on the GPUs (rules/_dcgm.judge of what the readiness gather ran), after the
+    role's own drift; where the role manages DCGM, a diagnostic that could not run fails instead of skipping."""
+    nvidia = facts.get('nvidia') if isinstance(facts.get('nvidia'), dict) else {}
+    gpus = nvidia.get('gpus') if isinstance(nvidia.get('gpus'), list) else []
+    status, expected, observed = _dcgm.judge(facts.get('nodeprep_dcgm'), gpus)
+    managed = settings[PREFIX + 'install'] and not out['problems']
+    if managed:
+        expected = '{0} installed{1} (nodeprep_dcgm_install); {2}'.format(
+            CORE, ', nvidia-dcgm enabled and running' if settings[PREFIX + 'service'] else '', expected)
+        probe = facts.get('nodeprep_dcgm') if isinstance(facts.get('nodeprep_dcgm'), dict) else {}
+        if status == 'skip' and probe.get('enabled'):
+            status, observed = 'fail', 'the dcgm role manages DCGM on this node, yet ' + observed
+    _plan.judge_check(out, CHECK, status, expected, observed)
+
+
+def _plan_install(out, facts, settings, context):
     host = context.get('host') or 'this node'
-    pci = ((facts.get('kernel_state') or {}).get('pci') or {}) if isinstance(facts.get('kernel_state'), dict) else {}
-    if pci.get('gpu_count') == 0:
-        out['reports'].append('DCGM is not installed on {0}: no NVIDIA GPU on its PCI bus.'.format(host))
-        return out
     family = family_of(os_facts(facts))
     if family not in ('el', 'debian'):
-        out['errors'].append('DCGM on {0}: the OS family {1} is not one the role installs on (allowed: EL 8/9/10, '
-                             'Debian and Ubuntu).'.format(host, os_facts(facts).get('os_family')))
-        return out
+        _error(out, 'DCGM on {0}: the OS family {1} is not one the role installs on (allowed: EL 8/9/10, Debian and '
+                    'Ubuntu).'.format(host, os_facts(facts).get('os_family')))
+        return
     node = ((facts.get('kernel_state') or {}).get('driver_node') or {}) if isinstance(facts.get('kernel_state'),
                                                                                       dict) else {}
     dcgm3 = installed_packages(facts).get(_dcgm.DCGM3_PACKAGE)
@@ -202,11 +235,11 @@ def plan(facts, settings, context):
         if not settings[_dcgm.REPLACE_SETTING]:
             major, _why = cuda_major(facts, settings)
             wanted = [CUDA_PACKAGE.format(major if major in CUDA_MAJORS else '<CUDA major>'), CORE]
-            out['errors'].append(_dcgm.dcgm3_refusal(host, dcgm3, running, wanted))
-            return out
+            _error(out, _dcgm.dcgm3_refusal(host, dcgm3, running, wanted))
+            return
         replace = _dcgm.dcgm3_replace(family, running, node)
-        out['reasons'].append('replace: DCGM 3.x ({0} {1}) is installed; {2}=true: stopped, removed, DCGM 4 '
-                              'installed'.format(_dcgm.DCGM3_PACKAGE, dcgm3, _dcgm.REPLACE_SETTING))
+        _plan.add_drift(out, CHECK, 'replace: DCGM 3.x ({0} {1}) is installed; {2}=true: stopped, removed, DCGM 4 '
+                                    'installed'.format(_dcgm.DCGM3_PACKAGE, dcgm3, _dcgm.REPLACE_SETTING))
         out['args']['replace'] = replace
         # Check mode cannot ask dnf for DCGM 4 while DCGM 3 is installed (the conflict), and the unit it sees is
         # DCGM 3's: the installation and the host engine are predicted by the real tasks' names.
@@ -216,7 +249,8 @@ def plan(facts, settings, context):
         if context.get('check_mode') and context.get('driver_pending') is not None:
             out['reports'].append('Check mode on {0}: the DCGM package follows the CUDA major of the driver that this '
                                   'run installs; it is chosen once that driver is loaded.'.format(host))
-            out['reasons'].append('install: DCGM (the package of the CUDA major of the driver installed in this run)')
+            _plan.add_drift(out, CHECK, 'install: DCGM (the package of the CUDA major of the driver installed in this '
+                                        'run)')
             # The tasks a real run changes here, predicted by name (the CUDA major is read once the driver is loaded):
             # the same keys as an installing plan (relock: a lock after the installation; service: nothing of DCGM is
             # installed yet, so its unit is neither enabled nor running).
@@ -225,15 +259,14 @@ def plan(facts, settings, context):
             out['args']['relock'] = bool(settings[PREFIX + 'versionlock'])
             if settings[PREFIX + 'service']:
                 out['args']['service'] = {'name': SERVICE, 'enabled': True, 'state': 'started'}
-            return out
-        out['errors'].append('DCGM on {0}: cannot tell the CUDA major of the driver ({1}); set nodeprep_dcgm_cuda_major '
-                             '(allowed: {2}).'.format(host, why, ', '.join(str(m) for m in CUDA_MAJORS)))
-        return out
+            return
+        _error(out, 'DCGM on {0}: cannot tell the CUDA major of the driver ({1}); set nodeprep_dcgm_cuda_major '
+                    '(allowed: {2}).'.format(host, why, ', '.join(str(m) for m in CUDA_MAJORS)))
+        return
     if major not in CUDA_MAJORS:
-        out['errors'].append('DCGM on {0}: the driver supports CUDA {1} ({2}), DCGM 4 has packages for CUDA {3}; set '
-                             'nodeprep_dcgm_cuda_major.'.format(host, major, why,
-                                                                ', '.join(str(m) for m in CUDA_MAJORS)))
-        return out
+        _error(out, 'DCGM on {0}: the driver supports CUDA {1} ({2}), DCGM 4 has packages for CUDA {3}; set '
+                    'nodeprep_dcgm_cuda_major.'.format(host, major, why, ', '.join(str(m) for m in CUDA_MAJORS)))
+        return
     name = CUDA_PACKAGE.format(major)
     packages = installed_packages(facts)
     wanted = settings[PREFIX + 'version'] or ''
@@ -260,7 +293,8 @@ def plan(facts, settings, context):
     locked = settings[PREFIX + 'versionlock']
     lock = {'add': [], 'remove': [], 'hold': [], 'unhold': [], 'plugin': None}
     if install:
-        out['reasons'].extend('install: ' + text for text in install)
+        for text in install:
+            _plan.add_drift(out, CHECK, 'install: ' + text)
         out['args']['install'] = {'name': [package_spec(family, name, wanted), package_spec(family, CORE, wanted)],
                                   'state': 'present'}
         if family == 'el':
@@ -280,13 +314,13 @@ def plan(facts, settings, context):
             if (lock['add'] or lock['remove']) and not node.get('versionlock_plugin'):
                 lock['plugin'] = VERSIONLOCK_PLUGIN['el']
             for entry in lock['add']:
-                out['reasons'].append('versionlock: {0} is not locked'.format(entry))
+                _plan.add_drift(out, CHECK, 'versionlock: {0} is not locked'.format(entry))
             for entry in lock['remove']:
-                out['reasons'].append('versionlock: {0} locks another version'.format(entry))
+                _plan.add_drift(out, CHECK, 'versionlock: {0} locks another version'.format(entry))
         else:
             lock['hold'] = [p for p in (name, CORE) if p not in (node.get('apt_holds') or [])]
             for package in lock['hold']:
-                out['reasons'].append('apt hold: {0} is not held'.format(package))
+                _plan.add_drift(out, CHECK, 'apt hold: {0} is not held'.format(package))
     out['args']['lock'] = lock
     # After an installation the lock is planned again from the versions installed (tasks/main.yml).
     out['args']['relock'] = bool(install and locked)
@@ -295,11 +329,10 @@ def plan(facts, settings, context):
         unit = _unit(facts)
         if replace is not None:
             # The unit the gather saw is DCGM 3's, which the replacement stops and removes.
-            out['reasons'].append('{0}: DCGM 4\'s host engine, enabled and started after the replacement'.format(
+            _plan.add_drift(out, CHECK, '{0}: DCGM 4\'s host engine, enabled and started after the replacement'.format(
                 SERVICE))
             out['args']['service'] = {'name': SERVICE, 'enabled': True, 'state': 'started'}
         elif unit.get('enabled') != 'enabled' or unit.get('active') != 'active':
-            out['reasons'].append('{0}: {1}, {2} (wanted enabled and running)'.format(
+            _plan.add_drift(out, CHECK, '{0}: {1}, {2} (wanted enabled and running)'.format(
                 SERVICE, unit.get('active') or 'not installed', unit.get('enabled') or 'not enabled'))
             out['args']['service'] = {'name': SERVICE, 'enabled': True, 'state': 'started'}
-    return out

@@ -521,8 +521,12 @@ def plan(facts, settings, context):
     if not nvidia.get('present'):
         why = nvidia.get('error') or 'ansible_facts.nvidia.present is false'
         if _s(settings, 'require_gpu'):
-            plan_['errors'].append('{0}require_gpu is true but ansible_facts.nvidia.present is false on {1} '
-                                   '({2}).'.format(PREFIX, host, why))
+            text = '{0}require_gpu is true but ansible_facts.nvidia.present is false on {1} ({2}).'.format(
+                PREFIX, host, why)
+            plan_['errors'].append(text)
+            # The role fails on the node: its checks fail with the same words (not only warn on the boot files).
+            for check in managed or [POWER]:
+                _drift(plan_, check, text, fixable=False)
         else:
             plan_['reports'].append('Skipping gpu_settings on {0}: no working NVIDIA driver/GPU ({1}). Set {2}'
                                     'require_gpu=true to make this an error.'.format(host, why, PREFIX))

@@ -31,7 +31,12 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_sel
     select_nics,
     valid_networks,
 )
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._nic_offload import offload_plan, unit_env_args
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._nic_offload import (
+    nm_connection_drift,
+    nm_property_names,
+    offload_plan,
+    unit_env_args,
+)
 
 ROLE = 'nic_offload'
 CHECK = 'nic.offload'
@@ -221,6 +226,9 @@ def gather(settings):
         request['nic_networks'] = networks
     if settings['nodeprep_nic_offload_persist']:
         request['files'] = [UNIT_FILE, ENV_DIR] + list(FILE_PATTERNS)
+        if isinstance(settings['nodeprep_nic_offload_features'], dict):
+            # What a NIC NetworkManager manages holds in its connection, read in the same gather.
+            request['nic_nm_properties'] = nm_property_names(sorted(settings['nodeprep_nic_offload_features']))
     return request
 
 
@@ -349,22 +357,29 @@ def _unit_files(out, seen, ifnames, decided, wanted):
 
 
 def _persist(out, facts, chosen, decided, wanted):
-    """NetworkManager's connection properties where it manages the device and has a property for every feature;
-    else the boot unit.  A NIC NetworkManager manages without a connection is persisted by the boot unit too: the
-    facts cannot tell, so its entry carries the unit's files (``fallback``) for the tasks to write then."""
+    """NetworkManager's connection properties where it manages the device, has a connection for it and a property for
+    every feature (the gather read that connection: nics.<if>.nm_connection); else the boot unit.  A connection
+    property that differs is drift of nic.offload (``nmcli connection modify``); a connection that cannot be read
+    is an error."""
     seen = _files_seen(facts)
     unit_nics = []
     for ifname in chosen:
         persistence = decided[ifname]['persistence']
-        if persistence['nm_managed'] and not persistence['nm_unsupported']:
-            scratch = _plan.new_plan(ROLE)
-            _unit_files(scratch, seen, [ifname], decided, wanted)
-            out['args']['networkmanager'].append({'interface': ifname,
-                                                  'properties': dict(persistence['nm_properties']),
-                                                  'fallback': scratch['files']})
-            # Its connection's properties are not in the facts: the tasks read and compare them.
-            out['reasons'].append('{0}: its NetworkManager connection is not in the facts'.format(ifname))
+        connection = (facts.get('nics') or {}).get(ifname, {}).get('nm_connection')
+        if persistence['nm_managed'] and not persistence['nm_unsupported'] and isinstance(connection, dict) \
+                and (connection.get('name') or connection.get('error')):
+            changes, error = nm_connection_drift(ifname, connection, persistence['nm_properties'])
+            if error:
+                out['errors'].append(error)
+                _plan.add_drift(out, CHECK, error, fixable=False)
+                continue
+            for change in changes:
+                _plan.add_drift(out, CHECK, change)
+            if changes:
+                out['args']['networkmanager'].append({'interface': ifname, 'connection': connection['name'],
+                                                      'properties': dict(persistence['nm_properties'])})
         else:
+            # Not managed by NetworkManager, a feature it has no property for, or managed without a connection.
             unit_nics.append(ifname)
     if unit_nics:
         _unit_files(out, seen, unit_nics, decided, wanted)

@@ -76,7 +76,7 @@ SETTINGS = {
         'type': 'list', 'elements': 'str', 'default': list(TOOLS), 'choices': list(TOOLS),
         'description': 'The tools to provide.'},
     PREFIX + 'prefix': {
-        'type': 'str', 'default': '/opt/nodeprep/perf',
+        'type': 'path', 'default': '/opt/nodeprep/perf',
         'description': 'Folder of the sources (C(src/)), the builds (C(build/)) and the links to the tools (C(bin/)).'},
     PREFIX + 'cuda_version': {
         'type': 'str', 'default': '',
@@ -114,11 +114,11 @@ SETTINGS = {
         'description': "The GPU architectures to build for (V(90) Hopper, V(100) Blackwell). V([]) keeps each tool's "
                        'own choice (nccl-tests: its list for the CUDA version; nvbandwidth: the GPUs it finds).'},
     PREFIX + 'all_reduce_perf': {
-        'type': 'str', 'default': '',
+        'type': 'path', 'default': '',
         'description': "The path of an all_reduce_perf the site already has: linked, nothing built. V('') builds "
                        'nccl-tests.'},
     PREFIX + 'nvbandwidth': {
-        'type': 'str', 'default': '',
+        'type': 'path', 'default': '',
         'description': "The path of an nvbandwidth the site already has: linked, nothing built. V('') builds "
                        'nvbandwidth.'},
 }

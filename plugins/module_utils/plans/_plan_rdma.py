@@ -15,8 +15,12 @@
   the GPUs and ConnectX devices with setpci (argv, one ``-s <port> ECAP_ACS+0x6.w=0000`` per port; the ports come
   from lspci in the gather, _rdma.acs_ports_to_clear).  The BIOS setting is the real fix (docs/readiness.md).
 
-The readiness checks ``rdma.peer_memory`` and ``pci.acs`` read the node, not this plan (a node that nobody ran the
-role on is judged the same way), so the plan owns no check.
+The plan owns the readiness checks ``rdma.peer_memory`` and ``pci.acs``: the node's state is judged by the readiness
+rules (_rdma.peer_memory_result, _rdma.acs_result; a node that nobody ran the role on is judged the same way), the
+role's work for them is fixable drift (nvidia_peermem to load, its modules-load.d file, the ACS unit and the ports it
+clears), its refusals fail them, and a failure no run of the role changes (ACS redirecting with the unit off, no
+peer-memory API and DMA-BUF not declared) is drift no run fixes: the check passes exactly when the plan has no drift
+for it.
 
 Pure functions; no Ansible import; Python 3.6 compatible.
 """
@@ -30,7 +34,9 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _rd
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _rdma_path
 
 ROLE = 'rdma'
-CHECKS = ()
+PEER_MEMORY = 'rdma.peer_memory'
+ACS = 'pci.acs'
+CHECKS = (PEER_MEMORY, ACS)
 MODE = '0644'
 ACS_UNIT = 'nodeprep-pci-acs.service'
 ACS_UNIT_PATH = '/etc/systemd/system/' + ACS_UNIT
@@ -115,46 +121,61 @@ def _kernel_state(facts):
     return state if isinstance(state, dict) else {}
 
 
+def _gpu_bus_ids(state):
+    return [dev.get('bus_id') for dev in (state.get('pci') or {}).get('gpus') or []]
+
+
 def _plan_peermem(plan, facts, settings):
     state = _kernel_state(facts)
     rdma = state.get('rdma')
+    running, flavour = state.get('running'), (state.get('nvidia_module') or {}).get('flavour')
     decision = _rdma.peermem_plan(rdma, settings['nodeprep_rdma_peermem'], settings['nodeprep_rdma_path'],
-                                  state.get('running'), (state.get('nvidia_module') or {}).get('flavour'))
+                                  running, flavour)
     plan['args']['peermem'] = decision
     plan['args']['modprobe'] = []
     action = decision['action']
     if action == 'skip':
         if settings['nodeprep_rdma_peermem']:
             plan['reports'].append('nvidia_peermem: {0}'.format(decision['msg']))
-        return
-    if action == 'fail':
+    elif action == 'fail':
         plan['errors'].append(decision['msg'])
-        return
-    if action == 'dmabuf':
+        _plan.add_drift(plan, PEER_MEMORY, decision['msg'], fixable=False)
+    elif action == 'dmabuf':
         plan['reports'].append('GPUDirect RDMA path: {0}'.format(decision['msg']))
-        return
-    if action == 'load':
-        plan['args']['modprobe'] = [_rdma_path.PEERMEM_MODULE]
-        plan['reasons'].append('nvidia_peermem is not loaded')
-    if decision['persist']:
-        _plan.want_path(plan, facts, _rdma.MODULES_LOAD_FILE, content=render_modules_load(), mode=MODE)
+    else:
+        if action == 'load':
+            plan['args']['modprobe'] = [_rdma_path.PEERMEM_MODULE]
+            _plan.add_drift(plan, PEER_MEMORY, 'nvidia_peermem is not loaded')
+        if decision['persist']:
+            _plan.want_path(plan, facts, _rdma.MODULES_LOAD_FILE, content=render_modules_load(), mode=MODE,
+                            check=PEER_MEMORY)
+    verdict = _rdma.peer_memory_result(rdma, settings['nodeprep_rdma_path'], running, flavour)
+    _plan.judge_check(plan, PEER_MEMORY, *verdict)
 
 
 def _plan_acs(plan, facts, settings):
     plan['args']['acs_ports'] = []
-    if not settings['nodeprep_rdma_acs_unit']:
-        return
     state = _kernel_state(facts)
     rdma = state.get('rdma')
+    gpus = _gpu_bus_ids(state)
+    status, expected, observed = _rdma.acs_result(rdma, gpus)
+    if settings['nodeprep_rdma_acs_unit']:
+        _unit_acs(plan, facts, rdma, gpus)
+        expected += '; {0} installed and enabled (nodeprep_rdma_acs_unit)'.format(ACS_UNIT)
+    _plan.judge_check(plan, ACS, status, expected, observed)
+
+
+def _unit_acs(plan, facts, rdma, gpus):
+    """The ACS boot unit (nodeprep_rdma_acs_unit): the ports to clear now, the unit's file, the unit enabled."""
     why = _rdma.applies(rdma)
     if why:
         plan['reports'].append('ACS unit: {0}'.format(why))
         return
     if rdma.get('lspci_error'):
-        plan['errors'].append('ACS unit: the PCIe switch ports cannot be known: lspci -D -vvv: {0}'.format(
-            rdma['lspci_error']))
+        text = 'ACS unit: the PCIe switch ports cannot be known: lspci -D -vvv: {0}'.format(rdma['lspci_error'])
+        plan['errors'].append(text)
+        _plan.add_drift(plan, ACS, text, fixable=False)
         return
-    gpus = [dev.get('bus_id') for dev in (state.get('pci') or {}).get('gpus') or []]
     redirecting = _rdma.acs_ports_to_clear(rdma, gpus)
     ports = _rdma.switch_ports_checked(rdma.get('bridges') or [], list(gpus) + list(rdma.get('connectx') or []))
     if not ports:
@@ -162,13 +183,13 @@ def _plan_acs(plan, facts, settings):
         return
     plan['args']['acs_ports'] = redirecting
     if redirecting:
-        plan['reasons'].append('ACS redirects peer traffic at {0}'.format(', '.join(redirecting)))
-    _plan.want_path(plan, facts, ACS_UNIT_PATH, content=render_acs_unit(ports), mode=MODE)
+        _plan.add_drift(plan, ACS, 'ACS redirects peer traffic at {0}'.format(', '.join(redirecting)))
+    _plan.want_path(plan, facts, ACS_UNIT_PATH, content=render_acs_unit(ports), mode=MODE, check=ACS)
     units = facts.get('nodeprep_units') if isinstance(facts.get('nodeprep_units'), dict) else {}
     unit = units.get(ACS_UNIT) or {}
     plan['units'].append({'name': ACS_UNIT, 'enabled': True})
     if unit.get('enabled') != 'enabled':
-        plan['reasons'].append('{0} is not enabled'.format(ACS_UNIT))
+        _plan.add_drift(plan, ACS, '{0} is not enabled'.format(ACS_UNIT))
 
 
 def plan(facts, settings, context):

@@ -19,7 +19,9 @@ __metaclass__ = type
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._mounts import SHM_PATH, ShmError, round_pages
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._shm import (
+    MAX_BYTES,
     SIZE_FORMS,
+    SizeTooLarge,
     format_size as fmt,
     gpu_memory_bytes,
     parse_size,
@@ -94,6 +96,9 @@ def read_size(plan, name, value, required):
         return None
     try:
         size = parse_size(value, name)
+    except SizeTooLarge:
+        _plan.add_problem(plan, name, value, 'larger than {0} bytes; allowed: {1}'.format(MAX_BYTES, SIZE_FORMS))
+        return None
     except ShmError:
         _plan.add_problem(plan, name, value, 'not a size; allowed: ' + SIZE_FORMS)
         return None

@@ -7,7 +7,8 @@
 # Its functions may change without notice; do not import it from other collections.
 """NVIDIA DCGM: the readiness check ``gpu.dcgm_diag`` and its settings, and what the dcgm role does where DCGM 3.x
 is installed (refuse, or replace it: dcgm3_refusal, dcgm3_replace).  Pure; no Ansible import; Python 3.6
-compatible.  What dcgmi prints is parsed by parsers/_dcgmi.py; from NVIDIA/DCGM (tags v3.3.9 and v4.6.0):
+compatible.  What dcgmi prints is parsed by parsers/_dcgmi.py (its argv and the no-host-engine test:
+parsers/_dcgmi_cli.py); from NVIDIA/DCGM (tags v3.3.9 and v4.6.0):
 
 * Severities (dcgmlib/dcgm_errors.h dcgmErrorSeverity_t): 0 NONE, 1 MONITOR, 2 ISOLATE, 3 UNKNOWN, 4 TRIAGE,
   5 CONFIG, 6 RESET.  Error 29 is DCGM_FR_PERSISTENCE_MODE ("Persistence mode for GPU %u is disabled."): the
@@ -25,10 +26,10 @@ import re
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._dcgmi import (
     DcgmError,
     _int_or_none,
-    no_host_engine,
     parse_diag,
     parse_discovery,
 )
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._dcgmi_cli import no_host_engine
 
 CHECK = 'gpu.dcgm_diag'
 LEVELS = (1, 2, 3, 4)
@@ -107,8 +108,8 @@ def _warning_text(warning):
 
 
 def judge(probe, gpus=None):
-    """``(status, expected, observed)`` of gpu.dcgm_diag from what readiness_info ran (``probe``; see
-    plugins/modules/readiness_info.py) and nvidia-smi's GPUs (``gpus``, for the bus ids and the count)."""
+    """``(status, expected, observed)`` of gpu.dcgm_diag from what the readiness gather ran (``probe``: gpu_node_facts'
+    nodeprep_dcgm, collect/_health.read_dcgm) and nvidia-smi's GPUs (``gpus``, for the bus ids and the count)."""
     probe = probe if isinstance(probe, dict) else {}
     level = probe.get('level') or DEFAULT_LEVEL
     expected = ('dcgmi diag -r {0}: every test passes (or is skipped) on every GPU, and DCGM sees every GPU '

@@ -28,7 +28,8 @@ The GPU roles (GPU_ROLES) are the ones whose work only makes sense with an NVIDI
 * ``nvidia_driver``, ``gpu_settings`` and ``nccl`` (the driver, the GPUs' settings, the GPU collective library);
 * ``kernel``: in this collection it exists for the driver (the devel/headers of the booting kernel that DKMS builds
   against, an ELRepo kernel for driver support, a reboot into it); a login node keeps its own kernel;
-* ``rdma``: the GPUDirect RDMA path (nvidia_peermem, ACS on the switch ports above GPUs and NICs).
+* ``rdma``: the GPUDirect RDMA path (nvidia_peermem, ACS on the switch ports above GPUs and NICs);
+* ``dcgm``: NVIDIA DCGM, the GPUs' health and diagnostics (its packages follow the CUDA major of the driver).
 
 ``memlock``, ``shm`` and ``nic_offload`` are not GPU roles: an MPI or RDMA job on a CPU node or a storage node needs
 the same locked-memory limit, the same ``/dev/shm`` and the same NIC offloads, and each of those roles already says
@@ -48,7 +49,7 @@ __metaclass__ = type
 
 NAME = 'nodeprep_gpu_node'
 AUTO = 'auto'
-GPU_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'nccl', 'rdma')
+GPU_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'nccl', 'rdma', 'dcgm')
 
 # The collection-wide setting, in the SETTINGS of every GPU role (the inventory sets it once; not in any role's
 # defaults: tests/unit/roles/test_role_settings.py SHARED).
@@ -57,27 +58,36 @@ SETTINGS = {
         'type': 'raw', 'default': AUTO,
         'description': [
             ('The collection-wide switch (every GPU role reads it; the inventory sets it once) that says whether the '
-             'node gets the work of the GPU roles (kernel, nvidia_driver, gpu_settings, nccl, rdma).'),
+             'node gets the work of the GPU roles (kernel, nvidia_driver, gpu_settings, nccl, rdma, dcgm).'),
             ('V(auto) (the default) where the PCI bus shows an NVIDIA GPU. A node without one (a login node, the '
              'Slurm controller, a storage node) gets none of their work, one line saying so, and their readiness '
              'checks skip.'),
             ('V(true) prepares the node as a GPU node although the bus shows none (before the cards are seated); '
              'V(false) never, whatever the bus shows.'),
+            ('V(true) and V(false) may be written as Ansible writes booleans (V(yes)/V(no), V(on)/V(off), V(1)/V(0), '
+             'as text or numbers); any other value is refused.'),
         ],
     },
 }
 
-_TRUE = ('true', 'yes', 'on', '1')
-_FALSE = ('false', 'no', 'off', '0')
-ALLOWED = 'auto, true or false'
+# The booleans a bool setting takes (Ansible's own, ansible.module_utils.parsing.convert_bool BOOLEANS_TRUE and
+# BOOLEANS_FALSE: text compared lower-cased and stripped, the numbers 1 and 0), so that nodeprep_gpu_node reads
+# "0" and 0, "yes" and true alike, as every other setting typed by Ansible's validator does.
+_TRUE = ('true', 'yes', 'on', 'y', 't', '1')
+_FALSE = ('false', 'no', 'off', 'n', 'f', '0')
+ALLOWED = ('allowed: auto, true or false (true and false also as Ansible reads booleans: yes/no, on/off, y/n, t/f, '
+           '1/0 as text or numbers)')
 
 
 def parse(value):
-    """``nodeprep_gpu_node`` as 'auto', True or False; ValueError naming what is allowed."""
+    """``nodeprep_gpu_node`` as 'auto', True or False; ValueError naming the value and what is allowed.  None and ''
+    (the variable set to nothing) are auto."""
     if value is None:
         return AUTO
     if isinstance(value, bool):
         return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return value == 1
     if isinstance(value, str):
         text = value.strip().lower()
         if text == AUTO or text == '':

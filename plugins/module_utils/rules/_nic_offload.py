@@ -24,6 +24,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._ethtool
 )
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._ethtool_names import (
     LEGACY_FLAGS,
+    _legacy_for,
     _onoff,
     kernel_pattern_match,
     known_names,
@@ -198,6 +199,35 @@ def unit_env_args(persistence, features):
         if name in features:
             args.extend([name, 'on' if features[name] else 'off'])
     return args
+
+
+def nm_property_names(names):
+    """The NetworkManager properties (``ethtool.feature-gro``) that persist the features ``names`` as the user gave
+    them (a legacy flag by its short name, anything else by its own name; persistence_names' naming), for the gather
+    to read from a NIC's connection before the plan compares them; names NetworkManager has no property for are left
+    out (the boot unit persists those)."""
+    out = []
+    for name in names:
+        legacy = _legacy_for(name)
+        prop = persistence_names({name: {'target': legacy[1] if legacy else name, 'value': False}})['nm_properties']
+        out.extend(key for key in prop if key not in out)
+    return out
+
+
+def nm_connection_drift(ifname, connection, wanted):
+    """What the NetworkManager connection of ``ifname`` (``nics.<ifname>.nm_connection`` of the gather) lacks of the
+    ``wanted`` properties (``{property: 'on'|'off'}``): ``(changes, error)``; ``changes`` lists ``'<if>:
+    NetworkManager connection <name>: <property> is <value>, wanted <value>'`` (a property not read counts as
+    different), ``error`` why the connection could not be read."""
+    connection = connection if isinstance(connection, dict) else {}
+    if connection.get('error'):
+        return [], 'interface {0}: its NetworkManager connection could not be read: {1}'.format(
+            ifname, connection['error'])
+    have = connection.get('properties') or {}
+    changes = ['{0}: NetworkManager connection {1}: {2} is {3}, wanted {4}'.format(
+        ifname, connection.get('name'), prop, have.get(prop) or 'not set', value)
+        for prop, value in wanted.items() if have.get(prop) != value]
+    return changes, None
 
 
 def offload_plan(nics, selected, wanted, ignore_fixed=False):

@@ -289,9 +289,20 @@ def peermem_plan(rdma, want, path, kernel_release=None, flavour=None):
 
     ``action``: ``skip`` (not asked, or no ConnectX device), ``none`` (loaded already), ``load`` (modprobe, and
     persist in modules-load.d), ``dmabuf`` (DMA-BUF is the path: declared, or the peer-memory API is missing and
-    DMA-BUF works here), ``fail`` (the API is missing and DMA-BUF cannot serve; ``msg`` names the symbol).
+    DMA-BUF works here), ``fail`` (DMA-BUF declared where it cannot serve, asked or not to load nvidia_peermem:
+    ``dmabuf_possible`` decides; or the API is missing and DMA-BUF cannot serve; ``msg`` names the symbol).
     """
     check_path(path)
+    if path == 'dmabuf' and applies(rdma) is None:
+        # The declared path is the site's, whether or not the role loads nvidia_peermem: a node that cannot serve it
+        # is refused (readiness fails rdma.peer_memory there, and no run of the role would change that).
+        blocker = dmabuf_possible(kernel_release, flavour)
+        if blocker:
+            return {'action': 'fail', 'msg': 'DMA-BUF declared (nodeprep_rdma_path: dmabuf) but {0}; DMA-BUF needs '
+                                             'Linux 5.12 or later and the open kernel modules: declare '
+                                             'nodeprep_rdma_path: auto or peermem (with nodeprep_rdma_peermem: true) '
+                                             'for this node, or load the open kernel modules'.format(blocker),
+                    'persist': False}
     if not want:
         return {'action': 'skip', 'msg': 'nodeprep_rdma_peermem is false', 'persist': False}
     why = applies(rdma)

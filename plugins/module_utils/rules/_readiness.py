@@ -7,35 +7,34 @@
 # It may change or disappear in any release without notice; do not import it
 # from other collections or from playbooks.
 #
-# Fleet readiness, the part that runs on the node: pure functions, no Ansible import.
+# Fleet readiness: the judgement, made on the controller (the readiness_info action) from what the node returned in
+# one gather (gpu_node_facts).  Pure functions, no Ansible import.
 #
-# * CHECKS is the one list of (id, remedy, check function); CHECK_IDS and
-#   REMEDIES are derived from it.
-# * evaluate(facts, settings, probe=None) turns the facts gathered by
-#   gpu_node_facts (namespaces nvidia, kernel_state, limits, shm, nics, and
-#   nodeprep_errors; see docs/contracts.md) plus what readiness_info reads on the
-#   node (NVIDIA Xid lines of the kernel log, systemd unit states) and the
-#   plans of the roles that plan in Python (PLAN_CHECKS) into a list of
-#   checks {id, status, expected, observed, remedy}. The
-#   settings are the roles' own variables (every name of SETTING_NAMES), so
-#   "ready" means "what site.yml would leave". A fact that could not be read
-#   fails the checks that need it; it never turns them into skip or pass.
-# * checked_values(facts, settings) lists, per host, the values the checks
-#   looked at (power limits, /dev/shm against GPU memory, memlock, ...).
+# * CHECKS is the one list of (id, remedy, check function, fact namespaces it needs); CHECK_IDS and REMEDIES are
+#   derived from it.  A check is either a role's (PLAN_CHECKS: it passes exactly when that role's plan, made from the
+#   same facts, has no drift for it; plan_check) or a rule of its own here (a function of the facts and the readiness
+#   settings: health the roles do not decide, such as gpu.count or gpu.health).  docs/development.md, "Adding a
+#   readiness check", is the recipe.
+# * evaluate(facts, settings, probe=None, plans=None) turns the gathered facts (namespaces nvidia, kernel_state,
+#   limits, shm, nics, nodeprep_errors, and the health reads nodeprep_kernel_log and nodeprep_dcgm; see
+#   docs/contracts.md) and the roles' plans into a list of checks {id, status, expected, observed, remedy}.  The
+#   settings are the readiness role's own, typed once (SETTING_NAMES).  A fact that could not be read fails the
+#   checks that need it; it never turns them into skip or pass.
+# * judge(facts, settings, plans) is what the readiness_info action returns per host: checks, summary, ready,
+#   lost_gpus and values (checked_values: what the checks looked at, for the report).
 # * find_lost_gpus(facts) lists GPUs the PCI bus shows but nvidia-smi does not.
 #
 # The rules shared with the roles live in their own files: NIC selection and the ethtool name mapping in
-# _nic.py/_ethtool.py. The report renderers (JSON, JUnit, HTML, text) run on the
-# controller only: plugins/plugin_utils/_readiness_report.py.
+# parsers/_nic_selection.py and parsers/_ethtool_names.py. The report renderers (JSON, JUnit, HTML, text) run on the
+# controller too: plugins/plugin_utils/_readiness_report.py.
 #
-# Python 3.6 compatible (EL8 platform-python).
+# Python 3.6 compatible, as every module_utils file.
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _dcgm as dcgm_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _nvswitch_fabric as driver_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_fabric
@@ -59,15 +58,15 @@ UNREACHABLE = 'unreachable'
 # Worst first: the status of a group of findings is the first one present.
 _SEVERITY = (FAIL, WARN, PASS, SKIP)
 
-# The role variables the checks read. The readiness role passes every one of them (its vars/main.yml takes each
-# from the inventory, else from the owning role's documented default); evaluate() refuses a settings dict that
-# lacks one. No default lives here: a default has one home, the owning role's defaults/main.yml.
+# The settings the checks of this file read, typed once by the readiness_info action: the readiness role's own
+# (plugins/plugin_utils/_readiness_settings.py SETTINGS) and the collection-wide nodeprep_expected_gpus (typed with
+# the nvidia_driver role's SETTINGS).  evaluate() refuses a settings dict that lacks one.  No default lives here.  The
+# roles' own variables reach their checks through their plans only.
 SETTING_NAMES = (
     'nodeprep_expected_gpus',
     'nodeprep_readiness_xid_fail',
     'nodeprep_readiness_skip_checks',
-    # The declared GPUDirect RDMA path (rdma role): rdma.peer_memory accepts nvidia_peermem or DMA-BUF.
-    'nodeprep_rdma_path',
+    'nodeprep_readiness_kernel_log_lines',
 )
 
 # Only named in messages (no file is opened here); the shm facts say where they looked.
@@ -180,10 +179,11 @@ def _gpus(facts):
 
 
 # ---------------------------------------------------------------------------
-# the checks, one function each
+# the checks, one function each: (facts, settings) -> (status, expected, observed); a function beside a plan check
+# (PLAN_CHECKS) returns the failures no role decides instead (a list of sentences; with_health adds them)
 
 
-def _driver_answers(facts, settings, probe):
+def _driver_answers(facts, settings):
     """driver.loaded beyond the nvidia_driver plan: whether nvidia-smi answered (driver health as observed; the
     wanted version, the loaded module and its match with the installed driver are the plan's drift)."""
     nvidia = facts.get('nvidia') or {}
@@ -225,7 +225,7 @@ def find_lost_gpus(facts):
     return sorted(lost, key=lambda item: item['bus_id'])
 
 
-def _gpu_count(facts, settings, probe):
+def _gpu_count(facts, settings):
     expected_gpus = _as_int(_setting(settings, 'nodeprep_expected_gpus'), 'nodeprep_expected_gpus')
     pci_count = _get(facts, 'kernel_state', 'pci', 'gpu_count')
     nvidia = facts.get('nvidia') or {}
@@ -235,7 +235,7 @@ def _gpu_count(facts, settings, probe):
     else:
         expected = 'nvidia-smi lists every GPU the PCI bus shows'
     if pci_count is None and not nvidia:
-        return _check('gpu.count', SKIP, expected, 'neither kernel nor nvidia facts were gathered')
+        return (SKIP, expected, 'neither kernel nor nvidia facts were gathered')
     observed = 'nvidia-smi: {0}, PCI bus: {1}'.format(
         nvsmi_count if not _nvsmi_failed(nvidia) else 'failed', pci_count)
     problems = []
@@ -250,12 +250,12 @@ def _gpu_count(facts, settings, probe):
     if expected_gpus and pci_count is not None and pci_count < expected_gpus:
         problems.append('the PCI bus shows {0} of {1} GPUs'.format(pci_count, expected_gpus))
     if problems:
-        return _check('gpu.count', FAIL, expected, observed + '; ' + '; '.join(problems))
+        return (FAIL, expected, observed + '; ' + '; '.join(problems))
     if expected_gpus and nvsmi_count != expected_gpus:
-        return _check('gpu.count', WARN, expected, observed + '; more GPUs than nodeprep_expected_gpus')
+        return (WARN, expected, observed + '; more GPUs than nodeprep_expected_gpus')
     if pci_count == 0 and nvsmi_count == 0 and not expected_gpus:
-        return _check('gpu.count', SKIP, expected, 'no NVIDIA GPU on the PCI bus')
-    return _check('gpu.count', PASS, expected, observed)
+        return (SKIP, expected, 'no NVIDIA GPU on the PCI bus')
+    return (PASS, expected, observed)
 
 
 def parse_xid_lines(lines):
@@ -274,12 +274,27 @@ def parse_xid_lines(lines):
     return events
 
 
-def _health(facts, settings, probe):
+# What the gather's kernel_log subset holds when nodeprep_readiness_kernel_log_lines is 0 (the log is not read).
+KERNEL_LOG_OFF = {'source': None, 'lines': None, 'error': 'not read (kernel_log_lines is 0)'}
+
+
+def kernel_log_read(facts, settings):
+    """The gather's Xid read of the kernel log (``nodeprep_kernel_log``: {source, lines, error}); the record of a log
+    not read when nodeprep_readiness_kernel_log_lines is 0; None when the facts hold no kernel log read at all."""
+    found = facts.get('nodeprep_kernel_log')
+    if isinstance(found, dict):
+        return found
+    if settings.get('nodeprep_readiness_kernel_log_lines') == 0:
+        return dict(KERNEL_LOG_OFF)
+    return None
+
+
+def _health(facts, settings):
     expected = ('no pending page retirement or row remapping, no uncorrectable ECC error, '
                 'no Xid event in the kernel log of this boot')
     gpus = _gpus(facts)
     if not gpus:
-        return _check('gpu.health', SKIP, expected, 'nvidia-smi lists no GPU')
+        return (SKIP, expected, 'nvidia-smi lists no GPU')
     fail_codes = set(int(x) for x in _as_list(_setting(settings, 'nodeprep_readiness_xid_fail'),
                                               'nodeprep_readiness_xid_fail'))
     problems = []
@@ -301,7 +316,8 @@ def _health(facts, settings, probe):
         elif ecc.get('aggregate_uncorrectable'):
             warnings.append('{0}: {1} uncorrectable ECC errors in its lifetime'.format(
                 label, ecc['aggregate_uncorrectable']))
-    xid_lines = _get(probe, 'kernel_log', 'lines')
+    kernel_log = kernel_log_read(facts, settings)
+    xid_lines = _get(kernel_log, 'lines')
     events = parse_xid_lines(xid_lines)
     by_code = {}
     for event in events:
@@ -310,18 +326,18 @@ def _health(facts, settings, probe):
         text = 'Xid {0} on {1} x{2}: {3}'.format(xid, bus, len(found), found[-1]['text'] or found[-1]['line'])
         (problems if xid in fail_codes else warnings).append(text)
     log_note = ''
-    if probe is not None and xid_lines is None:
-        log_note = 'kernel log not read: {0}'.format(_get(probe, 'kernel_log', 'error') or 'unknown reason')
+    if kernel_log is not None and xid_lines is None:
+        log_note = 'kernel log not read: {0}'.format(_get(kernel_log, 'error') or 'unknown reason')
         warnings.append(log_note)
     if problems:
-        return _check('gpu.health', FAIL, expected, '; '.join(problems + warnings))
+        return (FAIL, expected, '; '.join(problems + warnings))
     if warnings:
-        return _check('gpu.health', WARN, expected, '; '.join(warnings))
-    source = _get(probe, 'kernel_log', 'source')
+        return (WARN, expected, '; '.join(warnings))
+    source = _get(kernel_log, 'source')
     observed = 'all {0} GPUs healthy'.format(len(gpus))
     if source:
         observed += '; no Xid in {0}'.format(source)
-    return _check('gpu.health', PASS, expected, observed)
+    return (PASS, expected, observed)
 
 
 def gpu_memory_bytes(facts):
@@ -353,54 +369,28 @@ def fabric_kind(facts):
     return driver_rules.nvswitch_fabric(kernel_state)
 
 
-def _fabric_check(facts, settings, probe):
+def _fabric_check(facts, settings):
     """gpu.fabric: the GPUs' fabric state as nvidia-smi reports it (the rule: _gpu_fabric.check). The fabric manager
     service itself is fabric.manager's (the nvidia_driver plan)."""
-    status, expected, observed = _gpu_fabric.check(_gpus(facts))
-    return _check('gpu.fabric', status, expected, observed)
+    return _gpu_fabric.check(_gpus(facts))
 
 
-def _topology_check(facts, settings, probe):
+def _topology_check(facts, settings):
     """gpu.topology: NVLinks per GPU pair and the GPUs' NIC rails from nvidia-smi topo -m (the rule:
     _topology.from_facts; NVSwitches from the kernel facts' fabric kind or the GPUs' NVLink domain)."""
-    status, expected, observed = _topology.from_facts(facts.get('nvidia'), fabric_kind(facts))
-    return _check('gpu.topology', status, expected, observed)
+    return _topology.from_facts(facts.get('nvidia'), fabric_kind(facts))
 
 
-def _dcgm_diag(facts, settings, probe):
-    """gpu.dcgm_diag: DCGM's own diagnostic, run by readiness_info when nodeprep_readiness_dcgm is on (the rule and
-    the parsers: _dcgm.py)."""
-    status, expected, observed = dcgm_rules.judge(_get(probe, 'dcgm'), _gpus(facts))
-    return _check(dcgm_rules.CHECK, status, expected, observed)
-
-
-# The GPUDirect RDMA path (rules in _rdma.py; they skip on a node without ConnectX devices).
-
-
-def _rdma_check(check_id, rule, facts, *args):
-    status, expected, observed = rule(_get(facts, 'kernel_state', 'rdma'), *args)
-    return _check(check_id, status, expected, observed)
+# The GPUDirect RDMA rules (_rdma.py); rdma.peer_memory and pci.acs are the rdma plan's (PLAN_CHECKS).  kernel.iommu
+# reads the node the same way; it is judged here until the kernel plan owns it (the kernel role sets iommu=pt).
 
 
 def _gpu_bus_ids(facts):
     return [dev.get('bus_id') for dev in _get(facts, 'kernel_state', 'pci', 'gpus') or []]
 
 
-def _rdma_peer_memory(facts, settings, probe):
-    try:
-        return _rdma_check('rdma.peer_memory', rdma_rules.peer_memory_result, facts,
-                           _setting(settings, 'nodeprep_rdma_path'), _get(facts, 'kernel_state', 'running'),
-                           _get(facts, 'kernel_state', 'nvidia_module', 'flavour'))
-    except rdma_rules.RdmaError as exc:
-        raise ReadinessError(str(exc))
-
-
-def _pci_acs(facts, settings, probe):
-    return _rdma_check('pci.acs', rdma_rules.acs_result, facts, _gpu_bus_ids(facts))
-
-
-def _kernel_iommu(facts, settings, probe):
-    return _rdma_check('kernel.iommu', rdma_rules.iommu_result, facts, _gpu_bus_ids(facts))
+def _kernel_iommu(facts, settings):
+    return rdma_rules.iommu_result(_get(facts, 'kernel_state', 'rdma'), _gpu_bus_ids(facts))
 
 
 _ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
@@ -438,15 +428,16 @@ CHECKS = (
     ('gpu.topology', 'drain the node, then playbooks/recover_gpu.yml (a reboot retrains NVLinks); links still down: '
                      'hardware service (baseboard/NVLink); a GPU without a NIC rail: the NIC slot layout',
      _topology_check, ('nvidia',)),
-    # DCGM's diagnostic (opt-in: nodeprep_readiness_dcgm); it reads what readiness_info ran, not the facts.
+    # Judged by the dcgm plan (PLAN_CHECKS): the role's work, then DCGM's diagnostic (opt-in: nodeprep_readiness_dcgm),
+    # which the readiness gather ran (nodeprep_dcgm).
     ('gpu.dcgm_diag', 'drain the node and give the GPU and test named to hardware service; persistence mode off: '
                       'role gpufleet.nodeprep.nvidia_driver (nodeprep_nvidia_driver_persistenced); DCGM missing or '
-                      'its host engine stopped: role gpufleet.nodeprep.dcgm', _dcgm_diag, ()),
-    # The GPUDirect RDMA path (_rdma.py), on a node with ConnectX devices.
+                      'its host engine stopped: role gpufleet.nodeprep.dcgm', None, ()),
+    # Judged by the rdma plan (PLAN_CHECKS): the GPUDirect RDMA path (_rdma.py), on a node with ConnectX devices.
     ('rdma.peer_memory', 'role gpufleet.nodeprep.rdma with nodeprep_rdma_peermem: true (loads nvidia_peermem), or '
-                         'nodeprep_rdma_path: dmabuf where DMA-BUF serves', _rdma_peer_memory, ('kernel_state',)),
+                         'nodeprep_rdma_path: dmabuf where DMA-BUF serves', None, ('kernel_state',)),
     ('pci.acs', 'disable ACS in the BIOS (the real fix), or role gpufleet.nodeprep.rdma with '
-                'nodeprep_rdma_acs_unit: true (clears it at every boot with setpci)', _pci_acs, ('kernel_state',)),
+                'nodeprep_rdma_acs_unit: true (clears it at every boot with setpci)', None, ('kernel_state',)),
     ('kernel.iommu', 'role gpufleet.nodeprep.kernel with nodeprep_kernel_iommu_passthrough: true (iommu=pt), then a '
                      'reboot', _kernel_iommu, ('kernel_state',)),
 )
@@ -457,6 +448,8 @@ CHECK_IDS = tuple(entry[0] for entry in CHECKS)
 GPU_CHECKS = tuple(check_id for check_id in CHECK_IDS
                    if check_id.split('.')[0] in ('kernel', 'driver', 'gpu', 'nccl', 'fabric', 'rdma', 'pci'))
 REMEDIES = dict((entry[0], entry[1]) for entry in CHECKS)
+# The fact namespaces each check needs (what the readiness gather reads for it).
+NEEDS = dict((entry[0], entry[3]) for entry in CHECKS)
 
 # gpu_node_facts' subsets and the namespaces they fill.
 _SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm',
@@ -509,15 +502,16 @@ def _unread(facts, namespace):
     return gather_errors(facts).get(namespace)
 
 
-# The checks whose verdict is a role's plan (plugins/module_utils/plans/_plan_<role>.py, made on the controller by the
-# gpufleet.nodeprep.node_plan action): the check passes exactly when that plan has no drift for it.  Their settings
-# are the role's own, typed once by the action; none of them is in SETTING_NAMES.
+# The checks whose verdict is a role's plan (plugins/module_utils/plans/_plan_<role>.py CHECKS, made on the controller
+# from the same gather by the readiness_info action): the check passes exactly when that plan has no drift for it.
+# Their settings are the role's own, typed once by the action; none of them is in SETTING_NAMES.
 PLAN_CHECKS = {'kernel.devel_matched': 'kernel',
                'gpu.power_limit': 'gpu_settings', 'gpu.clocks': 'gpu_settings', 'memlock.users': 'memlock',
                'memlock.services': 'memlock', 'shm.size': 'shm', 'nccl.config': 'nccl', 'nic.offload': 'nic_offload',
                'driver.nouveau_blacklisted': 'nvidia_driver', 'driver.loaded': 'nvidia_driver',
                'driver.open_modules': 'nvidia_driver', 'driver.persistenced': 'nvidia_driver',
-               'fabric.manager': 'nvidia_driver'}
+               'fabric.manager': 'nvidia_driver', 'gpu.dcgm_diag': 'dcgm', 'rdma.peer_memory': 'rdma',
+               'pci.acs': 'rdma'}
 
 
 def with_health(result, problems):
@@ -572,20 +566,42 @@ def _plans_for(plans):
     return plans
 
 
+def settings_problems(settings):
+    """What is wrong with the readiness role's own settings (typed already): sentences naming the variable, the value
+    and what is allowed; [] when they can be used.  The readiness_info action refuses the host on them before it
+    gathers anything."""
+    problems = []
+    try:
+        normalize_settings(settings)
+    except ReadinessError as exc:
+        problems.append(str(exc))
+    lines = settings.get('nodeprep_readiness_kernel_log_lines')
+    if isinstance(lines, int) and not isinstance(lines, bool) and lines < 0:
+        problems.append('nodeprep_readiness_kernel_log_lines={0} is negative; allowed: 0 (do not read the kernel log) '
+                        'or a positive number of lines'.format(lines))
+    skipped = _as_list(settings.get('nodeprep_readiness_skip_checks'), 'nodeprep_readiness_skip_checks')
+    unknown = sorted(set(skipped) - set(CHECK_IDS))
+    if unknown:
+        problems.append('nodeprep_readiness_skip_checks: unknown check ids {0}; known: {1}'.format(
+            ', '.join(unknown), ', '.join(CHECK_IDS)))
+    return problems
+
+
 def evaluate(facts, settings, probe=None, plans=None):
     """Run every readiness check.
 
-    ``facts``: the namespaces gpu_node_facts gathers (nvidia, kernel_state, limits, shm, nics) and its
-    ``nodeprep_errors``. A namespace that could not be read fails the checks that need it (never skip, never
-    pass); one that was not asked for at all makes them ``skip``. ``settings``: every role variable of
-    SETTING_NAMES by its name. ``probe``: what readiness_info read on the node (``kernel_log``,
-    ``services``); None when it was not read. ``plans``: the roles' plans (role -> plan) for the checks of
-    PLAN_CHECKS.
+    ``facts``: the namespaces gpu_node_facts gathers (nvidia, kernel_state, limits, shm, nics), its
+    ``nodeprep_errors``, and the health reads (``nodeprep_kernel_log``, ``nodeprep_dcgm``). A namespace that could not
+    be read fails the checks that need it (never skip, never pass); one that was not asked for at all makes them
+    ``skip``. ``settings``: every name of SETTING_NAMES. ``probe``: the health reads of an older call shape
+    (``{'kernel_log': ...}``), folded into the facts when given. ``plans``: the roles' plans (role -> plan) made from
+    the same facts, for the checks of PLAN_CHECKS.
     Returns the checks in CHECK_IDS order. Raises ReadinessError for a missing or malformed setting.
     """
     if not isinstance(facts, dict):
         raise ReadinessError('facts: expected a dict of fact namespaces, got {0}'.format(type(facts).__name__))
     settings = normalize_settings(settings)
+    facts = with_probe(facts, probe)
     skipped = set(_as_list(_setting(settings, 'nodeprep_readiness_skip_checks'), 'nodeprep_readiness_skip_checks'))
     unknown = sorted(skipped - set(CHECK_IDS))
     if unknown:
@@ -605,9 +621,9 @@ def evaluate(facts, settings, probe=None, plans=None):
         if check_id in PLAN_CHECKS:
             result = plan_check(check_id, plans[PLAN_CHECKS[check_id]])
             if func is not None:
-                result = with_health(result, func(facts, settings, probe))
+                result = with_health(result, func(facts, settings))
         else:
-            result = func(facts, settings, probe)
+            result = _check(check_id, *func(facts, settings))
         unmanaged = str(result['expected']).startswith('not managed')
         unread = [errors[namespace] for namespace in needs if namespace in errors]
         if unread and check_id in PLAN_CHECKS and plans[PLAN_CHECKS[check_id]].get('missing'):
@@ -621,6 +637,27 @@ def evaluate(facts, settings, probe=None, plans=None):
             result['observed'] = text
         results.append(result)
     return results
+
+
+def with_probe(facts, probe):
+    """``facts`` with the health reads of ``probe`` (``kernel_log``, ``dcgm``) as the gather names them
+    (``nodeprep_kernel_log``, ``nodeprep_dcgm``); ``facts`` itself when there is no probe."""
+    if not isinstance(probe, dict):
+        return facts
+    out = dict(facts)
+    for key, fact in (('kernel_log', 'nodeprep_kernel_log'), ('dcgm', 'nodeprep_dcgm')):
+        if probe.get(key) is not None:
+            out[fact] = probe[key]
+    return out
+
+
+def judge(facts, settings, plans):
+    """One host's readiness result, as the readiness_info action returns it and the report reads it: ``checks``,
+    ``summary``, ``ready`` (no check failed), ``lost_gpus`` and ``values`` (checked_values)."""
+    checks = evaluate(facts, settings, None, plans)
+    summary = summarize(checks)
+    return {'checks': checks, 'summary': summary, 'ready': summary['status'] != FAIL,
+            'lost_gpus': find_lost_gpus(facts), 'values': checked_values(facts, settings, None, plans)}
 
 
 def summarize(checks):
@@ -683,9 +720,11 @@ def _limit_pair(items):
 def checked_values(facts, settings, probe=None, plans=None):
     """What the checks looked at on this host, as ``[label, text]`` pairs for the report.
 
-    Only reads facts, the probe and the roles' plans (``plans``: which NICs the nic_offload plan chose); ``settings`` must be complete (see SETTING_NAMES).
+    Only reads facts and the roles' plans (``plans``: which NICs the nic_offload plan chose); ``settings`` must be
+    complete (see SETTING_NAMES).
     """
     settings = normalize_settings(settings)
+    facts = with_probe(facts, probe)
     errors = gather_errors(facts)
     values = []
 

@@ -75,6 +75,12 @@ MIB = 1024 ** 2
 # A number, then an optional unit: K, M, G, T or P (base 1024) with an optional iB or B, or B alone (bytes).
 _SETTING_SIZE = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:([kmgtp])(?:i?b)?|b)?\s*$', re.IGNORECASE)
 SIZE_FORMS = 'bytes, or a number with K, M, G, T or P (base 1024; KiB/KB forms too)'
+# The largest size a setting may give: what a signed 64-bit integer holds (tmpfs reads size= into one).
+MAX_BYTES = 2 ** 63 - 1
+
+
+class SizeTooLarge(ShmError):
+    """A size setting written well but larger than MAX_BYTES (a number of 400 digits, .inf)."""
 
 
 def parse_size(value, name):
@@ -86,12 +92,17 @@ def parse_size(value, name):
     if isinstance(value, bool):
         raise ShmError('{0}: {1!r} is not a size; use {2}'.format(name, value, SIZE_FORMS))
     if isinstance(value, (int, float)):
-        return int(value)
-    match = _SETTING_SIZE.match(str(value))
-    if not match:
-        raise ShmError('{0}: {1!r} is not a size; use {2}'.format(name, value, SIZE_FORMS))
-    number, unit = match.groups()
-    return int(float(number) * _SUFFIX[(unit or '').lower()])
+        size = value
+    else:
+        match = _SETTING_SIZE.match(str(value))
+        if not match:
+            raise ShmError('{0}: {1!r} is not a size; use {2}'.format(name, value, SIZE_FORMS))
+        number, unit = match.groups()
+        # More digits than a float holds reads as infinite: too large, like any size above MAX_BYTES.
+        size = float(number) * _SUFFIX[(unit or '').lower()]
+    if math.isnan(size) or abs(size) > MAX_BYTES:
+        raise SizeTooLarge('{0}: {1!r} is larger than {2} bytes'.format(name, value, MAX_BYTES))
+    return int(size)
 
 
 def format_size(num_bytes):

@@ -2,38 +2,28 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The readiness role's settings: every name the checks read, each falling back to the owning role's default.
+"""The readiness role's settings: typed once, by the readiness_info action, from SETTINGS; no fallback repeats a role's
+default.
 
-A default has one home, the owning role's defaults/main.yml. The readiness play does not run that role, so
-roles/readiness/vars/main.yml repeats the value as the fallback of ``nodeprep_x | default(...)``; this test fails as
-soon as the two differ, and when the readiness role reads another role's files.
+The checks read the readiness role's own variables (plugins/plugin_utils/_readiness_settings.py SETTINGS) and the
+collection-wide nodeprep_expected_gpus (typed with the nvidia_driver role's SETTINGS); the roles' own variables reach
+their checks through the roles' plans, made by the action from the same SETTINGS as the roles use.  The role has no
+vars/main.yml to keep equal to another role's defaults (its fallbacks of earlier versions are gone), and reads no
+other role's files.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import shutil
 
-import pytest
 import yaml
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
-
+from ansible_collections.gpufleet.nodeprep.plugins.action import readiness_info
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nvidia_driver
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as F  # noqa: E402
-
-try:
-    from ansible.template import trust_as_template
-except ImportError:  # ansible-core before 2.19 templates every string
-    def trust_as_template(value):
-        return value
-
-OWNERS = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma', 'readiness')
-# Variables no role's defaults define (docs/contracts.md: unset means 0).
-UNOWNED = {'nodeprep_expected_gpus': 0}
 
 
 def _load(*parts):
@@ -41,58 +31,35 @@ def _load(*parts):
         return yaml.safe_load(handle)
 
 
-def _trusted(value):
-    if isinstance(value, dict):
-        return dict((key, _trusted(item)) for key, item in value.items())
-    return trust_as_template(value) if isinstance(value, str) else value
+def test_every_setting_the_checks_read_has_one_home():
+    homes = dict((name, 'readiness') for name in _readiness_settings.SETTINGS)
+    homes.update((name, 'nvidia_driver') for name in readiness_info.SHARED)
+    assert sorted(homes[name] for name in r.SETTING_NAMES) == ['nvidia_driver', 'readiness', 'readiness', 'readiness']
+    assert all(name in _plan_nvidia_driver.SETTINGS for name in readiness_info.SHARED)
 
 
-def owning_defaults():
-    found = {}
-    for role in OWNERS:
-        for name, value in (_load('roles', role, 'defaults', 'main.yml') or {}).items():
-            found[name] = (role, value)
-    return found
+def test_no_fallback_repeats_another_roles_default():
+    assert not os.path.exists(os.path.join(ROOT, 'roles', 'readiness', 'vars'))
+    assert not os.path.exists(os.path.join(ROOT, 'roles', 'readiness', 'tasks', 'settings.yml'))
+    defaults = _load('roles', 'readiness', 'defaults', 'main.yml')
+    assert sorted(defaults) == sorted(_readiness_settings.SETTINGS)
 
 
-def test_names_are_exactly_the_checks_settings():
-    assert list(_load('roles', 'readiness', 'vars', 'main.yml')['__nodeprep_readiness_settings']) == \
-        list(r.SETTING_NAMES)
-
-
-@pytest.mark.parametrize('name', r.SETTING_NAMES)
-def test_fallback_is_the_owning_roles_default(name):
-    fallback = F.role_settings()[name]
-    owners = owning_defaults()
-    if name in UNOWNED:
-        assert name not in owners
-        assert fallback == UNOWNED[name]
-        return
-    role, value = owners[name]
-    assert fallback == value, '{0}: readiness falls back to {1!r}, role {2} defaults to {3!r}'.format(
-        name, fallback, role, value)
-
-
-# The readiness role alone (copied where no other role is): its settings template to the owning roles' defaults, or
-# to what the inventory gives, without any other role's files.
-@pytest.mark.parametrize('inventory, expected', [
-    ({}, {'nodeprep_expected_gpus': 0, 'nodeprep_readiness_xid_fail': [48, 62, 64, 74, 79, 94, 95, 119, 120, 154],
-          'nodeprep_readiness_skip_checks': [], 'nodeprep_rdma_path': 'auto'}),
-    ({'nodeprep_expected_gpus': 8, 'nodeprep_readiness_xid_fail': [79], 'nodeprep_readiness_skip_checks': ['xid'],
-      'nodeprep_rdma_path': 'dmabuf'},
-     {'nodeprep_expected_gpus': 8, 'nodeprep_readiness_xid_fail': [79], 'nodeprep_readiness_skip_checks': ['xid'],
-      'nodeprep_rdma_path': 'dmabuf'}),
-])
-def test_the_role_alone_templates_its_settings(tmp_path, inventory, expected):
-    alone = tmp_path / 'roles' / 'readiness'
-    shutil.copytree(os.path.join(ROOT, 'roles', 'readiness'), str(alone))
-    loader = DataLoader()
-    loader.set_basedir(str(alone))
-    variables = dict(loader.load_from_file(str(alone / 'defaults' / 'main.yml')))
-    variables.update(loader.load_from_file(str(alone / 'vars' / 'main.yml')))
-    variables.update(inventory, role_path=str(alone))
-    templar = Templar(loader=loader, variables=variables)
-    assert templar.template(_trusted(variables['__nodeprep_readiness_settings'])) == expected
+def test_the_role_alone_types_its_settings_from_the_settings_defaults():
+    """Nothing in the inventory: the readiness role's defaults and nodeprep_expected_gpus 0 (compare nvidia-smi with
+    the PCI bus only); what the inventory gives wins, typed ("8" is 8)."""
+    own, _roles, problems = readiness_info.type_settings({})
+    assert problems == []
+    assert dict((name, own[name]) for name in r.SETTING_NAMES) == {
+        'nodeprep_expected_gpus': 0, 'nodeprep_readiness_xid_fail': [48, 62, 64, 74, 79, 94, 95, 119, 120, 154],
+        'nodeprep_readiness_skip_checks': [], 'nodeprep_readiness_kernel_log_lines': 20000}
+    own, _roles, problems = readiness_info.type_settings({
+        'nodeprep_expected_gpus': '8', 'nodeprep_readiness_xid_fail': '79', 'nodeprep_readiness_skip_checks': 'gpu.health',
+        'nodeprep_readiness_kernel_log_lines': '100'})
+    assert problems == []
+    assert dict((name, own[name]) for name in r.SETTING_NAMES) == {
+        'nodeprep_expected_gpus': 8, 'nodeprep_readiness_xid_fail': [79], 'nodeprep_readiness_skip_checks': ['gpu.health'],
+        'nodeprep_readiness_kernel_log_lines': 100}
 
 
 def _modules(tasks):
@@ -111,6 +78,21 @@ def test_the_role_runs_only_its_own_modules():
     folder = os.path.join(ROOT, 'roles', 'readiness', 'tasks')
     for name in os.listdir(folder):
         found.update(_modules(_load('roles', 'readiness', 'tasks', name)))
+    # rolling_slurm: the verdict in Slurm (nodeprep_readiness_slurm=drain), the rolling maintenance backend.
     assert sorted(found) == ['ansible.builtin.debug', 'ansible.builtin.fail', 'ansible.builtin.import_tasks',
-                             'ansible.builtin.set_fact', 'gpufleet.nodeprep.node_plan',
-                             'gpufleet.nodeprep.readiness_info', 'gpufleet.nodeprep.readiness_report']
+                             'gpufleet.nodeprep.readiness_info', 'gpufleet.nodeprep.readiness_report',
+                             'gpufleet.nodeprep.rolling_slurm']
+
+
+def test_one_task_per_node_before_the_report():
+    """The per-node work is one task (gather and judge); the report runs once; the verdict is the other per-node
+    task (controller CPU per node: each per-node task costs a slot per host)."""
+    tasks = _load('roles', 'readiness', 'tasks', 'main.yml')
+    assert [t['name'] for t in tasks] == ['Gather each node once and judge it on the controller',
+                                          'Write the report on the controller',
+                                          'Act on the verdict in Slurm (nodeprep_readiness_slurm=drain)',
+                                          'Fail the nodes that are not ready']
+    assert tasks[0]['register'] == 'nodeprep_readiness'
+    assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'report.yml'))
+    assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'slurm.yml'))
+    assert len(_load('roles', 'readiness', 'tasks', 'verdict.yml')) == 1

@@ -15,6 +15,7 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _dcgm
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _dcgmi
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _dcgmi_cli
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES
 from ansible_collections.gpufleet.nodeprep.tests.unit.testbed import test_gpu_double
 
@@ -62,7 +63,7 @@ def test_no_host_engine(node, capsys):  # noqa: F811
     node.ready('hgx-h100-8gpu')
     rc, out = run(capsys, 'discovery', '-l')
     assert rc == 235
-    assert _dcgmi.no_host_engine(out)
+    assert _dcgmi_cli.no_host_engine(out)
     status, _expected, observed = _dcgm.judge(probe((0, ''), (rc, out)), [])
     assert status == 'skip' and 'host engine is not running' in observed
 

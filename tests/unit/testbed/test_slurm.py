@@ -136,3 +136,79 @@ def test_plain_inventory_has_no_slurm_groups(tmp_path, monkeypatch):
     inv = yaml.safe_load((tmp_path / 'inventory.yml').read_text())['all']
     assert not [g for g in inv['children'] if g.startswith('slurm')]
     assert inv['vars']['nodeprep_boot_time_command'] == "awk '{print $22}' /proc/1/stat"
+
+
+def test_slurm_version_default_and_refusal(monkeypatch):
+    monkeypatch.delenv('TESTBED_SLURM_VERSION', raising=False)
+    assert testbed.slurm_version() == '24.11'
+    monkeypatch.setenv('TESTBED_SLURM_VERSION', '22.05')
+    assert testbed.slurm_version() == '22.05'
+    monkeypatch.setenv('TESTBED_SLURM_VERSION', '23.02')
+    with pytest.raises(testbed.TestbedError, match=r"TESTBED_SLURM_VERSION='23.02' is not known; allowed: 22.05, 24.11"):
+        testbed.slurm_version()
+
+
+def fake_root(tmp_path):
+    """The parts of Debian 13's Slurm root slurm_root_files() reads: the units as packaged, the package lists."""
+    root = tmp_path / 'opt' / 'slurm-24.11'
+    units = root / 'usr/lib/systemd/system'
+    units.mkdir(parents=True)
+    for unit in ('munge', 'slurmd', 'slurmctld'):
+        (units / (unit + '.service')).write_text('[Service]\nExecStart=/usr/sbin/{0}\n'.format(unit))
+    info = root / 'var/lib/dpkg/info'
+    info.mkdir(parents=True)
+    (info / 'slurm-client.list').write_text('/.\n/usr\n/usr/bin\n/usr/bin/scontrol\n/usr/bin/sinfo\n'
+                                            '/usr/share/man/man1/sinfo.1.gz\n')
+    (info / 'munge.list').write_text('/usr/bin\n/usr/bin/munge\n/usr/sbin/munged\n')
+    return str(root)
+
+
+def test_slurm_root_files_head_and_node(tmp_path):
+    root = fake_root(tmp_path)
+    head = testbed.slurm_root_files('24.11', 'head', root)
+    node = testbed.slurm_root_files('24.11', 'node', root)
+    # the daemon of the role only: the head has no slurmd, a GPU node no slurmctld
+    assert 'usr/sbin/slurmctld' in head and 'usr/sbin/slurmd' not in head
+    assert 'usr/sbin/slurmd' in node and 'usr/sbin/slurmctld' not in node
+    for files in (head, node):
+        wrapped = sorted(k for k in files if k.startswith('usr/bin/'))
+        assert wrapped == ['usr/bin/munge', 'usr/bin/scontrol', 'usr/bin/sinfo']
+        text, mode = files['usr/bin/scontrol']
+        assert mode == 0o755 and 'exec /usr/sbin/chroot /opt/slurm-24.11 ' in text and '/usr/bin/scontrol "$@"' in text
+        assert files['usr/lib/systemd/system/munge.service'][0] == '[Service]\nExecStart=/usr/sbin/munge\n'
+        binds = files['usr/local/lib/testbed/slurm-root-binds'][0]
+        assert 'R=/opt/slurm-24.11' in binds and 'etc/passwd' in binds and ' run ' in binds
+    drop = node['etc/systemd/system/slurmd.service.d/testbed-slurm-root.conf'][0]
+    assert 'RootDirectory=/opt/slurm-24.11' in drop and 'Environment=SYSTEMD_IGNORE_CHROOT=1' in drop
+    drop = head['etc/systemd/system/slurmctld.service.d/testbed-slurm-root.conf'][0]
+    assert 'RootDirectory=/opt/slurm-24.11' in drop and 'SYSTEMD_IGNORE_CHROOT' not in drop
+
+
+@pytest.mark.parametrize('value, content', [(None, '150\n'), ('150', '150\n'), ('9', '9\n')])
+def test_slow_boot_fault_value(value, content):
+    class Args(object):
+        gpu = None
+    args = Args()
+    args.value = value
+    assert testbed.fault_content('slow-boot', args) == content
+
+
+@pytest.mark.parametrize('value', ['0', '-5', 'abc', '3601', '1.5'])
+def test_slow_boot_fault_refuses(value):
+    class Args(object):
+        gpu = None
+    args = Args()
+    args.value = value
+    with pytest.raises(testbed.TestbedError, match='slow-boot: --value'):
+        testbed.fault_content('slow-boot', args)
+
+
+def test_power_cycle_seconds(tmp_path, monkeypatch):
+    monkeypatch.setattr(testbed, 'STATE_DIR', str(tmp_path))
+    assert testbed.power_cycle_seconds('n1', {'slurm': 'node'}) == testbed.SLURM_POWER_CYCLE_S
+    assert testbed.power_cycle_seconds('n1', {}) == 0
+    faults = tmp_path / 'nodes' / 'n1' / 'faults'
+    faults.mkdir(parents=True)
+    (faults / 'slow-boot').write_text('150\n')
+    assert testbed.power_cycle_seconds('n1', {'slurm': 'node'}) == 150
+    assert testbed.power_cycle_seconds('n1', {}) == 150

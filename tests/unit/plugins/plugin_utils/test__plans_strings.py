@@ -9,6 +9,10 @@ The table is the roles' SETTINGS: each bool and int setting, given as the string
 over, goes through the node_plan action's typing (_plans.typed_settings) and then the role's plan on a converged
 node; the typed settings and the plan must be those of the typed value.  A new bool or int setting is in the table
 without a line here.
+
+The sweep (below) gives every setting of every role the strings "false", "0", "yes", "1", "none" and "": each is
+the value it writes for the setting's type (written by hand, written_value) with the plan of that value, or a
+problem names the variable.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -99,3 +103,77 @@ def test_a_string_that_is_no_boolean_is_a_problem(role, name, node):
     settings, problems = _plans.typed_settings(role, {name: 'maybe'})
     assert settings[name] == copy.deepcopy(_plans.RULES[role].SETTINGS[name].get('default'))
     assert len(problems) == 1 and problems[0].startswith('{0}="maybe": '.format(name))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The sweep: every setting of every role that plans, given each string -e and INI inventories hand over for "off",
+# "on", "nothing".  Either the setting takes the value the string writes for its type (written by hand below, not
+# computed by the code under test) and the plan is the plan of that value, or a problem names the variable.
+
+SWEEP = ('false', '0', 'yes', '1', 'none', '')
+REFUSED = object()
+BOOLS = dict(BOOL_STRINGS)
+# Raw settings: what each string means to the setting's own rule (absent: refused).
+RAW_SWEEP = {
+    _gpu_node.NAME: {'false': False, '0': False, 'yes': True, '1': True, '': 'auto'},
+    'nodeprep_memlock_value': {'1': 1},
+    # 1 W (the node then refuses it: outside every GPU's range).
+    'nodeprep_gpu_settings_power_limit': {'1': 1},
+    # A size of 1 byte ('1'); '' is no size, as the default (None).
+    'nodeprep_shm_size': {'1': 1, '': None},
+}
+
+
+def written_value(name, entry, text):
+    """The value ``text`` writes for the setting, or REFUSED when it writes none of the setting's type."""
+    kind = entry['type']
+    if kind == 'bool':
+        return BOOLS.get(text, REFUSED)
+    if kind == 'int':
+        return int(text) if text.isdigit() else REFUSED
+    if kind == 'float':
+        return float(text) if text.isdigit() else REFUSED
+    if kind == 'str':
+        return text
+    if kind == 'path':
+        # A path on the node: absolute, or '' where '' is the default (none).
+        return text if text.startswith('/') or (text == '' and entry.get('default') == '') else REFUSED
+    if kind == 'list':
+        return text.split(',') if text else REFUSED
+    if kind == 'raw':
+        return RAW_SWEEP.get(name, {}).get(text, REFUSED)
+    return REFUSED  # a dict is never written as one of these words
+
+
+def sweep_cases():
+    return [pytest.param(role, name, text, id='{0}:{1}:{2!r}'.format(role, name, text))
+            for role in _plans.SITE_ROLES for name in sorted(_plans.RULES[role].SETTINGS) for text in SWEEP]
+
+
+def test_the_sweep_covers_every_setting_of_every_role():
+    names = set(name for _role, name, _text in [c.values for c in sweep_cases()])
+    assert names == set(name for role in _plans.SITE_ROLES for name in _plans.RULES[role].SETTINGS)
+    assert len(names) > 100
+
+
+@pytest.mark.parametrize('role, name, text', sweep_cases())
+def test_a_string_is_its_typed_value_or_is_refused_naming_the_variable(role, name, text, node):
+    facts = role_facts(role, node)
+    entry = _plans.RULES[role].SETTINGS[name]
+    settings, problems, plan = planned(role, facts, {name: text})
+    want = written_value(name, entry, text)
+    # A problem names the variable: "name=value: ...", or an item of it ("name[0] ...", "name.KEY: ...").
+    named = [p for p in plan['problems'] if p.startswith(name) and p[len(name)] in '=[.']
+    if want is REFUSED or named:
+        assert named, '{0}={1!r} was taken as {2!r} ({3}): say what it means, or refuse it'.format(
+            name, text, settings[name], plan['problems'] or 'no problem')
+        assert settings[name] == copy.deepcopy(entry.get('default')) or not problems
+        return
+    # Taken: exactly as the value it writes (the node's errors too: a power limit of 1 W is outside the range).
+    want_settings, want_problems, want_plan = planned(role, facts, {name: want})
+    if entry['type'] == 'raw':
+        assert settings[name] == text
+        settings[name] = plan['settings'][name] = want
+    assert settings[name] == want and type(settings[name]) is type(want), (text, settings[name])
+    assert (settings, problems) == (want_settings, want_problems)
+    assert plan == want_plan

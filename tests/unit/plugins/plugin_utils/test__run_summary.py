@@ -107,7 +107,18 @@ def test_lines():
                                       'reboot, 0 failed, 0 not GPU nodes, 0 unchanged', 'would change a: shm']
 
 
-# role, task, result, the variable the hint names (None: no hint)
+# The failures as the tools word them (sources: tests/fixtures/SOURCES.md "Failure messages of the run summary"),
+# in the shape ansible_failed_result has: a loop's result says only "One or more items failed", its failed items
+# say what failed.
+URL_ERROR = 'Request failed: <url' + 'open error [Errno 113] No route to host>'
+
+
+def looped(*items):
+    return {'failed': True, 'changed': False, 'msg': 'One or more items failed',
+            'results': [dict(item, failed=True) for item in items]}
+
+
+# role, task, result, words the hint must hold (None: no hint)
 HINTS = [
     ('kernel', 'Install the devel package of the kernel that boots next',
      {'msg': 'No package kernel-devel-matched-6.1.0-custom available.'}, 'nodeprep_kernel_manage_devel'),
@@ -125,21 +136,89 @@ HINTS = [
     ('nvidia_driver', 'Install the driver packages',
      {'msg': "Failed to download metadata for repo 'cuda-rhel9': Cannot download repomd.xml: Curl error (7): "
              "Couldn't connect to server"}, 'nodeprep_nvidia_driver_repo_url'),
-    ('nvidia_driver', 'Add the CUDA repository key',
-     {'msg': 'Request failed: <url' 'open error [Errno 113] No route to host>'}, 'nodeprep_nvidia_driver_repo_url'),
+    # get_url of the apt key, in its loop: the failed item names the URL it could not fetch.
+    ('nvidia_driver', "Fetch NVIDIA's repository signing key (apt) or its runfile",
+     looped({'msg': URL_ERROR, 'url': 'https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/'
+                                      '3bf863cc.pub', 'dest': '/etc/apt/keyrings/nodeprep-cuda.asc'}),
+     'nodeprep_nvidia_driver_repo_url'),
     ('nvidia_driver', 'Install EPEL', {'msg': "Failed to download metadata for repo 'nodeprep-epel'"},
      'nodeprep_nvidia_driver_epel_url'),
     ('kernel', 'Install the ELRepo kernel', {'msg': "Failed to download metadata for repo 'elrepo-kernel'"},
      'nodeprep_kernel_elrepo_url'),
     ('nvidia_driver', 'Install the driver packages', {'msg': 'Depsolve Error occurred: conflicting requests'}, None),
     ('shm', 'Mount /dev/shm', {'msg': 'Failed to download metadata'}, None),
+    # The driver's reboot: the node did not come back (Ansible's reboot action, timed out waiting for a new boot
+    # id), or came back without running commands. Not a repository: the reboot's own hint, with the role's timeout.
+    ('nvidia_driver', 'Reboot the node',
+     {'failed': True, 'rebooted': True, 'msg': 'Timed out waiting for last boot time check (timeout=1800)'},
+     'did not come back from the reboot within 1800 s (last boot time check timed out)'),
+    ('nvidia_driver', 'Reboot the node',
+     {'failed': True, 'rebooted': True, 'msg': 'Timed out waiting for last boot time check (timeout=1800)'},
+     'a larger nodeprep_nvidia_driver_reboot_timeout'),
+    ('kernel', 'Reboot the node',
+     {'failed': True, 'rebooted': True, 'msg': 'Timed out waiting for post-reboot test command (timeout=600)'},
+     'a larger nodeprep_kernel_reboot_timeout'),
+    # The driver packages in their loop (dnf 4 and dnf 5 as Ansible's dnf modules return the exception's words).
+    ('nvidia_driver', 'Install the NVIDIA driver packages',
+     looped({'msg': "Failed to download metadata for repo 'cuda-rhel9': Cannot download repomd.xml: Cannot download "
+                    'repodata/repomd.xml: All mirrors were tried', 'rc': 1, 'results': []}),
+     'nodeprep_nvidia_driver_repo_url'),
+    ('nvidia_driver', 'Install the NVIDIA driver packages',
+     looped({'msg': 'Failed to download metadata (baseurl: "https://developer.download.nvidia.com/compute/cuda/repos/'
+                    'rhel10/x86_64/") for repository "cuda-rhel10"', 'failures': [], 'rc': 1}),
+     'nodeprep_nvidia_driver_repo_url'),
+    # apt's update through the mirror NVIDIA's repository is on.
+    ('nvidia_driver', 'Refresh the apt cache after the repository changed',
+     {'msg': 'Failed to update apt cache after 5 retries: W:Failed to fetch https://developer.download.nvidia.com/'
+             "compute/cuda/repos/ubuntu2404/x86_64/InRelease  Could not resolve 'developer.download.nvidia.com', "
+             'W:Some index files failed to download. They have been ignored, or old ones used instead.'},
+     'nodeprep_nvidia_driver_repo_url'),
+    # The runfile: its own URL.
+    ('nvidia_driver', "Fetch NVIDIA's repository signing key (apt) or its runfile",
+     looped({'msg': 'Request failed', 'status_code': 404, 'response': 'HTTP Error 404: Not Found',
+             'url': 'https://us.download.nvidia.com/tesla/580.105.08/NVIDIA-Linux-x86_64-580.105.08.run',
+             'dest': '/var/lib/nodeprep/NVIDIA-Linux-x86_64-580.105.08.run'}),
+     'nodeprep_nvidia_driver_runfile_url'),
+    # Failures the collection does not recognise get no hint: timeouts that are not a download (nvidia-smi as the
+    # gather words it, systemd), apt failing on another repository, a reboot the node refused, a driver that did
+    # not come up after the reboot (the plan's words).
+    ('nvidia_driver', 'Check that nvidia-smi lists every GPU with the wanted driver loaded',
+     {'msg': 'nvidia_driver on gpu-a01: nvidia-smi -q -x did not answer within the timeout of 60 seconds and was '
+             'killed; a GPU may have fallen off the bus (check dmesg for Xid 79) or the driver is hung'}, None),
+    ('nvidia_driver', "Enable and start the driver's services",
+     {'msg': 'Unable to start service nvidia-fabricmanager: Job for nvidia-fabricmanager.service failed because a '
+             'timeout was exceeded.'}, None),
+    ('nvidia_driver', 'Refresh the apt cache after the repository changed',
+     {'msg': 'Failed to update apt cache: unknown reason'}, None),
+    ('nvidia_driver', 'Refresh the apt cache after the repository changed',
+     {'msg': 'Failed to update apt cache after 5 retries: W:Failed to fetch https://acme.example/mirror-Debian/debs/'
+             "InRelease  Could not resolve 'acme.example'"}, None),
+    ('nvidia_driver', 'Reboot the node',
+     {'failed': True, 'rebooted': False, 'msg': "Reboot command failed. Error was: 'Failed to set wall message, "
+                                                "ignoring: Interactive authentication required., '"}, None),
+    ('nvidia_driver', 'Check that the reboot brought what it was for',
+     {'msg': 'nvidia_driver on gpu-a01: The node rebooted but the installed NVIDIA driver 580.105.08 is not loaded: '
+             'nouveau is loaded (NVIDIA module loaded=False version=none). The role does not reboot again.'}, None),
+    ('kernel', 'Check that the reboot brought what it was for',
+     {'msg': "kernel on gpu-a01: The node rebooted but runs 5.14.0-570.el9.x86_64, not 6.12.9-1.el9.elrepo.x86_64 "
+             "(the boot loader's default is now 5.14.0-570.el9.x86_64)."}, None),
+    ('shm', 'Reboot the node', {'msg': 'Timed out waiting for last boot time check (timeout=1800)'}, None),
 ]
 
 
 @pytest.mark.parametrize('role, task, result, variable', HINTS)
 def test_hint_names_the_variable(role, task, result, variable):
     error = S.error_of(role, task, result)
-    assert (variable in error['hint']) if variable else error['hint'] is None
+    assert (variable in error['hint']) if variable else error['hint'] is None, error['hint']
+    if variable and 'reboot' in variable:
+        assert 'repo_url' not in error['hint']
+
+
+def test_a_loop_failure_says_what_its_failed_items_say():
+    result = looped({'msg': URL_ERROR, 'url': 'https://developer.download.nvidia.com/x/3bf863cc.pub'})
+    result['results'].insert(0, {'failed': False, 'msg': 'OK (1234 bytes)', 'url': 'https://example.invalid/a'})
+    assert S.error_text(result) == ('One or more items failed; ' + URL_ERROR +
+                                    ' (https://developer.download.nvidia.com/x/3bf863cc.pub)')
 
 
 def test_error_text_takes_msg_failures_and_the_last_line_of_stderr():

@@ -387,6 +387,47 @@ def test_offload_plan_refuses_like_the_module():
                                       'link_unsupported': []}
 
 
+# ---------------------------------------------------------------------------------------------------------------------
+# The NetworkManager connection of a managed NIC, read in the gather for the nic_offload plan (the same two nmcli
+# commands the role ran itself before: nmcli -g GENERAL.CONNECTION device show, nmcli -g <props> connection show).
+
+PROPS = ['ethtool.feature-gro', 'ethtool.feature-lro']
+DEVICE_SHOW = [NMCLI, '-g', 'GENERAL.CONNECTION', 'device', 'show', 'ens3']
+CONN_SHOW = [NMCLI, '-g', 'ethtool.feature-gro,ethtool.feature-lro', 'connection', 'show', 'System ens3']
+
+
+@pytest.mark.parametrize('calls, expected', [
+    ([(DEVICE_SHOW, 0, 'System ens3\n', ''), (CONN_SHOW, 0, 'off\non\n', '')],
+     {'name': 'System ens3', 'properties': {'ethtool.feature-gro': 'off', 'ethtool.feature-lro': 'on'},
+      'error': None}),
+    ([(DEVICE_SHOW, 0, 'System ens3\n', ''), (CONN_SHOW, 0, '\n\n', '')],
+     {'name': 'System ens3', 'properties': {'ethtool.feature-gro': '', 'ethtool.feature-lro': ''}, 'error': None}),
+    ([(DEVICE_SHOW, 0, '\n', '')], {'name': None, 'properties': {}, 'error': None}),
+    ([(DEVICE_SHOW, 8, '', 'Error: NetworkManager is not running.\n')],
+     {'name': None, 'properties': {}, 'error': '/usr/bin/nmcli -g GENERAL.CONNECTION device show ens3 (rc=8): Error: '
+                                               'NetworkManager is not running.'}),
+    ([(DEVICE_SHOW, 0, 'System ens3\n', ''), (CONN_SHOW, 10, '', "Error: System ens3 - no such connection profile.\n")],
+     {'name': None, 'properties': {}, 'error': '/usr/bin/nmcli -g ethtool.feature-gro,ethtool.feature-lro connection show '
+                                               'System ens3 (rc=10): Error: System ens3 - no such connection profile.'}),
+], ids=['read', 'nothing set', 'no connection', 'NetworkManager down', 'connection gone'])
+def test_read_nm_connection(calls, expected):
+    module = FakeModule(calls, {'nmcli': NMCLI})
+    assert _nic.read_nm_connection(module, NMCLI, 'ens3', PROPS) == expected
+    assert module.calls == []
+
+
+def test_collect_reads_the_connection_of_a_managed_nic_only_when_asked(sysfs):
+    calls = [_ip(), ([NMCLI, '-t', '-f', 'DEVICE,STATE', 'device'], 0, 'ens3:connected\n', ''),
+             _k('ens3', ENS3_K), _i('ens3', ENS3_I), (DEVICE_SHOW, 0, 'System ens3\n', ''),
+             (CONN_SHOW, 0, 'off\noff\n', '')]
+    module = FakeModule(calls, {'ip': IP, 'ethtool': ETHTOOL, 'nmcli': NMCLI})
+    facts = collect_nic_facts(module, interfaces=['ens3'], nm_properties=PROPS)
+    assert module.calls == []
+    assert facts['ens3']['nm_connection'] == {
+        'name': 'System ens3', 'properties': {'ethtool.feature-gro': 'off', 'ethtool.feature-lro': 'off'},
+        'error': None}
+
+
 @pytest.mark.parametrize('networks, valid', [
     ([], True), (['10.20.0.0/16'], True), (['10.20.0.0/16', 'fd00::/64'], True), ('10.20.0.0/16', True),
     (['fabric'], False), (['10.20.0.0/16', '10.0.0.0/33'], False), ({'a': 1}, False),

@@ -12,6 +12,10 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_dcgm as p
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_node
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import agreement
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as RF
 
 CUDA12 = 'datacenter-gpu-manager-4-cuda12'
 CUDA13 = 'datacenter-gpu-manager-4-cuda13'
@@ -135,9 +139,21 @@ def test_off_by_default_and_then_nothing_is_gathered_or_done():
 
 
 def test_a_node_without_gpu_gets_no_dcgm():
+    """The GPU-node rule (rules/_gpu_node.py, applied by _plan.plan_with) decides, not the dcgm plan itself: no work,
+    the one line, and gpu.dcgm_diag skips; site.yml does not run the role there (``run`` empty)."""
     out = plan(facts(gpus=0), settings())
-    assert out['reasons'] == []
-    assert out['reports'] == ['DCGM is not installed on gpu-a01: no NVIDIA GPU on its PCI bus.']
+    assert out['reasons'] == [] and out['run'] == [] and out['drift'] == []
+    assert out['reports'] == [_gpu_node.skip_line({'why': 'no NVIDIA GPU on the PCI bus'})]
+    assert out['checks'][p.CHECK]['skip'] == 'no NVIDIA GPU on the PCI bus'
+
+
+@pytest.mark.parametrize('value', [False, 'false', 'no', '0'])
+def test_a_node_marked_not_a_gpu_node_gets_no_dcgm_whatever_its_bus_shows(value):
+    typed, problems = _plans.typed_settings('dcgm', {'nodeprep_dcgm_install': True, 'nodeprep_gpu_node': value})
+    out = plan(facts(gpus=8), typed)
+    assert problems == [] and out['reasons'] == [] and out['run'] == [] and out['errors'] == []
+    assert out['reports'] == [_gpu_node.skip_line({'why': 'nodeprep_gpu_node is false'})]
+    assert out['checks'][p.CHECK]['skip'] == 'nodeprep_gpu_node is false'
 
 
 def test_other_cuda_packages_are_reported_and_left_alone():
@@ -278,3 +294,84 @@ def test_dcgm3_replaced_when_allowed(family, locks, holds, unhold, unlock):
 def test_the_deprecated_dcgm3_unit_is_stopped_too():
     out = plan(dcgm3_facts(unit=STOPPED, deprecated=RUNNING), settings(nodeprep_dcgm_replace_v3=True))
     assert out['args']['replace']['units'] == ['dcgm.service']
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Agreement with readiness (tests/unit/plugins/module_utils/plans/agreement.py): the plan owns gpu.dcgm_diag; the role's
+# work is its fixable drift, its refusals fail it, DCGM's verdict (the diagnostic the readiness gather ran,
+# nodeprep_dcgm) is drift no run of the role fixes.
+
+NO_ENGINE = ('Error: unable to establish a connection to the specified host: localhost\n'
+             'Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n')
+
+
+def diag(passing=True):
+    """What the readiness gather ran for gpu.dcgm_diag: the 8-GPU DCGM 4.x capture (test_readiness_facts.dcgm_passing),
+    with GPU 3 failing when ``passing`` is false."""
+    probe = RF.dcgm_passing()
+    if not passing:
+        probe['diag']['stdout'] = probe['diag']['stdout'].replace(
+            '"entity_id" : 3,\n' + ' ' * 64 + '"status" : "Pass"',
+            '"entity_id" : 3,\n' + ' ' * 64 + '"status" : "Fail", "warnings": [{"warning": "GPU 3 failed", '
+            '"error_id": 61, "error_category": 1, "error_severity": 2}]')
+        probe['diag']['rc'] = 205
+    return probe
+
+
+def with_diag(the_facts, probe):
+    out = copy.deepcopy(the_facts)
+    out['nodeprep_dcgm'] = probe
+    return out
+
+
+CONVERGED = facts(packages=INSTALLED, unit=RUNNING, locks=LOCKS)
+OFF = {'enabled': True, 'level': 1, 'timeout': 300, 'dcgmi': None}
+STOPPED_ENGINE = {'enabled': True, 'level': 1, 'timeout': 300, 'dcgmi': '/usr/bin/dcgmi',
+                  'discovery': {'rc': 235, 'stdout': NO_ENGINE, 'stderr': '', 'timed_out': False}}
+
+# (name, facts, settings) -> (work, refuses, status of gpu.dcgm_diag)
+AGREEMENT = [
+    ('not managed, diagnostic not asked', facts(), _plan.defaults(p), (False, False, 'skip')),
+    ('not managed, DCGM the site installed passes', with_diag(facts(), diag()), _plan.defaults(p),
+     (False, False, 'pass')),
+    ('not managed, no DCGM on the node', with_diag(facts(), OFF), _plan.defaults(p), (False, False, 'skip')),
+    ('not managed, host engine stopped', with_diag(facts(), STOPPED_ENGINE), _plan.defaults(p),
+     (False, False, 'skip')),
+    ('not managed, a GPU fails the diagnostic', with_diag(facts(), diag(False)), _plan.defaults(p),
+     (False, False, 'fail')),
+    ('fresh node: DCGM to install, host engine to start', facts(), settings(), (True, False, 'fail')),
+    ('fresh node, diagnostic asked: no dcgmi yet', with_diag(facts(), OFF), settings(), (True, False, 'fail')),
+    ('converged, diagnostic not asked', CONVERGED, settings(), (False, False, 'skip')),
+    ('converged, diagnostic passes', with_diag(CONVERGED, diag()), settings(), (False, False, 'pass')),
+    ('converged, a GPU fails the diagnostic', with_diag(CONVERGED, diag(False)), settings(), (False, False, 'fail')),
+    ('installed, host engine stopped', with_diag(facts(packages=INSTALLED, unit=STOPPED, locks=LOCKS), STOPPED_ENGINE),
+     settings(), (True, False, 'fail')),
+    ('installed, unit active, host engine not answering', with_diag(CONVERGED, STOPPED_ENGINE), settings(),
+     (False, False, 'fail')),
+    ('installed, not locked', facts(packages=INSTALLED, unit=RUNNING), settings(), (True, False, 'fail')),
+    ('no driver: the CUDA major cannot be told', facts(cuda=None, driver=None), settings(), (False, True, 'fail')),
+    ('an OS the role does not install on', dict(facts(), kernel_state=dict(facts()['kernel_state'], os={
+        'os_family': 'Suse', 'distribution_major_version': '15'})), settings(), (False, True, 'fail')),
+    ('a version that is not one', facts(), settings(nodeprep_dcgm_version='latest'), (False, True, 'fail')),
+    ('no NVIDIA GPU on the PCI bus', with_diag(facts(gpus=0), diag(False)), settings(), (False, False, 'skip')),
+    ('DCGM on a node marked nodeprep_gpu_node: false', with_diag(facts(), diag(False)),
+     settings(nodeprep_gpu_node=False), (False, False, 'skip')),
+]
+
+
+@pytest.mark.parametrize('name, the_facts, the_settings, want', AGREEMENT, ids=[row[0] for row in AGREEMENT])
+def test_readiness_agrees_with_the_plan(name, the_facts, the_settings, want):
+    work, refuses, status = want
+    agreement.assert_agrees(name, plan(the_facts, the_settings), p.CHECKS, work, refuses, {p.CHECK: status})
+
+
+def test_the_roles_work_is_what_gpu_dcgm_diag_says():
+    check = agreement.verdicts(plan(facts(), settings()), p.CHECKS)[p.CHECK]
+    assert check == ('fail', 'install: datacenter-gpu-manager-4-cuda13 is not installed (nvidia-smi: CUDA Version 13.0); '
+                             'nvidia-dcgm.service: inactive, not enabled (wanted enabled and running)')
+    managed = plan(with_diag(CONVERGED, STOPPED_ENGINE), settings())
+    assert agreement.verdicts(managed, p.CHECKS)[p.CHECK][1].startswith(
+        'the dcgm role manages DCGM on this node, yet the DCGM host engine is not running')
+    assert managed['checks'][p.CHECK]['expected'] == (
+        'datacenter-gpu-manager-4-core installed, nvidia-dcgm enabled and running (nodeprep_dcgm_install); dcgmi diag '
+        '-r 1: every test passes (or is skipped) on every GPU, and DCGM sees every GPU nvidia-smi lists')

@@ -18,6 +18,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import agreement
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, ROOT
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_settings as gs
@@ -433,3 +434,86 @@ def test_the_module_and_the_plan_compute_the_same_replay():
         ['/usr/bin/nvidia-smi', '-i', '00000000:8F:00.0', '-pl', '725'],
         ['/usr/bin/nvidia-smi', '-i', '00000000:8F:00.0', '-lgc', '1500,1965']]
     assert decided['replay']['record_path'] == '/run/nodeprep/nvidia_gpu_locks.json'
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Agreement with readiness (tests/unit/plugins/module_utils/plans/agreement.py): the rows of CASES and the odd node
+# states - a power cap set out of band, a lock held down by a cap, a limit back at the default, a partial nvidia-smi
+# read, a failed boot unit, values the GPUs refuse, no GPU read, a node that is not a GPU node.
+
+def _changed(facts, **files):
+    facts = copy.deepcopy(facts)
+    facts['nodeprep_files'].update(files)
+    return facts
+
+
+def _partial(facts):
+    facts = copy.deepcopy(facts)
+    facts['nvidia'].update(partial=True, error='Unable to determine the device handle for gpu 0000:97:00.0',
+                           attached_gpus=9)
+    return facts
+
+
+def _unit_failed(facts):
+    facts = copy.deepcopy(facts)
+    facts['nodeprep_units'][pg.UNIT] = {'active': 'failed'}
+    return facts
+
+
+NO_GPU_READ = {'present': False, 'error': 'nvidia-smi not found in PATH', 'gpus': [], 'nvidia_smi': None}
+PL, CL = 'gpu.power_limit', 'gpu.clocks'
+# (name, facts, settings) -> (work, refuses, {gpu.power_limit: status, gpu.clocks: status})
+AGREEMENT = [
+    ('fresh', node(), settings(power_limit='70%'), (True, False, {PL: 'fail', CL: 'skip'})),
+    ('settled', SETTLED, settings(power_limit='70%'), (False, False, {PL: 'pass', CL: 'skip'})),
+    ('settled, limit raised', SETTLED, settings(power_limit='100%'), (True, False, {PL: 'fail', CL: 'skip'})),
+    ('locks on a fresh node', node(), settings(power_limit='70%', locked_gpu_clocks=LOCKS),
+     (True, False, {PL: 'fail', CL: 'fail'})),
+    ('locks settled', SETTLED_LOCKED, settings(power_limit='70%', locked_gpu_clocks=LOCKS),
+     (False, False, {PL: 'pass', CL: 'pass'})),
+    ('locks reset', SETTLED_LOCKED, settings(power_limit='70%', locked_gpu_clocks='reset'),
+     (True, False, {PL: 'warn', CL: 'fail'})),
+    ('no daemon', node(daemon=False), settings(power_limit='72.5%'), (True, False, {PL: 'fail', CL: 'skip'})),
+    ('defaults: only the boot files', node(), settings(), (True, False, {PL: 'warn', CL: 'skip'})),
+    ('replay only', node(), settings(power_limit='70%', apply=False), (True, False, {PL: 'warn', CL: 'skip'})),
+    ('no boot files', node(), settings(power_limit='70%', boot_persist=False), (True, False, {PL: 'fail', CL: 'skip'})),
+    ('chosen GPUs', node(), settings(power_limit=650, gpus=['0', '00000000:90:00.0']),
+     (True, False, {PL: 'fail', CL: 'skip'})),
+    ('clamped', node(), settings(power_limit='150%', power_limit_clamp=True), (True, False, {PL: 'warn', CL: 'skip'})),
+    ('a memory lock above what the GPUs support', node(), settings(locked_memory_clocks={'min': 7680, 'max': 7680}),
+     (True, True, {PL: 'skip', CL: 'fail'})),
+    ('a power cap set out of band', with_gpus(SETTLED, enforced_power_limit_w=500.0), settings(power_limit='70%'),
+     (False, False, {PL: 'warn', CL: 'skip'})),
+    ('a lock held down by a cap', with_gpus(SETTLED_LOCKED, clocks={'graphics_mhz': 1400},
+                                            clocks_event_reasons={'sw_power_cap': True}),
+     settings(power_limit='70%', locked_gpu_clocks=LOCKS), (False, False, {PL: 'pass', CL: 'warn'})),
+    ('the limit back at the default (a driver reload)', with_gpus(SETTLED, power_limit_w=1000.0,
+                                                                  enforced_power_limit_w=1000.0),
+     settings(power_limit='70%'), (True, False, {PL: 'fail', CL: 'skip'})),
+    ('a limit outside the range the GPUs allow', SETTLED, settings(power_limit=5000),
+     (False, True, {PL: 'fail', CL: 'skip'})),
+    ('a lock above the supported clocks', SETTLED,
+     settings(power_limit='70%', locked_gpu_clocks={'min': 1500, 'max': 2100}), (False, True, {PL: 'pass', CL: 'fail'})),
+    ('a limit that is not one', SETTLED, settings(power_limit='lots'), (False, True, {PL: 'fail', CL: 'fail'})),
+    ('no GPU read: the boot files only, the check warns', node(NO_GPU_READ), settings(power_limit='70%'),
+     (True, False, {PL: 'warn', CL: 'skip'})),
+    # The role fails there (require_gpu): the check fails with its words (it only warned on the boot files before).
+    ('no GPU read with require_gpu', node(NO_GPU_READ), settings(power_limit='70%', require_gpu=True),
+     (True, True, {PL: 'fail', CL: 'skip'})),
+    ('the boot unit failed at its last run', _unit_failed(SETTLED_LOCKED),
+     settings(power_limit='70%', locked_gpu_clocks=LOCKS), (False, False, {PL: 'warn', CL: 'fail'})),
+    ('nvidia-smi printed 8 of 9 GPUs', _partial(SETTLED), settings(power_limit='70%'),
+     (False, False, {PL: 'fail', CL: 'skip'})),
+    ('the boot unit not enabled: the settings are lost at the next boot',
+     _changed(SETTLED, **{pg.UNIT_LINK: {'exists': False}}), settings(power_limit='70%'),
+     (True, False, {PL: 'warn', CL: 'skip'})),
+    ('not a GPU node (nodeprep_gpu_node false)', SETTLED, dict(settings(power_limit='70%'), nodeprep_gpu_node=False),
+     (False, False, {PL: 'skip', CL: 'skip'})),
+]
+
+
+@pytest.mark.parametrize('name, facts, given, want', AGREEMENT, ids=[row[0] for row in AGREEMENT])
+def test_agreement_table(name, facts, given, want):
+    work, refuses, statuses = want
+    agreement.assert_agrees(name, _plan.plan_with(pg, facts, given, (), context()), pg.CHECKS, work, refuses,
+                            statuses)

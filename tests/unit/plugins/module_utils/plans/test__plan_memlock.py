@@ -21,6 +21,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _me
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_memlock as M
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import agreement
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 
@@ -543,7 +544,29 @@ def test_defaults_and_argument_specs_are_the_settings():
 
 def test_readiness_holds_no_memlock_setting():
     assert [name for name in r.SETTING_NAMES if name.startswith('nodeprep_memlock_')] == []
-    settings = _load('roles', 'readiness', 'vars', 'main.yml')['__nodeprep_readiness_settings']
-    assert [name for name in settings if name.startswith('nodeprep_memlock_')] == []
+    from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
+    assert [name for name in _readiness_settings.SETTINGS if name.startswith('nodeprep_memlock_')] == []
     assert dict((check, role) for check, role in r.PLAN_CHECKS.items() if role == 'memlock') == {
         'memlock.users': 'memlock', 'memlock.services': 'memlock'}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Agreement with readiness (tests/unit/plugins/module_utils/plans/agreement.py), over every row of CASES (work: the row's
+# reasons; its checks' statuses) and the refusals and missing facts: no fixable drift <=> the check passes, the plan
+# refuses => the check fails, what no run changes (a later file that lowers the limit) is named drift.
+
+AGREEMENT = [(name, facts, settings, (bool(expected['reasons']), False,
+                                      dict((check, s) for check, (s, _o) in expected['checks'].items())))
+             for name, facts, settings, expected in CASES] + [
+    ('a value that is not a limit', state(fresh), defaults(nodeprep_memlock_value='lots'),
+     (False, True, {'memlock.users': 'fail', 'memlock.services': 'fail'})),
+    ('a user the gather did not read', state(converged), defaults(nodeprep_memlock_verify_users=['root', 'train']),
+     (False, False, {'memlock.users': 'fail', 'memlock.services': 'fail'})),
+]
+
+
+@pytest.mark.parametrize('name, facts, settings, want', AGREEMENT, ids=[row[0] for row in AGREEMENT])
+def test_agreement_table(name, facts, settings, want):
+    work, refuses, statuses = want
+    plan = _plan.plan_with(M, copy.deepcopy(facts), settings, (), _plan.new_context(host='node1'))
+    agreement.assert_agrees(name, plan, M.CHECKS, work, refuses, statuses)

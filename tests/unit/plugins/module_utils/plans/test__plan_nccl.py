@@ -17,6 +17,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _pl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nccl as N
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import agreement
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 CONF = '/etc/nccl.conf'
@@ -306,3 +307,58 @@ def test_role_is_flat():
     role = os.path.join(ROOT, 'roles', 'nccl')
     assert sorted(os.listdir(role)) == ['README.md', 'defaults', 'meta', 'tasks', 'vars']
     assert sorted(os.listdir(os.path.join(role, 'tasks'))) == ['main.yml', 'work.yml']
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Agreement with readiness (tests/unit/plugins/module_utils/plans/agreement.py): for every row of CASES, and for a node
+# that is not a GPU node, whether the role has work there, whether it refuses the node, and nccl.config's status.
+
+AGREEMENT_OF = {
+    'nothing configured, no file: left alone': (False, False, 'skip'),
+    'a training network with no interface on it fails the role': (False, True, 'fail'),
+    'NCCL_SOCKET_IFNAME together with the training network is refused': (False, True, 'fail'),
+    'an NCCL file to write runs the role': (True, False, 'fail'),
+    'the file already right: nothing to do': (False, False, 'pass'),
+    'the file edited by hand': (True, False, 'fail'),
+    'a comment line added by hand (older NCCL reads it)': (True, False, 'fail'),
+    'a trailing space, which NCCL keeps': (True, False, 'fail'),
+    'a byte that is not UTF-8: compared by SHA-1, never decoded': (True, False, 'fail'),
+    'the mode changed': (True, False, 'fail'),
+    'the owner changed': (True, False, 'fail'),
+    'a file too large or unreadable to hash: the task decides': (True, False, 'fail'),
+    'a directory where the file belongs': (True, False, 'fail'),
+    'nothing configured, a file there: left alone and said so': (False, False, 'pass'),
+    'an unmanaged file that is not UTF-8 is left alone': (False, False, 'pass'),
+    'the training network chooses its interfaces': (True, False, 'fail'),
+    'networks given the -e way, comma-separated': (True, False, 'fail'),
+    'an IPv6 training network': (True, False, 'fail'),
+    'a network that is not a CIDR': (False, True, 'fail'),
+    'the NIC facts could not be read: the role fails, readiness fails': (False, True, 'fail'),
+    'the NIC facts not gathered: missing, readiness fails': (False, False, 'fail'),
+    'the file state not gathered: missing': (False, False, 'fail'),
+    'a name nothing reads: written, reported, readiness warns': (False, False, 'warn'),
+    'a name nothing reads with nodeprep_nccl_strict': (False, True, 'fail'),
+    'nodeprep_nccl_strict given as the string "false" (-e) is false': (True, False, 'fail'),
+    'a name given in nodeprep_nccl_extra_names is accepted': (True, False, 'fail'),
+    'booleans as 1/0, numbers as written': (True, False, 'fail'),
+    'a null value': (False, True, 'fail'),
+    'a value on two lines': (False, True, 'fail'),
+    'a name that is not an environment name': (False, True, 'fail'),
+    'NCCL_CONF_FILE in the file': (False, True, 'fail'),
+    'the conf given as a list': (False, True, 'fail'),
+    'nodeprep_nccl_strict junk': (False, True, 'fail'),
+    'PyTorch variables: the profile.d file, shell-quoted and sorted': (True, False, 'fail'),
+    'both files, the conf right and the profile.d file edited': (True, False, 'fail'),
+    'PYTORCH_NO_CUDA_MEMORY_CACHING: a debug switch, written with a warning': (False, False, 'warn'),
+    'other paths': (True, False, 'fail'),
+}
+AGREEMENT = [(name, node_facts, given, AGREEMENT_OF[name]) for name, node_facts, given, _expected in CASES] + [
+    ('not a GPU node (nodeprep_gpu_node false): nothing, the check skips', facts(),
+     {'nodeprep_nccl_conf': {'NCCL_DEBUG': 'WARN'}, 'nodeprep_gpu_node': 'false'}, (False, False, 'skip')),
+]
+
+
+@pytest.mark.parametrize('name, node_facts, given, want', AGREEMENT, ids=[row[0] for row in AGREEMENT])
+def test_agreement_table(name, node_facts, given, want):
+    work, refuses, status = want
+    agreement.assert_agrees(name, make_plan(node_facts, given), N.CHECKS, work, refuses, {'nccl.config': status})

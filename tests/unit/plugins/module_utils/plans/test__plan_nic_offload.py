@@ -26,6 +26,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._ethtool
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._nic_offload import plan_feature_changes
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._nic_offload import features_as_parsed
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import agreement
 
 HOST = 'gpu-a01'
 NET = '10.20.0.0/16'
@@ -67,14 +68,27 @@ def wants(ifname):
     return folder, '{0}/nodeprep-nic-offload@{1}.service'.format(folder, escaped)
 
 
-def nic(address='10.20.0.11/16', driver='mlx5_core', gro=False, lro=False, lro_fixed=False, nm=None):
-    """A NIC as gpu_node_facts reports it (its features reduced to three)."""
-    return {'mtu': 9000, 'speed_mbps': 400000, 'addresses': {'ipv4': [address], 'ipv6': []},
-            'driver': {'driver': driver, 'version': '6.8', 'firmware_version': '28.43.1014', 'bus_info': ''},
-            'features': {'generic-receive-offload': {'enabled': gro, 'fixed': False},
-                         'large-receive-offload': {'enabled': lro, 'fixed': lro_fixed},
-                         'tcp-segmentation-offload': {'enabled': True, 'fixed': False}},
-            'nm_managed': nm}
+def nic(address='10.20.0.11/16', driver='mlx5_core', gro=False, lro=False, lro_fixed=False, nm=None, conn=None):
+    """A NIC as gpu_node_facts reports it (its features reduced to three); ``conn`` its NetworkManager connection as
+    the gather read it (nm_connection: name and the properties asked for)."""
+    out = {'mtu': 9000, 'speed_mbps': 400000, 'addresses': {'ipv4': [address], 'ipv6': []},
+           'driver': {'driver': driver, 'version': '6.8', 'firmware_version': '28.43.1014', 'bus_info': ''},
+           'features': {'generic-receive-offload': {'enabled': gro, 'fixed': False},
+                        'large-receive-offload': {'enabled': lro, 'fixed': lro_fixed},
+                        'tcp-segmentation-offload': {'enabled': True, 'fixed': False}},
+           'nm_managed': nm}
+    if conn is not None:
+        out['nm_connection'] = conn
+    return out
+
+
+def connection(name='System eth0', gro='off', lro='off', error=None):
+    """A NIC's NetworkManager connection as the gather reads it (nmcli -g ... connection show)."""
+    if error:
+        return {'name': None, 'properties': {}, 'error': error}
+    if name is None:
+        return {'name': None, 'properties': {}, 'error': None}
+    return {'name': name, 'properties': {'ethtool.feature-gro': gro, 'ethtool.feature-lro': lro}, 'error': None}
 
 
 def file_state(kind, content=None, mode='0644', target=None):
@@ -125,6 +139,10 @@ def drift(plan):
 UNIT_MISSING = ['{0}: missing'.format(p) for p in (UNIT, ENV_DIR, ENV_DIR + '/eth0.env') + wants('eth0')]
 MLX_TODO = [MLX_IF + ': generic-receive-offload is on'] + ['{0}: missing'.format(p) for p in (
     UNIT, ENV_DIR, ENV_DIR + '/' + MLX_IF + '.env') + wants(MLX_IF)]
+NM_GRO_ON = 'eth0: NetworkManager connection System eth0: ethtool.feature-gro is on, wanted off'
+NM_UNSET = ['eth0: NetworkManager connection System eth0: ethtool.feature-{0} is not set, wanted off'.format(f)
+            for f in ('gro', 'lro')]
+NM_DOWN = 'nmcli -g GENERAL.CONNECTION device show eth0 (rc=8): Error: NetworkManager is not running.'
 NO_MATCH = 'no NIC matches (interfaces -, drivers -, networks 10.99.0.0/16)'
 NO_MATCH_SETTINGS = 'nodeprep_nic_offload_interfaces=[], _drivers=[], _networks=["10.99.0.0/16"]'
 FIXED = 'interface eth0: fixed by the driver, cannot change: large-receive-offload [lro] (is on, asked off); set ' \
@@ -221,12 +239,33 @@ CASES = [
     ('an interface named that is not there', node(), {'nodeprep_nic_offload_interfaces': 'eth0,eth9',
                                                       'nodeprep_nic_offload_networks': []},
      dict(drift=[('eth9: no such interface', 'fail', False)], check=('fail', 'eth9: no such interface'))),
-    ('NetworkManager persists it: its connection is not in the facts', node({'eth0': nic(nm=True)}, ABSENT), {},
-     dict(reasons=['eth0: its NetworkManager connection is not in the facts'],
-          nm=[{'interface': 'eth0', 'properties': {'ethtool.feature-gro': 'off', 'ethtool.feature-lro': 'off'}}],
-          check=('pass', 'as wanted on eth0'))),
+    # NetworkManager persists the features in the NIC's connection, which the gather reads (nm_connection): the plan
+    # compares it, and readiness sees what the role would change there (issue 27: the role ran a read of it on every
+    # run that no check reflected).
+    ('NetworkManager persists it, its connection as wanted', node({'eth0': nic(nm=True, conn=connection())}, ABSENT),
+     {}, dict(check=('pass', 'as wanted on eth0'))),
+    ('NetworkManager persists it, its connection has GRO on',
+     node({'eth0': nic(nm=True, conn=connection(gro='on'))}, ABSENT), {},
+     dict(reasons=[NM_GRO_ON], drift=[(NM_GRO_ON, 'fail', True)],
+          nm=[{'interface': 'eth0', 'connection': 'System eth0',
+               'properties': {'ethtool.feature-gro': 'off', 'ethtool.feature-lro': 'off'}}],
+          check=('fail', NM_GRO_ON))),
+    ('NetworkManager persists it, nothing set in its connection yet',
+     node({'eth0': nic(nm=True, conn=connection(gro='', lro=''))}, ABSENT), {},
+     dict(reasons=NM_UNSET, drift=[(m, 'fail', True) for m in NM_UNSET],
+          nm=[{'interface': 'eth0', 'connection': 'System eth0',
+               'properties': {'ethtool.feature-gro': 'off', 'ethtool.feature-lro': 'off'}}],
+          check=('fail', '; '.join(NM_UNSET)))),
+    ('NetworkManager manages it without a connection: the boot unit persists it',
+     node({'eth0': nic(nm=True, conn=connection(None))}, ABSENT), {},
+     dict(reasons=UNIT_MISSING, drift=[(m, 'fail', True) for m in UNIT_MISSING], check=('fail', '; '.join(UNIT_MISSING)))),
+    ('NetworkManager manages it, its connection cannot be read',
+     node({'eth0': nic(nm=True, conn=connection(error=NM_DOWN))}, ABSENT), {},
+     dict(errors=['interface eth0: its NetworkManager connection could not be read: ' + NM_DOWN],
+          drift=[('interface eth0: its NetworkManager connection could not be read: ' + NM_DOWN, 'fail', False)],
+          check=('fail', 'interface eth0: its NetworkManager connection could not be read: ' + NM_DOWN))),
     ('NetworkManager has no property for netns-local: the boot unit persists it',
-     node({MLX_IF: dict(nic(nm=True), features=copy.deepcopy(MLX))}, ABSENT),
+     node({MLX_IF: dict(nic(nm=True, conn=connection('System ' + MLX_IF)), features=copy.deepcopy(MLX))}, ABSENT),
      {'nodeprep_nic_offload_features': {'gro': False, 'netns-local': False}},
      dict(reasons=MLX_TODO, drift=[(m, 'fail', True) for m in MLX_TODO],
           args={'interface': [MLX_IF], 'features': {'gro': False, 'netns-local': False}, 'ignore_fixed': False},
@@ -274,7 +313,7 @@ def test_plan_table(case):
 @pytest.mark.parametrize('case', CASES, ids=[c[0] for c in CASES])
 def test_readiness_is_the_plans_drift(case):
     """The check nic.offload from the plan: its status and words, and reasons == [] <=> the check passes, except
-    where the plan says why not: drift no run fixes (unfixable) and NetworkManager connections (not in the facts)."""
+    where the plan says why not: drift no run fixes (unfixable)."""
     name, facts, given, want = case
     plan = make_plan(facts, given)
     result = _readiness.plan_check('nic.offload', plan)
@@ -284,11 +323,10 @@ def test_readiness_is_the_plans_drift(case):
         assert result['observed'] == observed
     else:
         assert result['observed'] == 'the settings of role nic_offload are invalid: ' + '; '.join(plan['problems'])
-    nm_reasons = ['{0}: its NetworkManager connection is not in the facts'.format(e['interface'])
-                  for e in plan['args'].get('networkmanager') or []]
-    assert plan['reasons'] == [d['msg'] for d in _plan.fixable_drift(plan)] + nm_reasons
+    # Every reason is drift a run fixes (the NetworkManager connections too: the gather reads them).
+    assert plan['reasons'] == [d['msg'] for d in _plan.fixable_drift(plan)]
     unfixable = [d for d in plan['drift'] if not d['fixable']]
-    if not unfixable and not nm_reasons and not plan['problems']:
+    if not unfixable and not plan['problems']:
         assert (plan['reasons'] == []) == (result['status'] in ('pass', 'skip'))
 
 
@@ -305,6 +343,9 @@ def apply(facts, plan):
         after['nodeprep_files'][entry['path']] = file_state(
             entry['state'], entry['content'], mode=entry['mode'] if entry['state'] != 'link' else '0777',
             target=entry['src'])
+    for entry in plan['args'].get('networkmanager') or []:
+        # nmcli connection modify <connection> <property> <value>...
+        after['nics'][entry['interface']]['nm_connection']['properties'].update(entry['properties'])
     return after
 
 
@@ -315,8 +356,7 @@ def test_applying_the_plan_leaves_nothing_to_do(case):
     plan = make_plan(facts, given)
     again = make_plan(apply(facts, plan), given)
     assert _plan.fixable_drift(again) == []
-    assert again['reasons'] == ['{0}: its NetworkManager connection is not in the facts'.format(e['interface'])
-                                for e in again['args']['networkmanager']]
+    assert again['reasons'] == [] and again['args']['networkmanager'] == []
     assert [d for d in again['drift'] if not d['fixable']] == [d for d in plan['drift'] if not d['fixable']]
     assert again['args']['nic_offload'] is None
     assert [e for e in again['files'] if e['change']] == []
@@ -352,13 +392,20 @@ def test_the_files_in_full():
         {'name': 'nodeprep-nic-offload@ib\\x2d0.service', 'wanted_by': 'sys-subsystem-net-devices-ib\\x2d0.device'}]
 
 
-def test_networkmanager_nic_carries_the_boot_units_files_for_when_it_has_no_connection():
-    plan = make_plan(node({'eth0': nic(nm=True)}, persisted('eth0')), {})
-    assert plan['files'] == []
-    fallback = plan['args']['networkmanager'][0]['fallback']
-    assert [(e['path'], e['change']) for e in fallback] == [(UNIT, None), (ENV_DIR, None),
-                                                            (ENV_DIR + '/eth0.env', None)] + [
+def test_networkmanager_without_a_connection_gets_the_boot_units_files():
+    plan = make_plan(node({'eth0': nic(nm=True, conn=connection(None))}, persisted('eth0')), {})
+    assert [(e['path'], e['change']) for e in plan['files']] == [(UNIT, None), (ENV_DIR, None),
+                                                                 (ENV_DIR + '/eth0.env', None)] + [
         (path, None) for path in wants('eth0')]
+    assert plan['args']['networkmanager'] == [] and plan['reasons'] == []
+
+
+def test_the_connections_are_read_in_the_gather():
+    """A NIC NetworkManager manages must come with its connection's properties (nm_connection): else the facts are
+    missing and nic.offload fails until the gather reads them."""
+    plan = make_plan(node({'eth0': nic(nm=True)}, ABSENT), {})
+    assert plan['missing'] == ['subsets: nic', 'nic_nm_properties: ethtool.feature-gro, ethtool.feature-lro']
+    assert _readiness.plan_check('nic.offload', plan)['status'] == 'fail'
 
 
 @pytest.mark.parametrize('name, escaped', [
@@ -371,9 +418,11 @@ def test_systemd_escape(name, escaped):
 
 @pytest.mark.parametrize('given, request_', [
     ({'nodeprep_nic_offload_features': {}}, {}),
-    ({}, {'subsets': ['nic'], 'nic_networks': [NET], 'files': [UNIT, ENV_DIR] + list(M.FILE_PATTERNS)}),
+    ({}, {'subsets': ['nic'], 'nic_networks': [NET], 'files': [UNIT, ENV_DIR] + list(M.FILE_PATTERNS),
+          'nic_nm_properties': ['ethtool.feature-gro', 'ethtool.feature-lro']}),
     ({'nodeprep_nic_offload_drivers': ['mlx5_core']},
-     {'subsets': ['nic'], 'files': [UNIT, ENV_DIR] + list(M.FILE_PATTERNS)}),
+     {'subsets': ['nic'], 'files': [UNIT, ENV_DIR] + list(M.FILE_PATTERNS),
+      'nic_nm_properties': ['ethtool.feature-gro', 'ethtool.feature-lro']}),
     ({'nodeprep_nic_offload_persist': False}, {'subsets': ['nic'], 'nic_networks': [NET]}),
     # A network that is not one does not reach the gather (which would fail on it, for every role planned with it):
     # every NIC is read and the plan refuses the value, naming the variable.
@@ -405,3 +454,64 @@ def test_features_that_are_not_a_dict_are_a_problem_even_untyped():
     plan = M.plan(node(), settings, _plan.new_context(host=HOST))
     assert plan['problems'] == ['nodeprep_nic_offload_features=["gro"]: ' + M.FEATURES_ALLOWED]
     assert plan['reasons'] == [] and plan['files'] == []
+
+
+@pytest.mark.parametrize('names, props', [
+    (['gro', 'lro'], ['ethtool.feature-gro', 'ethtool.feature-lro']),
+    (['generic-receive-offload', 'rx-gro', 'gro'], ['ethtool.feature-gro']),
+    (['rx-gro-hw', 'tso', 'netns-local'], ['ethtool.feature-rx-gro-hw', 'ethtool.feature-tso']),
+])
+def test_the_connection_properties_the_gather_reads(names, props):
+    """What a NIC NetworkManager manages holds for the features the user names (libnm's property names: a legacy
+    flag by its short name, anything else by its own; netns-local has none, the boot unit persists it)."""
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._nic_offload import nm_property_names
+    assert nm_property_names(names) == props
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Agreement with readiness (tests/unit/plugins/module_utils/plans/agreement.py): for every row of CASES (the
+# NetworkManager connections among them, now read in the gather) and a managed NIC whose connection the gather did not
+# read, whether the role has work there, whether it refuses the node, and nic.offload's status.
+
+AGREEMENT_OF = {
+    'no features: nothing to do, nothing gathered': (False, False, 'skip'),
+    'converged: the features and the boot unit as wanted': (False, False, 'pass'),
+    'no NIC on the network: reported, nothing to do': (False, False, 'skip'),
+    'no NIC on the network with require_match: refused': (False, True, 'fail'),
+    'a feature value that is not a boolean': (False, True, 'fail'),
+    'a feature value 0.5': (False, True, 'fail'),
+    'feature values written as text are read as Ansible reads them': (False, False, 'pass'),
+    'a feature name that cannot be one': (False, True, 'fail'),
+    'features given as a list': (False, True, 'fail'),
+    'features with no selector': (False, True, 'fail'),
+    'a network that is not one': (False, True, 'fail'),
+    'an interface name Linux refuses': (False, True, 'fail'),
+    'a driver name with a space': (False, True, 'fail'),
+    'require_match that is not a boolean': (False, True, 'fail'),
+    'GRO back on: a reason, the module for eth0 only': (True, False, 'fail'),
+    'a fresh node: live and the boot unit to do': (True, False, 'fail'),
+    'an edited environment file': (True, False, 'fail'),
+    'persist false: no file': (False, False, 'pass'),
+    'a fixed feature asked to change, ignore_fixed "false": refused': (False, True, 'fail'),
+    'a fixed feature asked to change, ignore_fixed: skipped with a warning, not persisted': (False, False, 'warn'),
+    'a name the device does not have': (False, True, 'fail'),
+    'an interface named that is not there': (False, False, 'fail'),
+    'NetworkManager persists it, its connection as wanted': (False, False, 'pass'),
+    'NetworkManager persists it, its connection has GRO on': (True, False, 'fail'),
+    'NetworkManager persists it, nothing set in its connection yet': (True, False, 'fail'),
+    'NetworkManager manages it without a connection: the boot unit persists it': (True, False, 'fail'),
+    'NetworkManager manages it, its connection cannot be read': (False, True, 'fail'),
+    'NetworkManager has no property for netns-local: the boot unit persists it': (True, False, 'fail'),
+    'a dash in the name is escaped as systemd-escape does': (False, False, 'pass'),
+    'the NIC facts could not be read': (False, True, 'fail'),
+}
+AGREEMENT = [(name, facts, given, AGREEMENT_OF[name]) for name, facts, given, _want in CASES] + [
+    ('a NIC NetworkManager manages, its connection not gathered', node({'eth0': nic(nm=True)}, ABSENT), {},
+     (False, False, 'fail')),
+]
+
+
+@pytest.mark.parametrize('name, facts, given, want', AGREEMENT, ids=[row[0] for row in AGREEMENT])
+def test_agreement_table(name, facts, given, want):
+    work, refuses, status = want
+    agreement.assert_agrees(name, make_plan(facts, given), M.CHECKS, work, refuses, {'nic.offload': status})

@@ -32,7 +32,7 @@ def verdicts(state, plan):
     for check in D.CHECKS:
         result = r.plan_check(check, plan)
         if HEALTH[check] is not None:
-            result = r.with_health(result, HEALTH[check](state, {}, None))
+            result = r.with_health(result, HEALTH[check](state, {}))
         out[check] = (result['status'], result['observed'])
     return out
 
@@ -507,7 +507,7 @@ def test_a_gpu_fabric_not_trained_fails_gpu_fabric_not_fabric_manager():
     assert _plan.drift_for(plan, 'fabric.manager') == []
     assert verdicts(state, plan)['fabric.manager'] == (
         'pass', '1 NVSwitches on the PCI bus; nvidia-fabricmanager: active, enabled')
-    fabric = r._fabric_check(state, {}, None)
+    fabric = r._check('gpu.fabric', *r._fabric_check(state, {}))
     assert (fabric['id'], fabric['status']) == ('gpu.fabric', 'fail')
     assert fabric['observed'].startswith('GPU 0 (00000000:1B:00.0): fabric state In Progress')
 

@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _rd
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _rdma_path
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _rdma_state
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as F
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import agreement
 
 H100 = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))),
                     'fixtures', 'lspci', 'hgx-h100-8gpu-pex890xx_lspci-vvv_gpud.txt')
@@ -130,3 +131,95 @@ def test_gather_asks_only_for_what_the_settings_need():
     assert request['subsets'] == ['kernel']
     assert request['files'] == [R.MODULES_LOAD_FILE, P.ACS_UNIT_PATH]
     assert request['units'] == [P.ACS_UNIT]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Agreement with readiness (tests/unit/plugins/module_utils/plans/agreement.py): the plan owns rdma.peer_memory and
+# pci.acs; no fixable drift <=> the check passes, the plan refuses => the check fails, and a failure no run of the role
+# changes is named as drift.
+
+def _redirecting(node):
+    port = [b for b in node['kernel_state']['rdma']['bridges'] if b['bus_id'] == '0000:39:01.0'][0]
+    port['acs_ctl'] = _rdma_path.parse_acs_flags('SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+')
+    return node
+
+
+UNIT_ON = {'nodeprep_rdma_acs_unit': True}
+ENABLED = {P.ACS_UNIT: {'load': 'loaded', 'enabled': 'enabled'}}
+
+
+def _acs_unit_file():
+    return F.file_state(P.render_acs_unit(['0000:17:01.0', '0000:17:02.0', '0000:39:01.0']))
+
+
+# (name, node, settings) -> (work, refuses, {rdma.peer_memory: status, pci.acs: status})
+AGREEMENT = [
+    ('nothing asked, nvidia_peermem loaded, ACS off', facts({'peermem_loaded': True}), {},
+     (False, False, {'rdma.peer_memory': 'pass', 'pci.acs': 'pass'})),
+    ('nvidia_peermem wanted, the API there: load and persist',
+     facts({}), {'nodeprep_rdma_peermem': True}, (True, False, {'rdma.peer_memory': 'fail', 'pci.acs': 'pass'})),
+    ('loaded and persisted', facts({'peermem_loaded': True}, {R.MODULES_LOAD_FILE: MODULES_LOAD}),
+     {'nodeprep_rdma_peermem': True}, (False, False, {'rdma.peer_memory': 'pass', 'pci.acs': 'pass'})),
+    ('loaded by hand, not persisted: lost at the next boot', facts({'peermem_loaded': True}),
+     {'nodeprep_rdma_peermem': True}, (True, False, {'rdma.peer_memory': 'fail', 'pci.acs': 'pass'})),
+    ('not loaded and not asked for: no run of the role loads it', facts({}), {},
+     (False, False, {'rdma.peer_memory': 'fail', 'pci.acs': 'pass'})),
+    ('no peer-memory API, DMA-BUF serves but is not declared', facts({'peer_symbols': []}),
+     {'nodeprep_rdma_peermem': True}, (False, False, {'rdma.peer_memory': 'fail', 'pci.acs': 'pass'})),
+    ('no peer-memory API, nvidia_peermem demanded', facts({'peer_symbols': []}),
+     {'nodeprep_rdma_peermem': True, 'nodeprep_rdma_path': 'peermem'},
+     (False, True, {'rdma.peer_memory': 'fail', 'pci.acs': 'pass'})),
+    ('/proc/kallsyms not read', facts({'peer_symbols': None}), {'nodeprep_rdma_peermem': True},
+     (False, True, {'rdma.peer_memory': 'fail', 'pci.acs': 'pass'})),
+    ('DMA-BUF declared with the open modules', facts({}), {'nodeprep_rdma_peermem': True, 'nodeprep_rdma_path': 'dmabuf'},
+     (False, False, {'rdma.peer_memory': 'pass', 'pci.acs': 'pass'})),
+    # The reproduced disagreement (issue 27): the plan said "nvidia_peermem not needed" and readiness failed the node.
+    ('DMA-BUF asked on the proprietary modules', facts({}, flavour='proprietary'),
+     {'nodeprep_rdma_peermem': True, 'nodeprep_rdma_path': 'dmabuf'},
+     (False, True, {'rdma.peer_memory': 'fail', 'pci.acs': 'pass'})),
+    ('DMA-BUF declared on the proprietary modules, nvidia_peermem not asked for', facts({}, flavour='proprietary'),
+     {'nodeprep_rdma_path': 'dmabuf'}, (False, True, {'rdma.peer_memory': 'fail', 'pci.acs': 'pass'})),
+    ('no ConnectX device', facts({'connectx': []}), {'nodeprep_rdma_peermem': True, 'nodeprep_rdma_acs_unit': True},
+     (False, False, {'rdma.peer_memory': 'skip', 'pci.acs': 'skip'})),
+    ('ACS redirecting, unit off: the BIOS is the fix', _redirecting(facts({'peermem_loaded': True})), {},
+     (False, False, {'rdma.peer_memory': 'pass', 'pci.acs': 'fail'})),
+    ('ACS redirecting, unit on: installed, enabled and run', _redirecting(facts({'peermem_loaded': True})), UNIT_ON,
+     (True, False, {'rdma.peer_memory': 'pass', 'pci.acs': 'fail'})),
+    ('ACS off, unit on but not installed yet', facts({'peermem_loaded': True}), UNIT_ON,
+     (True, False, {'rdma.peer_memory': 'pass', 'pci.acs': 'fail'})),
+    ('ACS off, unit installed and enabled', facts({'peermem_loaded': True}, {P.ACS_UNIT_PATH: _acs_unit_file()},
+                                                  ENABLED), UNIT_ON,
+     (False, False, {'rdma.peer_memory': 'pass', 'pci.acs': 'pass'})),
+    ('lspci not readable, unit on', facts({'peermem_loaded': True, 'lspci_error': 'lspci not found'}), UNIT_ON,
+     (False, True, {'rdma.peer_memory': 'pass', 'pci.acs': 'fail'})),
+    ('lspci not readable, unit off', facts({'peermem_loaded': True, 'lspci_error': 'lspci not found'}), {},
+     (False, False, {'rdma.peer_memory': 'pass', 'pci.acs': 'fail'})),
+    ('not a GPU node (nodeprep_gpu_node false)', _redirecting(facts({})),
+     {'nodeprep_rdma_peermem': True, 'nodeprep_rdma_acs_unit': True, 'nodeprep_gpu_node': False},
+     (False, False, {'rdma.peer_memory': 'skip', 'pci.acs': 'skip'})),
+]
+
+
+@pytest.mark.parametrize('name, node, given, want', AGREEMENT, ids=[row[0] for row in AGREEMENT])
+def test_readiness_agrees_with_the_plan(name, node, given, want):
+    work, refuses, statuses = want
+    agreement.assert_agrees(name, plan(node, **given), P.CHECKS, work, refuses, statuses)
+
+
+def test_dmabuf_on_the_proprietary_modules_is_refused_in_the_words_readiness_reports():
+    got = plan(facts({}, flavour='proprietary'), nodeprep_rdma_peermem=True, nodeprep_rdma_path='dmabuf')
+    assert got['errors'] == [
+        'DMA-BUF declared (nodeprep_rdma_path: dmabuf) but the loaded nvidia module is proprietary, not the open kernel '
+        'modules; DMA-BUF needs Linux 5.12 or later and the open kernel modules: declare nodeprep_rdma_path: auto or '
+        'peermem (with nodeprep_rdma_peermem: true) for this node, or load the open kernel modules']
+    check = agreement.verdicts(got, P.CHECKS)['rdma.peer_memory']
+    assert check == ('fail', got['errors'][0])
+    assert got['run'] == got['errors']
+
+
+def test_acs_redirecting_with_the_unit_off_names_the_port():
+    got = plan(_redirecting(facts({'peermem_loaded': True})))
+    assert agreement.verdicts(got, ('pci.acs',))['pci.acs'] == (
+        'fail', 'ACS redirects peer traffic through the root complex at switch downstream port 0000:39:01.0 (above '
+                'GPU 0000:3b:00.0): ACSCtl ReqRedir+ CmpltRedir+')
+    assert got['reasons'] == [] and got['run'] == []

@@ -18,6 +18,7 @@ import yaml
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_shm as S
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._readiness import plan_check
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import agreement
 
 G = 1024 ** 3
 T = 1024 ** 4
@@ -265,6 +266,55 @@ def test_gather_asks_for_nvidia_only_when_the_size_derives_from_it():
     assert S.gather(dict(SETTINGS))['subsets'] == ['shm', 'nvidia']
     assert S.gather(dict(SETTINGS, nodeprep_shm_size='64G'))['subsets'] == ['shm']
     assert S.gather(dict(SETTINGS, nodeprep_shm_path='/run/shm'))['shm_path'] == '/run/shm'
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Agreement with readiness (tests/unit/plugins/module_utils/plans/agreement.py): no fixable drift <=> shm.size passes,
+# the plan refuses => it fails, and what no run changes (a full /dev/shm, a line tmpfs would refuse) is named drift.
+
+def planned(node, **given):
+    return _plan.plan_with(S, node, dict(SETTINGS, **given), (), _plan.new_context(host='gpu-a01'))
+
+
+# (name, facts, settings) -> (work, refuses, status of shm.size)
+AGREEMENT = [
+    ('the wanted size, live and in fstab', facts(RIGHT_64G), {'nodeprep_shm_size': '64G'}, (False, False, 'pass')),
+    ('an unlimited /dev/shm with an unlimited fstab line',
+     facts(shm(None, line(None, size_opt='size=0', unlimited=True), unlimited=True)), {'nodeprep_shm_size': '64G'},
+     (False, False, 'pass')),
+    ('an unlimited /dev/shm without an fstab line (the next boot gives half of RAM)', facts(shm(None, unlimited=True)),
+     {'nodeprep_shm_size': '64G'}, (True, False, 'fail')),
+    ('an unlimited /dev/shm, shrinking asked', facts(shm(None, line(None, size_opt='size=0', unlimited=True),
+                                                         unlimited=True)),
+     {'nodeprep_shm_size': '64G', 'nodeprep_shm_shrink': True}, (True, False, 'fail')),
+    ('larger than wanted, live and in fstab: kept', facts(shm(128 * G, line(128 * G, size_opt='size=128g'))),
+     {'nodeprep_shm_size': '64G'}, (False, False, 'pass')),
+    ('smaller than wanted', facts(shm(32 * G, line(64 * G, size_opt='size=64g'))), {'nodeprep_shm_size': '64G'},
+     (True, False, 'fail')),
+    ('smaller than wanted, the live size not managed', facts(shm(32 * G, line(64 * G, size_opt='size=64g'))),
+     {'nodeprep_shm_size': '64G', 'nodeprep_shm_remount': False}, (False, False, 'warn')),
+    ('full: stale segments of crashed jobs', facts(shm(64 * G, line(64 * G, size_opt='size=64g'), free=10 * 1024 ** 2)),
+     {'nodeprep_shm_size': '64G'}, (False, False, 'fail')),
+    ('an fstab line tmpfs would refuse', facts(shm(64 * G, line(64 * G, size_opt='size=64g'),
+                                                   errors=['/etc/fstab line 7: size=lots: not a tmpfs size'])),
+     {'nodeprep_shm_size': '64G'}, (False, False, 'fail')),
+    ('not a tmpfs', facts(dict(shm(64 * G), fstype='ext4')), {'nodeprep_shm_size': '64G'}, (False, True, 'fail')),
+    ('more than RAM and swap', facts(shm(32 * G, ram=64 * G)), {'nodeprep_shm_size': '128G'}, (True, True, 'fail')),
+    ('a size that is not one', facts(RIGHT_64G), {'nodeprep_shm_size': 'lots'}, (False, True, 'fail')),
+    ('no size and no GPU: not managed here', facts(RIGHT_64G), {}, (False, False, 'skip')),
+    ('the size derives from the GPU memory, which cannot be read',
+     dict(facts(RIGHT_64G), kernel_state={'pci': {'gpu_count': 8}},
+          nodeprep_errors={'nvidia': 'nvidia-smi timed out after 60 s'}), {}, (False, False, 'fail')),
+    ('derived from 8 H100s, /dev/shm at 64 GiB', facts(RIGHT_64G, gpus_mib=[H100_MIB] * 8), {}, (True, False, 'fail')),
+    ('the shm facts not gathered', dict(facts(RIGHT_64G), nodeprep_gathered=['nvidia']), {'nodeprep_shm_size': '64G'},
+     (False, False, 'fail')),
+]
+
+
+@pytest.mark.parametrize('name, node, given, want', AGREEMENT, ids=[row[0] for row in AGREEMENT])
+def test_agreement_table(name, node, given, want):
+    work, refuses, status = want
+    agreement.assert_agrees(name, planned(node, **given), S.CHECKS, work, refuses, {'shm.size': status})
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _dcgm as d
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _dcgmi
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _dcgmi_cli
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))),
                         'fixtures', 'dcgmi')
@@ -177,8 +178,8 @@ def test_bad_timeouts(value):
 
 
 def test_argv():
-    assert _dcgmi.diag_argv('/usr/bin/dcgmi', 3) == ['/usr/bin/dcgmi', 'diag', '-r', '3', '-j']
-    assert _dcgmi.discovery_argv('/usr/bin/dcgmi') == ['/usr/bin/dcgmi', 'discovery', '-l']
+    assert _dcgmi_cli.diag_argv('/usr/bin/dcgmi', 3) == ['/usr/bin/dcgmi', 'diag', '-r', '3', '-j']
+    assert _dcgmi_cli.discovery_argv('/usr/bin/dcgmi') == ['/usr/bin/dcgmi', 'discovery', '-l']
 
 
 # ---------------------------------------------------------------------------------------------------------------------

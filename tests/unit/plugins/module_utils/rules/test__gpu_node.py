@@ -11,6 +11,8 @@ import copy
 
 import pytest
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_node as G
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as R
@@ -51,11 +53,43 @@ def test_decision_table(value, facts, gpu, why):
     assert (decision['gpu'], decision['why'], decision['problem']) == (gpu, why, None)
 
 
-@pytest.mark.parametrize('value', ['maybe', 2, ['auto'], {'gpu': True}])
+@pytest.mark.parametrize('value', ['maybe', 2, -1, 0.5, '2', 'none', 'null', ['auto'], {'gpu': True}])
 def test_a_value_that_is_not_auto_true_or_false_is_a_problem(value):
     decision = G.decide(pci(0), value)
     assert decision['gpu'] is True
-    assert decision['problem'] == 'nodeprep_gpu_node={0!r}: auto, true or false'.format(value)
+    assert decision['problem'] == 'nodeprep_gpu_node={0!r}: {1}'.format(value, G.ALLOWED)
+    assert G.ALLOWED.startswith('allowed: auto, true or false (') and '1/0 as text or numbers' in G.ALLOWED
+
+
+# Every spelling of a boolean that Ansible's validator types for a bool setting (convert_bool.boolean), as -e gives it
+# (text) and as YAML gives it (a number): the GPU rule reads each as that boolean, "0" as 0 (0 was refused while "0"
+# was false).
+BOOLEAN_SPELLINGS = ['true', 'True', 'TRUE', ' yes ', 'on', 'y', 't', '1', 1, 1.0, True,
+                     'false', 'False', 'no', 'off', 'n', 'f', '0', ' 0 ', 0, 0.0, False]
+
+
+@pytest.mark.parametrize('value', BOOLEAN_SPELLINGS, ids=[repr(v) for v in BOOLEAN_SPELLINGS])
+def test_a_boolean_means_what_it_means_to_ansible(value):
+    assert G.parse(value) is boolean(value)
+    decision = G.decide(pci(8), value)
+    assert decision['problem'] is None and decision['gpu'] is boolean(value)
+
+
+@pytest.mark.parametrize('value', ['maybe', 2, -1, 0.5, '2', 'none'])
+def test_what_ansible_refuses_as_a_boolean_is_refused(value):
+    with pytest.raises(TypeError):
+        boolean(value)
+    with pytest.raises(ValueError, match='allowed: auto, true or false'):
+        G.parse(value)
+
+
+def test_text_zero_and_number_zero_plan_alike():
+    given = [plan('nvidia_driver', DT.facts('fresh'), {'nodeprep_gpu_node': value}) for value in ('0', 0, 'false')]
+    # The raw setting keeps the form given (plan['settings']); everything the plan decides is the same.
+    for one in given:
+        assert one.pop('settings')['nodeprep_gpu_node'] in ('0', 0, 'false')
+    assert given[0] == given[1] == given[2]
+    assert given[0]['problems'] == [] and given[0]['gpu_node'] == {'gpu': False, 'why': 'nodeprep_gpu_node is false'}
 
 
 @pytest.mark.parametrize('value, needs', [('auto', True), (None, True), (True, False), ('false', False),
@@ -75,7 +109,7 @@ def plan(role, node, given=None):
 
 
 LINE = ('not a GPU node (no NVIDIA GPU on the PCI bus): no work of the GPU roles (kernel, nvidia_driver, '
-        'gpu_settings, nccl, rdma); set nodeprep_gpu_node: true for a node whose GPUs are not seated yet')
+        'gpu_settings, nccl, rdma, dcgm); set nodeprep_gpu_node: true for a node whose GPUs are not seated yet')
 
 
 @pytest.mark.parametrize('role', G.GPU_ROLES)
@@ -108,8 +142,8 @@ def test_false_keeps_a_node_with_gpus_out_of_the_gpu_roles():
 
 def test_an_invalid_value_is_a_problem_of_every_gpu_role_and_runs_it():
     got = plan('kernel', login_node(), {'nodeprep_gpu_node': 'maybe'})
-    assert got['problems'] == ["nodeprep_gpu_node='maybe': auto, true or false"]
-    assert got['run'] == ["invalid settings: nodeprep_gpu_node='maybe': auto, true or false"]
+    assert got['problems'] == ["nodeprep_gpu_node='maybe': " + G.ALLOWED]
+    assert got['run'] == ["invalid settings: nodeprep_gpu_node='maybe': " + G.ALLOWED]
 
 
 @pytest.mark.parametrize('role', ['memlock', 'shm', 'nic_offload'])

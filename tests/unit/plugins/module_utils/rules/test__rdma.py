@@ -142,7 +142,15 @@ def test_path_setting_checked():
 @pytest.mark.parametrize('want, rdma, path, release, flavour, action', [
     (False, {'connectx': CX}, 'auto', None, None, 'skip'),
     (True, {'connectx': []}, 'auto', None, None, 'skip'),
-    (True, {'connectx': CX}, 'dmabuf', None, None, 'dmabuf'),
+    # DMA-BUF declared: the role asks dmabuf_possible (Linux 5.12 or later and the open kernel modules), whether or
+    # not it loads nvidia_peermem; a node that cannot serve it is refused, never told "nvidia_peermem not needed".
+    (True, {'connectx': CX}, 'dmabuf', '6.8.0-45-generic', 'open', 'dmabuf'),
+    (True, {'connectx': CX}, 'dmabuf', '6.8.0-45-generic', 'proprietary', 'fail'),
+    (False, {'connectx': CX}, 'dmabuf', '6.8.0-45-generic', 'proprietary', 'fail'),
+    (True, {'connectx': CX}, 'dmabuf', '4.18.0-553.el8.x86_64', 'open', 'fail'),
+    (True, {'connectx': CX}, 'dmabuf', None, None, 'fail'),
+    (False, {'connectx': CX}, 'dmabuf', '6.8.0-45-generic', 'open', 'skip'),
+    (True, {'connectx': []}, 'dmabuf', None, 'proprietary', 'skip'),
     (True, {'connectx': CX, 'peermem_loaded': True}, 'auto', None, None, 'none'),
     (True, {'connectx': CX, 'peer_symbols': list(_rdma_path.PEER_MEMORY_SYMBOLS)}, 'auto', None, None, 'load'),
     (True, {'connectx': CX, 'peer_symbols': list(_rdma_path.PEER_MEMORY_SYMBOLS)}, 'peermem', None, None, 'load'),
@@ -153,6 +161,20 @@ def test_path_setting_checked():
 ])
 def test_peermem_plan_table(want, rdma, path, release, flavour, action):
     assert R.peermem_plan(rdma, want, path, release, flavour)['action'] == action
+
+
+def test_peermem_plan_refuses_dmabuf_on_the_proprietary_modules():
+    """The reproduced disagreement: nodeprep_rdma_path dmabuf with nodeprep_rdma_peermem true on a node with the
+    proprietary modules: the plan said "nvidia_peermem not needed" while readiness failed the node."""
+    plan = R.peermem_plan({'connectx': CX}, True, 'dmabuf', '5.14.0-570.58.1.el9_6.x86_64', 'proprietary')
+    assert plan == {'action': 'fail', 'persist': False, 'msg': (
+        'DMA-BUF declared (nodeprep_rdma_path: dmabuf) but the loaded nvidia module is proprietary, not the open '
+        'kernel modules; DMA-BUF needs Linux 5.12 or later and the open kernel modules: declare nodeprep_rdma_path: '
+        'auto or peermem (with nodeprep_rdma_peermem: true) for this node, or load the open kernel modules')}
+    status, _expected, observed = R.peer_memory_result({'connectx': CX}, 'dmabuf', '5.14.0-570.58.1.el9_6.x86_64',
+                                                       'proprietary')
+    assert (status, observed) == ('fail', 'DMA-BUF declared but the loaded nvidia module is proprietary, not the '
+                                          'open kernel modules')
 
 
 def test_peermem_plan_names_the_symbol():

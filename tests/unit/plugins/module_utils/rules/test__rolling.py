@@ -9,12 +9,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import time
 
 import pytest
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _rolling as R
 
-SLURM = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'slurm')
+SLURM = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'slurm', '22.05')
 EL, UB = 'el9-b200-01', 'ubuntu2404-h200-01'
 
 
@@ -67,8 +68,10 @@ def test_node_status_on_real_states(capture, node, base, flags, reason, drained,
 
 def test_parse_jobs_real_squeue():
     jobs = R.parse_jobs(read('squeue-all.txt'))
-    assert jobs == [{'id': '3', 'state': 'PENDING', 'user': 'root'}, {'id': '1', 'state': 'RUNNING', 'user': 'root'},
-                    {'id': '2', 'state': 'RUNNING', 'user': 'root'}]
+    # squeue -o '%i|%T|%u' (no %N column): the jobs' nodes are unknown, not guessed.
+    assert jobs == [{'id': '3', 'state': 'PENDING', 'user': 'root', 'nodes': []},
+                    {'id': '1', 'state': 'RUNNING', 'user': 'root', 'nodes': []},
+                    {'id': '2', 'state': 'RUNNING', 'user': 'root', 'nodes': []}]
     assert R.active_jobs(jobs) == ['1', '2']      # a pending job holds no node
     assert R.active_jobs(R.parse_jobs(read('squeue-w-ubuntu.txt'))) == ['2']
     assert R.active_jobs(R.parse_jobs(read('squeue-w-el9-tall.txt'))) == ['1']
@@ -238,8 +241,20 @@ def with_reason(record, reason, state=None):
     ('ours, Slurm reboot complete: work again (on target: the roles do nothing)', plans(), OURS_MARK,
      with_reason(IDLE[EL], 'nodeprep:r0:reboot : reboot issued : reboot complete', 'DOWN'), {}, 'work', 'work',
      True, False),
-    ('held node worked on earlier (marker held, work): work, still held', DRIVER,
-     R.parse_marker('r0 work held admin: bad fan, ticket 42\n'), REBOOTED_ADMIN[UB], {}, 'work', 'work', False, True),
+    ('held node worked on earlier (marker held, work), include_held: work, still held', DRIVER,
+     R.parse_marker('r0 work held admin: bad fan, ticket 42\n'), REBOOTED_ADMIN[UB], {'include_held': True}, 'work',
+     'work', False, True),
+    # The marker of an include_held run obeys include_held and Slurm's state (issue: a node worked on under a job).
+    ('held marker, include_held off, still held: skipped', DRIVER,
+     R.parse_marker('r0 work held admin: bad fan, ticket 42\n'), REBOOTED_ADMIN[UB], {}, 'skipped-held', None, False,
+     False),
+    ('held marker, back in service running a job, include_held off: drained first', DRIVER,
+     R.parse_marker('r0 work held admin: bad fan, ticket 42\n'), MIXED[EL], {}, 'candidate', 'drain', False, False),
+    ('held marker, back in service running a job, include_held on: drained first, not held', DRIVER,
+     R.parse_marker('r0 work held admin: bad fan, ticket 42\n'), MIXED[EL], {'include_held': True}, 'candidate',
+     'drain', False, False),
+    ('held marker, back in service, nothing disruptive left: nothing', plans(),
+     R.parse_marker('r0 verify held admin: bad fan\n'), MIXED[EL], {}, 'on-target', None, False, False),
 ])
 def test_decide(rule, p, marker, record, options, state, start, ours, held):
     got = R.decide('n1', p, marker, record, options)
@@ -323,12 +338,18 @@ CONFIG = R.parse_config(read('show-config.txt'))
 PARTS = R.parse_partitions(read('show-partition.txt'))
 
 
+def by_slurm(*names, **kw):
+    """Decisions of nodes worked on and rebooted by Slurm (nodeprep_rolling_reboot: slurm)."""
+    return [dict({'node': n, 'start': 'drain', 'reboot': 'slurm', 'held': False, 'reboot_needed': True,
+                  'down': False}, **kw) for n in names]
+
+
 def test_preflight_passes_on_the_fleet():
-    assert R.preflight(CONFIG, PARTS, IDLE, [[EL], [UB]], 600, 1) == []
+    assert R.preflight(CONFIG, PARTS, IDLE, [[EL], [UB]], 600, 1, by_slurm(EL, UB)) == []
 
 
 def test_preflight_resume_timeout_shorter_than_reboot():
-    problems = R.preflight(CONFIG, PARTS, IDLE, [[EL]], 1800, 0)
+    problems = R.preflight(CONFIG, PARTS, IDLE, [[EL]], 1800, 0, by_slurm(EL))
     assert problems == ['ResumeTimeout=600 s (slurm.conf) is shorter than the reboot timeout 1800 s '
                         '(nodeprep_kernel_reboot_timeout, nodeprep_nvidia_driver_reboot_timeout): a node still '
                         'rebooting would be marked DOWN; raise ResumeTimeout or lower the reboot timeouts']
@@ -336,10 +357,10 @@ def test_preflight_resume_timeout_shorter_than_reboot():
 
 def test_preflight_partition_resume_timeout():
     parts = {'gpu': dict(PARTS['gpu'], ResumeTimeout='300')}
-    assert R.preflight(CONFIG, parts, IDLE, [[EL]], 600, 0) == [
+    assert R.preflight(CONFIG, parts, IDLE, [[EL]], 600, 0, by_slurm(EL)) == [
         'partition gpu: ResumeTimeout=300 s is shorter than the reboot timeout 600 s']
     parts = {'gpu': dict(PARTS['gpu'], ResumeTimeout='GLOBAL')}
-    assert R.preflight(CONFIG, parts, IDLE, [[EL]], 600, 0) == []
+    assert R.preflight(CONFIG, parts, IDLE, [[EL]], 600, 0, by_slurm(EL)) == []
 
 
 def test_preflight_min_available():
@@ -355,7 +376,8 @@ def test_preflight_min_available():
 
 
 def test_preflight_no_resume_timeout():
-    assert R.preflight({}, PARTS, IDLE, [[EL]], 600, 0) == ['scontrol show config gave no ResumeTimeout (got None)']
+    assert R.preflight({'RebootProgram': '/usr/sbin/reboot'}, PARTS, IDLE, [[EL]], 600, 0, by_slurm(EL)) == [
+        'scontrol show config gave no ResumeTimeout (got None)']
 
 
 def test_table():
@@ -490,3 +512,466 @@ def test_plan_run_reboot_mode():
         [(EL, 'candidate', 'roles'), (UB, 'skipped-held', None)]
     with pytest.raises(R.RollingError, match='nodeprep_rolling_reboot'):
         R.plan_run(nodes, state, dict(OPTIONS, reboot='now'))
+
+
+# --- Slurm 22.05 and 24.11 on the same states (slurm/<version>/states/SOURCES.md: tests/testbed/slurm_captures.py) ---
+
+VERSIONS = ('22.05', '24.11')
+
+
+def states(version, name):
+    with open(os.path.join(os.path.dirname(SLURM), version, 'states', name)) as handle:
+        return handle.read()
+
+
+def state_nodes(version, name):
+    return R.parse_nodes(states(version, name))
+
+
+def one(version, name, node=None):
+    got = state_nodes(version, name)
+    return got[node] if node else list(got.values())[0]
+
+
+def test_captures_are_the_versions_they_claim():
+    for version in VERSIONS:
+        assert states(version, 'version.txt').strip() == 'slurm-wlm ' + {'22.05': '22.05.8', '24.11': '24.11.5'}[version]
+        assert R.slurm_version(R.parse_config(states(version, 'show-config.txt'))) == \
+            tuple(int(x) for x in version.split('.'))
+
+
+# (capture, State, ours (phase, notes) or None, usable, held, drained) per version: what each Slurm does with our
+# reason and the node through the same steps.
+STATE_TABLE = [
+    # Ours, drained.
+    ('show-node-drained-ours.txt', {'22.05': ('IDLE+DRAIN', ('drain', [])), '24.11': ('IDLE+DRAIN', ('drain', []))},
+     False, False, True),
+    # Rebooted by the node itself within SlurmdTimeout: 22.05 sets it DOWN ("unexpectedly rebooted", our reason kept);
+    # from 23.11 a drained node stays IDLE+DRAIN (commit 1d33c33679).
+    ('show-node-ours-quick-reboot.txt', {'22.05': ('DOWN+DRAIN', ('work', [])), '24.11': ('IDLE+DRAIN', ('work', []))},
+     False, False, True),
+    # Off for 45 s with SlurmdTimeout=10: DOWN; from 23.02 slurmctld appends "Not responding" to our reason
+    # (commit a8c56beb56), 22.05 leaves it as it is. Both stay ours.
+    ('show-node-ours-slow-reboot.txt', {'22.05': ('DOWN+DRAIN', ('work', [])),
+                                        '24.11': ('DOWN+DRAIN', ('work', ['Not responding']))}, False, False, True),
+    # Our scontrol reboot nextstate=DOWN: the reboot notes, on both.
+    ('show-node-reboot-issued.txt', {'22.05': ('DOWN+DRAIN+REBOOT_ISSUED', ('reboot', ['reboot issued'])),
+                                     '24.11': ('DOWN+DRAIN+REBOOT_ISSUED', ('reboot', ['reboot issued']))},
+     False, False, True),
+    ('show-node-reboot-complete.txt', {'22.05': ('DOWN', ('reboot', ['reboot issued', 'reboot complete'])),
+                                       '24.11': ('DOWN', ('reboot', ['reboot issued', 'reboot complete']))},
+     False, False, False),
+    ('show-node-reboot-timed-out.txt', {'22.05': ('DOWN', ('reboot', ['reboot issued', 'reboot timed out'])),
+                                        '24.11': ('DOWN', ('reboot', ['reboot issued', 'reboot timed out']))},
+     False, False, False),
+]
+
+
+@pytest.mark.parametrize('version', VERSIONS)
+@pytest.mark.parametrize('capture, expected, usable, held, drained', STATE_TABLE)
+def test_our_reason_through_reboots_on_both_versions(version, capture, expected, usable, held, drained):
+    record = one(version, capture, EL)
+    state, (phase, notes) = expected[version]
+    status = R.node_status(record)
+    assert record['State'] == state
+    assert status['ours'] is not None, record.get('Reason')
+    assert (status['ours']['phase'], status['ours']['notes']) == (phase, notes)
+    assert (status['usable'], status['held'], status['drained']) == (usable, held, drained)
+    # Ours on every version: the run picks it up and may resume it once no reboot is pending.
+    assert R.may_resume(record) is (not status['reboot_pending'])
+
+
+@pytest.mark.parametrize('version', VERSIONS)
+def test_a_slow_reboot_by_the_roles_is_resumed_by_the_run(version):
+    """The issue's lost node: rebooted by the roles for longer than SlurmdTimeout, it must stay ours."""
+    record = one(version, 'show-node-ours-slow-reboot.txt', EL)
+    d = R.decide(EL, DRIVER, OURS_MARK, record, {})
+    assert (d['state'], d['start'], d['ours'], d['held']) == ('work', 'work', True, False)
+    assert R.may_resume(record) and not R.back_in_service(record)
+    assert R.node_empty(record, [])
+
+
+@pytest.mark.parametrize('version, reason', [
+    ('22.05', None),
+    # 24.11 without accounting storage keeps the reason after RESUME (accounting_storage.c, commit 332d015ef3).
+    ('24.11', 'nodeprep:cap1:work : Not responding'),
+])
+def test_our_stale_reason_on_a_resumed_node_is_not_a_hold(version, reason):
+    record = one(version, 'show-node-resumed-ours.txt', EL)
+    assert record['State'] == 'IDLE'
+    assert R.strip_reason(record.get('Reason')) == (reason or '')
+    status = R.node_status(record)
+    assert status['ours'] is None and status['usable'] and not status['held']
+    assert status['stale_reason'] == (reason or '')
+    # Never picked up as a phase of a run (a node back in service may run a job): a candidate, drained first.
+    d = R.decide(EL, DRIVER, None, record, {})
+    assert (d['state'], d['start']) == ('candidate', 'drain')
+    assert not R.may_resume(record) and R.back_in_service(record)
+
+
+@pytest.mark.parametrize('version, reason', [
+    ('22.05', 'admin: bad fan'),
+    # From 23.02 Slurm appends its note to the admin's reason too: still theirs.
+    ('24.11', 'admin: bad fan : Not responding'),
+])
+def test_an_admin_drain_rebooted_slowly_stays_theirs(version, reason):
+    record = one(version, 'show-node-admin-slow-reboot.txt', UB)
+    status = R.node_status(record)
+    assert record['State'] == 'DOWN+DRAIN' and status['reason'] == reason
+    assert status['ours'] is None and status['held']
+    assert R.decide(UB, DRIVER, None, record, {})['state'] == 'skipped-held'
+    assert not R.may_resume(record)
+
+
+@pytest.mark.parametrize('version', VERSIONS)
+def test_an_unexpected_reboot_is_slurms_note_not_ours(version):
+    record = one(version, 'show-node-unexpected-reboot.txt', UB)
+    assert record['State'] == 'DOWN'
+    assert R.strip_reason(record['Reason']) == 'Node unexpectedly rebooted'
+    assert R.parse_reason(record['Reason']) is None
+    assert R.node_status(record)['held']
+
+
+@pytest.mark.parametrize('version', VERSIONS)
+def test_a_reason_holding_key_value_text_stays_one_reason(version):
+    record = one(version, 'show-node-admin-key-value.txt', UB)
+    assert R.strip_reason(record['Reason']) == 'admin: ticket=42 disk=bad'
+    assert 'ticket' not in record and 'disk' not in record
+    assert R.node_status(record)['held']
+
+
+# Nodes in power saving or a reservation are not usable (min_available) and are someone else's (skipped).
+@pytest.mark.parametrize('version', VERSIONS)
+@pytest.mark.parametrize('capture, flags', [
+    # Asked to power down: POWER_DOWN (24.11, at once) or POWERING_DOWN (22.05, and 24.11 a moment later).
+    ('show-node-powering-down.txt', ('POWER_DOWN', 'POWERING_DOWN')),
+    ('show-node-powered-down.txt', ('POWERED_DOWN',)),
+    ('show-node-reserved.txt', ('RESERVED',)),
+    ('show-node-maint.txt', ('MAINTENANCE',)),
+])
+def test_power_saving_and_reserved_nodes_are_not_usable(version, capture, flags):
+    record = one(version, capture, UB)
+    status = R.node_status(record)
+    assert set(flags).intersection(status['flags']), record['State']
+    assert status['base'] == 'IDLE' and not status['usable'] and status['held']
+    assert R.decide(UB, DRIVER, None, record, {})['state'] == 'skipped-held'
+
+
+@pytest.mark.parametrize('version', VERSIONS)
+def test_reboot_asap_someone_asked_is_held(version):
+    record = one(version, 'show-node-reboot-asap.txt', UB)
+    status = R.node_status(record)
+    assert status['flags'] == ['DRAIN', 'REBOOT_REQUESTED'] and status['reason'] == 'Reboot ASAP'
+    assert status['held'] and status['reboot_pending'] and not R.may_resume(record)
+
+
+# --- held nodes without DRAIN: empty when no job runs ------------------------------------------------------------
+
+@pytest.mark.parametrize('rule, record, jobs, empty', [
+    ('ours, drained, no job', DRAINED[EL], [], True),
+    ('ours, draining (jobs)', DRAINING[EL], ['1'], False),
+    ('ours, DOWN after our Slurm reboot (DRAIN cleared), no job',
+     with_reason(DRAINED[EL], 'nodeprep:r1:reboot : reboot issued : reboot complete', 'DOWN'), [], True),
+    ('held, an admin drain, no job', REBOOTED_ADMIN[UB], [], True),
+    ('held, DOWN without DRAIN, no job', with_reason(IDLE[EL], 'Node unexpectedly rebooted', 'DOWN'), [], True),
+    ('held, FAIL without DRAIN, no job', with_reason(IDLE[EL], 'admin: psu', 'IDLE+FAIL'), [], True),
+    ('held, MAINTENANCE without DRAIN (real 22.05 capture), no job', one('22.05', 'show-node-maint.txt', UB), [],
+     True),
+    ('held, MAINTENANCE, a job of the reservation runs', one('22.05', 'show-node-maint.txt', UB), ['9'], False),
+    ('held, a job completing', with_reason(IDLE[EL], 'admin: x', 'DOWN+COMPLETING'), [], False),
+])
+def test_node_empty(rule, record, jobs, empty):
+    assert R.node_empty(record, jobs) is empty, rule
+
+
+# --- min_available before every batch's drain --------------------------------------------------------------------
+
+def test_drain_allowed_counts_a_node_that_failed_verification():
+    # Three nodes: batch 1 (a) failed verification and stays drained; draining b must leave c, and min 2 refuses.
+    base = IDLE[EL]
+    records = {'a': dict(base, NodeName='a', State='IDLE+DRAIN', Reason='nodeprep:r1:verify-failed:gpu.health [root@x]'),
+               'b': dict(base, NodeName='b'), 'c': dict(base, NodeName='c')}
+    assert R.drain_allowed(records, ['b'], 1) == []
+    assert R.drain_allowed(records, ['b'], 2) == [
+        'batch (b) would leave partition gpu with 1 usable node(s) (c); nodeprep_rolling_min_available is 2']
+    # The same batch before a failed: a counted as usable then.
+    fresh = dict(records, a=dict(base, NodeName='a'))
+    assert R.drain_allowed(fresh, ['b'], 2) == []
+
+
+# --- the reason's text -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('reason, expected', [
+    ('nodeprep:r1:work : Not responding [slurm@2026-12-05T23:57:44]',
+     {'run_id': 'r1', 'phase': 'work', 'checks': [], 'notes': ['Not responding']}),
+    ('nodeprep:r1:work : Node unexpectedly rebooted', {'run_id': 'r1', 'phase': 'work', 'checks': [],
+                                                       'notes': ['Node unexpectedly rebooted']}),
+    ('nodeprep:r1:reboot : reboot issued : Not responding : reboot complete',
+     {'run_id': 'r1', 'phase': 'reboot', 'checks': [], 'notes': ['reboot issued', 'Not responding', 'reboot complete']}),
+    ('nodeprep:r1:verify-failed:gpu.health : ResumeTimeout reached',
+     {'run_id': 'r1', 'phase': 'verify-failed', 'checks': ['gpu.health'], 'notes': ['ResumeTimeout reached']}),
+    ('nodeprep:r1:work : Kill task failed', None),      # a note of another kind: not ours to undo
+    ('nodeprep:r1:work : admin: keep it', None),
+    # Time stamps in other SLURM_TIME_FORMAT formats are stripped too.
+    ('nodeprep:r1:drain [root@Dec 05 23:57]', {'run_id': 'r1', 'phase': 'drain', 'checks': [], 'notes': []}),
+    ('nodeprep:r1:drain [root@Ystday 23:57]', {'run_id': 'r1', 'phase': 'drain', 'checks': [], 'notes': []}),
+    ('nodeprep:r1:drain [root@12/05-23:57:04]', {'run_id': 'r1', 'phase': 'drain', 'checks': [], 'notes': []}),
+])
+def test_parse_reason_notes_and_time_formats(reason, expected):
+    assert R.parse_reason(reason) == expected
+
+
+def test_run_id_with_a_trailing_newline_is_refused():
+    with pytest.raises(R.RollingError, match=r"nodeprep_rolling_run_id: 'r1\\n' is not allowed"):
+        R.check_run_id('r1\n')
+    assert R.parse_reason('nodeprep:r1\n:drain') is None
+
+
+@pytest.mark.parametrize('batch', ['\u00b2', '\u0663%', '\uff12', '1\u00b2'])
+def test_batch_with_non_ascii_digits_is_a_clear_error(batch):
+    with pytest.raises(R.RollingError, match='nodeprep_rolling_batch: .* is not allowed'):
+        R.batch_size(batch, 10)
+
+
+# --- hostlists and one poll per batch ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize('version', VERSIONS)
+def test_expand_hostlist_as_scontrol_does(version):
+    compressed = states(version, 'show-hostlist.txt').strip()
+    assert compressed == 'gpu[001-003,007],rack1-n[01-02],rack2-n01'
+    assert R.expand_hostlist(compressed) == ['gpu001', 'gpu002', 'gpu003', 'gpu007', 'rack1-n01', 'rack1-n02',
+                                             'rack2-n01']
+    assert R.expand_hostlist('gpu[001-003,007],rack[1-2]-n[01-02],b200x') == \
+        states(version, 'show-hostnames.txt').split()
+
+
+@pytest.mark.parametrize('text', ['gpu[1-', 'gpu[3-1]', 'gpu[a-b]'])
+def test_expand_hostlist_refuses(text):
+    with pytest.raises(R.RollingError, match='hostlist'):
+        R.expand_hostlist(text)
+
+
+@pytest.mark.parametrize('version', VERSIONS)
+def test_one_squeue_over_the_hostlist_gives_each_node_its_jobs(version):
+    jobs = R.parse_jobs(states(version, 'squeue-w-hostlist.txt'))
+    assert [(j['id'], j['nodes']) for j in jobs] == [('2', [EL]), ('3', [EL, UB])]
+    assert R.jobs_by_node(jobs, [EL, UB, 'x']) == {EL: ['2', '3'], UB: ['3'], 'x': []}
+    records = state_nodes(version, 'show-node-hostlist-busy.txt')
+    assert sorted(records) == [EL, UB]
+
+
+def test_poll_commands_are_two_whatever_the_batch():
+    names = ['gpu{0:04d}'.format(i) for i in range(500)]
+    polls = R.poll_commands(names)
+    assert [p[:2] for p in polls] == [['scontrol', 'show'], ['squeue', '-h']]
+    assert polls[0] == ['scontrol', 'show', 'node', '-o', ','.join(names)]
+    assert polls[1] == ['squeue', '-h', '-w', ','.join(names), '-o', '%i|%T|%u|%N']
+    assert R.poll_commands([]) == []
+
+
+def test_plan_of_1250_nodes_at_10_percent():
+    names = ['gpu{0:04d}'.format(i) for i in range(1250)]
+    base = IDLE[EL]
+    records = dict((n, dict(base, NodeName=n)) for n in names)
+    state = {'records': records, 'config': CONFIG, 'partitions': PARTS, 'jobs': dict((n, []) for n in names)}
+    nodes = [{'node': n, 'plans': DRIVER, 'marker': None} for n in names]
+    started = time.process_time()
+    got = R.plan_run(nodes, state, dict(OPTIONS, batch='10%', min_available=100))
+    spent = time.process_time() - started
+    assert got['problems'] == [] and got['batch_size'] == 125
+    assert [len(b) for b in got['batches']] == [125] * 10
+    # One poll of a batch is 2 Slurm calls, each naming the whole batch in one hostlist argument.
+    assert [len(p) for p in got['polls']] == [2] * 10
+    for batch, (scontrol, squeue) in zip(got['batches'], got['polls']):
+        assert scontrol == ['scontrol', 'show', 'node', '-o', ','.join(batch)]
+        assert squeue == ['squeue', '-h', '-w', ','.join(batch), '-o', R.SQUEUE_FORMAT]
+    assert spent < 1.0, 'planning 1,250 nodes took {0:.2f} s of CPU'.format(spent)
+
+
+# --- preflight per version: SlurmdTimeout and RebootProgram --------------------------------------------------------
+
+def held_roles(name, **kw):
+    return dict({'node': name, 'start': 'wait', 'reboot': 'roles', 'held': True, 'reboot_needed': True,
+                 'down': False, 'slurm_state': 'IDLE+DRAIN'}, **kw)
+
+
+@pytest.mark.parametrize('version, decisions, slurmd_timeout, refused', [
+    # Our own nodes rebooted by the roles: resumed by the run on every version, whatever SlurmdTimeout.
+    ('22.05', [dict(held_roles(EL), held=False, start='drain')], '300 sec', False),
+    ('24.11', [dict(held_roles(EL), held=False, start='drain')], '60 sec', False),
+    # A held node the roles reboot for longer than SlurmdTimeout: from 23.02 Slurm appends to its owner's reason
+    # and leaves it DOWN: refused there; 22.05 sets it DOWN whatever the time (unexpected reboot): nothing to win.
+    ('24.11', [held_roles(UB)], '300 sec', True),
+    ('22.05', [held_roles(UB)], '300 sec', False),
+    ('24.11', [held_roles(UB)], '0 sec', False),            # SlurmdTimeout=0: never marked not responding
+    ('24.11', [held_roles(UB, down=True)], '300 sec', False),        # already DOWN: nothing changes
+    ('24.11', [held_roles(UB, reboot_needed=False)], '300 sec', False),
+])
+def test_preflight_slurmd_timeout_only_where_it_loses_the_node(version, decisions, slurmd_timeout, refused):
+    config = dict(R.parse_config(states(version, 'show-config.txt')), SlurmdTimeout=slurmd_timeout)
+    problems = R.preflight(config, PARTS, IDLE, [], 1800, 0, decisions)
+    assert bool(problems) is refused, problems
+    if refused:
+        assert problems == [
+            'held node(s) ubuntu2404-h200-01 (State=IDLE+DRAIN) would be rebooted by the roles for up to 1800 s '
+            '(nodeprep_kernel_reboot_timeout, nodeprep_nvidia_driver_reboot_timeout), longer than SlurmdTimeout=300 '
+            's: Slurm 24.11.5 would set them DOWN and append "Not responding" to their owner\'s reason, and this run '
+            'never resumes a node it does not hold; lower the reboot timeouts to 300 s or less, raise SlurmdTimeout, '
+            'or leave nodeprep_rolling_include_held off']
+
+
+@pytest.mark.parametrize('program', ['(null)', '', None])
+def test_preflight_slurm_reboots_need_a_reboot_program(program):
+    config = dict(R.parse_config(states('24.11', 'show-config.txt')), RebootProgram=program)
+    if program is None:
+        del config['RebootProgram']
+    problems = R.preflight(config, PARTS, IDLE, [[EL]], 600, 0, by_slurm(EL))
+    assert problems == ['nodeprep_rolling_reboot is slurm but slurm.conf sets no RebootProgram (scontrol show config: '
+                        'RebootProgram={0}); scontrol reboot would never reboot el9-b200-01; set RebootProgram or use '
+                        'nodeprep_rolling_reboot=roles'.format(program or '(none)')]
+    # The roles reboot: RebootProgram and ResumeTimeout do not matter.
+    assert R.preflight(config, PARTS, IDLE, [[EL]], 1800, 0, [dict(by_slurm(EL)[0], reboot='roles')]) == []
+
+
+# --- the lock, AWX slicing, the settings --------------------------------------------------------------------------
+
+def test_lock_round_trip_and_path():
+    text = R.format_lock('r1', 'ctl.example', 4242, 1765000000)
+    assert text == 'r1@ctl.example.4242:1765000000'
+    assert R.parse_lock(text) == {'run_id': 'r1', 'controller': 'ctl.example', 'pid': 4242, 'since': 1765000000}
+    assert R.parse_lock('') is None and R.parse_lock('garbage') is None
+    assert R.lock_path('npsb') == '/var/lib/nodeprep/rolling-npsb.lock'
+    assert R.lock_path('a/b c') == '/var/lib/nodeprep/rolling-a_b_c.lock'
+
+
+@pytest.mark.parametrize('held, alive, decision', [
+    (None, None, 'take'),
+    ({'run_id': 'r1', 'controller': 'c1', 'pid': 1, 'since': 0}, True, 'ours'),     # a rerun of the same run id
+    ({'run_id': 'r0', 'controller': 'c1', 'pid': 1, 'since': 0}, False, 'stale'),   # this controller, process gone
+    ({'run_id': 'r0', 'controller': 'c1', 'pid': 1, 'since': 0}, True, 'refuse'),   # a second run, alive
+    ({'run_id': 'r0', 'controller': 'c2', 'pid': 1, 'since': 0}, None, 'refuse'),   # another controller: unknown
+])
+def test_lock_decision(held, alive, decision):
+    assert R.lock_decision(held, 'r1', 'c1', alive) == decision
+
+
+@pytest.mark.parametrize('variables, sliced', [
+    ({}, False),
+    # A job of a workflow template (awx_meta_vars: the workflow's own name).
+    ({'awx_workflow_job_id': 7, 'awx_workflow_job_name': 'maintenance', 'awx_job_template_name': 'rolling'}, False),
+    # A slice: the workflow job AWX made from the job template carries the template's name.
+    ({'awx_workflow_job_id': 7, 'awx_workflow_job_name': 'rolling', 'awx_job_template_name': 'rolling'}, True),
+    ({'tower_workflow_job_id': 7, 'tower_workflow_job_name': 'rolling', 'tower_job_template_name': 'rolling'}, True),
+    ({'awx_job_template_name': 'rolling'}, False),
+])
+def test_sliced_job(variables, sliced):
+    got = R.sliced_job(variables)
+    assert bool(got) is sliced
+    if sliced:
+        assert 'run the rolling job unsliced' in got
+
+
+def test_check_settings():
+    good = dict((name, spec['default']) for name, spec in R.SETTINGS.items())
+    assert R.check_settings(good) == []
+    bad = dict(good, nodeprep_rolling_batch='\u00b2', nodeprep_rolling_drain_timeout=-1,
+               nodeprep_rolling_poll_interval=0, nodeprep_rolling_run_id='r1\n')
+    problems = R.check_settings(bad)
+    assert problems[0] == 'nodeprep_rolling_drain_timeout=-1 is not allowed; give a whole number, 0 or more'
+    assert problems[1] == 'nodeprep_rolling_poll_interval=0 is not allowed; give a whole number, 1 or more'
+    assert problems[2].startswith("nodeprep_rolling_batch: '\u00b2' is not allowed")
+    assert problems[3].startswith("nodeprep_rolling_run_id: 'r1\\n' is not allowed")
+
+
+# --- readiness's verdict in Slurm (nodeprep_readiness_slurm=drain) ------------------------------------------------
+
+def test_health_reason_round_trip():
+    assert R.format_health_reason(['gpu.health', 'gpu.count', 'gpu.health']) == 'nodeprep:health:gpu.health,gpu.count'
+    assert R.parse_health_reason('nodeprep:health:gpu.health,gpu.count [root@2026-12-06T00:13:48]') == \
+        {'checks': ['gpu.health', 'gpu.count'], 'notes': []}
+    # Slurm's notes after it (a node of ours that stopped answering) keep it ours, on 24.11 as on 22.05.
+    assert R.parse_health_reason('nodeprep:health:gpu.health : Not responding') == \
+        {'checks': ['gpu.health'], 'notes': ['Not responding']}
+    for other in ('NHC: check_hw_eth failed', 'admin: bad fan', 'nodeprep:r1:drain', 'nodeprep:health:',
+                  'nodeprep:health:a b', 'nodeprep:health:gpu.health : admin note'):
+        assert R.parse_health_reason(other) is None, other
+    # a rolling reason is never read as a health one, and the run id "health" is refused.
+    assert R.parse_reason('nodeprep:health:gpu.health') is None
+    with pytest.raises(R.RollingError, match="nodeprep_rolling_run_id: 'health' is not allowed"):
+        R.check_run_id('health')
+    with pytest.raises(R.RollingError, match='cannot go into a Slurm reason'):
+        R.format_health_reason(['gpu health'])
+
+
+def node_line(version, capture, node, state=None, reason=None):
+    record = dict(one(version, capture, node))
+    if state:
+        record['State'] = state
+    if reason is not None:
+        record['Reason'] = reason + ' [root@2026-12-06T00:13:48]'
+    return record
+
+
+# (rule, record, failed, action): NHC's rule (mej/nhc helpers/node-mark-offline, node-mark-online) on our reason.
+HEALTH_TABLE = [
+    ('idle, fails: drained', lambda v: one(v, 'show-node-idle.txt', EL), ['gpu.health'], 'drain'),
+    ('running a job, fails: drained (its job ends first)', lambda v: one(v, 'show-node-hostlist-busy.txt', EL),
+     ['gpu.count'], 'drain'),
+    ('idle, passes: nothing', lambda v: one(v, 'show-node-idle.txt', EL), [], 'none'),
+    ('not judged (unreachable): nothing', lambda v: one(v, 'show-node-idle.txt', EL), None, 'none'),
+    ("an admin's drain, fails: theirs, untouched", lambda v: one(v, 'show-node-admin-key-value.txt', UB),
+     ['gpu.health'], 'skip'),
+    ("an admin's drain, passes: never resumed", lambda v: one(v, 'show-node-admin-key-value.txt', UB), [], 'none'),
+    ("NHC's drain, fails: another tool's, untouched",
+     lambda v: node_line(v, 'show-node-drained-ours.txt', EL, reason='NHC: check_fs_mount: /scratch not mounted'),
+     ['gpu.health'], 'skip'),
+    ('drained by our verdict, same checks: kept',
+     lambda v: node_line(v, 'show-node-drained-ours.txt', EL, reason='nodeprep:health:gpu.health'), ['gpu.health'],
+     'keep'),
+    ('drained by our verdict, other checks now: reason updated',
+     lambda v: node_line(v, 'show-node-drained-ours.txt', EL, reason='nodeprep:health:gpu.health'),
+     ['gpu.count'], 'update'),
+    ('drained by our verdict, passes: resumed',
+     lambda v: node_line(v, 'show-node-drained-ours.txt', EL, reason='nodeprep:health:gpu.health'), [], 'resume'),
+    ('our verdict, DOWN after it stopped answering, passes: resumed',
+     lambda v: node_line(v, 'show-node-ours-slow-reboot.txt', EL, reason='nodeprep:health:gpu.health : Not responding'),
+     [], 'resume'),
+    ('a rolling run holds it, fails: left to that run', lambda v: one(v, 'show-node-drained-ours.txt', EL),
+     ['gpu.health'], 'skip'),
+    ('a rolling run holds it, passes: not resumed by the verdict', lambda v: one(v, 'show-node-drained-ours.txt', EL),
+     [], 'none'),
+    ('reboot ASAP pending, fails: left to it', lambda v: one(v, 'show-node-reboot-asap.txt', UB), ['gpu.health'],
+     'skip'),
+    ('DOWN (unexpectedly rebooted), fails: Slurm\'s reason, untouched',
+     lambda v: one(v, 'show-node-unexpected-reboot.txt', UB), ['gpu.health'], 'skip'),
+    ('a maintenance reservation, fails: untouched', lambda v: one(v, 'show-node-maint.txt', UB), ['gpu.health'],
+     'skip'),
+    ('reserved (no reason), fails: drained', lambda v: one(v, 'show-node-reserved.txt', UB), ['gpu.health'], 'drain'),
+    ('powered down, fails: untouched', lambda v: one(v, 'show-node-powered-down.txt', UB), ['gpu.health'], 'skip'),
+]
+
+
+@pytest.mark.parametrize('version', VERSIONS)
+@pytest.mark.parametrize('rule, make, failed, action', HEALTH_TABLE)
+def test_health_action(version, rule, make, failed, action):
+    got = R.health_action(make(version), failed)
+    assert got['action'] == action, (rule, got)
+    if action in ('drain', 'update'):
+        assert got['reason'] == R.format_health_reason(failed)
+
+
+@pytest.mark.parametrize('version, action', [
+    # 22.05 drops the reason on RESUME: a clean IDLE node.
+    ('22.05', 'drain'),
+    # 24.11 without accounting storage keeps our rolling reason on the resumed node: a stale one, still drained.
+    ('24.11', 'drain'),
+])
+def test_health_action_on_a_resumed_node(version, action):
+    record = one(version, 'show-node-resumed-ours.txt', EL)
+    assert R.health_action(record, ['gpu.health'])['action'] == action
+    stale_ours = dict(record, Reason='nodeprep:health:gpu.health [root@2026-12-06T00:13:48]')
+    assert R.health_action(stale_ours, ['gpu.count'])['action'] == 'drain'
+    assert R.health_action(stale_ours, [])['action'] == 'none'        # already back in service
+    # An admin's reason left on a resumed 24.11 node still counts as theirs: the node is not drained by the verdict.
+    theirs = dict(record, Reason='admin: bad fan [root@2026-12-06T00:13:48]')
+    assert R.health_action(theirs, ['gpu.health'])['action'] == 'skip'

@@ -89,7 +89,10 @@ FRESH = [
     ('shm.size', 'fail', 'live 1007.0 GiB, no fstab line (the next boot gives the tmpfs default, half of RAM: '
                          '1007.0 GiB); no /dev/shm line in fstab'),
     ('nccl.config', 'fail', '/etc/nccl.conf: missing'),
-    ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on'),
+    # The live feature, and what NetworkManager's connection lacks to keep it (read in the gather; issue 27).
+    ('nic.offload', 'fail', 'ens3f0np0: generic-receive-offload is on; ens3f0np0: NetworkManager connection System '
+                            'ens3f0np0: ethtool.feature-gro is not set, wanted off; ens3f0np0: NetworkManager '
+                            'connection System ens3f0np0: ethtool.feature-lro is not set, wanted off'),
     ('fabric.manager', 'fail', '2 NVSwitches on the PCI bus; nvidia-fabricmanager: not installed'),
     ('gpu.fabric', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('gpu.topology', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
@@ -589,7 +592,8 @@ def test_plans_are_required():
     assert str(exc.value) == ("plans: no plan for role {0}; the checks {1} read the roles' plans (the readiness role "
                               "makes them with gpufleet.nodeprep.node_plan)".format(
                                   ', '.join(roles), ', '.join(sorted(r.PLAN_CHECKS))))
-    assert roles == ['gpu_settings', 'kernel', 'memlock', 'nccl', 'nic_offload', 'nvidia_driver', 'shm']
+    # rdma and dcgm own their checks through their plans (rdma.peer_memory, pci.acs; gpu.dcgm_diag).
+    assert roles == ['dcgm', 'gpu_settings', 'kernel', 'memlock', 'nccl', 'nic_offload', 'nvidia_driver', 'rdma', 'shm']
 
 
 def test_applications_clocks_deprecated_driver_warns():
@@ -611,6 +615,8 @@ def test_applications_clocks_deprecated_driver_warns():
     ({'nodeprep_readiness_skip_checks': ['gpu.power', 'nic.offload']},
      'nodeprep_readiness_skip_checks: unknown check ids gpu.power; known: ' + ', '.join(r.CHECK_IDS)),
     ({'nodeprep_expected_gpus': 'eight'}, "nodeprep_expected_gpus: 'eight' is not a whole number"),
+    ({'nodeprep_readiness_xid_fail': [79, 'GSP']}, "nodeprep_readiness_xid_fail: 'GSP' is not an Xid code (a whole "
+                                                   "number)"),
 ])
 def test_bad_settings_are_refused(settings, message):
     facts, base, probe = F.converged()
@@ -712,8 +718,17 @@ def test_builder_matches_the_real_b200_capture():
 
 
 def test_role_passes_exactly_the_settings_the_checks_use():
-    # The readiness role passes SETTING_NAMES; the roles' own variables reach the checks through their plans.
-    assert sorted(F.role_settings()) == sorted(r.SETTING_NAMES)
+    # The readiness_info action passes SETTING_NAMES (typed once; test_readiness_info.py of the action checks it); the
+    # roles' own variables reach the checks through their plans.
+    assert set(r.SETTING_NAMES) <= set(F.role_settings())
+    assert not [name for name in r.SETTING_NAMES if name.startswith(('nodeprep_rdma_', 'nodeprep_dcgm_'))]
+
+
+def test_plan_checks_are_the_plans_checks():
+    """PLAN_CHECKS is the union of the plans' CHECKS: each check a role owns is that role's plan's drift."""
+    from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+    owned = dict((check, role) for role, module in _plans.RULES.items() for check in getattr(module, 'CHECKS', ()))
+    assert owned == r.PLAN_CHECKS
 
 
 def test_missing_setting_is_refused_by_name():

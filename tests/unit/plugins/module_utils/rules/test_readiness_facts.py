@@ -14,40 +14,31 @@ __metaclass__ = type
 import copy
 import hashlib
 import os
-import re
-
-import jinja2
-import yaml
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _nvswitch_fabric
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_dcgm
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_kernel
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_memlock
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nccl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nic_offload
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nvidia_driver
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_rdma
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_shm
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _nvidia_smi_topo
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _driver_packages
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
-_FALLBACK_RE = re.compile(r'^\{\{ (nodeprep_[a-z0-9_]+)(?: \| default\((.*)\))? \}\}$')
 
 
 def role_settings():
-    """The settings the readiness role passes when the inventory sets nothing: roles/readiness/vars/main.yml's
-    fallbacks, and the readiness role's own defaults."""
-    with open(os.path.join(ROOT, 'roles', 'readiness', 'vars', 'main.yml')) as handle:
-        templates = yaml.safe_load(handle)['__nodeprep_readiness_settings']
-    with open(os.path.join(ROOT, 'roles', 'readiness', 'defaults', 'main.yml')) as handle:
-        own = yaml.safe_load(handle)
-    env = jinja2.Environment(autoescape=False)  # nosec B701 - literals of a YAML file, no HTML
-    settings = {}
-    for name, template in templates.items():
-        match = _FALLBACK_RE.match(template)
-        assert match and match.group(1) == name, template
-        settings[name] = own[name] if match.group(2) is None else env.compile_expression(match.group(2))()
+    """The settings the readiness_info action hands to the checks when the inventory sets nothing: the readiness
+    role's own SETTINGS defaults, and the collection-wide nodeprep_expected_gpus with its default (typed with the
+    nvidia_driver role's SETTINGS)."""
+    settings = dict((name, copy.deepcopy(spec.get('default'))) for name, spec in _readiness_settings.SETTINGS.items())
+    settings['nodeprep_expected_gpus'] = _plan_nvidia_driver.SETTINGS['nodeprep_expected_gpus']['default']
     return settings
 
 
@@ -89,7 +80,9 @@ def pci():
     }
 
 
-def nic(driver, ipv4, gro, lro_fixed=False):
+def nic(driver, ipv4, gro, lro_fixed=False, name='System eth', nm_gro='off'):
+    """A NIC NetworkManager manages, with its connection as the gather reads it for the nic_offload plan (the
+    properties of the features that role persists: nm_connection)."""
     return {
         'mtu': 9000 if driver == 'mlx5_core' else 1500, 'speed_mbps': 400000 if driver == 'mlx5_core' else 1000,
         'addresses': {'ipv4': [ipv4], 'ipv6': []},
@@ -98,6 +91,8 @@ def nic(driver, ipv4, gro, lro_fixed=False):
                      'large-receive-offload': {'enabled': False, 'fixed': lro_fixed},
                      'tcp-segmentation-offload': {'enabled': True, 'fixed': False}},
         'nm_managed': True,
+        'nm_connection': {'name': name, 'properties': {'ethtool.feature-gro': nm_gro, 'ethtool.feature-lro': 'off'},
+                          'error': None},
     }
 
 
@@ -164,8 +159,9 @@ def memlock_files(written=True, want='unlimited'):
 
 
 # The rule module of each role whose readiness checks read its plan (_readiness.PLAN_CHECKS).
-RULE_MODULES = {'kernel': _plan_kernel, 'memlock': _plan_memlock, 'shm': _plan_shm, 'nccl': _plan_nccl, 'nic_offload': _plan_nic_offload,
-                'nvidia_driver': _plan_nvidia_driver}
+RULE_MODULES = {'kernel': _plan_kernel, 'memlock': _plan_memlock, 'shm': _plan_shm, 'nccl': _plan_nccl,
+                'nic_offload': _plan_nic_offload, 'nvidia_driver': _plan_nvidia_driver, 'rdma': _plan_rdma,
+                'dcgm': _plan_dcgm}
 
 # The OS of the node (kernel_state.os, read from /etc/os-release by the gather) and its driver packages as the gather
 # reads them (kernel_state.driver_node): NVIDIA's EL9 repository, the driver of nvidia-smi installed.
@@ -226,11 +222,13 @@ def driver_facts(facts, probe, settings):
 
 
 def plans(facts, settings, probe=None, host='gpu-a01'):
-    """The plans the readiness role hands to readiness_info: each planning role's plan from these facts, with the
-    settings given (already typed) over the role's defaults; gpu_settings' on the node its role settled."""
+    """The plans the readiness_info action judges with: each planning role's plan from these facts (with the health
+    reads of the probe, which the dcgm plan judges), with the settings given (already typed) over the role's
+    defaults; gpu_settings' on the node its role settled."""
     out = {}
     if not isinstance(facts, dict) or not isinstance(settings, dict):
         return out
+    facts = r.with_probe(facts, probe)
     for role in sorted(set(r.PLAN_CHECKS.values())):
         if role == 'gpu_settings':
             out[role] = gpu_settings_plan(facts, settings, probe)
@@ -311,8 +309,8 @@ def converged():
                 'fstab': {'options': ['nosuid', 'nodev', 'size=716G'], 'size_bytes': 716 * GIB,
                           'size_explicit': True, 'unlimited': False, 'vfstype': 'tmpfs', 'spec': 'tmpfs',
                           'line': 3}},
-        'nics': {'ens3f0np0': nic('mlx5_core', '10.20.0.11/16', False),
-                 'eno1': nic('igb', '192.168.1.11/24', True)},
+        'nics': {'ens3f0np0': nic('mlx5_core', '10.20.0.11/16', False, name='System ens3f0np0'),
+                 'eno1': nic('igb', '192.168.1.11/24', True, name='System eno1')},
     }
     settings = role_settings()
     settings.update({
@@ -393,6 +391,8 @@ def fresh():
     facts['nodeprep_files'].update(memlock_files(written=False))
     facts['shm'].update(size_bytes=1007 * GIB, free_bytes=1007 * GIB, fstab=None)
     facts['nics']['ens3f0np0']['features']['generic-receive-offload']['enabled'] = True
+    # NetworkManager's connection as installed: no ethtool property set.
+    facts['nics']['ens3f0np0']['nm_connection']['properties'] = {'ethtool.feature-gro': '', 'ethtool.feature-lro': ''}
     missing = {'load_state': 'not-found', 'active_state': 'inactive', 'unit_file_state': None}
     facts['nodeprep_files']['/etc/nccl.conf'] = dict(MISSING_FILE)
     probe = {

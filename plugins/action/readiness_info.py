@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.nodeprep contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Controller side of gpufleet.nodeprep.readiness_info: type the settings once (every role's and the readiness role's
+own), gather what the checks read in one gpu_node_facts execution (the health reads included), make every role's plan
+from those facts and judge them here, with the pure functions of plugins/module_utils/rules/_readiness.py.
+Documentation: plugins/modules/readiness_info.py."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_native
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import FACT_NAMES, GATHER_MODULE, gather_args, \
+    merge_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_records import GLOB_CHARS
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
+
+# The gather subset that fills each fact namespace a check needs (rules/_readiness.py CHECKS).
+SUBSET_OF = dict((namespace, subset) for subset, namespace in _plan.SUBSET_NAMESPACES.items())
+# Typed with the nvidia_driver role's SETTINGS (collection-wide; the checks of _readiness.py read it too).
+SHARED = ('nodeprep_expected_gpus',)
+
+
+def type_settings(provided):
+    """``(own, roles, problems)``: the readiness role's settings and the collection-wide ones its checks read
+    (SETTING_NAMES), every planning role's ``(settings, problems)``, and what stops the check: the readiness role's
+    settings that cannot be used (typing, then _readiness.settings_problems) and a collection-wide one that does not
+    type."""
+    own, problems = _plans.typed_with(_readiness_settings.ROLE, _readiness_settings.SETTINGS, provided)
+    roles = dict((role, _plans.typed_settings(role, provided)) for role in _plans.SITE_ROLES if role in _plans.RULES)
+    driver, driver_problems = roles['nvidia_driver']
+    for name in SHARED:
+        own[name] = driver[name]
+        problems.extend(p for p in driver_problems if p.startswith(name + '='))
+    if not problems:
+        problems = _readiness.settings_problems(own)
+    return own, roles, problems
+
+
+def gather_request(checks, own, roles):
+    """``(request, options)``: the one gather the checks ``checks`` need (the owning roles' requests, the namespaces
+    of every check, the kernel subset for the GPU-node rule) and gpu_node_facts' health options."""
+    requests = [{'subsets': ['kernel']}]
+    owners = sorted(set(_readiness.PLAN_CHECKS[c] for c in checks if c in _readiness.PLAN_CHECKS))
+    requests.extend(_plan.role_gather(_plans.rules(role), roles[role][0]) for role in owners)
+    needs = [SUBSET_OF[namespace] for c in checks for namespace in _readiness.NEEDS[c] if namespace in SUBSET_OF]
+    if 'gpu.dcgm_diag' in checks or 'gpu.health' in checks:
+        needs.append('nvidia')
+    requests.append({'subsets': needs})
+    request = _plan.merge_gathers(requests)
+    request['subsets'] = [s for s in _plan.SUBSET_NAMESPACES if s in request['subsets']]
+    options = {'nvidia_topology': 'gpu.topology' in checks}
+    if 'gpu.health' in checks and own['nodeprep_readiness_kernel_log_lines'] > 0:
+        options['kernel_log_lines'] = own['nodeprep_readiness_kernel_log_lines']
+    if 'gpu.dcgm_diag' in checks and own['nodeprep_readiness_dcgm']:
+        options.update(dcgm_diag=True, dcgm_level=own['nodeprep_readiness_dcgm_level'],
+                       dcgm_timeout=own['nodeprep_readiness_dcgm_timeout'])
+    return request, options
+
+
+def select(result, checks):
+    """``result`` (_readiness.judge) with only the checks ``checks``, its summary and verdict counted from them."""
+    if len(checks) == len(_readiness.CHECK_IDS):
+        return result
+    kept = [c for c in result['checks'] if c['id'] in checks]
+    summary = _readiness.summarize(kept)
+    return dict(result, checks=kept, summary=summary, ready=summary['status'] != _readiness.FAIL)
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(('checks',))
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+
+        _validation, args = self.validate_argument_spec(argument_spec=dict(
+            checks=dict(type='list', elements='str'),
+        ))
+        checks = list(_readiness.CHECK_IDS) if args['checks'] is None else list(args['checks'])
+        unknown = sorted(set(checks) - set(_readiness.CHECK_IDS))
+        if unknown or not checks:
+            raise AnsibleActionFail('checks: {0}; allowed: check ids of {1}'.format(
+                'unknown check ids ' + ', '.join(unknown) if unknown else 'empty', ', '.join(_readiness.CHECK_IDS)))
+
+        # Every variable the checks and the plans read, typed once (the inventory's, else the SETTINGS defaults).
+        names = set(_readiness_settings.SETTINGS)
+        for role in _plans.RULES:
+            names.update(_plans.rules(role).SETTINGS)
+        provided = dict((name, task_vars[name]) for name in names if name in task_vars)
+        try:
+            provided = plain(self._templar.template(provided))
+        except Exception as exc:  # an undefined variable inside a setting: name it, check nothing
+            raise AnsibleActionFail('the variables of the readiness check cannot be read: {0}'.format(to_native(exc)))
+        own, roles, problems = type_settings(provided)
+        if problems:
+            result.update(failed=True, msg='readiness check: {0}'.format('; '.join(problems)))
+            return result
+
+        # One gather of everything the checks read (one module execution), the health reads in the same call.
+        request, options = gather_request(checks, own, roles)
+        module_args = gather_args(request, fail_on_error=False, nvidia_timeout=own['nodeprep_readiness_nvidia_timeout'],
+                                  nvidia_topology=options.pop('nvidia_topology'))
+        module_args.update(options)
+        gathered = self._execute_module(module_name=GATHER_MODULE, module_args=module_args, task_vars=task_vars)
+        if gathered.get('failed') or gathered.get('unreachable'):
+            result.update(gathered)
+            return result
+        known = task_vars.get('ansible_facts') or {}
+        facts = merge_facts(plain(dict((name, known[name]) for name in FACT_NAMES if name in known)),
+                            plain(gathered.get('ansible_facts') or {}), request['subsets'])
+        # The globs this gather read (a path a glob did not report does not exist), as node_plan records them.
+        facts['nodeprep_file_patterns'] = [path for path in request['files'] if any(c in path for c in GLOB_CHARS)]
+
+        # Every role's plan from these facts; the judgement (the plans' drift and the health rules) on the controller.
+        pending = task_vars.get('nodeprep_nvidia_driver_pending')
+        context = _plan.new_context(host=task_vars.get('inventory_hostname', ''),
+                                    check_mode=bool(self._play_context.check_mode),
+                                    driver_pending=plain(self._templar.template(pending)) if pending else None)
+        plans = dict((role, _plans.plan_role(role, facts, typed, typing, context))
+                     for role, (typed, typing) in roles.items())
+        try:
+            judged = _readiness.judge(facts, dict((name, own[name]) for name in _readiness.SETTING_NAMES), plans)
+        except _readiness.ReadinessError as exc:
+            result.update(failed=True, msg='readiness check: {0}'.format(exc))
+            return result
+        if gathered.get('warnings'):
+            result['warnings'] = gathered['warnings']
+        result.update(changed=False, **select(judged, checks))
+        # Documented as checked_values (``values`` is a dictionary method: Jinja's result.values is never the list);
+        # also under ``values``, the key of the per-host result the report reads (nodeprep_readiness['values']).
+        result['checked_values'] = result['values']
+        return result
