@@ -191,14 +191,33 @@ FAULTS = {
                       'help': 'a custom kernel whose devel/headers are in no repository: the installed ones removed, '
                               'dnf excludes kernel*-devel*, apt pins linux-headers-* to -1 (heal lifts the exclusion)'},
     'ubuntu-signed': {'flag': 'ubuntu-signed',
-                      'help': "Ubuntu nodes: Ubuntu's Canonical-signed driver installed from the node's archive "
-                              '(nvidia-driver-580-server-open and linux-modules-nvidia-580-server-open-<running '
+                      'help': "Ubuntu nodes: Ubuntu's Canonical-signed driver installed from the node's archive, as "
+                              "NVIDIA's precompiled driver container installs it (nvidia-headless-no-dkms-580-server-"
+                              'open, nvidia-utils-580-server and linux-modules-nvidia-580-server-open-<running '
                               'kernel>, no DKMS; --value KERNEL also that kernel\'s modules); heal leaves the packages, '
                               'as on a real node'},
     'limits-site-file': {'flag': 'limits-site-file',
                          'help': 'a site file read after the memlock role\'s own: /etc/security/limits.d/99-site.conf '
                                  'with "* hard memlock 65536" (--value: the KiB, default 65536); every ordinary user '
                                  'is held at 64 MiB, root is not (heal removes the file)'},
+    'ubuntu-dkms': {'flag': 'ubuntu-dkms',
+                    'help': "Ubuntu nodes: Ubuntu's DKMS flavour from the node's archive (nvidia-driver-580-server-open, "
+                            'which pulls nvidia-dkms-580-server-open: what ubuntu-drivers falls back to where no module '
+                            'package exists for the kernel); heal leaves the packages'},
+    'kernel-update': {'flag': 'kernel-update',
+                      'help': "Ubuntu nodes: a kernel update outside the collection, as apt upgrade brings it: "
+                              "linux-image-generic installed from the node's archive, whose kernel (newer than the "
+                              'running one, GRUB boots it next) has no linux-modules-nvidia-* package; heal leaves the '
+                              'packages'},
+    'dkms-stale-tree': {'flag': 'dkms-stale-tree',
+                        'help': 'a stale NVIDIA DKMS tree (dkms-project/dkms#352): /var/lib/dkms/<module>/<version> '
+                                'built for the running kernel, its source link dangling (the source removed without '
+                                'dkms remove); dkms 3.0.x (the Ubuntu nodes) then lists nothing past it, says so on '
+                                'stderr only and exits 0 (--value MODULE/VERSION, default nvidia/535.104.05; EL nodes: '
+                                'nvidia-open/535.104.05); heal removes the tree'},
+    'dcgm3': {'flag': 'dcgm3',
+              'help': "NVIDIA DCGM 3.x (datacenter-gpu-manager 1:3.3.9 of the node's CUDA repository folder) "
+                      'installed and nvidia-dcgm.service enabled and started; heal leaves the package'},
 }
 
 # limits-site-file, written inside the node: a site's own limits.d file, read after 90-nodeprep-memlock.conf
@@ -209,8 +228,28 @@ LIMITS_SITE_APPLY = "printf '%s\\n' '# testbed fault limits-site-file' '* hard m
 # ubuntu-signed, applied inside the node with apt from the node's own archive (tests/testbed/REALITY.md, "Ubuntu's
 # signed driver"): what ubuntu-drivers or the GPU Operator's precompiled container install.
 UBUNTU_SIGNED_APPLY = ("set -e; export DEBIAN_FRONTEND=noninteractive; apt-get -q update >/dev/null; "
-                       "apt-get -y -q install --no-install-recommends nvidia-driver-580-server-open "
-                       "linux-modules-nvidia-580-server-open-$(uname -r) {extra}")
+                       "apt-get -y -q install --no-install-recommends nvidia-headless-no-dkms-580-server-open "
+                       "nvidia-utils-580-server linux-modules-nvidia-580-server-open-$(uname -r) {extra}")
+# ubuntu-dkms and kernel-update, the same way (tests/testbed/REALITY.md: "Ubuntu's signed driver", "A kernel without
+# signed modules").
+UBUNTU_DKMS_APPLY = ("set -e; export DEBIAN_FRONTEND=noninteractive; apt-get -q update >/dev/null; "
+                     "apt-get -y -q install --no-install-recommends nvidia-driver-580-server-open")
+KERNEL_UPDATE_APPLY = ("set -e; export DEBIAN_FRONTEND=noninteractive; apt-get -q update >/dev/null; "
+                       "apt-get -y -q install --no-install-recommends linux-image-generic")
+# dkms-stale-tree: a version tree built for the running kernel whose source link points at a removed source
+# (dkms-project/dkms#352; tests/testbed/REALITY.md "A stale DKMS tree").
+DKMS_STALE_APPLY = ("set -e; t=/var/lib/dkms/{mv}; k=$(uname -r); mkdir -p $t/$k/x86_64/module; "
+                    ": > $t/$k/x86_64/module/nvidia.ko; ln -sfn /usr/src/{src} $t/source")
+DKMS_STALE_HEAL = 'rm -rf /var/lib/dkms/{mv}; rmdir --ignore-fail-on-non-empty /var/lib/dkms/{module} || true'
+# dcgm3: DCGM 3.x from the fleet's CUDA repository folder, the unit enabled and started (tests/testbed/REALITY.md
+# "DCGM 3.x").
+DCGM3_APPLY = {
+    'rpm': ("set -e; dnf -y -q --nogpgcheck --repofrompath=testbed-dcgm3,file:///srv/testbed-repos/{os}/cuda "
+            "--repo=testbed-dcgm3 install datacenter-gpu-manager-1:3.3.9; systemctl enable --now nvidia-dcgm"),
+    'deb': ("set -e; export DEBIAN_FRONTEND=noninteractive; "
+            "dpkg -i /srv/testbed-repos/apt/cuda/datacenter-gpu-manager_3.3.9_amd64.deb; "
+            "systemctl enable --now nvidia-dcgm"),
+}
 
 # devel-missing, applied inside the node with its package manager's own configuration (dnf.conf(5) excludepkgs,
 # apt_preferences(5) a negative Pin-Priority): sh scripts run with nsenter; the marker line finds what heal removes.
@@ -1911,6 +1950,23 @@ def fault_content(kind, args):
     return ''
 
 
+def stale_tree(node, value):
+    """The <module>/<version> of the fault dkms-stale-tree: ``value``, else what the fault file recorded, else an old
+    version of the node's NVIDIA DKMS module (nvidia on Ubuntu, nvidia-open on EL: R8, REALITY.md R1)."""
+    if value:
+        if value.count('/') != 1 or not all(value.split('/')):
+            raise TestbedError('dkms-stale-tree --value {0!r}: allowed MODULE/VERSION, such as nvidia/535.104.05'.format(
+                value))
+        return value
+    recorded = node_dir(node['name'], 'faults', 'dkms-stale-tree')
+    if os.path.exists(recorded):
+        with open(recorded) as f:
+            text = f.read().strip()
+        if text:
+            return text
+    return ('nvidia' if FLAVOURS[node['flavour']]['pkg'] == 'deb' else 'nvidia-open') + '/535.104.05'
+
+
 def cmd_fault(args):
     require_root()
     if args.kind not in FAULTS:
@@ -1943,6 +1999,25 @@ def cmd_fault(args):
             with open(os.path.join(faults, 'limits-site-file'), 'w') as f:
                 f.write('{0} with * hard memlock {1}\n'.format(LIMITS_SITE_FILE, kib))
             node_exec(node['name'], ['sh', '-c', LIMITS_SITE_APPLY.format(kib=int(kib))])
+        elif args.kind in ('ubuntu-dkms', 'kernel-update'):
+            if FLAVOURS[node['flavour']]['pkg'] != 'deb':
+                raise TestbedError('{0} needs an Ubuntu node; {1} is {2}'.format(args.kind, args.node, node['flavour']))
+            with open(os.path.join(faults, args.kind), 'w') as f:
+                f.write('{0} applied\n'.format(args.kind))
+            proc = node_exec(node['name'], ['sh', '-c', UBUNTU_DKMS_APPLY if args.kind == 'ubuntu-dkms'
+                                            else KERNEL_UPDATE_APPLY])
+            sys.stdout.write(proc.stdout)
+        elif args.kind == 'dkms-stale-tree':
+            mv = stale_tree(node, args.value)
+            with open(os.path.join(faults, 'dkms-stale-tree'), 'w') as f:
+                f.write(mv + '\n')
+            node_exec(node['name'], ['sh', '-c', DKMS_STALE_APPLY.format(mv=mv, src=mv.replace('/', '-'))])
+        elif args.kind == 'dcgm3':
+            f = FLAVOURS[node['flavour']]
+            with open(os.path.join(faults, 'dcgm3'), 'w') as handle:
+                handle.write('datacenter-gpu-manager 1:3.3.9 installed\n')
+            proc = node_exec(node['name'], ['sh', '-c', DCGM3_APPLY[f['pkg']].format(os='el{0}'.format(f['major']))])
+            sys.stdout.write(proc.stdout)
         elif args.kind == 'devel-missing':
             with open(os.path.join(faults, 'devel-missing'), 'w') as f:
                 f.write('devel/headers removed and excluded\n')
@@ -1975,6 +2050,7 @@ def cmd_heal(args):
         kinds = [args.kind] if args.kind else [k for k in FAULTS if FAULTS[k]['flag'] in present]
         for kind in kinds:
             flag = os.path.join(faults, FAULTS[kind]['flag'])
+            stale = stale_tree(node, None) if kind == 'dkms-stale-tree' else None
             if os.path.exists(flag):
                 os.unlink(flag)
             if kind == 'node-down':
@@ -1985,6 +2061,8 @@ def cmd_heal(args):
                 script = DEVEL_MISSING_HEAL[FLAVOURS[node['flavour']]['pkg']].format(mark=DEVEL_MISSING_MARK,
                                                                                      apt=DEVEL_MISSING_APT)
                 node_exec(node['name'], ['sh', '-c', script])
+            elif kind == 'dkms-stale-tree' and container_pid1(node['name']):
+                node_exec(node['name'], ['sh', '-c', DKMS_STALE_HEAL.format(mv=stale, module=stale.split('/')[0])])
             elif kind == 'shm-full' and container_pid1(node['name']):
                 node_exec(node['name'], ['/usr/local/lib/testbed/testbed-fault', 'heal', 'shm-full'])
             elif kind == 'limits-site-file' and container_pid1(node['name']):

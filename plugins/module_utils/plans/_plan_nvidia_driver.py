@@ -426,6 +426,11 @@ PREDICTED_TASKS = (INSTALL_TASK, RUNFILE_TASK, EXTRAS_TASK, HOLD_TASK, LOCK_TASK
 NOUVEAU_TEXT = 'blacklist nouveau\noptions nouveau modeset=0\n'
 
 
+# The refusals of the driver plan that are the node's condition, not settings: an unsupported platform, Ubuntu's signed
+# modules missing from the archive for the kernel that boots next.
+NODE_REFUSALS = ('platform', 'modules')
+
+
 def _unknown_node(out, msg):
     """The role cannot plan the driver on this node: it fails there (the role changes nothing), and the checks fail
     with the reason."""
@@ -468,12 +473,14 @@ def plan(facts, settings, context):
     # The cross-field rules argument_specs cannot express (_driver_plan.refusals): a platform the role does not
     # support is an error of the node, the others are settings that cannot be used here (each message names the
     # variable, the value and what is allowed).
+    # Ubuntu's signed modules missing from the archive for the kernel that boots next is an error of the node too.
     for check, msg in sorted(driver.get('refused', {}).items()):
-        (out['errors'] if check == 'platform' else out['problems']).append(msg)
+        (out['errors'] if check in NODE_REFUSALS else out['problems']).append(msg)
     if driver.get('refusals'):
         out['reasons'] = [msg for _check, _level, msg in items]
-        if 'platform' in driver['refused']:
-            _not_judged(out, driver['refused']['platform'])
+        for check in NODE_REFUSALS:
+            if check in driver['refused']:
+                _not_judged(out, driver['refused'][check])
         return out
     judge(out, driver, wanted, settings, units, files)
     for check, level, msg in items:

@@ -5,9 +5,10 @@
 
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # Its functions may change without notice; do not import it from other collections.
-"""NVIDIA DCGM: the readiness check ``gpu.dcgm_diag`` and its settings.  Pure; no Ansible import; Python 3.6
-compatible.  What dcgmi prints is parsed by parsers/_dcgmi.py (its argv and the
-no-host-engine test: parsers/_dcgmi_cli.py); from NVIDIA/DCGM (tags v3.3.9 and v4.6.0):
+"""NVIDIA DCGM: the readiness check ``gpu.dcgm_diag`` and its settings, and what the dcgm role does where DCGM 3.x
+is installed (refuse, or replace it: dcgm3_refusal, dcgm3_replace).  Pure; no Ansible import; Python 3.6
+compatible.  What dcgmi prints is parsed by parsers/_dcgmi.py (its argv and the no-host-engine test:
+parsers/_dcgmi_cli.py); from NVIDIA/DCGM (tags v3.3.9 and v4.6.0):
 
 * Severities (dcgmlib/dcgm_errors.h dcgmErrorSeverity_t): 0 NONE, 1 MONITOR, 2 ISOLATE, 3 UNKNOWN, 4 TRIAGE,
   5 CONFIG, 6 RESET.  Error 29 is DCGM_FR_PERSISTENCE_MODE ("Persistence mode for GPU %u is disabled."): the
@@ -19,6 +20,8 @@ no-host-engine test: parsers/_dcgmi_cli.py); from NVIDIA/DCGM (tags v3.3.9 and v
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
+
+import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._dcgmi import (
     DcgmError,
@@ -227,3 +230,56 @@ def judge(probe, gpus=None):
     skipped = sum(1 for r in results if r['status'] != 'Pass')
     return 'pass', expected, '{0}; all passed{1}'.format(
         summary, ' ({0} skipped or not run)'.format(skipped) if skipped else '')
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# DCGM 3.x on a node that should get DCGM 4
+
+# DCGM 3.x is one package (NVIDIA/DCGM v3.3.9 cmake/packaging.cmake: DCGM_PKG "datacenter-gpu-manager", epoch 1) with
+# the units nvidia-dcgm.service and the deprecated dcgm.service (config-files/systemd).  The DCGM 4 core conflicts
+# with it (cmake/packaging.cmake at v4.6.0: CPACK_RPM_CORE_PACKAGE_CONFLICTS / CPACK_DEBIAN_CORE_PACKAGE_CONFLICTS
+# "datacenter-gpu-manager"): dnf refuses the transaction, apt removes DCGM 3 and its unit without being asked.
+DCGM3_PACKAGE = 'datacenter-gpu-manager'
+DCGM3_UNITS = ('nvidia-dcgm.service', 'dcgm.service')
+REPLACE_SETTING = 'nodeprep_dcgm_replace_v3'
+# A dnf versionlock entry of DCGM 3.x (name-epoch:version-release.*), not of the 4.x packages (their name goes on with
+# -4-core, -4-cuda13, ...).
+_DCGM3_LOCK_RE = re.compile(r'^!?datacenter-gpu-manager-[0-9]+:')
+
+
+def dcgm3_units(units):
+    """The DCGM 3.x units that are enabled or running (``units``: the gather's nodeprep_units)."""
+    out = []
+    for name in DCGM3_UNITS:
+        unit = (units or {}).get(name) or {}
+        if unit.get('load') == 'loaded' and (unit.get('active') == 'active' or unit.get('enabled') == 'enabled'):
+            out.append(name)
+    return out
+
+
+def dcgm3_refusal(host, installed, units, wanted):
+    """The message that stops the dcgm role where DCGM 3.x is installed and replacing it is not allowed: what is
+    installed, why DCGM 4 cannot simply be installed beside it, and the ways on."""
+    return ('DCGM on {0}: DCGM 3.x is installed ({1} {2}{3}); the role installs DCGM 4 ({4}), whose core package '
+            'conflicts with it (dnf refuses the transaction, apt removes DCGM 3 and its unit without asking), and '
+            'DCGM 3 and 4 differ for what uses them (libdcgm.so.3 and .4, the dcgmi diag JSON, the dcgm-exporter '
+            'release). Allowed: {5}=true (the role stops {6}, removes {1} and installs DCGM 4), remove DCGM 3 '
+            'first, or nodeprep_dcgm_install=false (DCGM left alone).'.format(
+                host or 'this node', DCGM3_PACKAGE, installed, ', {0} enabled or running'.format(', '.join(units))
+                if units else '', ' with '.join(wanted), REPLACE_SETTING, ', '.join(units) or 'nothing running'))
+
+
+def dcgm3_replace(family, units, node):
+    """What replacing DCGM 3.x takes, in the role's order: ``units`` to stop and disable, ``unhold`` (apt holds of
+    the package), ``unlock`` (EL versionlock entries of 3.x), ``packages`` to remove (with the node's ``family``:
+    apt removes a package that was held only when told it may, which check mode needs: its release of the hold
+    changed nothing yet)."""
+    node = node if isinstance(node, dict) else {}
+    return {
+        'family': family,
+        'units': list(units),
+        'unhold': [DCGM3_PACKAGE] if family == 'debian' and DCGM3_PACKAGE in (node.get('apt_holds') or []) else [],
+        'unlock': [entry for entry in node.get('versionlock') or [] if _DCGM3_LOCK_RE.match(entry)]
+        if family == 'el' else [],
+        'packages': [DCGM3_PACKAGE],
+    }

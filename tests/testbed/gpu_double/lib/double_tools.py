@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 import fnmatch
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -353,6 +354,49 @@ def _dkms_fail(mod, ver, kernel):
             'Consult /var/lib/dkms/{1}/{2}/build/make.log for more information.'.format(kernel, mod, ver), 10)
 
 
+def dkms_series():
+    """The dkms the node's package gives: 3.0.11 on the Debian-family nodes (Ubuntu 24.04's), 3.2.2 on EL (EPEL's);
+    tests/testbed/REALITY.md, R4 and "A stale DKMS tree"."""
+    return '3.0' if os.path.exists(gd.path('var/lib/dpkg/status')) else '3.2'
+
+
+def dkms_tree_combos(mods):
+    """[(module, version, broken)] in the order dkms walks them (its shell globs $dkms_tree/*/*, byte order under
+    LC_ALL=C): the modules with a source in /usr/src and every version tree below /var/lib/dkms; ``broken`` when the
+    tree's source is gone (no /usr/src/<module>-<version>/dkms.conf: the source was removed without dkms remove)."""
+    known = set((mod, ver) for mod, ver, _src, _vals in mods)
+    combos = set(known)
+    base = gd.path('var/lib/dkms')
+    if os.path.isdir(base):
+        for mod in os.listdir(base):
+            mdir = os.path.join(base, mod)
+            if not os.path.isdir(mdir) or os.path.islink(mdir):
+                continue
+            for ver in os.listdir(mdir):
+                vdir = os.path.join(mdir, ver)
+                if ver.startswith('kernel-') or os.path.islink(vdir) or not os.path.isdir(vdir):
+                    continue
+                combos.add((mod, ver))
+    return [(mod, ver, (mod, ver) not in known) for mod, ver in sorted(combos)]
+
+
+def _dkms_built_dirs(mod, ver):
+    """The <kernel>/<arch> builds of a tree (real dkms: a module/ folder; the shim: its installed marker)."""
+    base = gd.path(os.path.join('var/lib/dkms', mod, ver))
+    out = []
+    for kernel in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        arch = os.path.join(base, kernel, 'x86_64')
+        if os.path.isdir(os.path.join(arch, 'module')) or os.path.exists(os.path.join(arch, 'installed')):
+            out.append(kernel)
+    return out
+
+
+def _dkms_conf_error(mod, ver):
+    # dkms dkms.in read_conf(): die 4 "Could not locate dkms.conf file." "File: $read_conf_file does not exist."
+    return ('Error! Could not locate dkms.conf file.\nFile: /var/lib/dkms/{0}/{1}/source/dkms.conf does not '
+            'exist.\n'.format(mod, ver))
+
+
 def _dkms_build(mod, ver, src, vals, kernel):
     build = gd.path(os.path.join('lib/modules', kernel, 'build'))
     if os.path.islink(build) and os.readlink(build).startswith('/'):
@@ -370,10 +414,16 @@ def _dkms_build(mod, ver, src, vals, kernel):
     gd.write_text(os.path.join(dest, 'nvidia.ko'), 'TESTBED-NVIDIA-MODULE version={0} flavour={1}\n'.format(
         ver, vals.get('TESTBED_FLAVOUR', 'open').strip('"')))
     gd.write_text(os.path.join('var/lib/dkms', mod, ver, kernel, 'x86_64', 'installed'), '')
+    # dkms add links the tree to its source (real dkms: $dkms_tree/<module>/<version>/source -> $source_tree/...).
+    link = gd.path(os.path.join('var/lib/dkms', mod, ver, 'source'))
+    if not os.path.lexists(link):
+        os.symlink('/usr/src/{0}'.format(src), link)
     return None
 
 
 def _dkms_remove(mod, ver, kernel=None):
+    """dkms remove: the builds of ``kernel``, or (``--all``, kernel None) every build and the version's tree, as
+    dkms 3.x removes a module completely from the DKMS tree."""
     base = gd.path(os.path.join('var/lib/dkms', mod, ver))
     kernels = [kernel] if kernel else (os.listdir(base) if os.path.isdir(base) else [])
     for k in kernels:
@@ -385,6 +435,12 @@ def _dkms_remove(mod, ver, kernel=None):
         marker = os.path.join(base, k, 'x86_64', 'installed')
         if os.path.exists(marker):
             os.remove(marker)
+    if kernel is None and os.path.isdir(base):
+        shutil.rmtree(base)
+        for link in os.listdir(os.path.dirname(base)):
+            path = os.path.join(os.path.dirname(base), link)
+            if link.startswith('kernel-') and os.path.islink(path) and not os.path.exists(path):
+                os.remove(path)
 
 
 def cmd_dkms(args):
@@ -411,13 +467,31 @@ def cmd_dkms(args):
     kernels = [opts['-k']] if '-k' in opts else [gd.uname_r()]
     mods = dkms_modules()
     if action == 'status':
+        # A tree whose source is gone (fault dkms-stale-tree): 3.0.x dies in the subshell that lists the modules,
+        # so nothing after it is printed, the error goes to stderr, and dkms exits 0 (dkms-project/dkms#352);
+        # from 3.0.13 the tree is listed as broken and the listing goes on (PR #357).
         lines = []
-        for mod, ver, src, vals in mods:
+        for mod, ver, broken in dkms_tree_combos(mods):
             if '-m' in opts and mod != opts['-m']:
                 continue
-            base = gd.path(os.path.join('var/lib/dkms', mod, ver))
-            built = sorted(os.listdir(base)) if os.path.isdir(base) else []
-            built = [k for k in built if os.path.exists(os.path.join(base, k, 'x86_64', 'installed'))]
+            built = _dkms_built_dirs(mod, ver)
+            if broken and built and dkms_series() == '3.0':
+                if lines:
+                    print('\n'.join(lines))
+                sys.stdout.flush()
+                sys.stderr.write(_dkms_conf_error(mod, ver))
+                return 0
+            if broken and dkms_series() == '3.0':
+                # 3.0.x: the source link is there, no build needs dkms.conf: listed as added (is_module_added).
+                lines.append('{0}/{1}: added'.format(mod, ver))
+                continue
+            if broken:
+                lines.append('{0}/{1}: broken'.format(mod, ver))
+                sys.stderr.write('Error! {0}/{1}: Missing the module source directory or the symbolic link pointing '
+                                 'to it.\nManual intervention is required!\n'.format(mod, ver))
+                continue
+            built = [k for k in built
+                     if os.path.exists(gd.path(os.path.join('var/lib/dkms', mod, ver, k, 'x86_64', 'installed')))]
             if not built:
                 lines.append('{0}/{1}: added'.format(mod, ver))
             for k in built:
@@ -425,6 +499,13 @@ def cmd_dkms(args):
         if lines:
             print('\n'.join(lines))
         return 0
+    if action == 'autoinstall' and dkms_series() == '3.0':
+        # 3.0.x autoinstall reads the module states first and dies in the same place (dkms-project/dkms#352: "dkms
+        # autoinstall" printed the same error and exited 0): nothing is built.
+        stale = [(mod, ver) for mod, ver, broken in dkms_tree_combos(mods) if broken and _dkms_built_dirs(mod, ver)]
+        if stale:
+            sys.stderr.write(_dkms_conf_error(*stale[0]))
+            return 0
     if action in ('install', 'build', 'autoinstall'):
         rc = 0
         for mod, ver, src, vals in mods:

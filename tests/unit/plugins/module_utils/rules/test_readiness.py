@@ -265,22 +265,26 @@ FAULTS = [
            _set((0, 'kernel_state', 'installed'), [RUNNING, '5.14.0-611.el9.x86_64'])),
      'kernel.devel_matched', 'fail',
      'devel: /lib/modules/5.14.0-611.el9.x86_64/build does not resolve: kernel-devel-uname-r = 5.14.0-611.el9.x86_64 '
-     'is not installed; reboot: running ' + RUNNING + ', 5.14.0-611.el9.x86_64 boots next',
+     'is not installed; dkms: nvidia-open/580.105.08 not built for 5.14.0-611.el9.x86_64; built before the node may '
+     'boot it; reboot: running ' + RUNNING + ', 5.14.0-611.el9.x86_64 boots next',
      # No NVIDIA DKMS build for the kernel that boots next: the driver plan warns (the nvidia_driver role builds it).
      {'driver.loaded': 'warn'}),
     # The pending reboot is the kernel role's work (it reboots when allowed): the check warns until then (issue 27).
+    # DKMS built the driver for it when its devel package came (the kernel role's check before the reboot, R24).
     ('reboot pending into a kernel with devel',
      _both(_set((0, 'kernel_state', 'default'), '5.14.0-611.el9.x86_64'),
-           _set((0, 'kernel_state', 'devel'), {RUNNING: True, '5.14.0-611.el9.x86_64': True})),
+           _set((0, 'kernel_state', 'devel'), {RUNNING: True, '5.14.0-611.el9.x86_64': True}),
+           _set((0, 'kernel_state', 'dkms'), [F.dkms_entry(RUNNING), F.dkms_entry('5.14.0-611.el9.x86_64')])),
      'kernel.devel_matched', 'warn',
      'devel/headers present for 5.14.0-611.el9.x86_64 (/lib/modules/5.14.0-611.el9.x86_64/build); reboot: running '
-     + RUNNING + ', 5.14.0-611.el9.x86_64 boots next', {'driver.loaded': 'warn'}),
+     + RUNNING + ', 5.14.0-611.el9.x86_64 boots next'),
     ('ELRepo kernel wanted, distro kernel running',
      _set((1, 'nodeprep_kernel_source'), 'elrepo-ml'),
      'kernel.devel_matched', 'fail',
      'install: kernel-ml, kernel-ml-devel (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml); '
      'devel: no kernel of the chosen source is installed yet (kernel-ml), so neither is its devel/headers package; '
-     'kernel: (newest kernel-ml to be installed) must boot next (the boot loader default is ' + RUNNING + '); '
+     'dkms: nvidia-open/580.105.08 not built for (newest kernel-ml to be installed); built before the node may boot '
+     'it; kernel: (newest kernel-ml to be installed) must boot next (the boot loader default is ' + RUNNING + '); '
      'reboot: running ' + RUNNING + ', (newest kernel-ml to be installed) boots next'),
     ('nouveau blacklisted but still loaded',
      _set((0, 'kernel_state', 'nouveau', 'loaded'), True),

@@ -317,6 +317,12 @@ def lspci_endpoints():
             for bus, klass in [(b, '3D controller') for b in SYSFS_IDS] + [('0000:8d:00.0', 'Infiniband controller')]]
 
 
+def dkms_entry(kernel, version='580.105.08'):
+    """A dkms status line of EL's kmod-nvidia-open-dkms, as _dkms_status.parse_dkms_status reads it."""
+    return {'module': 'nvidia-open', 'version': version, 'kernel': kernel, 'arch': 'x86_64', 'status': 'installed',
+            'detail': 'installed'}
+
+
 def converged():
     """facts, settings, probe of a node site.yml has converged."""
     facts = {
@@ -333,7 +339,9 @@ def converged():
             'nouveau': {'loaded': False, 'blacklisted': True,
                         'blacklist_files': ['/etc/modprobe.d/nvidia-installer-disable-nouveau.conf']},
             'nvidia_module': {'loaded': True, 'version': '580.105.08', 'flavour': 'open'},
-            'dkms': [], 'pci': pci(),
+            # kmod-nvidia-open-dkms built the loaded module: dkms status lists it (an empty listing with the package
+            # installed is an unknown DKMS state, rules/_dkms.unknown_state).
+            'dkms': [dkms_entry(RUNNING)], 'pci': pci(),
             # The OS (from /etc/os-release) and the installed kernel packages the kernel plan reads.
             'os': {'os_family': 'RedHat', 'distribution': 'Rocky', 'distribution_version': '9.6',
                    'distribution_major_version': '9', 'architecture': 'x86_64'},
