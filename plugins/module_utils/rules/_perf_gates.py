@@ -184,12 +184,12 @@ def _run_problem(run, tool):
     return None
 
 
-def skip_or_run(facts, gate):
-    """``(status, observed)`` for a gate that did not run (``skip`` with the reason, ``fail`` when asked for and the
-    facts say nothing), or None when it ran."""
+def skip_or_run(facts, settings):
+    """``(status, observed)`` for a gate that did not run (``skip`` with the reason), or None when it ran.  Facts
+    without the controller's decision (WHERE_FACT) are judged as a node no scheduler was asked about."""
     decision = facts.get(WHERE_FACT)
     if not isinstance(decision, dict):
-        return ('skip', 'not run: {0} is false (they load every GPU for about a minute)'.format(SETTING))
+        decision = where(settings, None)
     if not decision.get('run'):
         return ('skip', decision.get('why') or 'not run')
     return None
@@ -218,7 +218,7 @@ def judge_allreduce(facts, settings):
         expected = ('all_reduce_perf over all {0} GPUs: no wrong or out-of-bounds value (no bus bandwidth figure '
                     'for {1}: {2}.allreduce_busbw_gbps)'.format(len(gpus), _model(gpus) or 'this GPU',
                                                                  THRESHOLDS_SETTING))
-    skipped = skip_or_run(facts, ALLREDUCE)
+    skipped = skip_or_run(facts, settings)
     if skipped:
         return (skipped[0], expected, skipped[1])
     run = (facts.get(FACT) or {}).get('all_reduce_perf')
@@ -281,7 +281,7 @@ def judge_nvbandwidth(facts, settings):
     else:
         expected = 'nvbandwidth runs {0} on every GPU (no figure for {1}: {2})'.format(
             ', '.join(case for case, _f in wanted), _model(gpus) or 'this GPU', THRESHOLDS_SETTING)
-    skipped = skip_or_run(facts, NVBANDWIDTH)
+    skipped = skip_or_run(facts, settings)
     if skipped:
         return (skipped[0], expected, skipped[1])
     run = (facts.get(FACT) or {}).get('nvbandwidth')

@@ -418,6 +418,10 @@ def fresh():
     facts['nics']['ens3f0np0']['nm_connection']['properties'] = {'ethtool.feature-gro': '', 'ethtool.feature-lro': ''}
     missing = {'load_state': 'not-found', 'active_state': 'inactive', 'unit_file_state': None}
     facts['nodeprep_files']['/etc/nccl.conf'] = dict(MISSING_FILE)
+    # No performance tool yet; and with no GPU listed by nvidia-smi the gather runs neither.
+    facts['nodeprep_files'].update((path, dict(MISSING_FILE)) for path, state in perf_tools_files().items())
+    for run in facts[r.PERF_FACT].values():
+        run.update(rc=None, stdout='', stderr='not run: nvidia-smi listed no GPU')
     probe = {
         'kernel_log': {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [], 'error': None},
         'services': dict((name, dict(missing)) for name in probe['services']),
