@@ -221,6 +221,9 @@ def judge_allreduce(facts, settings):
     skipped = skip_or_run(facts, settings)
     if skipped:
         return (skipped[0], expected, skipped[1])
+    if low > high:
+        return ('fail', expected, 'the sizes to average are empty: allreduce_min_bytes {0} is above allreduce_max_bytes '
+                                  '{1} (set both in {2})'.format(low, high, THRESHOLDS_SETTING))
     run = (facts.get(FACT) or {}).get('all_reduce_perf')
     problem = _run_problem(run, 'all_reduce_perf')
     if problem:
