@@ -338,15 +338,18 @@ def plan(facts, settings, context):
 
 def _judge(out, settings):
     """perf.tools: the role's work is its drift (a run fixes it), what stops the role on the node is drift no run
-    fixes; skipped where the role installs nothing."""
-    tools = [t for t in TOOLS if t in settings[PREFIX + 'tools']]
+    fixes; skipped where the role installs nothing (or the node has no GPU).  Settings that cannot be used fail it
+    (readiness plan_check reads the plan's problems)."""
     if not settings[PREFIX + 'install']:
         _plan.set_check(out, CHECK, 'not managed (nodeprep_perf_tools_install is false)',
                         skip='not managed: nodeprep_perf_tools_install is false')
         return
-    links = binaries(settings) if not out['problems'] else {}
-    expected = '{0} built (or given) and linked at {1}'.format(
-        ', '.join(tools), ', '.join(links[t] for t in tools if t in links) or 'the prefix')
+    if out['problems']:
+        _plan.set_check(out, CHECK, 'the performance tools built (or given) and linked under nodeprep_perf_tools_prefix')
+        return
+    tools = [t for t in TOOLS if t in settings[PREFIX + 'tools']]
+    links = binaries(settings)
+    expected = '{0} built (or given) and linked at {1}'.format(', '.join(tools), ', '.join(links[t] for t in tools))
     for reason in out['reasons']:
         _plan.add_drift(out, CHECK, reason)
     for error in out['errors']:

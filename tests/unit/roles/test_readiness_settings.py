@@ -34,7 +34,7 @@ def _load(*parts):
 def test_every_setting_the_checks_read_has_one_home():
     homes = dict((name, 'readiness') for name in _readiness_settings.SETTINGS)
     homes.update((name, 'nvidia_driver') for name in readiness_info.SHARED)
-    assert sorted(homes[name] for name in r.SETTING_NAMES) == ['nvidia_driver', 'readiness', 'readiness', 'readiness']
+    assert sorted(homes[name] for name in r.SETTING_NAMES) == ['nvidia_driver'] + ['readiness'] * 7
     assert all(name in _plan_nvidia_driver.SETTINGS for name in readiness_info.SHARED)
 
 
@@ -52,14 +52,25 @@ def test_the_role_alone_types_its_settings_from_the_settings_defaults():
     assert problems == []
     assert dict((name, own[name]) for name in r.SETTING_NAMES) == {
         'nodeprep_expected_gpus': 0, 'nodeprep_readiness_xid_fail': [48, 62, 64, 74, 79, 94, 95, 119, 120, 154],
-        'nodeprep_readiness_skip_checks': [], 'nodeprep_readiness_kernel_log_lines': 20000}
+        'nodeprep_readiness_skip_checks': [], 'nodeprep_readiness_kernel_log_lines': 20000,
+        'nodeprep_readiness_performance': False, 'nodeprep_readiness_node_idle': False,
+        'nodeprep_readiness_performance_thresholds': {}, 'nodeprep_readiness_performance_timeout': 600}
     own, _roles, problems = readiness_info.type_settings({
         'nodeprep_expected_gpus': '8', 'nodeprep_readiness_xid_fail': '79', 'nodeprep_readiness_skip_checks': 'gpu.health',
-        'nodeprep_readiness_kernel_log_lines': '100'})
+        'nodeprep_readiness_kernel_log_lines': '100', 'nodeprep_readiness_performance': 'true',
+        'nodeprep_readiness_node_idle': 'false', 'nodeprep_readiness_performance_thresholds': {'allreduce_busbw_gbps': 400},
+        'nodeprep_readiness_performance_timeout': '900'})
     assert problems == []
     assert dict((name, own[name]) for name in r.SETTING_NAMES) == {
         'nodeprep_expected_gpus': 8, 'nodeprep_readiness_xid_fail': [79], 'nodeprep_readiness_skip_checks': ['gpu.health'],
-        'nodeprep_readiness_kernel_log_lines': 100}
+        'nodeprep_readiness_kernel_log_lines': 100, 'nodeprep_readiness_performance': True,
+        'nodeprep_readiness_node_idle': False, 'nodeprep_readiness_performance_thresholds': {'allreduce_busbw_gbps': 400},
+        'nodeprep_readiness_performance_timeout': 900}
+    # A threshold must be a number: the inventory's string is refused naming it (nothing is read on the node).
+    _own, _roles, problems = readiness_info.type_settings({'nodeprep_readiness_performance_thresholds':
+                                                           {'allreduce_busbw_gbps': '400'}})
+    assert problems == ["nodeprep_readiness_performance_thresholds: allreduce_busbw_gbps='400': a threshold is a "
+                        'number above 0']
 
 
 def _modules(tasks):
@@ -88,6 +99,10 @@ def test_one_task_per_node_before_the_report():
     """The per-node work is one task (gather and judge); the report runs once; the verdict is the other per-node
     task (controller CPU per node: each per-node task costs a slot per host)."""
     tasks = _load('roles', 'readiness', 'tasks', 'main.yml')
+    # Slurm's state of the nodes, for the performance gates (opt-in): once, on the Slurm controller, not per node.
+    assert tasks[0]['run_once'] is True and tasks[0]['gpufleet.nodeprep.rolling_slurm']['op'] == 'state'
+    assert 'nodeprep_readiness_performance | bool' in tasks[0]['when']
+    tasks = tasks[1:]
     assert [t['name'] for t in tasks] == ['Gather each node once and judge it on the controller',
                                           'Write the report on the controller',
                                           'Act on the verdict in Slurm (nodeprep_readiness_slurm=drain)',

@@ -32,7 +32,7 @@ def _report():
 def test_build_report_summary_and_hosts():
     report = _report()
     assert report['summary'] == {'hosts': 5, 'ready': 1, 'not_ready': 2, 'unreachable': 2,
-                                 'pass': 21, 'warn': 0, 'fail': 21, 'skip': 1}
+                                 'pass': 24, 'warn': 0, 'fail': 24, 'skip': 1}
     assert report['host_order'] == ['gpu-a01', 'gpu-a02', 'gpu-a03', 'gpu-a04', 'gpu-a05']
     assert [report['hosts'][h]['status'] for h in report['host_order']] == \
         ['ready', 'not_ready', 'unreachable', 'unreachable', 'not_ready']
@@ -53,7 +53,7 @@ def test_json_junit_html_agree():
     # JUnit
     root = ET.fromstring(rr.render_junit(report).encode('utf-8'))
     assert root.tag == 'testsuites'
-    assert (root.get('tests'), root.get('failures'), root.get('errors'), root.get('skipped')) == ('45', '21', '2', '1')
+    assert (root.get('tests'), root.get('failures'), root.get('errors'), root.get('skipped')) == ('51', '24', '2', '1')
     junit = {}
     for suite in root.findall('testsuite'):
         for case in suite.findall('testcase'):
@@ -163,9 +163,9 @@ def test_render_matrix():
     text = rr.render_matrix(_report())
     lines = text.splitlines()
     assert lines[0].startswith('checks: 1=kernel.devel_matched  2=driver.nouveau_blacklisted  ')
-    assert lines[2] == 'gpu-a01  ' + ' '.join(['{0:>2}'.format('.')] * 21 + ['  ']) + '  ready'
-    assert lines[3] == 'gpu-a02  ' + ' '.join('{0:>2}'.format(m) for m in 'FFFFFFFFFFFFFFFFF-FFF ') + '  not_ready'
-    assert lines[4] == 'gpu-a03  ' + ' '.join([' ?'] * 22) + '  unreachable'
-    assert lines[6] == 'gpu-a05  ' + ' '.join(['  '] * 21 + [' F']) + '  not_ready'
+    assert lines[2] == 'gpu-a01  ' + ' '.join(['{0:>2}'.format('.')] * 24 + ['  ']) + '  ready'
+    assert lines[3] == 'gpu-a02  ' + ' '.join('{0:>2}'.format(m) for m in 'FFFFFFFFFFFFFFFFF-FFFFFF ') + '  not_ready'
+    assert lines[4] == 'gpu-a03  ' + ' '.join([' ?'] * 25) + '  unreachable'
+    assert lines[6] == 'gpu-a05  ' + ' '.join(['  '] * 24 + [' F']) + '  not_ready'
     assert lines[-1] == ('legend: . pass  W warn  F fail  - skip  ? unreachable; hosts 5: 1 ready, 2 not ready, '
                          '2 unreachable')
