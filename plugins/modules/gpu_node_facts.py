@@ -147,10 +147,11 @@ options:
     default: 300
   perf_tools:
     description:
-      - Also run the performance gates' tools, one after the other, and return their outputs in C(nodeprep_perf):
-        the key C(all_reduce_perf) (the path of nccl-tests' C(all_reduce_perf), run as C(-b 1G -e 16G -f 2 -g <GPUs
-        nvidia-smi listed> -c 1)) and the key C(nvbandwidth) (run as C(-t host_to_device_memcpy_ce
-        device_to_host_memcpy_ce device_to_device_memcpy_read_ce)).
+      - Also run the performance gates' tools, one after the other, and return their outputs in C(nodeprep_perf).
+        The key C(all_reduce_perf) is the path of nccl-tests' C(all_reduce_perf), run as C(-b 1G -e 16G -f 2 -g
+        <GPUs> -c 1) over the GPUs nvidia-smi listed in this gather. The key C(nvbandwidth) is the path of
+        C(nvbandwidth), run as C(-t host_to_device_memcpy_ce device_to_host_memcpy_ce
+        device_to_device_memcpy_read_ce).
       - Both load every GPU of the node. The readiness role asks for them only on a node that runs no job
         (docs/readiness.md, "Performance gates"). Empty (the default) runs nothing.
     type: dict

@@ -56,10 +56,10 @@ options:
         and hands each node its part.
       - V(null) (the default) - no scheduler was asked; the gates run only where C(nodeprep_readiness_node_idle) is
         true.
-      - Otherwise C({scheduler: slurm, record: <the node's scontrol show node -o record, or null when Slurm does not
-        know it>, jobs: <ids of the jobs active on it>, error: <why Slurm could not be read, or null>}). A node with
-        a job, or allocated, or completing one, never runs a gate; a drained or idle node does; an unreadable Slurm
-        runs none.
+      - Otherwise a dictionary - C(scheduler) V(slurm); C(record) the node's C(scontrol show node -o) record, or null
+        when Slurm does not know the node; C(jobs) the ids of the jobs active on it; C(error) why Slurm could not be
+        read, or null. A node with a job, or allocated, or completing one, never runs a gate; a drained or idle node
+        does; an unreadable Slurm runs none.
     type: raw
 attributes:
   check_mode:
