@@ -80,8 +80,8 @@ def node_state(value):
     if value is None:
         return None
     if not isinstance(value, dict) or value.get('scheduler') != 'slurm':
-        raise AnsibleActionFail('node_state: expected null or {{scheduler: slurm, record, jobs, error}}, got {0!r}'.format(
-            value))
+        raise AnsibleActionFail('node_state: expected null or {{scheduler: slurm, record, jobs, error}}, got '
+                                '{0!r}'.format(value))
     record = value.get('record')
     jobs = value.get('jobs') or []
     if record is not None and not isinstance(record, dict) or not isinstance(jobs, list):

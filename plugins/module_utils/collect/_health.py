@@ -85,7 +85,7 @@ def read_dcgm(module, level, timeout):
     if not probe['dcgmi']:
         return probe
     probe['discovery'] = _timed_command(module, _dcgmi.discovery_argv(probe['dcgmi']),
-                                       min(timeout, DCGM_DISCOVERY_TIMEOUT))
+                                        min(timeout, DCGM_DISCOVERY_TIMEOUT))
     if not _dcgmi.no_host_engine(probe['discovery']['stdout'] + probe['discovery']['stderr']):
         probe['diag'] = _timed_command(module, _dcgmi.diag_argv(probe['dcgmi'], level), timeout)
     return probe

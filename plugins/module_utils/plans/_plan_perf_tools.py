@@ -345,7 +345,8 @@ def _judge(out, settings):
                         skip='not managed: nodeprep_perf_tools_install is false')
         return
     if out['problems']:
-        _plan.set_check(out, CHECK, 'the performance tools built (or given) and linked under nodeprep_perf_tools_prefix')
+        _plan.set_check(out, CHECK, 'the performance tools built (or given) and linked under '
+                                    'nodeprep_perf_tools_prefix')
         return
     tools = [t for t in TOOLS if t in settings[PREFIX + 'tools']]
     links = binaries(settings)

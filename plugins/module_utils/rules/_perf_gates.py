@@ -79,8 +79,8 @@ def check_overrides(overrides):
             THRESHOLDS_SETTING, overrides, ', '.join(OVERRIDABLE)))
     unknown = sorted(str(k) for k in overrides if k not in OVERRIDABLE)
     if unknown:
-        raise PerfGateError('{0}: unknown keys {1}; allowed: {2}'.format(THRESHOLDS_SETTING, ', '.join(unknown),
-                                                                          ', '.join(OVERRIDABLE)))
+        raise PerfGateError('{0}: unknown keys {1}; allowed: {2}'.format(
+            THRESHOLDS_SETTING, ', '.join(unknown), ', '.join(OVERRIDABLE)))
     try:
         T.thresholds(None, overrides)
     except T.ThresholdError as exc:
@@ -216,14 +216,14 @@ def judge_allreduce(facts, settings):
                                                           _source(busbw)))
     else:
         expected = ('all_reduce_perf over all {0} GPUs: no wrong or out-of-bounds value (no bus bandwidth figure '
-                    'for {1}: {2}.allreduce_busbw_gbps)'.format(len(gpus), _model(gpus) or 'this GPU',
-                                                                 THRESHOLDS_SETTING))
+                    'for {1}: {2}.allreduce_busbw_gbps)').format(len(gpus), _model(gpus) or 'this GPU',
+                                                                 THRESHOLDS_SETTING)
     skipped = skip_or_run(facts, settings)
     if skipped:
         return (skipped[0], expected, skipped[1])
     if low > high:
-        return ('fail', expected, 'the sizes to average are empty: allreduce_min_bytes {0} is above allreduce_max_bytes '
-                                  '{1} (set both in {2})'.format(low, high, THRESHOLDS_SETTING))
+        return ('fail', expected, 'the sizes to average are empty: allreduce_min_bytes {0} is above '
+                                  'allreduce_max_bytes {1} (set both in {2})'.format(low, high, THRESHOLDS_SETTING))
     run = (facts.get(FACT) or {}).get('all_reduce_perf')
     problem = _run_problem(run, 'all_reduce_perf')
     if problem:

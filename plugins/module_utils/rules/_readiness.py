@@ -469,8 +469,8 @@ CHECKS = (
                        'playbooks/recover_gpu.yml (a reset retrains NVLinks) and run the gate again; still slow: '
                        'hardware service (baseboard/NVLink); a wrong value: hardware service for the GPU',
      _allreduce, ()),
-    ('perf.nvbandwidth', 'drain the node; a GPU slow host<->device: reseat or service its PCIe path (the link width and '
-                         'generation under load); slow device<->device: as perf.allreduce',
+    ('perf.nvbandwidth', 'drain the node; a GPU slow host<->device: reseat or service its PCIe path (the link width '
+                         'and generation under load); slow device<->device: as perf.allreduce',
      _nvbandwidth, ()),
 )
 CHECK_IDS = tuple(entry[0] for entry in CHECKS)

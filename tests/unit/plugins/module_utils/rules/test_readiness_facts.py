@@ -475,8 +475,8 @@ def nvbandwidth_output(gpus, h2d, d2h, d2d, product='NVIDIA B200'):
         return list(value) if isinstance(value, (list, tuple)) else [value] * gpus
 
     def row(label, cells):
-        return '{0:>2}'.format(label) + ''.join('{0:>10}'.format('N/A' if v is None else '{0:.2f}'.format(v))
-                                                  for v in cells)
+        shown = ['N/A' if v is None else '{0:.2f}'.format(v) for v in cells]
+        return '{0:>2}'.format(label) + ''.join('{0:>10}'.format(cell) for cell in shown)
 
     head = '  ' + ''.join('{0:>10}'.format(n) for n in range(gpus))
     lines = ['nvbandwidth Version: v0.8', 'Built from Git version: ', '', 'CUDA Runtime Version: 13000',
