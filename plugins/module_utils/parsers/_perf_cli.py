@@ -11,8 +11,8 @@ needs, are parsers/_nccl_tests.py and parsers/_nvbandwidth.py.  Pure; Python 3.6
 
 ``all_reduce_perf -b 1G -e 16G -f 2 -g <GPUs> -c 1``: one process over every GPU of the node (the perf_tools role
 builds nccl-tests with MPI=0; ``-g`` is the GPUs per thread), message sizes 1, 2, 4, 8 and 16 GiB (``-f 2``: each size
-twice the last; nccl-tests reads ``G`` as GiB, src/common.cu parsesize), the data check on (``-c 1``: ``#wrong`` and
-the out-of-bounds count are real).  Every range a published figure was taken over lies inside it (Azure's
+twice the last; ``G`` is GiB: the a3mega capture of tests/fixtures/nccl-tests ran ``-e 8G`` to 8589934592 bytes), the
+data check on (``-c 1``: ``#wrong`` and the out-of-bounds count are real).  Every range a published figure was taken over lies inside it (Azure's
 check_nccl_allreduce: one size, 16 GiB or 8 GiB; OCI's run_local_nccl_test: 1 GiB to 16 GiB).
 ``nvbandwidth -t host_to_device_memcpy_ce device_to_host_memcpy_ce device_to_device_memcpy_read_ce``: the three
 copy-engine cases of Azure's check_gpu_bw (``-t`` takes several names: nvbandwidth.cpp, a multitoken option).
