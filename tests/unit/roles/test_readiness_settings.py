@@ -111,3 +111,16 @@ def test_one_task_per_node_before_the_report():
     assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'report.yml'))
     assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'slurm.yml'))
     assert len(_load('roles', 'readiness', 'tasks', 'verdict.yml')) == 1
+
+
+def test_the_rolling_verify_step_hands_readiness_its_slurm_controller():
+    """In a rolling batch's verify step the performance gates (opt-in) ask the run's own Slurm controller where they
+    may run: the batch is drained there (roles/readiness/tasks/main.yml reads nodeprep_readiness_slurm_controller)."""
+    plays = _load('playbooks', 'rolling_upgrade.yml')
+    tasks = [t for play in plays for t in play.get('tasks') or []]
+    verify = [t for t in tasks if t.get('name') == 'Verify the node (readiness)']
+    assert len(verify) == 1
+    assert verify[0]['vars']['nodeprep_readiness_slurm_controller'] == '{{ nodeprep_rolling_settings.controller }}'
+    assert verify[0]['vars']['nodeprep_readiness_slurm'] == 'report'
+    read = _load('roles', 'readiness', 'tasks', 'main.yml')[0]
+    assert read['delegate_to'] == "{{ nodeprep_readiness_slurm_controller or groups['slurm_head'][0] }}"
