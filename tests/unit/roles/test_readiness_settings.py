@@ -101,7 +101,8 @@ def test_one_task_per_node_before_the_report():
     tasks = _load('roles', 'readiness', 'tasks', 'main.yml')
     # Slurm's state of the nodes, for the performance gates (opt-in): once, on the Slurm controller, not per node.
     assert tasks[0]['run_once'] is True and tasks[0]['gpufleet.nodeprep.rolling_slurm']['op'] == 'state'
-    assert 'nodeprep_readiness_performance | bool' in tasks[0]['when']
+    assert tasks[0]['when'][0] == ("(nodeprep_readiness_performance | string | lower) in ['true', 'yes', 'on', '1', "
+                                   "'y', 't']")
     tasks = tasks[1:]
     assert [t['name'] for t in tasks] == ['Gather each node once and judge it on the controller',
                                           'Write the report on the controller',
