@@ -178,6 +178,21 @@ options:
     description: Seconds C(dcgmi diag) may take; then it is killed (C(nodeprep_dcgm.diag.timed_out)).
     type: int
     default: 300
+  perf_tools:
+    description:
+      - Also run the performance gates' tools, one after the other, and return their outputs in C(nodeprep_perf).
+        The key C(all_reduce_perf) is the path of nccl-tests' C(all_reduce_perf), run as C(-b 1G -e 16G -f 2 -g
+        <GPUs> -c 1) over the GPUs nvidia-smi listed in this gather. The key C(nvbandwidth) is the path of
+        C(nvbandwidth), run as C(-t host_to_device_memcpy_ce device_to_host_memcpy_ce
+        device_to_device_memcpy_read_ce).
+      - Both load every GPU of the node. The readiness role asks for them only on a node that runs no job
+        (docs/readiness.md, "Performance gates"). Empty (the default) runs nothing.
+    type: dict
+    default: {}
+  perf_timeout:
+    description: Seconds each tool of O(perf_tools) may take; then it is killed (C(nodeprep_perf.<tool>.timed_out)).
+    type: int
+    default: 600
   keep_gathered:
     description:
       - Subsets gathered earlier in the play that are still valid. They are added to C(nodeprep_gathered), so a role
@@ -410,10 +425,16 @@ ansible_facts:
           C(diag) when the discovery found no host engine.
       returned: when O(dcgm_diag) is true
       type: dict
+    nodeprep_perf:
+      description:
+        - What O(perf_tools) ran, per tool - C(path), C(argv), C(rc) (127 when it cannot be run, null when nvidia-smi
+          listed no GPU and nothing ran), C(stdout), C(stderr), C(timed_out), C(timeout) and C(seconds).
+      returned: when O(perf_tools) is not empty
+      type: dict
     nodeprep_gathered:
       description:
         - The subsets gathered by this call, plus those of O(keep_gathered); V(units), V(files), V(packages),
-          V(contents), V(kernel_log) and V(dcgm) when those options were given.
+          V(contents), V(kernel_log), V(dcgm) and V(perf) when those options were given.
       returned: always
       type: list
       elements: str
@@ -484,13 +505,14 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner 
     forget_timeouts,
     timed_out_commands,
 )
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._health import read_dcgm, read_kernel_log
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._health import read_dcgm, read_kernel_log, \
+    read_perf
 
 SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic', 'imex')
 # What gather_subset: all runs (imex only when named: nvidia-imex-ctl -N asks every peer).
 ALL_SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic')
 # Read only when their option lists something; kept by keep_gathered like the others.
-STATE_SUBSETS = ('units', 'files', 'packages', 'contents', 'kernel_log', 'dcgm')
+STATE_SUBSETS = ('units', 'files', 'packages', 'contents', 'kernel_log', 'dcgm', 'perf')
 NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics',
              'imex': 'imex'}
 # The shared memory mount point that is reported, not a place for temporary files.
@@ -619,6 +641,13 @@ def gather_state(module, facts, timings):
         facts['nodeprep_dcgm'] = read_dcgm(module, params['dcgm_level'], params['dcgm_timeout'])
         timings['dcgm'] = round(time.time() - started, 3)
         done.append('dcgm')
+    if params['perf_tools']:
+        started = time.time()
+        nvidia = facts.get('nvidia') if isinstance(facts.get('nvidia'), dict) else {}
+        facts['nodeprep_perf'] = read_perf(module, params['perf_tools'], len(nvidia.get('gpus') or []),
+                                           params['perf_timeout'])
+        timings['perf'] = round(time.time() - started, 3)
+        done.append('perf')
     return done
 
 
@@ -648,6 +677,8 @@ def main():
             dcgm_diag=dict(type='bool', default=False),
             dcgm_level=dict(type='int', choices=[1, 2, 3, 4], default=1),
             dcgm_timeout=dict(type='int', default=300),
+            perf_tools=dict(type='dict', default={}),
+            perf_timeout=dict(type='int', default=600),
             keep_gathered=dict(type='list', elements='str', default=[]),
             fail_on_error=dict(type='bool', default=True),
         ),
@@ -663,6 +694,13 @@ def main():
     if module.params['dcgm_timeout'] < 1:
         module.fail_json(msg='dcgm_timeout={0} is not a timeout; allowed: a whole number of seconds, at least 1 (level '
                              '1 takes about a minute)'.format(module.params['dcgm_timeout']))
+    if module.params['perf_timeout'] < 1:
+        module.fail_json(msg='perf_timeout={0} is not a timeout; allowed: a whole number of seconds, at least 1'.format(
+            module.params['perf_timeout']))
+    unknown = sorted(set(module.params['perf_tools']) - set(('all_reduce_perf', 'nvbandwidth')))
+    if unknown:
+        module.fail_json(msg='perf_tools: unknown tools {0}; allowed: all_reduce_perf, nvbandwidth'.format(
+            ', '.join(unknown)))
     check_state_options(module)
     subsets = wanted_subsets(module.params['gather_subset'])
     facts, errors, timings = gather(module, subsets)

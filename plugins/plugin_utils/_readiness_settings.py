@@ -99,6 +99,36 @@ SETTINGS = {
         'type': 'str', 'default': 'disabled', 'choices': ['disabled', 'enabled', 'any'],
         'description': ['The MIG mode C(gpu.mig) wants, current and pending, on every GPU. V(disabled) (training '
                         'nodes use whole GPUs), V(enabled) (nodes partitioned for inference), V(any) (not judged).']},
+    'nodeprep_readiness_performance': {
+        'type': 'bool', 'default': False,
+        'description': ['Run the performance gates C(perf.allreduce) (nccl-tests C(all_reduce_perf) over every GPU of '
+                        'the node, 1 GiB to 16 GiB, data check on) and C(perf.nvbandwidth) (C(nvbandwidth) host to '
+                        'device, device to host, device to device read), each held against the figures of the GPU '
+                        'model with their public sources (docs/readiness-thresholds.md).',
+                        'Only ever on a node that runs no job - a node the Slurm controller '
+                        '(O(nodeprep_readiness_slurm_controller), else the group C(slurm_head)) shows drained or idle '
+                        'with no job, as in the verify step of a rolling batch, or, without a scheduler, a node with '
+                        'O(nodeprep_readiness_node_idle=true); any other node skips them naming why '
+                        '(docs/readiness.md, "Performance gates").',
+                        'The tools are the ones the role C(gpufleet.nodeprep.perf_tools) links '
+                        '(C(<nodeprep_perf_tools_prefix>/bin/<tool>)), or the paths given in '
+                        'C(nodeprep_perf_tools_all_reduce_perf) and C(nodeprep_perf_tools_nvbandwidth).',
+                        'Off by default: they load every GPU (about a minute on an HGX node).']},
+    'nodeprep_readiness_node_idle': {
+        'type': 'bool', 'default': False,
+        'description': ['Where no scheduler is asked (no Slurm controller known) or Slurm does not know the node: '
+                        'V(true) says this node runs no job, so the performance gates may run on it; V(false) skips '
+                        'them there. Slurm, where it knows the node, decides instead (a busy node never runs them).']},
+    'nodeprep_readiness_performance_thresholds': {
+        'type': 'dict', 'default': {},
+        'description': ["The performance gates' figures that replace the table's for these hosts (a GPU model the "
+                        'table has no figure for needs them): C(allreduce_busbw_gbps), C(allreduce_min_bytes), '
+                        'C(allreduce_max_bytes) (the message sizes averaged, within 1 GiB to 16 GiB), '
+                        'C(host_to_device_gbps), C(device_to_host_gbps), C(device_to_device_read_gbps); each a '
+                        'number above 0.']},
+    'nodeprep_readiness_performance_timeout': {
+        'type': 'int', 'default': 600,
+        'description': 'Seconds each performance tool may take; then it is killed and its gate fails saying so.'},
     'nodeprep_readiness_skip_checks': {
         'type': 'list', 'elements': 'str', 'default': [],
         'description': 'Check ids not to run on these hosts (reported as skip). Unknown ids are refused.'},

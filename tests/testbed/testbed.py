@@ -1566,6 +1566,10 @@ ARTICLE_LOCKED_CLOCKS = {
 }
 ARTICLE_LOCKED_CLOCKS['gb200'] = {'min': 1500, 'max': 2062}
 # GPUs per node where a kind has fewer than the fleet-wide nodeprep_expected_gpus (8): a group variable of gpu_<model>.
+# The nvbandwidth figures a site sets where no public one exists (rules/_fitness_thresholds.py has none for B200): the
+# fleet's own acceptance values, as an operator would take them from runs on healthy nodes (the GPU double's B200
+# profile measures about 55 GB/s host<->device and 740 GB/s device-to-device read); H100 and H200 use the table's.
+SITE_PERF_THRESHOLDS = {'b200': {'host_to_device_gbps': 48, 'device_to_host_gbps': 48, 'device_to_device_read_gbps': 600}}
 EXPECTED_GPUS = {'gb200': 4}
 
 
@@ -1620,6 +1624,14 @@ def write_inventory(nodes, keyfile, memlock_kib=None):
         'nodeprep_kernel_iommu_passthrough': True,
         'nodeprep_dcgm_install': True,
         'nodeprep_readiness_dcgm': True,
+        # The performance tools built from the fleet's release tarballs and the performance gates on (issue 28), so
+        # that perf.tools, perf.allreduce and perf.nvbandwidth are exercised too. A fleet without Slurm has no
+        # scheduler to ask: the operator says its nodes run no job; on a Slurm fleet Slurm decides instead.
+        'nodeprep_perf_tools_install': True,
+        'nodeprep_perf_tools_nccl_tests_url': 'file:///srv/testbed-repos/src/nccl-tests-{version}.tar.gz',
+        'nodeprep_perf_tools_nvbandwidth_url': 'file:///srv/testbed-repos/src/nvbandwidth-{version}.tar.gz',
+        'nodeprep_readiness_performance': True,
+        'nodeprep_readiness_node_idle': True,
     })
     children = inv['all']['children']
     for family in ('redhat', 'debian'):
@@ -1642,6 +1654,9 @@ def write_inventory(nodes, keyfile, memlock_kib=None):
             children['gpu_' + gpu]['vars'] = {'nodeprep_gpu_settings_locked_gpu_clocks': ARTICLE_LOCKED_CLOCKS[gpu]}
         if gpu in EXPECTED_GPUS:
             children['gpu_' + gpu].setdefault('vars', {})['nodeprep_expected_gpus'] = EXPECTED_GPUS[gpu]
+        if gpu in SITE_PERF_THRESHOLDS:
+            children['gpu_' + gpu].setdefault('vars', {})['nodeprep_readiness_performance_thresholds'] = \
+                dict(SITE_PERF_THRESHOLDS[gpu])
     domain = [n['name'] for n in nodes if n.get('imex') == IMEX_GROUP]
     if domain:
         # One NVLink domain: the imex role writes its node list from this group (the addresses: ansible_host).

@@ -39,6 +39,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _nv
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_fabric
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_health
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _perf_gates
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _rdma as rdma_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _shm as shm_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _topology
@@ -70,7 +71,15 @@ SETTING_NAMES = (
     'nodeprep_readiness_kernel_log_lines',
     'nodeprep_readiness_thresholds',
     'nodeprep_readiness_mig',
+    'nodeprep_readiness_performance',
+    'nodeprep_readiness_node_idle',
+    'nodeprep_readiness_performance_thresholds',
+    'nodeprep_readiness_performance_timeout',
 )
+
+# The facts of the performance gates (_perf_gates.py): what the gather ran, and where the controller let them run.
+PERF_FACT = _perf_gates.FACT
+PERF_WHERE_FACT = _perf_gates.WHERE_FACT
 
 # Only named in messages (no file is opened here); the shm facts say where they looked.
 SHM_PATH = '/dev/shm'  # nosec B108
@@ -392,6 +401,19 @@ def _kernel_iommu(facts, settings):
     return rdma_rules.iommu_result(_get(facts, 'kernel_state', 'rdma'), _gpu_bus_ids(facts))
 
 
+# The performance gates (_perf_gates.py; opt-in, only on a node that runs no job): the rules judge the raw outputs the
+# gather returned.  They need no namespace (CHECKS): a gate that is off skips even where nvidia-smi failed; one that
+# ran judges nvidia-smi's GPU list itself (none listed: nothing ran, and it fails saying so).
+
+
+def _allreduce(facts, settings):
+    return _perf_gates.judge_allreduce(facts, settings)
+
+
+def _nvbandwidth(facts, settings):
+    return _perf_gates.judge_nvbandwidth(facts, settings)
+
+
 _ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
 
 # The one list of checks: (id, remedy, check function, fact namespaces it needs). A namespace that could not be
@@ -455,6 +477,16 @@ CHECKS = (
     # Judged by the imex plan (PLAN_CHECKS): the IMEX domain of a multi-node NVLink node (opt-in; skips elsewhere).
     ('imex.domain', _ROLE.format('imex') + '; a peer named down: its nvidia-imex, its node or the management network '
      'between them', None, ('imex',)),
+    # Judged by the perf_tools plan (PLAN_CHECKS): the tools the performance gates run, where the role installs them.
+    ('perf.tools', _ROLE.format('perf_tools') + ' (nodeprep_perf_tools_install: true)', None, ()),
+    # The performance gates (opt-in: nodeprep_readiness_performance; only on a node that runs no job).
+    ('perf.allreduce', 'drain the node; gpu.topology and gpu.fabric name a link or GPU that is down, else '
+                       'playbooks/recover_gpu.yml (a reset retrains NVLinks) and run the gate again; still slow: '
+                       'hardware service (baseboard/NVLink); a wrong value: hardware service for the GPU',
+     _allreduce, ()),
+    ('perf.nvbandwidth', 'drain the node; a GPU slow host<->device: reseat or service its PCIe path (the link width '
+                         'and generation under load); slow device<->device: as perf.allreduce',
+     _nvbandwidth, ()),
 )
 CHECK_IDS = tuple(entry[0] for entry in CHECKS)
 # The checks of the GPU roles (_gpu_node.GPU_ROLES) and of the GPUs themselves: on a node that is not a GPU node
@@ -462,7 +494,7 @@ CHECK_IDS = tuple(entry[0] for entry in CHECKS)
 # with that reason, so such a node is never "not ready" for GPU reasons.
 GPU_CHECKS = tuple(check_id for check_id in CHECK_IDS
                    if check_id.split('.')[0] in ('kernel', 'driver', 'gpu', 'nccl', 'fabric', 'rdma', 'pci',
-                                                 'nvlink'))
+                                                 'nvlink', 'perf'))
 REMEDIES = dict((entry[0], entry[1]) for entry in CHECKS)
 # The fact namespaces each check needs (what the readiness gather reads for it).
 NEEDS = dict((entry[0], entry[3]) for entry in CHECKS)
@@ -530,7 +562,8 @@ PLAN_CHECKS = {'kernel.devel_matched': 'kernel',
                'driver.nouveau_blacklisted': 'nvidia_driver', 'driver.loaded': 'nvidia_driver',
                'driver.open_modules': 'nvidia_driver', 'driver.persistenced': 'nvidia_driver',
                'fabric.manager': 'nvidia_driver', 'gpu.dcgm_diag': 'dcgm', 'rdma.peer_memory': 'rdma',
-               'pci.acs': 'rdma', 'imex.domain': 'imex'}
+               'pci.acs': 'rdma', 'imex.domain': 'imex',
+               'perf.tools': 'perf_tools'}
 
 
 def with_health(result, problems):
@@ -598,6 +631,14 @@ def settings_problems(settings):
     if isinstance(lines, int) and not isinstance(lines, bool) and lines < 0:
         problems.append('nodeprep_readiness_kernel_log_lines={0} is negative; allowed: 0 (do not read the kernel log) '
                         'or a positive number of lines'.format(lines))
+    try:
+        _perf_gates.check_overrides(settings.get('nodeprep_readiness_performance_thresholds'))
+    except _perf_gates.PerfGateError as exc:
+        problems.append(str(exc))
+    timeout = settings.get('nodeprep_readiness_performance_timeout')
+    if isinstance(timeout, int) and not isinstance(timeout, bool) and timeout < 1:
+        problems.append('nodeprep_readiness_performance_timeout={0} is not a timeout; allowed: a whole number of '
+                        'seconds, at least 1'.format(timeout))
     skipped = _as_list(settings.get('nodeprep_readiness_skip_checks'), 'nodeprep_readiness_skip_checks')
     unknown = sorted(set(skipped) - set(CHECK_IDS))
     if unknown:

@@ -37,9 +37,11 @@ LOG = {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [], 'error': 
 
 def inventory():
     """The inventory variables of the converged node of test_readiness_facts (the readiness role's own left at
-    their defaults, as the role's defaults/main.yml would give them)."""
+    their defaults, as the role's defaults/main.yml would give them; the perf_tools role left out: its tests are
+    below, "the performance gates")."""
     _facts, settings, _probe = F.converged()
-    return dict((k, v) for k, v in settings.items() if k not in _readiness_settings.SETTINGS)
+    return dict((k, v) for k, v in settings.items()
+                if k not in _readiness_settings.SETTINGS and not k.startswith('nodeprep_perf_tools_'))
 
 
 def converged_gather(settings=None):
@@ -104,10 +106,12 @@ def test_converged_node_is_ready_with_one_gather_and_no_plan_sent():
     assert result['checked_values'] == result['values']
     # gpu.dcgm_diag is opt-in (nodeprep_readiness_dcgm false): it skips and the gather runs no DCGM command; the node
     # is in no IMEX domain (nodeprep_imex_domain_group unset): imex.domain skips and nvidia-imex-ctl is not run (no
-    # imex subset above).
-    assert [(c['id'], c['status']) for c in result['checks'] if c['status'] != 'pass'] == [('gpu.dcgm_diag', 'skip'),
-                                                                                           ('imex.domain', 'skip')]
-    assert result['summary'] == {'pass': 26, 'warn': 0, 'fail': 0, 'skip': 2, 'status': 'pass'}
+    # imex subset above); so are the perf_tools role and the performance gates (the gather runs no tool).
+    assert [(c['id'], c['status']) for c in result['checks'] if c['status'] != 'pass'] == [
+        ('gpu.dcgm_diag', 'skip'), ('imex.domain', 'skip'), ('perf.tools', 'skip'), ('perf.allreduce', 'skip'),
+        ('perf.nvbandwidth', 'skip')]
+    assert 'perf_tools' not in module_args
+    assert result['summary'] == {'pass': 26, 'warn': 0, 'fail': 0, 'skip': 5, 'status': 'pass'}
     assert [c['id'] for c in result['checks']] == list(r.CHECK_IDS)
     assert result['lost_gpus'] == []
     values = dict(result['values'])
@@ -330,8 +334,8 @@ def test_nccl_conf_with_a_byte_that_is_not_utf8(tmp_path):
     result, _calls = run(variables, gathered=gathered)
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
     assert got['nccl.config'] == ('fail', '{0}: content differs'.format(path))
-    # (gpu.dcgm_diag and imex.domain skip: both opt-in.)
-    assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 25 + ['skip', 'skip']
+    # (gpu.dcgm_diag, imex.domain, perf.tools and the performance gates skip: all opt-in.)
+    assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 25 + ['skip'] * 5
     assert dict(result['values'])['NCCL files'] == '{0}: content differs'.format(path)
 
 
@@ -420,3 +424,75 @@ def test_a_connection_that_timed_out_names_the_ssh_connect_limit():
     with pytest.raises(AnsibleConnectionFailure) as caught:
         run_unreachable(AnsibleConnectionFailure(refused))
     assert str(caught.value) == refused
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the performance gates: the scheduler's view decides before the gather; a busy node never runs a tool
+
+def _perf_inventory(**extra):
+    variables = dict(inventory(), nodeprep_perf_tools_install=True, nodeprep_readiness_performance=True,
+                     nodeprep_readiness_performance_thresholds=dict(F.B200_NVBANDWIDTH))
+    variables.update(extra)
+    return variables
+
+
+def _perf_gather():
+    gathered = converged_gather()
+    facts, _settings, _probe = F.converged()
+    gathered['nodeprep_files'].update(F.perf_tools_files())
+    gathered['nodeprep_file_patterns'] = facts['nodeprep_file_patterns']
+    gathered['kernel_state'] = F.perf_tools_facts(gathered)['kernel_state']
+    gathered['kernel_state']['driver_node']['packages'].update(F.PERF_PACKAGES)
+    gathered[r.PERF_FACT] = F.perf_passing()['runs']
+    return gathered
+
+
+IDLE = {'NodeName': 'gpu-a01', 'State': 'IDLE', 'Reason': ''}
+DRAINED_OURS = {'NodeName': 'gpu-a01', 'State': 'IDLE+DRAIN', 'Reason': 'nodeprep:20260101T000000:verify'}
+BUSY = {'NodeName': 'gpu-a01', 'State': 'MIXED', 'Reason': ''}
+
+
+@pytest.mark.parametrize('record, jobs', [(IDLE, []), (DRAINED_OURS, [])])
+def test_an_idle_or_drained_node_runs_both_tools_in_the_one_gather(record, jobs):
+    node_state = {'scheduler': 'slurm', 'record': record, 'jobs': jobs, 'error': None}
+    result, calls = run(_perf_inventory(), gathered=_perf_gather(), args={'node_state': node_state})
+    module_args = calls[0][1]
+    assert len(calls) == 1
+    assert module_args['perf_tools'] == {'all_reduce_perf': '/opt/nodeprep/perf/bin/all_reduce_perf',
+                                         'nvbandwidth': '/opt/nodeprep/perf/bin/nvbandwidth'}
+    assert module_args['perf_timeout'] == 600
+    got = dict((c['id'], c['status']) for c in result['checks'] if c['id'].startswith('perf.'))
+    assert got == {'perf.tools': 'pass', 'perf.allreduce': 'pass', 'perf.nvbandwidth': 'pass'}
+    assert result['ready'] is True
+
+
+@pytest.mark.parametrize('node_state, why', [
+    ({'scheduler': 'slurm', 'record': BUSY, 'jobs': ['4242'], 'error': None},
+     'not run: busy, Slurm runs job 4242 on this node (State=MIXED)'),
+    ({'scheduler': 'slurm', 'record': IDLE, 'jobs': ['4242'], 'error': None},
+     'not run: busy, Slurm runs job 4242 on this node (State=IDLE)'),
+    ({'scheduler': 'slurm', 'record': None, 'jobs': [], 'error': 'Slurm controller slurm-head: scontrol failed'},
+     'not run: the scheduler could not be read, so the node may run a job: Slurm controller slurm-head: scontrol '
+     'failed'),
+    (None, 'not run: no scheduler was asked and nodeprep_readiness_node_idle is false (the gates run only on a node '
+           'that runs no job: idle or drained in Slurm, or declared idle)'),
+])
+def test_a_busy_or_unknown_node_runs_no_tool(node_state, why):
+    result, calls = run(_perf_inventory(nodeprep_readiness_node_idle=node_state is not None),
+                        gathered=_perf_gather(), args={'node_state': node_state})
+    assert 'perf_tools' not in calls[0][1]
+    gates = [(c['id'], c['status'], c['observed']) for c in result['checks'] if c['id'].startswith('perf.')]
+    assert gates[1:] == [('perf.allreduce', 'skip', why), ('perf.nvbandwidth', 'skip', why)]
+
+
+def test_declared_idle_without_a_scheduler_runs_the_tools_of_the_given_paths():
+    variables = _perf_inventory(nodeprep_readiness_node_idle=True, nodeprep_perf_tools_install=False,
+                                nodeprep_perf_tools_all_reduce_perf='/usr/local/bin/all_reduce_perf')
+    _result, calls = run(variables, gathered=_perf_gather())
+    assert calls[0][1]['perf_tools'] == {'all_reduce_perf': '/usr/local/bin/all_reduce_perf',
+                                         'nvbandwidth': '/opt/nodeprep/perf/bin/nvbandwidth'}
+
+
+def test_a_bad_node_state_is_refused():
+    with pytest.raises(AnsibleActionFail, match='node_state: expected null or'):
+        run(_perf_inventory(), gathered=_perf_gather(), args={'node_state': 'idle'})

@@ -58,7 +58,7 @@ def test_writes_the_report_files(tmp_path):
                                str(dest / 'report.txt'), str(dest / 'readiness.prom'), str(dest / 'exit-status')]
     assert sorted(os.listdir(str(dest))) == FILES
     assert result['summary'] == {'hosts': 3, 'ready': 1, 'not_ready': 1, 'unreachable': 1,
-                                 'pass': 27, 'warn': 0, 'fail': 26, 'skip': 3}
+                                 'pass': 30, 'warn': 0, 'fail': 29, 'skip': 3}
     assert result['ready'] is False
     assert result['not_ready_hosts'] == ['gpu-a02']
     assert result['unreachable_hosts'] == ['gpu-a03']
@@ -77,7 +77,7 @@ def test_writes_the_report_files(tmp_path):
     for check_id in ('gpu.throttle', 'pci.link', 'nvlink.links', 'gpu.remapped_rows', 'gpu.mig', 'gpu.vbios'):
         assert check_id in cases and check_id in html and check_id in ids, check_id
     assert ('<tr id="host-gpu-a03" class="hu"><td class="h"><a href="#host-gpu-a03">gpu-a03</a></td><td class="u">'
-            '<a href="#detail-gpu-a03">unreachable</a></td><td class="u m" colspan="28">no result: the host was '
+            '<a href="#detail-gpu-a03">unreachable</a></td><td class="u m" colspan="31">no result: the host was '
             'unreachable or failed before the check</td></tr>') in html
     # one host could not be checked: exit status 2, in the result, report.json, exit-status and readiness.prom
     assert (result['exit_status'], result['exit_status_meaning']) == (2, 'some hosts could not be checked')

@@ -191,3 +191,72 @@ def test_dcgm_settings_are_checked(monkeypatch, capsys, option, value, words):
     assert result['failed'] is True
     assert words in result['msg']
     assert calls == []
+
+
+# The performance gates (opt-in, only where the controller decided the node runs no job): what is run and returned
+# (the verdict: rules/test__perf_gates.py; where: the same file and action/test_readiness_info.py)
+
+ARP = '/opt/nodeprep/perf/bin/all_reduce_perf'
+NVB = '/opt/nodeprep/perf/bin/nvbandwidth'
+
+
+class FakeModule(object):
+    """What the runner takes of AnsibleModule: run_command (from a table) and get_bin_path."""
+
+    def __init__(self, table):
+        self.runner = Runner(table)
+
+    def run_command(self, argv, **kw):
+        return self.runner(self, argv, **kw)
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return '/usr/bin/' + name if name == 'timeout' else None
+
+
+def test_perf_runs_both_tools_over_every_gpu_under_the_timeout():
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _health
+    allreduce = F.allreduce_output(8, 820.0)
+    nvb = F.nvbandwidth_output(8, 55.0, 55.5, 750.0)
+    arp_argv = [ARP, '-b', '1G', '-e', '16G', '-f', '2', '-g', '8', '-c', '1']
+    nvb_argv = [NVB, '-t', 'host_to_device_memcpy_ce', 'device_to_host_memcpy_ce', 'device_to_device_memcpy_read_ce']
+    module = FakeModule([(timed(arp_argv, 300), (0, allreduce, '')), (timed(nvb_argv, 300), (0, nvb, ''))])
+    found = _health.read_perf(module, {'all_reduce_perf': ARP, 'nvbandwidth': NVB}, 8, 300)
+    assert [argv for argv, _env in module.runner.calls] == [timed(arp_argv, 300), timed(nvb_argv, 300)]
+    assert all(env == C_LOCALE for _argv, env in module.runner.calls)
+    assert sorted(found) == ['all_reduce_perf', 'nvbandwidth']
+    assert dict((k, v) for k, v in found['all_reduce_perf'].items() if k != 'seconds') == {
+        'path': ARP, 'argv': arp_argv, 'rc': 0, 'stdout': allreduce, 'stderr': '', 'timed_out': False, 'timeout': 300}
+
+
+def test_perf_tool_missing_is_rc_127_with_the_reason():
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _health
+
+    class Missing(FakeModule):
+        def run_command(self, argv, **kw):
+            self.runner.calls.append((list(argv), kw.get('environ_update')))
+            return 127, '', '/usr/bin/timeout: failed to run command \u2018{0}\u2019: No such file or directory'.format(
+                NVB)
+
+    found = _health.read_perf(Missing([]), {'nvbandwidth': NVB}, 8, 600)
+    assert (found['nvbandwidth']['rc'], found['nvbandwidth']['stderr']) == (
+        127, 'cannot run {0}: No such file or directory'.format(NVB))
+
+
+def test_perf_without_a_gpu_listed_runs_nothing(monkeypatch, capsys):
+    result, calls = run(monkeypatch, capsys, {'perf_tools': {'all_reduce_perf': ARP}, 'perf_timeout': 120}, [],
+                        bins=('timeout',))
+    assert calls == []
+    perf = result['ansible_facts']['nodeprep_perf']
+    assert (perf['all_reduce_perf']['rc'], perf['all_reduce_perf']['stderr']) == (None, 'not run: nvidia-smi listed no GPU')
+    assert result['ansible_facts']['nodeprep_gathered'] == ['perf']
+
+
+@pytest.mark.parametrize('args, words', [
+    ({'perf_tools': {'all_reduce_perf': ARP}, 'perf_timeout': 0},
+     'perf_timeout=0 is not a timeout; allowed: a whole number of seconds, at least 1'),
+    ({'perf_tools': {'ib_write_bw': '/usr/bin/ib_write_bw'}},
+     'perf_tools: unknown tools ib_write_bw; allowed: all_reduce_perf, nvbandwidth'),
+])
+def test_perf_options_are_checked(monkeypatch, capsys, args, words):
+    result, calls = run(monkeypatch, capsys, args, [])
+    assert result['failed'] is True and words in result['msg'] and calls == []

@@ -32,7 +32,7 @@ def _report():
 def test_build_report_summary_and_hosts():
     report = _report()
     assert report['summary'] == {'hosts': 5, 'ready': 1, 'not_ready': 2, 'unreachable': 2,
-                                 'pass': 27, 'warn': 0, 'fail': 27, 'skip': 3}
+                                 'pass': 30, 'warn': 0, 'fail': 30, 'skip': 3}
     assert report['host_order'] == ['gpu-a01', 'gpu-a02', 'gpu-a03', 'gpu-a04', 'gpu-a05']
     assert [report['hosts'][h]['status'] for h in report['host_order']] == \
         ['ready', 'not_ready', 'unreachable', 'unreachable', 'not_ready']
@@ -53,7 +53,7 @@ def test_json_junit_html_agree():
     # JUnit
     root = ET.fromstring(rr.render_junit(report).encode('utf-8'))
     assert root.tag == 'testsuites'
-    assert (root.get('tests'), root.get('failures'), root.get('errors'), root.get('skipped')) == ('59', '27', '2', '3')
+    assert (root.get('tests'), root.get('failures'), root.get('errors'), root.get('skipped')) == ('65', '30', '2', '3')
     junit = {}
     for suite in root.findall('testsuite'):
         for case in suite.findall('testcase'):
@@ -163,10 +163,10 @@ def test_render_matrix():
     text = rr.render_matrix(_report())
     lines = text.splitlines()
     assert lines[0].startswith('checks: 1=kernel.devel_matched  2=driver.nouveau_blacklisted  ')
-    assert lines[2] == 'gpu-a01  ' + ' '.join(['{0:>2}'.format('.')] * 27 + [' -', '  ']) + '  ready'
-    assert lines[3] == 'gpu-a02  ' + ' '.join('{0:>2}'.format(m) for m in 'F' * 23 + '-FFF- ') + '  not_ready'
-    assert lines[4] == 'gpu-a03  ' + ' '.join([' ?'] * 29) + '  unreachable'
-    assert lines[6] == 'gpu-a05  ' + ' '.join(['  '] * 28 + [' F']) + '  not_ready'
+    assert lines[2] == 'gpu-a01  ' + ' '.join(['{0:>2}'.format('.')] * 27 + [' -'] + ['{0:>2}'.format('.')] * 3 + ['  ']) + '  ready'
+    assert lines[3] == 'gpu-a02  ' + ' '.join('{0:>2}'.format(m) for m in 'F' * 23 + '-FFF-FFF ') + '  not_ready'
+    assert lines[4] == 'gpu-a03  ' + ' '.join([' ?'] * 32) + '  unreachable'
+    assert lines[6] == 'gpu-a05  ' + ' '.join(['  '] * 31 + [' F']) + '  not_ready'
     assert lines[-1] == ('legend: . pass  W warn  F fail  - skip  ? unreachable; hosts 5: 1 ready, 2 not ready, '
                          '2 unreachable')
 

@@ -72,6 +72,11 @@ CONVERGED = [
     ('kernel.iommu', 'pass', 'IOMMU off: no IOMMU group in /sys/kernel/iommu_groups (cmdline: iommu=pt)'),
     # An HGX node is not in an IMEX domain (the imex role is opt-in): the check does not apply.
     ('imex.domain', 'skip', 'nodeprep_imex_domain_group is not set'),
+    ('perf.tools', 'pass', 'in place: /opt/nodeprep/perf/bin/all_reduce_perf -> the build, '
+                           '/opt/nodeprep/perf/bin/nvbandwidth -> the build'),
+    ('perf.allreduce', 'pass', 'mean bus bandwidth 820.0 GB/s at 1 GiB to 16 GiB over 8 GPUs; no wrong value'),
+    ('perf.nvbandwidth', 'pass', 'host_to_device_memcpy_ce min 55.0 GB/s (GPU 0); device_to_host_memcpy_ce min 55.5 '
+                                 'GB/s (GPU 0); device_to_device_memcpy_read_ce min 750.0 GB/s (GPU 0 -> GPU 1)'),
 ]
 
 FRESH = [
@@ -127,6 +132,11 @@ FRESH = [
     ('kernel.iommu', 'fail', 'IOMMU translating DMA for GPU 0000:8f:00.0 (group type DMA-FQ); cmdline: no IOMMU '
                              'parameter'),
     ('imex.domain', 'skip', 'nodeprep_imex_domain_group is not set'),
+    # Without a driver the perf_tools plan cannot tell the CUDA toolkit; the gather ran neither tool (no GPU listed).
+    ('perf.tools', 'fail', 'perf_tools on gpu-a01: cannot tell which CUDA toolkit builds all_reduce_perf, nvbandwidth '
+                           '(nvidia-smi: nvidia-smi not found); set nodeprep_perf_tools_cuda_version (such as 12.8).'),
+    ('perf.allreduce', 'fail', 'all_reduce_perf not run: nvidia-smi listed no GPU'),
+    ('perf.nvbandwidth', 'fail', 'nvbandwidth not run: nvidia-smi listed no GPU'),
 ]
 
 
@@ -136,7 +146,7 @@ def test_converged_node_passes_every_check():
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
-    assert r.summarize(checks) == {'pass': 27, 'warn': 0, 'fail': 0, 'skip': 1, 'status': 'pass'}
+    assert r.summarize(checks) == {'pass': 30, 'warn': 0, 'fail': 0, 'skip': 1, 'status': 'pass'}
 
 
 def test_freshly_provisioned_node():
@@ -145,7 +155,7 @@ def test_freshly_provisioned_node():
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI device ID 0x2901 is Blackwell or newer)'
-    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 26, 'skip': 2, 'status': 'fail'}
+    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 29, 'skip': 2, 'status': 'fail'}
 
 
 def test_expected_texts_of_the_converged_node():
@@ -189,6 +199,13 @@ def test_expected_texts_of_the_converged_node():
                    'GPUs and ConnectX devices',
         'kernel.iommu': 'IOMMU off or in passthrough (iommu=pt) for the GPUs and ConnectX devices',
         'imex.domain': 'not managed (nodeprep_imex_domain_group is not set)',
+        'perf.tools': 'all_reduce_perf, nvbandwidth built (or given) and linked at /opt/nodeprep/perf/bin/all_reduce_perf, '
+                      '/opt/nodeprep/perf/bin/nvbandwidth',
+        # The table's B200 figure and its source; nvbandwidth's from the setting (the table has none for B200).
+        'perf.allreduce': 'all_reduce_perf over all 8 GPUs: mean bus bandwidth at 1 GiB to 16 GiB >= 440 GB/s (b200: '
+                          'oci-hpc); no wrong or out-of-bounds value',
+        'perf.nvbandwidth': 'nvbandwidth, every cell: host_to_device_memcpy_ce >= 48 GB/s; device_to_host_memcpy_ce >= '
+                            '48 GB/s; device_to_device_memcpy_read_ce >= 600 GB/s (b200: setting)',
     }
 
 
@@ -217,8 +234,22 @@ def _gpu_set(index, key, value):
 
 
 def _drop_gpu(index):
+    """A GPU nvidia-smi no longer lists: the gather runs the performance gates on the GPUs it lists (CUDA sees the
+    same ones), so their outputs have one GPU less."""
     def mutate(state):
         del _gpus(state)[index]
+        count = len(_gpus(state))
+        state[0][r.PERF_FACT] = {
+            'all_reduce_perf': F.perf_run('all_reduce_perf', F.allreduce_output(count, 820.0)),
+            'nvbandwidth': F.perf_run('nvbandwidth', F.nvbandwidth_output(count, 55.0, 55.5, 750.0))}
+    return mutate
+
+
+def _perf_not_run(why):
+    """The gather ran neither tool (collect/_health.read_perf: nvidia-smi listed no GPU)."""
+    def mutate(state):
+        for run in state[0][r.PERF_FACT].values():
+            run.update(rc=None, stdout='', stderr=why)
     return mutate
 
 
@@ -314,11 +345,16 @@ FAULTS = [
      _both(_drop_gpu(4), _drop_pci(4)),
      'gpu.count', 'fail', 'nvidia-smi: 7, PCI bus: 7; the PCI bus shows 7 of 8 GPUs'),
     ('nvidia-smi hangs',
-     _set((0, 'nvidia'), {'present': True, 'error': 'nvidia-smi timed out after 60 s', 'gpus': []}),
+     _both(_set((0, 'nvidia'), {'present': True, 'error': 'nvidia-smi timed out after 60 s', 'gpus': []}),
+           _perf_not_run('not run: nvidia-smi listed no GPU')),
      'gpu.count', 'fail', 'nvidia-smi: failed, PCI bus: 8; missing from nvidia-smi: ' + ALL_GPUS,
+     # The gates ran nothing (no GPU listed): they fail saying so.
      {'driver.loaded': 'fail', 'gpu.power_limit': 'fail', 'gpu.clocks': 'fail', 'gpu.health': 'fail',
       'gpu.fabric': 'fail', 'gpu.topology': 'fail', 'gpu.throttle': 'fail', 'pci.link': 'fail', 'nvlink.links': 'fail',
-      'gpu.remapped_rows': 'fail', 'gpu.mig': 'fail', 'gpu.vbios': 'fail'}),
+      'gpu.remapped_rows': 'fail', 'gpu.mig': 'fail', 'gpu.vbios': 'fail', 'perf.allreduce': 'fail',
+      'perf.nvbandwidth': 'fail',
+      # The perf_tools plan cannot tell the CUDA toolkit without nvidia-smi (it refuses the node, as its role would).
+      'perf.tools': 'fail'}),
     ('power limit left at the default',
      _gpu_set(2, 'power_limit_w', 1000.0),
      'gpu.power_limit', 'fail', 'all 8 GPUs at 1000 / 700 W; GPU 2: power limit 1000 W, wanted 700 W'),
@@ -567,6 +603,24 @@ FAULTS = [
      _gpu_set(7, 'fabric', {'state': 'In Progress', 'status': None}),
      'gpu.fabric', 'fail', 'GPU 7 (00000000:CC:00.0): fabric state In Progress (status N/A); CUDA cannot use the GPU '
                            'until the fabric is Completed'),
+    # The testbed fault allreduce-slow (factor 0.5): all_reduce_perf's bus bandwidth halved, nothing else changes.
+    ('all-reduce at half the bus bandwidth (testbed fault allreduce-slow)',
+     _set((0, r.PERF_FACT, 'all_reduce_perf', 'stdout'), F.allreduce_output(8, 410.0)),
+     'perf.allreduce', 'fail', 'mean bus bandwidth 410.0 GB/s at 1 GiB to 16 GiB over 8 GPUs, below the 440 GB/s of b200 '
+                               '(oci-hpc)'),
+    ('a wrong value in the all-reduce (data corruption)',
+     _set((0, r.PERF_FACT, 'all_reduce_perf', 'stdout'), F.allreduce_output(8, 820.0, wrong=3)),
+     'perf.allreduce', 'fail', '#wrong above 0 at 16 GiB (out-of-place 0, in-place 3)'),
+    ('one GPU slow from the host (a PCIe link at half width under load)',
+     _set((0, r.PERF_FACT, 'nvbandwidth', 'stdout'), F.nvbandwidth_output(8, [55.0] * 5 + [27.4] + [55.0] * 2, 55.5,
+                                                                          750.0)),
+     'perf.nvbandwidth', 'fail', 'host_to_device_memcpy_ce: 1 of 8 cells below 48 GB/s: GPU 5 27.4 GB/s; '
+                                 'host_to_device_memcpy_ce min 27.4 GB/s (GPU 5); device_to_host_memcpy_ce min 55.5 GB/s '
+                                 '(GPU 0); device_to_device_memcpy_read_ce min 750.0 GB/s (GPU 0 -> GPU 1)'),
+    ('the node runs a job: the gates skip',
+     _set((0, r.PERF_WHERE_FACT), {'run': False, 'why': 'not run: busy, Slurm runs job 4242 on this node (State=MIXED)'}),
+     'perf.allreduce', 'skip', 'not run: busy, Slurm runs job 4242 on this node (State=MIXED)',
+     {'perf.nvbandwidth': 'skip'}),
     ('NVLinks down on one GPU pair (testbed fault nvlink-down)',
      _nvlink_pair('GPU1', 'GPU6', 'NV12'),
      'gpu.topology', 'fail', 'NVLink degraded on 1 of 28 GPU pairs: GPU1 (00000000:90:00.0)-GPU6 (00000000:CB:00.0): '
@@ -631,6 +685,10 @@ MEMLOCK_NOT_GATHERED = ('subsets: limits; files: /etc/security/limits.d/90-nodep
                         'limits_services: slurmd')
 
 
+NO_SCHEDULER = ('not run: no scheduler was asked and nodeprep_readiness_node_idle is false (the gates run only on a '
+                'node that runs no job: idle or drained in Slurm, or declared idle)')
+
+
 def test_skip_checks_and_missing_namespaces():
     facts, settings, probe = F.converged()
     settings['nodeprep_readiness_skip_checks'] = ['gpu.health']
@@ -677,6 +735,18 @@ def test_skip_checks_and_missing_namespaces():
         ('kernel.iommu', 'skip', 'the RDMA facts were not gathered'),
         # Not configured: the imex plan asks for nothing.
         ('imex.domain', 'skip', 'nodeprep_imex_domain_group is not set'),
+        # The perf_tools plan (nodeprep_perf_tools_install: true) needs its facts; the gates had no decision of where
+        # they may run: as on a node no scheduler was asked about.
+        ('perf.tools', 'fail', 'not gathered: subsets: kernel, nvidia; files: /opt/nodeprep/perf, '
+                               '/opt/nodeprep/perf/src, /opt/nodeprep/perf/build, /opt/nodeprep/perf/bin, '
+                               '/opt/nodeprep/perf/bin/all_reduce_perf, /opt/nodeprep/perf/src/nccl-tests-2.17.9.tar.gz, '
+                               '/opt/nodeprep/perf/src/nccl-tests-2.17.9/Makefile, '
+                               '/opt/nodeprep/perf/build/*/all_reduce_perf, /opt/nodeprep/perf/bin/nvbandwidth, '
+                               '/opt/nodeprep/perf/src/nvbandwidth-0.8.tar.gz, '
+                               '/opt/nodeprep/perf/src/nvbandwidth-0.8/CMakeLists.txt, '
+                               '/opt/nodeprep/perf/build/*/nvbandwidth'),
+        ('perf.allreduce', 'skip', NO_SCHEDULER),
+        ('perf.nvbandwidth', 'skip', NO_SCHEDULER),
     ]
 
 
@@ -718,9 +788,10 @@ def test_plans_are_required():
     assert str(exc.value) == ("plans: no plan for role {0}; the checks {1} read the roles' plans (the readiness role "
                               "makes them with gpufleet.nodeprep.node_plan)".format(
                                   ', '.join(roles), ', '.join(sorted(r.PLAN_CHECKS))))
-    # rdma and dcgm own their checks through their plans (rdma.peer_memory, pci.acs; gpu.dcgm_diag); imex its domain.
-    assert roles == ['dcgm', 'gpu_settings', 'imex', 'kernel', 'memlock', 'nccl', 'nic_offload', 'nvidia_driver', 'rdma',
-                     'shm']
+    # rdma and dcgm own their checks through their plans (rdma.peer_memory, pci.acs; gpu.dcgm_diag); imex its domain,
+    # perf_tools perf.tools.
+    assert roles == ['dcgm', 'gpu_settings', 'imex', 'kernel', 'memlock', 'nccl', 'nic_offload', 'nvidia_driver',
+                     'perf_tools', 'rdma', 'shm']
 
 
 def test_applications_clocks_deprecated_driver_warns():
@@ -875,6 +946,7 @@ def test_hung_nvidia_smi_fails_driver_and_count_only():
     facts, settings, probe = F.converged()
     facts['nvidia'] = {'present': False, 'timed_out': True, 'driver_version': None, 'attached_gpus': 0, 'gpus': [],
                        'error': 'nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed'}
+    _perf_not_run('not run: nvidia-smi listed no GPU')((facts, settings, probe))
     checks = dict((c['id'], c) for c in F.evaluate(facts, settings, probe))
     assert checks['driver.loaded']['status'] == 'fail'
     assert checks['driver.loaded']['observed'] == (
@@ -882,9 +954,11 @@ def test_hung_nvidia_smi_fails_driver_and_count_only():
     assert checks['gpu.count']['status'] == 'fail'
     failing = sorted(k for k, c in checks.items() if c['status'] == 'fail')
     # The GPU settings and health could not be read either: they fail, they do not skip.
+    # The performance gates ran nothing (no GPU listed); the perf_tools plan cannot tell the CUDA toolkit.
     assert failing == ['driver.loaded', 'gpu.clocks', 'gpu.count', 'gpu.fabric', 'gpu.health', 'gpu.mig',
                        'gpu.power_limit', 'gpu.remapped_rows', 'gpu.throttle', 'gpu.topology', 'gpu.vbios',
-                       'nvlink.links', 'pci.link']
+                       'nvlink.links', 'pci.link', 'perf.allreduce', 'perf.nvbandwidth', 'perf.tools']
+    assert checks['perf.allreduce']['observed'] == 'all_reduce_perf not run: nvidia-smi listed no GPU'
     assert checks['gpu.health']['observed'] == ('could not be read: nvidia-smi failed: nvidia-smi -q -x did not '
                                                 'answer within the timeout of 15 seconds and was killed')
 
