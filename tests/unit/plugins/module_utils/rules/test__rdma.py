@@ -434,3 +434,44 @@ def test_acs_unit_ports_follow_a_renumbering():
     expected = ['0000:{0:02x}:{1}'.format(int(port[5:7], 16) + 2, port[8:]) for port in H100_ACS_PORTS]
     assert R.acs_unit_ports(moved) == expected
     assert R.setpci_argv(expected[0]) == ['setpci', '-s', '0000:19:01.0', 'ECAP_ACS+0x6.w=0000']
+
+
+class FakeModule(object):
+    def __init__(self, tools):
+        self.tools = tools
+
+    def get_bin_path(self, name, opt_dirs=None):
+        return self.tools.get(name)
+
+
+def test_collect_reads_dmabuf_symbols_and_dmi(tmp_path):
+    root = tmp_path
+    dev = root / 'sys/bus/pci/devices/0000:1a:00.0'
+    dev.mkdir(parents=True)
+    (dev / 'vendor').write_text('0x15b3\n')
+    (root / 'sys/class/dmi/id').mkdir(parents=True)
+    (root / 'sys/class/dmi/id/sys_vendor').write_text('QEMU\n')
+    (root / 'sys/class/dmi/id/product_name').write_text('Standard PC (Q35 + ICH9, 2009)\n')
+    (root / 'proc').mkdir()
+    (root / 'proc/kallsyms').write_text('0000000000000000 T ib_umem_dmabuf_get\t[ib_core]\n'
+                                        '0000000000000000 T ib_register_peer_memory_client\t[ib_core]\n')
+    facts = _rdma_state.collect_rdma_facts(None, str(root), None, [], [])
+    assert (facts['peer_symbols'], facts['dmabuf_symbols']) == (['ib_register_peer_memory_client'],
+                                                                ['ib_umem_dmabuf_get'])
+    assert facts['virtualization'] == {'name': 'qemu', 'source': '/sys/class/dmi/id'}
+
+
+def test_collect_asks_modinfo_and_systemd_detect_virt():
+    calls = []
+
+    def run_status(module, argv):
+        calls.append(argv)
+        return {'/usr/bin/systemd-detect-virt': (1, 'none\n', ''),
+                '/usr/sbin/modinfo': (0, '\n', '')}[argv[0]]
+    module = FakeModule({'systemd-detect-virt': '/usr/bin/systemd-detect-virt', 'modinfo': '/usr/sbin/modinfo'})
+    assert _rdma_state.read_virtualization(module, '/nonexistent-root/', run_status)['name'] is None
+    assert _rdma_state.read_virtualization(module, '/', run_status) == {'name': 'none',
+                                                                       'source': 'systemd-detect-virt --vm'}
+    assert _rdma_state.read_peermem_module(module, run_status) == {'found': True, 'depends': []}
+    assert calls == [['/usr/bin/systemd-detect-virt', '--vm'], ['/usr/sbin/modinfo', '-F', 'depends', 'nvidia_peermem']]
+    assert _rdma_state.read_peermem_module(FakeModule({}), run_status) == {'found': None, 'depends': None}
