@@ -103,7 +103,7 @@ def read_kallsyms(root, wanted=PEER_MEMORY_SYMBOLS):
 
 def read_virtualization(module, root, run_status):
     """``{name, source}`` (rules/_rdma.virtualization): ``systemd-detect-virt --vm``, else the DMI names."""
-    tool = module.get_bin_path('systemd-detect-virt', opt_dirs=['/usr/bin', '/bin']) if root in ('/', '') else None
+    tool = module.get_bin_path('systemd-detect-virt') if root in ('/', '') else None
     rc = out = None
     if tool is not None:
         rc, out, _err = run_status(module, [tool, '--vm'])
@@ -113,7 +113,7 @@ def read_virtualization(module, root, run_status):
 
 def read_peermem_module(module, run_status):
     """``{found, depends}`` of the nvidia_peermem module of the running kernel (``modinfo -F depends``)."""
-    modinfo = module.get_bin_path('modinfo', opt_dirs=['/usr/sbin', '/sbin', '/usr/bin'])
+    modinfo = module.get_bin_path('modinfo')
     if modinfo is None:
         return {'found': None, 'depends': None}
     rc, out, err = run_status(module, [modinfo, '-F', 'depends', PEERMEM_MODULE])
