@@ -22,10 +22,10 @@
 
 The plan owns the readiness checks ``rdma.peer_memory`` and ``pci.acs``: the node's state is judged by the readiness
 rules (_rdma.peer_memory_result, _rdma.acs_result; a node that nobody ran the role on is judged the same way), the
-role's work for them is fixable drift (nvidia_peermem to load, its modules-load.d file, the ACS unit and the ports it
-clears), its refusals fail them, and a failure no run of the role changes (ACS redirecting with the unit off, no
-peer-memory API and DMA-BUF not declared) is drift no run fixes: the check passes exactly when the plan has no drift
-for it.
+role's work for them is fixable drift (nvidia_peermem to load, its modules-load.d file, the ACS unit, its script and
+rules, the ports it clears), its refusals fail them, and a failure no run of the role changes (ACS redirecting with
+the unit off, nvidia_peermem not loaded where DMA-BUF cannot serve and the role is not asked to load it) is drift no
+run fixes: the check passes exactly when the plan has no drift for it.
 
 Pure functions; no Ansible import; Python 3.6 compatible.
 """

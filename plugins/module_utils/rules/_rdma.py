@@ -219,7 +219,7 @@ def check_path(path):
 def driver_branch(version):
     """The branch (an int: 580) of an NVIDIA driver version (``580.82.07``), None when unknown."""
     try:
-        return int(str(version).split('.')[0])
+        return int(str(version).split('.', 1)[0])
     except (TypeError, ValueError):
         return None
 

@@ -470,8 +470,8 @@ def test_collect_asks_modinfo_and_systemd_detect_virt():
                 '/usr/sbin/modinfo': (0, '\n', '')}[argv[0]]
     module = FakeModule({'systemd-detect-virt': '/usr/bin/systemd-detect-virt', 'modinfo': '/usr/sbin/modinfo'})
     assert _rdma_state.read_virtualization(module, '/nonexistent-root/', run_status)['name'] is None
-    assert _rdma_state.read_virtualization(module, '/', run_status) == {'name': 'none',
-                                                                       'source': 'systemd-detect-virt --vm'}
+    bare_metal = {'name': 'none', 'source': 'systemd-detect-virt --vm'}
+    assert _rdma_state.read_virtualization(module, '/', run_status) == bare_metal
     assert _rdma_state.read_peermem_module(module, run_status) == {'found': True, 'depends': []}
     assert calls == [['/usr/bin/systemd-detect-virt', '--vm'], ['/usr/sbin/modinfo', '-F', 'depends', 'nvidia_peermem']]
     assert _rdma_state.read_peermem_module(FakeModule({}), run_status) == {'found': None, 'depends': None}
