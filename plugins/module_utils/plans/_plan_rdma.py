@@ -154,11 +154,15 @@ def _gpu_bus_ids(state):
     return [dev.get('bus_id') for dev in (state.get('pci') or {}).get('gpus') or []]
 
 
-def _plan_peermem(plan, facts, settings):
+def _plan_peermem(plan, facts, settings, context):
     state = _kernel_state(facts)
     rdma = state.get('rdma')
     module = state.get('nvidia_module') or {}
     running, flavour, version = state.get('running'), module.get('flavour'), module.get('version')
+    pending = context.get('driver_pending') if context.get('check_mode') else None
+    if pending and not module.get('loaded'):
+        # check mode on a node whose driver this run installs: predict with the driver it will load
+        flavour, version = pending.get('flavour'), pending.get('branch')
     decision = _rdma.peermem_plan(rdma, settings['nodeprep_rdma_peermem'], settings['nodeprep_rdma_path'],
                                   running, flavour, version)
     plan['args']['peermem'] = decision
@@ -251,6 +255,6 @@ def plan(facts, settings, context):
         _plan.add_problem(plan, 'nodeprep_rdma_path', settings['nodeprep_rdma_path'],
                           'one of {0}'.format(', '.join(_rdma.PATHS)))
         return plan
-    _plan_peermem(plan, facts, settings)
+    _plan_peermem(plan, facts, settings, context or {})
     _plan_acs(plan, facts, settings, context or {})
     return plan

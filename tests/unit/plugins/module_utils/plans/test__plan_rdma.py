@@ -330,3 +330,21 @@ def test_acs_redirecting_with_the_unit_off_names_the_port():
         'fail', 'ACS redirects peer traffic through the root complex at switch downstream port 0000:39:01.0 (above '
                 'GPU 0000:3b:00.0): ACSCtl ReqRedir+ CmpltRedir+')
     assert got['reasons'] == [] and got['run'] == []
+
+
+def test_check_mode_predicts_with_the_driver_the_run_installs():
+    """Check mode on a fresh node: no nvidia module yet; the run installs the open modules first, so the real run
+    takes DMA-BUF and loads nothing (molecule's check-mode comparison)."""
+    node = facts({})
+    node['kernel_state']['nvidia_module'] = {'loaded': False, 'version': None, 'flavour': None}
+    pending = {'persistenced': True, 'flavour': 'open', 'branch': '580'}
+    ctx = _plan.new_context(host='gpu01', check_mode=True, driver_pending=pending,
+                            extra={'role_files': _plans.role_files('rdma')})
+    got = _plan.plan_with(P, node, settings(nodeprep_rdma_peermem=True), context=ctx)
+    assert (got['args']['modprobe'], got['args']['peermem']['action']) == ([], 'dmabuf')
+    ctx['driver_pending'] = dict(pending, flavour='proprietary')
+    got = _plan.plan_with(P, node, settings(nodeprep_rdma_peermem=True), context=ctx)
+    assert got['args']['modprobe'] == ['nvidia_peermem']
+    # outside check mode the node as it is decides
+    got = _plan.plan_with(P, node, settings(nodeprep_rdma_peermem=True), context=context())
+    assert got['args']['modprobe'] == ['nvidia_peermem']
