@@ -332,14 +332,17 @@ def gather_request(roles, settings_by_role):
 
 
 def role_files(role):
-    """``{key: text}`` of the files a rule module names in ``ROLE_FILES`` (``{key: path in roles/<role>/}``): files
-    the role ships that a plan writes with their full content (a script copied to the node), read once per process
+    """``{key: text}`` of the files a rule module names in ``ROLE_FILES`` (``{key: path in roles/<role>/}``, or in
+    the collection for a path under ``plugins/``): files the role ships that a plan writes with their full content
+    (a script copied to the node, the rule modules it imports), read once per process
     on the controller so that the plan stays pure (it gets them as ``context['role_files']``)."""
     module = rules(role)
     if role not in _ROLE_FILES:
         texts = {}
         for key, relative in sorted(getattr(module, 'ROLE_FILES', {}).items()):
-            path = os.path.join(COLLECTION_ROOT, 'roles', role, relative)
+            # a path under plugins/ is the collection's own module_utils (a rule a boot script imports on the node)
+            path = os.path.join(COLLECTION_ROOT, relative) if relative.startswith('plugins/') else os.path.join(
+                COLLECTION_ROOT, 'roles', role, relative)
             try:
                 with io.open(path, encoding='utf-8') as handle:
                     texts[key] = handle.read()

@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import shutil
+import re
 import signal
 import socket
 import subprocess
@@ -182,6 +183,13 @@ FAULTS = {
     'rdma-no-peer-api': {'flag': 'rdma-no-peer-api',
                          'help': 'the inbox RDMA stack: /proc/kallsyms lacks ib_register_peer_memory_client and '
                                  'modprobe nvidia_peermem fails with "Unknown symbol in module"'},
+    'peermem-no-ofed': {'flag': 'peermem-no-ofed',
+                        'help': 'nvidia_peermem built before MLNX_OFED/DOCA-OFED: modinfo -F depends nvidia_peermem is '
+                                'empty (no ib_core) and modprobe nvidia_peermem fails with "Invalid argument" (its '
+                                'init returns -EINVAL), although /proc/kallsyms has the peer-memory API'},
+    'virtual-machine': {'flag': 'virtual-machine',
+                        'help': 'the node is a virtual machine: systemd-detect-virt --vm prints kvm (--value: another '
+                                'name) and exits 0'},
     'dkms-build-fails': {'flag': 'dkms-build-fails',
                          'help': 'a kernel the NVIDIA driver cannot be built for (R24): dkms install/autoinstall of '
                                  'the NVIDIA modules fail for it ("Bad return status for module build", exit 10, '
@@ -269,7 +277,8 @@ DEVEL_MISSING_HEAL = {
 }
 
 # Faults that change what the GPU double shows in sysfs (PCI devices, EFI variables): refreshed at once.
-GPU_DOUBLE_VIEW_FAULTS = ('gpu-removed', 'secure-boot', 'acs-on', 'peermem-unloaded', 'rdma-no-peer-api')
+GPU_DOUBLE_VIEW_FAULTS = ('gpu-removed', 'secure-boot', 'acs-on', 'peermem-unloaded', 'rdma-no-peer-api',
+                          'peermem-no-ofed')
 
 # Issue 19, fabric and NVLink topology (flags read by the GPU double; lib/gpudouble.py names them).
 FAULTS['fabric-in-progress'] = {
@@ -1956,6 +1965,12 @@ def fault_content(kind, args):
         return '{0}\n'.format(args.value) if args.value else ''
     if kind == 'dkms-build-fails':
         return '{0}\n'.format(args.value) if args.value else ''
+    if kind == 'virtual-machine':
+        value = args.value or 'kvm'
+        if not re.match(r'^[a-z][a-z0-9-]{0,31}$', value):
+            raise TestbedError('virtual-machine: --value {0!r} is not allowed; give a name systemd-detect-virt prints '
+                               '(kvm, qemu, vmware, microsoft, xen...)'.format(args.value))
+        return value + '\n'
     if kind == 'slow-boot':
         value = args.value or str(SLOW_BOOT_DEFAULT_S)
         if not value.isdigit() or not 0 < int(value) <= 3600:

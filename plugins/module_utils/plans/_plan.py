@@ -18,7 +18,8 @@ Each role that plans in Python has a rule module ``_plan_<role>.py`` next to thi
     Ansible's own validator from this spec before any plan sees it: ``-e nodeprep_shm_fstab=false`` arrives as
     ``False``, a comma-separated string given for a list as a list.
 ``ROLE_FILES`` (optional)
-    ``{key: path in roles/<role>/}``: files the role ships that the plan writes with their full content (a script).
+    ``{key: path in roles/<role>/}`` (or a path under ``plugins/`` of the collection: a rule module a boot script
+    imports on the node): files the role ships that the plan writes with their full content (a script).
     The controller reads them once (plugin_utils/_plans.role_files) and hands them to ``plan`` as
     ``context['role_files'][key]``, so that the plan compares them by SHA-1 like any file it renders, and stays pure.
 ``gather(settings)``

@@ -665,7 +665,9 @@ def steps(out, driver, facts, settings, run, check_mode):
         'services': services,
         'verify': _verify(driver, facts, settings, check_mode),
         'predict': predicted,
-        'pending': {'persistenced': bool(settings[PREFIX + 'persistenced']), 'imex': bool(settings[PREFIX + 'imex'])}
+        # the rdma plan predicts DMA-BUF or nvidia_peermem from the flavour and branch the run installs
+        'pending': {'persistenced': bool(settings[PREFIX + 'persistenced']), 'imex': bool(settings[PREFIX + 'imex']),
+                    'flavour': settings[PREFIX + 'module_type'], 'branch': settings[PREFIX + 'branch']}
         if check_mode and (run['installing'] or driver['check_mode_loads']) else None,
         # What the later stages hand back to node_plan; at the start, what this run will have done before them.
         'run': dict(run, start_version=driver['installed_version'] if start else run['start_version'],

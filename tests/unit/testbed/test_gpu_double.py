@@ -830,3 +830,44 @@ def test_dkms_remove_all_takes_the_tree_and_3_0_lists_an_unbuilt_lost_source_as_
     os.symlink('/usr/src/nvidia-570.86.15', str(lost / 'source'))
     assert double_tools.cmd_dkms(['status']) == 0
     assert capsys.readouterr() == ('nvidia/570.86.15: added\n', '')
+
+
+def test_peermem_built_without_ofed(node, capsys):
+    """Fault peermem-no-ofed (issue 30): the peer-memory API is in kallsyms, yet nvidia_peermem's init returns -EINVAL
+    (kernel-open/nvidia-peermem/nvidia-peermem.c without NV_MLNX_IB_PEER_MEM_SYMBOLS_PRESENT) and its modinfo names
+    no dependency."""
+    node.ready()
+    tools = double_tools
+    assert tools.cmd_modinfo(['-F', 'depends', 'nvidia_peermem']) == 0
+    assert capsys.readouterr().out == 'ib_core,nvidia\n'
+    node.fault('peermem-no-ofed')
+    assert 'ib_register_peer_memory_client' in gd.kallsyms_text()
+    assert tools.cmd_modinfo(['-F', 'depends', 'nvidia_peermem']) == 0
+    assert capsys.readouterr().out == '\n'
+    assert tools.cmd_modprobe(['nvidia_peermem']) == 1
+    assert capsys.readouterr().err == "modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument\n"
+    assert not gd.peermem_loaded()
+
+
+def test_modinfo_peermem_needs_the_driver(node, capsys):
+    node.profile()
+    assert double_tools.cmd_modinfo(['-F', 'depends', 'nvidia_peermem']) == 1
+    assert capsys.readouterr().err == 'modinfo: ERROR: Module nvidia_peermem not found.\n'
+
+
+def test_dmabuf_symbol_from_linux_5_12(node):
+    node.ready()
+    assert 'ib_umem_dmabuf_get' in gd.kallsyms_text()
+    assert gd.kernel_has_dmabuf('6.1.0-40-amd64') and gd.kernel_has_dmabuf('5.14.0-570.58.1.el9_6.x86_64')
+    assert not gd.kernel_has_dmabuf('4.18.0-553.el8_10.x86_64') and not gd.kernel_has_dmabuf('5.11.22')
+
+
+def test_detect_virt(node, capsys):
+    # systemd-detect-virt(1): "none" and a non-zero exit on bare metal
+    assert double_tools.cmd_detect_virt(['--vm']) == 1
+    assert capsys.readouterr().out == 'none\n'
+    node.fault('virtual-machine', 'kvm\n')
+    assert double_tools.cmd_detect_virt(['--vm']) == 0
+    assert capsys.readouterr().out == 'kvm\n'
+    assert double_tools.cmd_detect_virt(['--vm', '--quiet']) == 0
+    assert capsys.readouterr().out == ''

@@ -39,6 +39,9 @@ def cmd_boot(args):
             # systemd-modules-load logs the failure; the module stays out
             gd.append_kernel_log(['nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -2)'])
             continue
+        if mod.replace('-', '_') == gd.PEERMEM and not gd.peermem_with_ofed():
+            # built without the peer-memory API: its init returns -EINVAL, and it prints nothing
+            continue
         set_module(mod.replace('-', '_'), True)
     if gd.secure_boot_on():
         gd.append_kernel_log(['secureboot: Secure boot enabled',
@@ -165,6 +168,9 @@ def cmd_modprobe(args):
                 gd.append_kernel_log(['nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -2)'])
                 sys.stderr.write(gd.PEERMEM_UNKNOWN_SYMBOL + '\n')
                 return 1
+            elif not gd.peermem_with_ofed():
+                sys.stderr.write(gd.PEERMEM_EINVAL + '\n')
+                return 1
             else:
                 set_module(name, True)
             gd.write_rdma_views()
@@ -188,6 +194,45 @@ def cmd_modprobe(args):
                     sys.stderr.write('modprobe: ERROR: could not insert \'nvidia\': No such device\n')
                 return 1
     return 0
+
+
+def cmd_modinfo(args):
+    """modinfo shim (installed as /usr/local/sbin/modinfo): nvidia_peermem here, others to kmod's modinfo.
+
+    ``modinfo -F depends nvidia_peermem``: ``ib_core,nvidia`` (built with the peer-memory API) or an empty line
+    (fault peermem-no-ofed); "Module nvidia_peermem not found." (exit 1) while no nvidia.ko is installed for the
+    running kernel."""
+    names = [a for i, a in enumerate(args) if not a.startswith('-') and (i == 0 or args[i - 1] not in (
+        '-F', '--field', '-k', '-b', '--basedir', '--set-version'))]
+    if len(names) != 1 or names[0].replace('-', '_') != gd.PEERMEM:
+        for real in ('/usr/sbin/modinfo', '/sbin/modinfo'):
+            if os.path.exists(real):
+                os.execv(real, [real] + list(args))
+        sys.stderr.write('modinfo: kmod not installed\n')
+        return 1
+    if gd.find_module(gd.uname_r())[0] is None:
+        sys.stderr.write('modinfo: ERROR: Module {0} not found.\n'.format(names[0]))
+        return 1
+    fields = {'depends': gd.peermem_depends(), 'license': 'Linux-OpenIB', 'description': 'NVIDIA GPU memory plug-in'}
+    if '-F' in args or '--field' in args:
+        flag = '-F' if '-F' in args else '--field'
+        field = args[args.index(flag) + 1] if args.index(flag) + 1 < len(args) else ''
+        if field in fields:
+            sys.stdout.write(fields[field] + '\n')
+        return 0
+    for key in ('license', 'description', 'depends'):
+        sys.stdout.write('{0}:{1}{2}\n'.format(key, ' ' * max(1, 16 - len(key) - 1), fields[key]))
+    return 0
+
+
+def cmd_detect_virt(args):
+    """systemd-detect-virt shim (installed as /usr/local/sbin/systemd-detect-virt): the fleet's nodes stand for
+    bare-metal servers ("none", exit 1, as systemd-detect-virt(1) says), or a VM under fault virtual-machine."""
+    lines = gd.fault_lines(gd.FAULT_VIRTUAL_MACHINE)
+    name = (lines[0] if lines else 'kvm') if gd.fault_active(gd.FAULT_VIRTUAL_MACHINE) else 'none'
+    if '-q' not in args and '--quiet' not in args:
+        sys.stdout.write(name + '\n')
+    return 1 if name == 'none' else 0
 
 
 # ---------------------------------------------------------------- daemons

@@ -63,13 +63,20 @@ FAULT_PEERMEM_UNLOADED = 'peermem-unloaded'
 # The distribution's inbox RDMA stack: no ib_register_peer_memory_client, so modprobe nvidia_peermem fails with
 # "Unknown symbol in module" and the kernel log says "nvidia_peermem: Unknown symbol ib_register_peer_memory_client".
 FAULT_NO_PEER_API = 'rdma-no-peer-api'
+# nvidia_peermem built before MLNX_OFED/DOCA-OFED was installed (the driver's DKMS build found no peer-memory
+# symbols): modinfo -F depends nvidia_peermem is empty and modprobe fails with "Invalid argument" (its init returns
+# -EINVAL), although /proc/kallsyms has the peer-memory API.
+FAULT_PEERMEM_NO_OFED = 'peermem-no-ofed'
+# The node is a virtual machine: systemd-detect-virt --vm prints the content (default kvm) and exits 0.
+FAULT_VIRTUAL_MACHINE = 'virtual-machine'
 FAULT_NAMES = (FAULT_GPU_MISSING, FAULT_GPU_REMOVED, FAULT_SMI_HANG, FAULT_DRIVER_UNLOADED, FAULT_XID,
                FAULT_RETIRED_PAGES, FAULT_REMAPPED_ROWS, FAULT_CLOCKS_CAPPED, FAULT_POWER_CAPPED, FAULT_SECURE_BOOT)
 FAULT_NAMES += (FAULT_FABRIC_IN_PROGRESS, FAULT_NVLINK_DOWN)
 # DCGM's software test fails on the GPUs named (lines "<index|bus id>"; default the last GPU): lib/dcgmi_double.py.
 FAULT_DCGM_DIAG_FAIL = 'dcgm-diag-fail'
 FAULT_NAMES += (FAULT_DCGM_DIAG_FAIL,)
-FAULT_NAMES += (FAULT_ACS_ON, FAULT_PEERMEM_UNLOADED, FAULT_NO_PEER_API)
+FAULT_NAMES += (FAULT_ACS_ON, FAULT_PEERMEM_UNLOADED, FAULT_NO_PEER_API, FAULT_PEERMEM_NO_OFED,
+                FAULT_VIRTUAL_MACHINE)
 # Issue 28, fitness (tests/testbed/gpu_double/REALITY.md, "Fitness faults"). Each file: lines naming GPUs (index, bus id,
 # UUID or `last`), default the last GPU, with the words given.
 # A hardware slowdown: HW Slowdown and (word `power-brake`, the default, or `thermal`) HW Power Brake / HW Thermal
@@ -560,10 +567,34 @@ PEER_MEMORY_SYMBOLS = ('ib_register_peer_memory_client', 'ib_unregister_peer_mem
 KALLSYMS = os.path.join(RUN_DIR, 'kallsyms')
 PEERMEM_UNKNOWN_SYMBOL = ("modprobe: ERROR: could not insert 'nvidia_peermem': Unknown symbol in module, or unknown "
                           "parameter (see dmesg)")
+# kmod's modprobe for any other init_module error: strerror of it (-EINVAL from nv_mem_client_init).
+PEERMEM_EINVAL = "modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument"
+# The RDMA core's DMA-BUF registration, in ib_core since Linux 5.12 (inbox and OFED alike).
+DMABUF_SYMBOLS = ('ib_umem_dmabuf_get',)
 
 
 def peer_api():
     return not fault_active(FAULT_NO_PEER_API)
+
+
+def peermem_with_ofed():
+    """nvidia_peermem was built against the peer-memory API (not the peermem-no-ofed fault)."""
+    return not fault_active(FAULT_PEERMEM_NO_OFED)
+
+
+def peermem_depends():
+    """modinfo -F depends nvidia_peermem: ib_core and nvidia when built with OFED's peer-memory API, nothing when built
+    without it (its code then calls neither module)."""
+    return 'ib_core,nvidia' if peermem_with_ofed() else ''
+
+
+def kernel_has_dmabuf(release=None):
+    """Linux 5.12 or later (the RDMA core's DMA-BUF registration)."""
+    try:
+        major, minor = [int(x) for x in (release or uname_r()).split('-')[0].split('.')[:2]]
+    except ValueError:
+        return False
+    return (major, minor) >= (5, 12)
 
 
 def peermem_marker():
@@ -575,11 +606,13 @@ def peermem_loaded():
     API there, and no peermem-unloaded fault."""
     state = load_state() or {}
     return (os.path.exists(peermem_marker()) and bool((state.get('driver') or {}).get('loaded')) and peer_api()
-            and not fault_active(FAULT_PEERMEM_UNLOADED))
+            and peermem_with_ofed() and not fault_active(FAULT_PEERMEM_UNLOADED))
 
 
 def kallsyms_text():
     lines = ['0000000000000000 T ib_register_client\t[ib_core]', '0000000000000000 T ib_umem_get\t[ib_core]']
+    if kernel_has_dmabuf():
+        lines += ['0000000000000000 T {0}\t[ib_core]'.format(name) for name in DMABUF_SYMBOLS]
     if peer_api():
         lines += ['0000000000000000 T {0}\t[ib_core]'.format(name) for name in PEER_MEMORY_SYMBOLS]
     return '\n'.join(lines) + '\n'

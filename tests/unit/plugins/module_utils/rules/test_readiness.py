@@ -67,7 +67,8 @@ CONVERGED = [
     ('gpu.fabric', 'pass', 'all 8 GPUs Completed/Success'),
     ('gpu.topology', 'pass', '28 GPU pairs at NV18 (B200 with NVSwitches: NV18); 8 of 8 GPUs with a NIC at PIX/PXB'),
     ('gpu.dcgm_diag', 'pass', 'DCGM 4.1.1: 8 results of diagnostic (discovery not read); all passed'),
-    ('rdma.peer_memory', 'pass', 'nvidia_peermem loaded (/sys/module/nvidia_peermem)'),
+    # issue 30: the path in use is named (the open modules on Linux 5.14 serve DMA-BUF)
+    ('rdma.peer_memory', 'pass', 'DMA-BUF (kernel ' + RUNNING + ', open kernel modules); nvidia_peermem loaded'),
     ('pci.acs', 'pass', 'no PCIe switch between the 9 GPUs/ConnectX devices and their root ports'),
     ('kernel.iommu', 'pass', 'IOMMU off: no IOMMU group in /sys/kernel/iommu_groups (cmdline: iommu=pt)'),
     # An HGX node is not in an IMEX domain (the imex role is opt-in): the check does not apply.
@@ -125,8 +126,8 @@ FRESH = [
                                  '0000:8d:00.0; the RDMA stack '
                                  'lacks ib_register_peer_memory_client, ib_unregister_peer_memory_client '
                                  '(/proc/kallsyms), so modprobe nvidia_peermem fails with "Unknown symbol '
-                                 'ib_register_peer_memory_client"; load it (rdma role, nodeprep_rdma_peermem: true) '
-                                 'or declare DMA-BUF (nodeprep_rdma_path: dmabuf)'),
+                                 'ib_register_peer_memory_client"; DMA-BUF cannot serve here (the loaded nvidia '
+                                 'module is of unknown flavour, not the open kernel modules)'),
     ('pci.acs', 'fail', 'ACS redirects peer traffic through the root complex at switch downstream port '
                         '0000:8e:01.0 (above GPU 0000:8f:00.0): ACSCtl ReqRedir+ CmpltRedir+'),
     ('kernel.iommu', 'fail', 'IOMMU translating DMA for GPU 0000:8f:00.0 (group type DMA-FQ); cmdline: no IOMMU '
@@ -194,7 +195,8 @@ def test_expected_texts_of_the_converged_node():
         'gpu.topology': _topology.EXPECTED,
         'gpu.dcgm_diag': 'dcgmi diag -r 1: every test passes (or is skipped) on every GPU, DCGM\'s test summaries pass, '
                          'not every test skipped, and DCGM sees every GPU nvidia-smi lists',
-        'rdma.peer_memory': 'nvidia_peermem loaded, or DMA-BUF declared (nodeprep_rdma_path: dmabuf)',
+        'rdma.peer_memory': 'DMA-BUF usable (Linux 5.12 or later, the open kernel modules, an RDMA stack with DMA-BUF), '
+                            'else nvidia_peermem loaded',
         'pci.acs': 'ACS redirect off (ACSCtl ReqRedir- CmpltRedir-) on the PCIe switch downstream ports above the '
                    'GPUs and ConnectX devices',
         'kernel.iommu': 'IOMMU off or in passthrough (iommu=pt) for the GPUs and ConnectX devices',
@@ -621,6 +623,21 @@ FAULTS = [
      _set((0, r.PERF_WHERE_FACT), {'run': False, 'why': 'not run: busy, Slurm runs job 4242 on this node (State=MIXED)'}),
      'perf.allreduce', 'skip', 'not run: busy, Slurm runs job 4242 on this node (State=MIXED)',
      {'perf.nvbandwidth': 'skip'}),
+    # issue 30: the open kernel modules on Linux 5.14 serve DMA-BUF, so auto does not need nvidia_peermem
+    ('nvidia_peermem unloaded on the open modules (testbed fault peermem-unloaded): DMA-BUF under auto',
+     _set((0, 'kernel_state', 'rdma', 'peermem_loaded'), False),
+     'rdma.peer_memory', 'pass', 'DMA-BUF (kernel ' + RUNNING + ', open kernel modules); nvidia_peermem not loaded'),
+    ('nvidia_peermem built before OFED, peermem declared (testbed fault peermem-no-ofed)',
+     _both(_set((0, 'kernel_state', 'rdma', 'peermem_loaded'), False),
+           _set((0, 'kernel_state', 'rdma', 'peer_symbols'), ['ib_register_peer_memory_client',
+                                                              'ib_unregister_peer_memory_client']),
+           _set((0, 'kernel_state', 'rdma', 'peermem_module'), {'found': True, 'depends': []}),
+           _set((1, 'nodeprep_rdma_path'), 'peermem')),
+     'rdma.peer_memory', 'fail',
+     'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX 0000:8d:00.0; nvidia_peermem was '
+     'built without the peer-memory API of MLNX_OFED/DOCA-OFED (modinfo -F depends nvidia_peermem: none; no ib_core): '
+     'its init returns -EINVAL and modprobe nvidia_peermem fails with "Invalid argument"; rebuild the driver after '
+     'installing OFED (dkms install, or reinstall the driver packages)'),
     ('NVLinks down on one GPU pair (testbed fault nvlink-down)',
      _nvlink_pair('GPU1', 'GPU6', 'NV12'),
      'gpu.topology', 'fail', 'NVLink degraded on 1 of 28 GPU pairs: GPU1 (00000000:90:00.0)-GPU6 (00000000:CB:00.0): '
