@@ -2,9 +2,10 @@
 # Copyright (c) gpufleet.nodeprep contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Controller side of gpufleet.nodeprep.gpu_node_facts: run the module on the node, then resolve the ``limits``
-subset from what the node read (plugins/plugin_utils/_limits_gather.py), so ``ansible_facts.limits`` has the shape
-limits_facts returns while the node ships no pam_limits resolution.  Documentation: plugins/modules/gpu_node_facts.py.
+"""Controller side of gpufleet.nodeprep.gpu_node_facts: run the module on the node, then parse what it returned as
+read (the ``limits``, ``shm``, ``nic`` and ``imex`` subsets, ``nvidia.topology``, ``kernel_state.rdma``'s boot and
+modinfo reads: plugins/plugin_utils/_gather_resolve.py), so the facts have the shape limits_facts, shm_facts,
+nic_facts and kernel_facts return while the node ships none of those parsers.  Documentation: plugins/modules/gpu_node_facts.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,7 +14,7 @@ __metaclass__ = type
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._limits_gather import resolve_gathered
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._gather_resolve import resolve_gathered
 
 MODULE = 'gpufleet.nodeprep.gpu_node_facts'
 
@@ -31,9 +32,9 @@ class ActionModule(ActionBase):
             return result
         # The module has already refused a value that is not a boolean.
         fail_on_error = boolean(self._task.args.get('fail_on_error', True), strict=False)
-        warnings, failure = resolve_gathered(facts, fail_on_error)
+        warnings, failure = resolve_gathered(facts, fail_on_error, (task_vars or {}).get('inventory_hostname'))
         if failure:
-            result.update({'failed': True, 'msg': failure, 'subset': 'limits'})
+            result.update(dict(failure, failed=True))
             result.pop('ansible_facts', None)
         if warnings:
             result['warnings'] = list(result.get('warnings') or []) + warnings

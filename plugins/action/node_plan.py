@@ -20,7 +20,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _imex_mem
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_settings
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
-from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._limits_gather import resolve_gathered
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._gather_resolve import resolve_gathered
 
 GATHER_MODULE = 'gpufleet.nodeprep.gpu_node_facts'
 GATHER_MODES = ('auto', 'always', 'never')
@@ -235,10 +235,11 @@ class ActionModule(ActionBase):
                 result.update(module_result)
                 return result
             gathered = plain(module_result.get('ansible_facts') or {})
-            # The limits the node read, resolved here (pam_limits, systemd, slurmd): one shape for every reader.
-            limits_warnings, failure = resolve_gathered(gathered, args['fail_on_error'])
+            # What the node returned as read (limits, shm, nic, imex, nvidia.topology, kernel_state.rdma's boot and
+            # modinfo reads), resolved here: one shape for every reader.
+            read_warnings, failure = resolve_gathered(gathered, args['fail_on_error'], task_vars.get('inventory_hostname'))
             if failure:
-                result.update({'failed': True, 'msg': failure, 'subset': 'limits'})
+                result.update(dict(failure, failed=True))
                 return result
             patterns = [path for path in todo['files'] if any(c in path for c in '*?[')]
             old_patterns = facts.get('nodeprep_file_patterns') or []
@@ -247,8 +248,8 @@ class ActionModule(ActionBase):
             for key in _MERGED + ('nodeprep_file_patterns',):
                 if key in facts and (key in gathered or key == 'nodeprep_errors'):
                     gathered[key] = facts[key]
-            if module_result.get('warnings') or limits_warnings:
-                result['warnings'] = list(module_result.get('warnings') or []) + limits_warnings
+            if module_result.get('warnings') or read_warnings:
+                result['warnings'] = list(module_result.get('warnings') or []) + read_warnings
 
         if not args['plan']:
             result.update({'changed': False, 'gathered': bool(gathered), 'ansible_facts': gathered})

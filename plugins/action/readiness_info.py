@@ -26,7 +26,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_settings
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
-from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._limits_gather import resolve_gathered
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._gather_resolve import resolve_gathered
 
 # The gather subset that fills each fact namespace a check needs (rules/_readiness.py CHECKS).
 SUBSET_OF = dict((namespace, subset) for subset, namespace in _plan.SUBSET_NAMESPACES.items())
@@ -172,8 +172,8 @@ class ActionModule(ActionBase):
             return result
         known = task_vars.get('ansible_facts') or {}
         new_facts = plain(gathered.get('ansible_facts') or {})
-        # The limits the node read, resolved here as node_plan resolves them (a failure is nodeprep_errors.limits).
-        limits_warnings = resolve_gathered(new_facts, fail_on_error=False)[0]
+        # What the node returned as read, resolved here as node_plan resolves it (a failure is nodeprep_errors).
+        read_warnings = resolve_gathered(new_facts, fail_on_error=False, host=task_vars.get('inventory_hostname'))[0]
         facts = merge_facts(plain(dict((name, known[name]) for name in FACT_NAMES if name in known)),
                             new_facts, request['subsets'])
         # The globs this gather read (a path a glob did not report does not exist), as node_plan records them.
@@ -194,8 +194,8 @@ class ActionModule(ActionBase):
         except _readiness.ReadinessError as exc:
             result.update(failed=True, msg='readiness check: {0}'.format(exc))
             return result
-        if gathered.get('warnings') or limits_warnings:
-            result['warnings'] = list(gathered.get('warnings') or []) + limits_warnings
+        if gathered.get('warnings') or read_warnings:
+            result['warnings'] = list(gathered.get('warnings') or []) + read_warnings
         result.update(changed=False, **select(judged, checks))
         # Documented as checked_values (``values`` is a dictionary method: Jinja's result.values is never the list);
         # also under ``values``, the key of the per-host result the report reads (nodeprep_readiness['values']).

@@ -22,7 +22,14 @@ description:
     the same call (C(nodeprep_units), C(nodeprep_files), C(nodeprep_packages)), so the roles can decide on the
     controller that a template, a boot unit or a package has nothing to do, without a module call of their own.
   - The roles of this collection call it once per play.
-  - Runs as an action plugin and a module; the C(limits) subset is resolved by the action on the controller.
+  - Runs as an action plugin and a module. The node returns some reads as read and the action parses them on the
+    controller with the functions the standalone facts modules run on the node, so the module ships none of those
+    parsers - the limits files' text, the mount tables, C(ethtool -k)/C(-i), the IMEX node list, C(/proc/devices) and
+    C(nvidia-imex-ctl)'s JSON, C(nvidia-smi topo -m), and the RDMA path's boot loader files and C(modinfo) output.
+    Each text is bounded (the mount table 4 MiB, C(/etc/fstab) 1 MiB, C(/proc/meminfo) 64 KiB, an IMEX file
+    256 KiB, C(nvidia-imex-ctl)'s output 4 MiB, an C(ethtool) output 64 KiB, C(nvidia-smi topo -m) 256 KiB, a boot
+    loader file or C(modinfo) 64 KiB); a read over its bound or that does not parse fails the subset (or is
+    C(nodeprep_errors), with O(fail_on_error=false)) naming the host and the file.
 extends_documentation_fragment:
   - gpufleet.nodeprep.attributes
   - gpufleet.nodeprep.attributes.FACTS
@@ -281,19 +288,20 @@ ansible_facts:
       type: dict
       sample: {"effective": {"root": {"memlock": {"soft": "unlimited", "hard": "unlimited"}}}}
     shm:
-      description: As M(gpufleet.nodeprep.shm_facts) returns it.
+      description: As M(gpufleet.nodeprep.shm_facts) returns it (the node returns the files' text; the action parses it).
       returned: when C(shm) is gathered
       type: dict
       sample: {"mounted": true, "size_bytes": 68719476736}
     nics:
-      description: As M(gpufleet.nodeprep.nic_facts) returns it, keyed by interface name.
+      description: As M(gpufleet.nodeprep.nic_facts) returns it, keyed by interface name (the node returns ethtool's
+        outputs; the action parses them).
       returned: when C(nic) is gathered
       type: dict
       sample: {"eth0": {"mtu": 9000}}
     imex:
       description:
-        - NVIDIA IMEX as the node shows it (C(imex) subset); the imex role's plan judges it
-          (plugins/module_utils/plans/_plan_imex.py).
+        - NVIDIA IMEX as the node shows it (C(imex) subset; the node parses the config file and returns the rest
+          as read, the action parses it); the imex role's plan judges it (plugins/module_utils/plans/_plan_imex.py).
         - C(config_path), C(config) (the config file's C(KEY=value) lines; null when it does not exist),
           C(config_error); C(nodes_path) (its C(IMEX_NODE_CONFIG_FILE)), C(nodes_file) (the state of that file, as
           C(nodeprep_files) reports a path), C(nodes) (its addresses in order; null when it does not exist),
@@ -475,13 +483,11 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nvidia_
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._kernel import KernelError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._kernel_state import collect_kernel_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._limits import read_limits
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._mounts import ShmError
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._shm_state import collect_shm_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._shm_state import read_shm
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_selection import NicError
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nic import collect_nic_facts
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._ethtool import EthtoolError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nic import read_nics
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._imex_state import collect_imex_facts
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._imex_formats import ImexError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._imex_config import ImexError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_records import (
     NodeStateError,
     check_file_path,
@@ -517,7 +523,7 @@ NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', '
              'imex': 'imex'}
 # The shared memory mount point that is reported, not a place for temporary files.
 SHM_PATH = '/dev/shm'  # nosec B108
-READER_ERRORS = (NvidiaCollectError, KernelError, ShmError, NicError, EthtoolError, ImexError, CommandError, IOError,
+READER_ERRORS = (NvidiaCollectError, KernelError, NicError, ImexError, CommandError, IOError,
                  OSError)
 
 
@@ -544,14 +550,15 @@ def gather(module, subsets):
                                                include_supported_clocks=params['nvidia_supported_clocks'],
                                                nvidia_smi=params['nvidia_smi'], option=nvidia_option),
         'kernel': lambda: collect_kernel_facts(module),
-        # What the node holds; the action plugin of the same name resolves it on the controller.
+        # Returned as read (limits, shm, nic, imex); the action plugin of the same name parses them on the controller.
         'limits': lambda: {'read': read_limits(module, users=params['limits_users'],
                                                services=params['limits_services'])},
-        'shm': lambda: collect_shm_facts(module, path=params['shm_path']),
-        'nic': lambda: collect_nic_facts(module, interfaces=params['nic_interfaces'] or None,
-                                         networks=params['nic_networks'] or None,
-                                         nm_properties=params['nic_nm_properties']),
-        'imex': lambda: collect_imex_facts(module, config_path=params['imex_config'], timeout=params['imex_timeout']),
+        'shm': lambda: {'read': read_shm(path=params['shm_path'])},
+        'nic': lambda: {'read': read_nics(module, interfaces=params['nic_interfaces'] or None,
+                                          networks=params['nic_networks'] or None,
+                                          nm_properties=params['nic_nm_properties'])},
+        'imex': lambda: {'read': collect_imex_facts(module, config_path=params['imex_config'],
+                                                    timeout=params['imex_timeout'])},
     }
     facts, errors, timings = {}, {}, {}
     for name in subsets:
@@ -706,8 +713,8 @@ def main():
     facts, errors, timings = gather(module, subsets)
     state_subsets = gather_state(module, facts, timings)
     warnings = []
-    for namespace in ('kernel_state', 'shm'):
-        warnings.extend(facts_warnings(facts.get(namespace), '{0}: '.format(namespace)))
+    # (The shm, limits and imex warnings come with their resolution on the controller.)
+    warnings.extend(facts_warnings(facts.get('kernel_state'), 'kernel_state: '))
     done = subsets + state_subsets
     facts['nodeprep_gathered'] = [name for name in SUBSETS + STATE_SUBSETS
                                   if name in done or name in module.params['keep_gathered']]

@@ -344,6 +344,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_module import run_facts_module
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._kernel import KernelError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._kernel_state import collect_kernel_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._rdma_reads import rdma_from_read
 
 
 def main():
@@ -354,9 +355,10 @@ def main():
         ),
         supports_check_mode=True,
     )
+    # Read and parsed here (gpu_node_facts parses the boot loader's and modinfo's reads on the controller).
     run_facts_module(module, 'kernel_state',
-                     lambda: collect_kernel_facts(module, root=module.params['root'],
-                                                  check_initramfs=module.params['check_initramfs']),
+                     lambda: rdma_from_read(collect_kernel_facts(module, root=module.params['root'],
+                                                                 check_initramfs=module.params['check_initramfs'])),
                      (KernelError,), warn_keys=('warnings',))
 
 

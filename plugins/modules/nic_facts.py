@@ -153,7 +153,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_module import run_facts_module
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_selection import NicError
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nic import collect_nic_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nic_features import collect_nic_facts
 
 
 def main():

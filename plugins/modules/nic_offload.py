@@ -184,8 +184,8 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nic imp
     nm_device_states,
     nm_managed,
     persistence_method,
-    read_features,
 )
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nic_features import read_features
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import run_status
 
 

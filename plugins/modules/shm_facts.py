@@ -149,8 +149,8 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_module import run_facts_module
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._mounts import SHM_PATH, ShmError
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._shm_state import collect_shm_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._mounts import SHM_PATH, ShmError, shm_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._shm_state import read_shm
 
 
 def main():
@@ -162,7 +162,8 @@ def main():
         supports_check_mode=True,
     )
     path = module.params['path']
-    run_facts_module(module, 'shm', lambda: collect_shm_facts(module, path=path, root=module.params['root']),
+    # Read and parsed here (gpu_node_facts parses the same read on the controller).
+    run_facts_module(module, 'shm', lambda: shm_facts(read_shm(path=path, root=module.params['root'])),
                      (ShmError, OSError), prefix='{0}: '.format(path))
 
 

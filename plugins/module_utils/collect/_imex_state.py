@@ -15,7 +15,9 @@ rest of the gather.  It decides nothing (the imex role's plan, plans/_plan_imex.
 * ``nvidia-imex-ctl -c <config> -N -j`` (the domain's state) through the collection's runner, with a timeout: the
   ctl asks each node's IMEX command service, so an unreachable peer costs it time.
 
-The formats are parsers/_imex_formats.py.  No Ansible import; the AnsibleModule is used for get_bin_path and the runner.
+It parses only the config (to find the node list): the node list, ``/proc/devices`` and the ctl's output are returned
+as read (bounded: TEXT_MAX_BYTES, CTL_MAX_BYTES), and parsers/_imex_formats.imex_facts turns them into the ``imex``
+namespace on the controller.  No Ansible import; the AnsibleModule is used for get_bin_path and the runner.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -26,25 +28,24 @@ import io
 import os
 import stat
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._node_state import read_file_state
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._node_state import read_file_state, read_raw
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import CommandNotFound, run
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._imex_formats import (
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._imex_config import (
     CHANNEL_DIR,
     CONFIG_PATH,
-    NOT_CONFIGURED,
     ImexError,
     channel_path,
-    char_major,
     nodes_config_path,
     parse_config,
-    parse_domain_json,
-    parse_nodes_config,
 )
 
 PROC_DEVICES = '/proc/devices'
 CTL = 'nvidia-imex-ctl'
-# Files larger than this are not read for their content (a node list of a few dozen addresses is far smaller).
+# The most the node returns of a file (a node list of a few dozen addresses is far smaller; parsers/_imex_formats
+# holds the same bounds) and of the ctl's output (the JSON of a 72-node domain, every node with 72 connections, is
+# about 400 KB).
 TEXT_MAX_BYTES = 256 * 1024
+CTL_MAX_BYTES = 4 * 1024 * 1024
 
 
 def read_text(path, limit=TEXT_MAX_BYTES):
@@ -80,64 +81,44 @@ def device_state(path):
 
 
 def read_channels(minors, devices_path=None):
-    """The channel device as the driver and /dev show it: ``{'major', 'error', 'dir', 'nodes': {minor: state}}``."""
-    devices_path = devices_path or PROC_DEVICES
-    out = {'major': None, 'error': None, 'dir': device_state(CHANNEL_DIR), 'nodes': {}}
-    text, error = read_text(devices_path)
-    if error or text is None:
-        out['error'] = error or '{0} does not exist'.format(devices_path)
-    else:
-        try:
-            out['major'] = char_major(text)
-        except ImexError as exc:
-            out['error'] = str(exc)
+    """The channel device as the driver and /dev show it: ``{'devices' (/proc/devices as read), 'dir', 'nodes':
+    {minor: state}}``."""
+    out = {'devices': read_raw(devices_path or PROC_DEVICES, TEXT_MAX_BYTES), 'dir': device_state(CHANNEL_DIR),
+           'nodes': {}}
     for minor in minors:
         out['nodes'][str(int(minor))] = device_state(channel_path(minor))
     return out
 
 
 def run_ctl(module, config_path, timeout):
-    """``nvidia-imex-ctl -c <config> -N -j``: ``{'path', 'ran', 'rc', 'timed_out', 'domain', 'error',
-    'not_configured', 'output'}`` (``domain``: parsers/_imex.parse_domain_json, None when it could not be read)."""
-    out = {'path': None, 'ran': False, 'rc': None, 'timed_out': False, 'domain': None, 'error': None,
-           'not_configured': False, 'output': ''}
+    """``nvidia-imex-ctl -c <config> -N -j``: ``{'path', 'ran', 'rc', 'timed_out', 'error', 'stdout', 'stderr',
+    'over_limit'}`` (its output as printed; none of it, and ``over_limit``, past CTL_MAX_BYTES characters;
+    parsers/_imex_formats.imex_facts reads it)."""
+    out = {'path': None, 'ran': False, 'rc': None, 'timed_out': False, 'error': None, 'stdout': '', 'stderr': '',
+           'over_limit': None}
     path = module.get_bin_path(CTL)
     if not path:
         out['error'] = '{0} was not found in PATH (the nvidia-imex package ships it)'.format(CTL)
         return out
     out['path'] = path
-    argv = [path, '-c', config_path, '-N', '-j']
     try:
-        result = run(module, argv, timeout=timeout)
+        result = run(module, [path, '-c', config_path, '-N', '-j'], timeout=timeout)
     except CommandNotFound as exc:
         out['error'] = str(exc)
         return out
-    out['ran'] = True
-    out['rc'] = result.rc
-    text = (result.stdout or '') + (result.stderr or '')
-    out['output'] = text.strip()[-2000:]
-    if result.timed_out:
-        out['timed_out'] = True
-        out['error'] = '{0} -N -j did not answer within {1} s'.format(CTL, timeout)
-        return out
-    if NOT_CONFIGURED in text:
-        out['not_configured'] = True
-    try:
-        out['domain'] = parse_domain_json(result.stdout)
-    except ImexError as exc:
-        first = text.strip().splitlines()[0] if text.strip() else 'no output'
-        out['error'] = '{0} -N -j (rc={1}): {2}'.format(CTL, result.rc, first if result.rc else exc)
-        return out
-    if result.rc != 0:
-        out['error'] = '{0} -N -j exited {1}'.format(CTL, result.rc)
+    out.update(ran=True, rc=result.rc, timed_out=bool(result.timed_out), timeout=timeout, stdout=result.stdout or '',
+               stderr=result.stderr or '')
+    if len(out['stdout']) + len(out['stderr']) > CTL_MAX_BYTES:
+        out.update(stdout=None, stderr=None, over_limit=CTL_MAX_BYTES)
     return out
 
 
 def collect_imex_facts(module, config_path=CONFIG_PATH, timeout=30, channels=(0,)):
-    """The ``imex`` facts (see the module's RETURN): config, node list, channel device, the domain as the ctl reads
-    it.  A file that cannot be read is reported in its ``*_error`` key, never raised."""
+    """What the node holds of IMEX (parsers/_imex_formats.imex_facts makes the ``imex`` facts of it): the config
+    parsed, the node list's state and text, the channel device, the ctl's output.  A file that cannot be read is
+    reported, never raised."""
     facts = {'config_path': config_path, 'config': None, 'config_error': None, 'nodes_path': None,
-             'nodes_file': None, 'nodes': None, 'nodes_error': None}
+             'nodes_file': None}
     text, error = read_text(config_path)
     if error:
         facts['config_error'] = error
@@ -149,16 +130,7 @@ def collect_imex_facts(module, config_path=CONFIG_PATH, timeout=30, channels=(0,
     nodes = nodes_config_path(facts['config'])
     facts['nodes_path'] = nodes
     facts['nodes_file'] = read_file_state(nodes)
-    text, error = read_text(nodes)
-    if error:
-        facts['nodes_error'] = error
-    elif text is not None:
-        facts['nodes'] = parse_nodes_config(text)
+    facts['nodes_read'] = read_raw(nodes, TEXT_MAX_BYTES)
     facts['channels'] = read_channels(channels)
-    if facts['config'] is None:
-        facts['ctl'] = {'path': None, 'ran': False, 'rc': None, 'timed_out': False, 'domain': None,
-                        'error': facts['config_error'] or '{0} does not exist'.format(config_path),
-                        'not_configured': False, 'output': ''}
-    else:
-        facts['ctl'] = run_ctl(module, config_path, timeout)
+    facts['ctl'] = None if facts['config'] is None else run_ctl(module, config_path, timeout)
     return facts

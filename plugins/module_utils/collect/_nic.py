@@ -13,6 +13,8 @@
 # for get_bin_path, warn and the collection's runner (collect/_runner.run_status: argv
 # lists, the C locale). Errors are raised as NicError (parsers/_nic_selection.py), carrying
 # cmd/rc/stdout/stderr when a command failed, so each module can hand them to fail_json.
+# read_nics returns ethtool's outputs as printed (bounded: ETHTOOL_MAX_CHARS); parsers/_nic_facts.nics_from_read parses
+# them: on the controller for gpu_node_facts, on the node for nic_facts and nic_offload (collect/_nic_features.py).
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -21,11 +23,6 @@ import json
 import os
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import run_status
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._ethtool import (
-    EthtoolError,
-    parse_ethtool_i,
-    parse_ethtool_k,
-)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_selection import (
     NicError,
     link_addresses,
@@ -34,6 +31,8 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_sel
 
 SYSFS_NET = '/sys/class/net'
 RUN_SYSTEMD = '/run/systemd/system'
+# The most of an ethtool output the node returns (``ethtool -k`` prints about 3 KB; parsers/_nic_facts has the same).
+ETHTOOL_MAX_CHARS = 64 * 1024
 
 
 def find_tool(module, name, package=None):
@@ -121,35 +120,28 @@ def read_nm_connection(module, nmcli, ifname, properties):
     return out
 
 
-def read_features(module, ethtool, ifname):
-    """parse_ethtool_k() of ``ethtool -k IFACE``; NicError on failure, naming the interface."""
-    argv = [ethtool, '-k', ifname]
-    out = _run_checked(module, argv, 'interface {0}: ethtool -k'.format(ifname))
-    try:
-        return parse_ethtool_k(out)
-    except EthtoolError as exc:
-        raise NicError('interface {0}: {1}'.format(ifname, exc), cmd=argv, rc=0, stdout=out, stderr='')
+def read_ethtool(module, ethtool, ifname, flag):
+    """``{argv, rc, stdout, stderr}`` of ``ethtool -k|-i IFACE`` (rc 0), None for ``-i`` where the device does not
+    support it (lo); NicError when it fails or prints more than ETHTOOL_MAX_CHARS, naming the interface."""
+    argv = [ethtool, flag, ifname]
+    if flag == '-k':
+        rc, out, err = 0, _run_checked(module, argv, 'interface {0}: ethtool -k'.format(ifname)), ''
+    else:
+        rc, out, err = run_status(module, argv)
+        if rc != 0 and 'Operation not supported' in (err or '') + (out or ''):
+            return None
+        if rc != 0:
+            raise NicError('interface {0}: ethtool -i failed (rc={1}): {2}'.format(ifname, rc, (err or out).strip()),
+                           cmd=argv, rc=rc, stdout=out, stderr=err)
+    if len(out or '') + len(err or '') > ETHTOOL_MAX_CHARS:
+        raise NicError('interface {0}: ethtool {1} printed more than {2} characters'.format(
+            ifname, flag, ETHTOOL_MAX_CHARS), cmd=argv, rc=rc)
+    return {'argv': argv, 'rc': rc, 'stdout': out, 'stderr': err}
 
 
-def read_driver(module, ethtool, ifname):
-    """``ethtool -i IFACE`` -> {driver, version, firmware_version, bus_info}; all None when not supported (lo)."""
-    argv = [ethtool, '-i', ifname]
-    rc, out, err = run_status(module, argv)
-    empty = {'driver': None, 'version': None, 'firmware_version': None, 'bus_info': None}
-    if rc != 0:
-        if 'Operation not supported' in (err or '') + (out or ''):
-            return empty
-        raise NicError('interface {0}: ethtool -i failed (rc={1}): {2}'.format(ifname, rc, (err or out).strip()),
-                       cmd=argv, rc=rc, stdout=out, stderr=err)
-    try:
-        info = parse_ethtool_i(out)
-    except EthtoolError as exc:
-        raise NicError('interface {0}: {1}'.format(ifname, exc), cmd=argv, rc=rc, stdout=out, stderr=err)
-    return dict((key, info.get(key)) for key in empty)
-
-
-def collect_nic_facts(module, interfaces=None, networks=None, nm_properties=None):
-    """The ``ansible_facts.nics`` dict (docs/contracts.md), keyed by interface name.
+def read_nics(module, interfaces=None, networks=None, nm_properties=None):
+    """What the node holds of the ``ansible_facts.nics`` dict (docs/contracts.md), keyed by interface name, with
+    ``ethtool -k`` and ``-i`` as printed (read_ethtool; parsers/_nic_facts.nics_from_read makes the namespace).
 
     With neither ``interfaces`` nor ``networks`` every interface is read. With
     either or both, the interfaces named plus those holding an address inside
@@ -181,13 +173,13 @@ def collect_nic_facts(module, interfaces=None, networks=None, nm_properties=None
         mtu = _read_sysfs_int(name, 'mtu')
         if mtu is None:
             mtu = link.get('mtu')
-        parsed = read_features(module, ethtool, name)
+        features = read_ethtool(module, ethtool, name, '-k')
         facts[name] = {
             'mtu': mtu,
             'speed_mbps': _read_sysfs_int(name, 'speed'),
             'addresses': addresses,
-            'driver': read_driver(module, ethtool, name),
-            'features': dict((key, dict(value)) for key, value in parsed['features'].items()),
+            'ethtool_i': read_ethtool(module, ethtool, name, '-i'),
+            'ethtool_k': features,
             'nm_managed': nm_managed(states, name),
         }
         if nm_properties and facts[name]['nm_managed']:

@@ -17,6 +17,7 @@ No Ansible import.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import base64
 import errno
 import glob
 import hashlib
@@ -36,6 +37,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_re
     unit_name,
     units_argv,
 )
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._facts_output import to_display
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._package_db import installed_versions
 
 
@@ -143,6 +145,25 @@ def read_content(path, limit=CONTENT_MAX_BYTES):
     if len(data) > limit:
         return None
     return data.decode('utf-8', 'replace')
+
+
+def read_raw(path, limit):
+    """A file as the controller parses it (parsers/_raw_text.text_of): ``{'path', 'text'}`` (UTF-8), ``{'path',
+    'base64'}`` (other bytes, kept as they are), ``{'path', 'errno', 'error'}`` (it cannot be read) or ``{'path',
+    'over_limit'}`` (it holds more than ``limit`` bytes: the gather returns no more)."""
+    record = {'path': to_display(path)}
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read(limit + 1)
+    except (IOError, OSError) as exc:
+        return dict(record, errno=exc.errno, error=to_display(str(exc)))
+    if len(data) > limit:
+        return dict(record, over_limit=limit)
+    try:
+        record['text'] = data.decode('utf-8')
+    except UnicodeDecodeError:
+        record['base64'] = base64.b64encode(data).decode('ascii')
+    return record
 
 
 def collect_contents(paths):

@@ -10,8 +10,8 @@
 # kills the process group of a hung nvidia-smi) and turns its output into the ``ansible_facts.nvidia`` namespace (see
 # docs/contracts.md). Used by the nvidia_gpu_facts, nvidia_gpu and gpu_node_facts modules.
 # collect_topology runs ``nvidia-smi topo -m`` (gpu_node_facts, for the readiness check gpu.topology) in the same
-# module run, and parses it with _nvidia_smi_topo.parse_topo_matrix.  collect_nvlink runs ``nvidia-smi nvlink -s`` and
-# ``-e`` (for the readiness check nvlink.links) and returns their raw outputs: the controller parses and judges them.
+# module run, and collect_nvlink runs ``nvidia-smi nvlink -s`` and ``-e`` (for the readiness check nvlink.links): both
+# return the raw outputs, and the controller parses them (parsers/_nvidia_smi_topo.topology_from_output) and judges.
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -24,10 +24,6 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_
     parse_nvsmi_xml,
 )
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import CommandNotFound, run
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_topo import (
-    TopologyParseError,
-    parse_topo_matrix,
-)
 
 
 class NvidiaCollectError(FactsReadError):
@@ -139,22 +135,15 @@ def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvid
     return facts
 
 
-def topology_from_output(argv, rc, out, err):
-    """``ansible_facts.nvidia.topology`` from what ``nvidia-smi topo -m`` printed: ``matrix`` (parse_topo_matrix) and
-    ``error`` (None, or why there is no matrix: the exit status and what nvidia-smi said, or the line that does not
-    parse)."""
-    if rc != 0:
-        return {'matrix': None, 'error': '{0} exited with rc {1}: {2}'.format(
-            ' '.join(argv), rc, _said(out, err) or 'no output')}
-    try:
-        return {'matrix': parse_topo_matrix(out), 'error': None}
-    except TopologyParseError as exc:
-        return {'matrix': None, 'error': 'cannot parse the output of {0}: {1}'.format(' '.join(argv), exc)}
+# The most of ``nvidia-smi topo -m``'s output the node returns (8 GPUs and 8 NICs print about 3 KB;
+# parsers/_nvidia_smi_topo.TOPO_MAX_CHARS is the same bound).
+TOPO_MAX_CHARS = 256 * 1024
 
 
 def collect_topology(module, binary, timeout, option='nvidia_timeout'):
-    """Run ``nvidia-smi topo -m``; never raises (a failure is the ``error`` of the result, and gpu.topology fails with
-    it: the rest of the NVIDIA facts stay good)."""
+    """Run ``nvidia-smi topo -m``: ``{'read': {argv, rc, stdout, stderr}}`` (what it printed, parsed on the
+    controller), or ``{'matrix': None, 'error'}`` when it did not answer.  Never raises (a failure is the ``error`` of
+    the result, and gpu.topology fails with it: the rest of the NVIDIA facts stay good)."""
     argv = [binary, 'topo', '-m']
     try:
         result = run(module, argv, timeout=timeout, option=option)
@@ -163,7 +152,11 @@ def collect_topology(module, binary, timeout, option='nvidia_timeout'):
     if result.timed_out:
         return {'matrix': None, 'error': '{0} did not answer within the timeout of {1} seconds and was killed'.format(
             ' '.join(argv), timeout)}
-    return topology_from_output(argv, result.rc, result.stdout, result.stderr)
+    if len(result.stdout or '') + len(result.stderr or '') > TOPO_MAX_CHARS:
+        return {'matrix': None, 'error': '{0} printed more than {1} characters (the most the gather returns)'.format(
+            ' '.join(argv), TOPO_MAX_CHARS)}
+    # Parsed on the controller (parsers/_nvidia_smi_topo.topology_from_output).
+    return {'read': {'argv': argv, 'rc': result.rc, 'stdout': result.stdout or '', 'stderr': result.stderr or ''}}
 
 
 NVLINK_READS = (('status', '-s'), ('errors', '-e'))

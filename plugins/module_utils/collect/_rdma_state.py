@@ -10,7 +10,8 @@ functions on the PCI bus, whether ``nvidia_peermem`` is loaded, the peer-memory 
 (``/proc/kallsyms``), the kernel command line and boot loader arguments, the IOMMU state and, when there is a
 ConnectX device, the PCIe bridges of ``lspci -D -vvv`` with their ACS control bits.
 
-The parsers are parsers/_rdma_path.py; the rules that judge the result are rules/_rdma.py.  No Ansible import;
+The parsers are parsers/_rdma_path.py; the boot loader's files and ``modinfo`` are returned as read (each at most
+TEXT_MAX_CHARS) for parsers/_rdma_reads.rdma_from_read; the rules that judge the result are rules/_rdma.py.  No Ansible import;
 Python 3.6 compatible.
 """
 
@@ -26,39 +27,38 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._rdma_pa
     PEERMEM_MODULE,
     device_kind,
     kallsyms_symbols,
-    parse_bls_options,
-    parse_default_grub,
     parse_lspci_vvv,
-    parse_modinfo_depends,
     virtualization,
 )
 
 MELLANOX_VENDOR = '0x15b3'
 LSPCI_ARGS = ('-D', '-vvv')
+TEXT_MAX_CHARS = 64 * 1024
 
 
 def read_boot_args(root):
-    """What the boot loader gives the kernels that boot next: ``{bls: {entry file: options}, grub_cmdline_linux}``
-    (``bls`` without the rescue entries; ``grub_cmdline_linux`` None without /etc/default/grub)."""
-    bls = {}
-    for path in sorted(glob.glob(os.path.join(root, 'boot/loader/entries/*.conf'))):
-        if 'rescue' in os.path.basename(path):
-            continue
-        bls[os.path.basename(path)] = parse_bls_options(_read(path))
-    grub = _read(os.path.join(root, 'etc/default/grub'))
-    values = parse_default_grub(grub) if grub is not None else None
-    return {'bls': bls, 'grub_cmdline_linux': None if values is None else values.get('GRUB_CMDLINE_LINUX', ''),
-            'grub_cmdline_linux_default': None if values is None else values.get('GRUB_CMDLINE_LINUX_DEFAULT', '')}
+    """``{'read': {'bls': {entry file: text}, 'grub': text}}``: what the boot loader gives the kernels that boot next,
+    as read (the rescue entries left out; _raw: None for a file that cannot be read)."""
+    bls = dict((os.path.basename(path), _raw(path))
+               for path in sorted(glob.glob(os.path.join(root, 'boot/loader/entries/*.conf')))
+               if 'rescue' not in os.path.basename(path))
+    return {'read': {'bls': bls, 'grub': _raw(os.path.join(root, 'etc/default/grub'))}}
 
 
 # ---------------------------------------------------------------- the collector
 
-def _read(path):
+def _read(path, limit=-1):
     try:
         with open(path) as handle:
-            return handle.read()
+            return handle.read(limit)
     except (IOError, OSError):
         return None
+
+
+def _raw(path):
+    """The text of ``path`` for the controller: None when it cannot be read, ``{'over_limit'}`` past the bound."""
+    text = _read(path, TEXT_MAX_CHARS + 1)
+    return {'over_limit': TEXT_MAX_CHARS} if text is not None and len(text) > TEXT_MAX_CHARS else text
 
 
 def scan_connectx(root, exclude=()):
@@ -112,13 +112,15 @@ def read_virtualization(module, root, run_status):
 
 
 def read_peermem_module(module, run_status):
-    """``{found, depends}`` of the nvidia_peermem module of the running kernel (``modinfo -F depends``)."""
+    """``modinfo -F depends`` of the running kernel's nvidia_peermem as printed (``{'read': {rc, stdout, stderr}}``;
+    ``{found, depends}`` None without modinfo)."""
     modinfo = module.get_bin_path('modinfo')
     if modinfo is None:
         return {'found': None, 'depends': None}
     rc, out, err = run_status(module, [modinfo, '-F', 'depends', PEERMEM_MODULE])
-    found, depends = parse_modinfo_depends(rc, out, err)
-    return {'found': found, 'depends': depends}
+    if len(out) + len(err) > TEXT_MAX_CHARS:
+        return {'read': {'over_limit': TEXT_MAX_CHARS}}
+    return {'read': {'rc': rc, 'stdout': out, 'stderr': err}}
 
 
 def relevant_devices(devices):

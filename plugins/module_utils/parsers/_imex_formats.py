@@ -32,15 +32,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import re
+import os
 
-CONFIG_PATH = '/etc/nvidia-imex/config.cfg'
-NODES_CONFIG_PATH = '/etc/nvidia-imex/nodes_config.cfg'
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._imex_config import ImexError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._raw_text import text_of
+
 # The config keys the collection reads, with NVIDIA's documented defaults where the guide gives one.
 SERVER_PORT = 50000
 CMD_PORT = 50005
 CHANNEL_DEVICE = 'nvidia-caps-imex-channels'
-CHANNEL_DIR = '/dev/nvidia-caps-imex-channels'
 # What nvidia-imex-ctl prints when the node list cannot be read (NVIDIA/DCGM DcgmImexManager.cpp looks for it).
 NOT_CONFIGURED = 'Failed to read node configuration file'
 # The domain's states (NVIDIA/DCGM dcgm_fields.h DCGM_FI_IMEX_DOMAIN_STATUS) and a node's (DCGM_FI_IMEX_DAEMON_STATUS:
@@ -50,34 +50,6 @@ NODE_STATES = ('INITIALIZING', 'STARTING_AUTH_SERVER', 'WAITING_FOR_PEERS', 'WAI
                'READY', 'SHUTTING_DOWN', 'UNAVAILABLE')
 READY = 'READY'
 CONNECTED = 'CONNECTED'
-
-
-class ImexError(Exception):
-    """An IMEX file or output that cannot be read as NVIDIA documents it (the message says what and where)."""
-
-
-def channel_path(minor):
-    """The device node of IMEX channel ``minor`` (the IMEX guide: /dev/nvidia-caps-imex-channels/channelN)."""
-    return '{0}/channel{1}'.format(CHANNEL_DIR, int(minor))
-
-
-_KEY_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
-
-
-def parse_config(text):
-    """``{KEY: value}`` of an IMEX config file (``KEY=value`` lines; ``#`` comments and blank lines skipped; the last
-    line of a key wins, values stripped).  ImexError for a line that is neither."""
-    values = {}
-    for lineno, line in enumerate((text or '').splitlines(), 1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith('#'):
-            continue
-        key, sep, value = stripped.partition('=')
-        key = key.strip()
-        if not sep or not _KEY_RE.match(key):
-            raise ImexError('line {0}: {1!r} is not KEY=value'.format(lineno, line))
-        values[key] = value.strip()
-    return values
 
 
 def config_port(values, key, default):
@@ -93,11 +65,6 @@ def config_port(values, key, default):
     if not 0 < port < 65536:
         raise ImexError('{0}={1} is not a port number (1-65535)'.format(key, port))
     return port
-
-
-def nodes_config_path(values):
-    """The node list the daemon reads: ``IMEX_NODE_CONFIG_FILE``, or NVIDIA's default when unset or empty."""
-    return ((values or {}).get('IMEX_NODE_CONFIG_FILE') or '').strip() or NODES_CONFIG_PATH
 
 
 def parse_nodes_config(text):
@@ -194,3 +161,85 @@ def parse_domain_json(text):
         raise ImexError('the domain "status" is {0!r}, not a word such as UP'.format(status))
     return {'status': status.upper(), 'timestamp': _text(data.get('timestamp')),
             'nodes': sorted(out, key=lambda n: n['index'])}
+
+
+# The most the node returns of a file and of the ctl's output (collect/_imex_state: the same bounds).
+TEXT_MAX_BYTES = 256 * 1024
+CTL_MAX_BYTES = 4 * 1024 * 1024
+CTL = 'nvidia-imex-ctl'
+
+
+def _file_text(record, path, host):
+    """(text, error) of a file the node returned (None and None when it does not exist), as the node read it before
+    (undecodable bytes replaced); ImexError naming the host and the file for a garbled record."""
+    text, problem = text_of(record, path, TEXT_MAX_BYTES, ImexError, host)
+    if problem and isinstance(record.get('errno'), int):
+        problem = 'cannot read {0}: {1}'.format(record.get('path') or path, os.strerror(record['errno']))
+    if text is not None:
+        text = text.encode('utf-8', 'surrogateescape').decode('utf-8', 'replace')
+    return text, problem
+
+
+def channel_facts(read, host=None):
+    """The channel device from the node's read (collect/_imex_state.read_channels): ``{major, error, dir, nodes}``."""
+    out = {'major': None, 'error': None, 'dir': read['dir'], 'nodes': read['nodes']}
+    text, error = _file_text(read['devices'], '/proc/devices', host)
+    if error or text is None:
+        out['error'] = error or '{0} does not exist'.format(read['devices'].get('path') or '/proc/devices')
+    else:
+        try:
+            out['major'] = char_major(text)
+        except ImexError as exc:
+            out['error'] = str(exc)
+    return out
+
+
+def _ctl(read, host):
+    out = {'path': read['path'], 'ran': read['ran'], 'rc': read['rc'], 'timed_out': False, 'domain': None,
+           'error': read['error'], 'not_configured': False, 'output': ''}
+    if not read['ran']:
+        return out
+    if read.get('over_limit') is not None:
+        out['error'] = '{0}: {1} -N -j printed more than {2} characters (the most the gather returns)'.format(
+            'host {0}'.format(host) if host else 'this host', CTL, read['over_limit'])
+        return out
+    text = read['stdout'] + read['stderr']
+    if len(text) > CTL_MAX_BYTES:
+        raise ImexError('{0}: {1} -N -j: {2} characters returned, more than the {3} the gather returns'.format(
+            'host {0}'.format(host) if host else 'this host', CTL, len(text), CTL_MAX_BYTES))
+    out['output'] = text.strip()[-2000:]
+    if read['timed_out']:
+        out['timed_out'] = True
+        out['error'] = '{0} -N -j did not answer within {1} s'.format(CTL, read['timeout'])
+        return out
+    if NOT_CONFIGURED in text:
+        out['not_configured'] = True
+    try:
+        out['domain'] = parse_domain_json(read['stdout'])
+    except ImexError as exc:
+        first = text.strip().splitlines()[0] if text.strip() else 'no output'
+        out['error'] = '{0} -N -j (rc={1}): {2}'.format(CTL, read['rc'], first if read['rc'] else exc)
+        return out
+    if read['rc'] != 0:
+        out['error'] = '{0} -N -j exited {1}'.format(CTL, read['rc'])
+    return out
+
+
+def imex_facts(read, host=None):
+    """The ``imex`` facts (gpu_node_facts' RETURN) from what the node read (collect/_imex_state.collect_imex_facts):
+    the node list parsed, the channel device's major from ``/proc/devices``, the domain from the ctl's JSON.  What the
+    node could not read is reported in its ``*_error`` key, as before; ImexError (naming the host) for a read that is
+    not what the node returns."""
+    facts = dict((key, read[key]) for key in ('config_path', 'config', 'config_error', 'nodes_path', 'nodes_file'))
+    facts['nodes'] = None
+    text, facts['nodes_error'] = _file_text(read['nodes_read'], read['nodes_path'], host)
+    if text is not None and not facts['nodes_error']:
+        facts['nodes'] = parse_nodes_config(text)
+    facts['channels'] = channel_facts(read['channels'], host)
+    if read['ctl'] is None:
+        facts['ctl'] = {'path': None, 'ran': False, 'rc': None, 'timed_out': False, 'domain': None,
+                        'error': facts['config_error'] or '{0} does not exist'.format(facts['config_path']),
+                        'not_configured': False, 'output': ''}
+    else:
+        facts['ctl'] = _ctl(read['ctl'], host)
+    return facts

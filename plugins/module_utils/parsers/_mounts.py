@@ -13,6 +13,9 @@ an optional k, m, g, t, p or e suffix, base 1024) or ``N%`` of RAM, and is round
 whole pages; ``nr_blocks=`` counts pages; without either, tmpfs takes half of RAM.
 ``size=0`` and ``nr_blocks=0`` mean no limit at all (tmpfs(5)): such a mount is reported as
 unlimited, never as 0 bytes.
+
+shm_facts() turns what the node read (collect/_shm_state.read_shm) into the ``shm`` namespace: on the controller for
+gpu_node_facts (the gather ships no parser of these files), on the node for shm_facts.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,6 +25,7 @@ import os
 import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._facts_output import to_display
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._raw_text import text_of, where
 
 
 class ShmError(Exception):
@@ -218,3 +222,110 @@ def merge_options(mount):
 
 # The shared memory mount point that is reported, not a place for temporary files.
 SHM_PATH = '/dev/shm'  # nosec B108
+
+
+# The most of each file the node returns (collect/_shm_state.TEXT_MAX_BYTES: the same bounds); more is refused.
+TEXT_MAX_BYTES = {'meminfo': 64 * 1024, 'mountinfo': 4 * 1024 * 1024, 'fstab': 1024 * 1024}
+_FILES = {'meminfo': '/proc/meminfo', 'mountinfo': '/proc/self/mountinfo', 'fstab': '/etc/fstab'}
+
+
+def _text(read, name, host, required=False, strict=True):
+    """The text of file ``name`` of the node's read; ShmError naming the host and the file when it could not be read
+    (``strict``) or is garbled."""
+    text, problem = text_of(read.get(name), _FILES[name], TEXT_MAX_BYTES[name], ShmError, host, required)
+    if problem and strict:
+        raise ShmError(problem)
+    return text
+
+
+def _fstab_facts(facts, fstab, fstab_path, path, ram_bytes, page_size):
+    entries, errors = parse_fstab_lines(fstab, fstab_path)
+    facts['errors'].extend(errors)
+    entry = find_fstab(entries, path)
+    if entry is None:
+        return
+    size = None
+    explicit = False
+    unlimited = False
+    if entry['vfstype'] == 'tmpfs':
+        try:
+            size = tmpfs_size_from_options(entry['options'], ram_bytes, page_size)
+        except ShmError as exc:
+            facts['errors'].append('{0} line {1}: {2}'.format(fstab_path, entry['line'], exc))
+        else:
+            explicit = size is not None
+            unlimited = is_unlimited(size)
+            if unlimited:
+                size = None
+            elif size is None and ram_bytes is not None:
+                size = tmpfs_default_size(ram_bytes, page_size)
+    facts['fstab'] = {'options': entry['options'], 'size_bytes': size, 'size_explicit': explicit,
+                      'unlimited': unlimited, 'vfstype': entry['vfstype'], 'spec': entry['spec'], 'line': entry['line']}
+
+
+def shm_facts(read, host=None):
+    """The ``shm`` namespace from what the node read (collect/_shm_state.read_shm).  See _shm_facts; a ShmError names
+    ``host`` when it is given (the controller resolves many hosts' reads)."""
+    try:
+        return _shm_facts(read, host)
+    except ShmError as exc:
+        if host and not str(exc).startswith(where(host, '')):
+            raise ShmError(where(host, str(exc)))
+        raise
+
+
+def _shm_facts(read, host):
+    """The ``shm`` namespace from what the node read.
+
+    An unlimited tmpfs has size_bytes null and unlimited true (live and in fstab). Lines of /etc/fstab that are not
+    entries, or not UTF-8, and a size= on the entry that tmpfs would refuse are listed in ``errors`` naming the
+    file and line: the size after the next boot is then unknown.  ShmError for a table that cannot be read, naming
+    ``host`` (when given) and the file.
+    """
+    if not isinstance(read, dict) or not isinstance(read.get('path'), str):
+        raise ShmError('{0}: the node\'s read of /dev/shm is not a mapping with its path'.format(where(host, 'shm')))
+    path = read['path']
+    page_size = read.get('page_size') or 4096
+    ram_bytes = None
+    swap_bytes = None
+    # An unreadable /proc/meminfo leaves the size in percent and the default unknown.
+    meminfo = _text(read, 'meminfo', host, False, False)
+    if meminfo is not None:
+        ram_bytes = parse_meminfo(meminfo)
+        try:
+            swap_bytes = parse_meminfo(meminfo, 'SwapTotal')
+        except ShmError:
+            swap_bytes = None
+    mounts = parse_mountinfo(_text(read, 'mountinfo', host, True))
+    mount = find_mount(mounts, path)
+    facts = {'path': path, 'mounted': mount is not None, 'fstype': None, 'source': None, 'size_bytes': None,
+             'unlimited': False, 'used_bytes': None, 'free_bytes': None, 'mount_options': [], 'fstab': None,
+             'ram_bytes': ram_bytes, 'swap_bytes': swap_bytes, 'default_size_bytes': None, 'errors': []}
+    if ram_bytes is not None:
+        facts['default_size_bytes'] = tmpfs_default_size(ram_bytes, page_size)
+    if mount is not None:
+        facts['fstype'] = mount['fstype']
+        facts['source'] = to_display(mount['source'])
+        facts['mount_options'] = [to_display(o) for o in merge_options(mount)]
+        size = None
+        if mount['fstype'] == 'tmpfs':
+            size = tmpfs_size_from_options(mount['super_options'], ram_bytes, page_size)
+        if read.get('live'):
+            st = read.get('statvfs') or {}
+            if 'blocks' not in st:
+                raise ShmError('{0}: statvfs: {1}'.format(where(host, path), st.get('error', 'not read')))
+            if mount['fstype'] == 'tmpfs' and (st['blocks'] == 0 or is_unlimited(size)):
+                facts['unlimited'] = True  # tmpfs reports no blocks when it has no limit
+            else:
+                facts['size_bytes'] = st['blocks'] * st['frsize']
+                facts['free_bytes'] = st['bavail'] * st['frsize']
+            facts['used_bytes'] = (st['blocks'] - st['bfree']) * st['frsize'] if st['blocks'] else None
+        elif mount['fstype'] == 'tmpfs':
+            if is_unlimited(size):
+                facts['unlimited'] = True
+            else:
+                facts['size_bytes'] = size if size is not None else facts['default_size_bytes']
+    fstab = _text(read, 'fstab', host)
+    if fstab is not None:
+        _fstab_facts(facts, fstab, read['fstab'].get('path') or _FILES['fstab'], path, ram_bytes, page_size)
+    return facts

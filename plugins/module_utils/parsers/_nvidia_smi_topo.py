@@ -10,8 +10,9 @@
 parse_topo_matrix(text) reads the matrix as nvidia-smi prints it (tab separated, the header underlined with ANSI
 escapes, ``X`` for self, then ``CPU Affinity``, ``NUMA Affinity`` and, from about 535 on, ``GPU NUMA ID``; NIC rows
 after the GPU rows; a ``NIC Legend`` naming each NIC's RDMA device) and copies re-spaced by hand (spaces instead of
-tabs). It raises TopologyParseError naming the line that does not fit.  The readiness rule ``gpu.topology`` is
-rules/_topology.py.
+tabs). It raises TopologyParseError naming the line that does not fit.  topology_from_output() makes
+``ansible_facts.nvidia.topology`` of what the node returned (collect/_nvidia_smi.collect_topology), on the
+controller.  The readiness rule ``gpu.topology`` is rules/_topology.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -108,3 +109,40 @@ def parse_topo_matrix(text):
         'affinity': affinity,
         'nic_names': nic_names,
     }
+
+
+# The most of the output the node returns (collect/_nvidia_smi.TOPO_MAX_CHARS: the same bound).
+TOPO_MAX_CHARS = 256 * 1024
+
+
+def _said(out, err):
+    return '\n'.join(part.strip() for part in (out, err) if part and part.strip())
+
+
+def topology_from_output(argv, rc, out, err):
+    """``ansible_facts.nvidia.topology`` from what ``nvidia-smi topo -m`` printed: ``matrix`` (parse_topo_matrix) and
+    ``error`` (None, or why there is no matrix: the exit status and what nvidia-smi said, or the line that does not
+    parse)."""
+    if rc != 0:
+        return {'matrix': None, 'error': '{0} exited with rc {1}: {2}'.format(
+            ' '.join(argv), rc, _said(out, err) or 'no output')}
+    try:
+        return {'matrix': parse_topo_matrix(out), 'error': None}
+    except TopologyParseError as exc:
+        return {'matrix': None, 'error': 'cannot parse the output of {0}: {1}'.format(' '.join(argv), exc)}
+
+
+def topology_from_read(read, host=None):
+    """The topology from the node's read (``{argv, rc, stdout, stderr}``); a read that is not that, or longer than
+    the bound, is the topology's ``error``, naming the host."""
+    try:
+        argv, rc, out, err = [read[key] for key in ('argv', 'rc', 'stdout', 'stderr')]
+        size = len(out) + len(err)
+        command = ' '.join(argv)
+    except (KeyError, TypeError) as exc:
+        return {'matrix': None, 'error': 'host {0}: the node\'s read of nvidia-smi topo -m is garbled ({1}: {2})'.format(
+            host, type(exc).__name__, exc)}
+    if size > TOPO_MAX_CHARS:
+        return {'matrix': None, 'error': 'host {0}: {1} returned {2} characters, more than the {3} the gather '
+                                         'returns'.format(host, command, size, TOPO_MAX_CHARS)}
+    return topology_from_output(argv, rc, out, err)

@@ -6,10 +6,10 @@
 # This module_utils file is PRIVATE to the gpufleet.nodeprep collection.
 # Its functions may change without notice; do not import it from other collections.
 """Parsers of what the gather reads for the GPUDirect RDMA path: ``lspci -vvv`` (devices, bridges, ACS bits),
-/etc/default/grub and Boot Loader Specification options, /proc/kallsyms (the peer-memory and DMA-BUF symbols),
-``modinfo -F depends nvidia_peermem``, ``systemd-detect-virt --vm`` and the DMI names of a virtual machine, and the
-name of the nvidia_peermem module.  The ACS boot script (roles/rdma/files/nodeprep-pci-acs) runs this file on the
-node too.  The kernel command line's IOMMU words are parsers/_kernel_cmdline.py.
+/proc/kallsyms (the peer-memory and DMA-BUF symbols), ``systemd-detect-virt --vm`` and the DMI names of a virtual
+machine, and the name of the nvidia_peermem module; the ACS boot script (roles/rdma/files/nodeprep-pci-acs) runs this
+file on the node too.  /etc/default/grub, the BLS options and ``modinfo -F depends`` (parsed where the facts are
+resolved) are parsers/_rdma_reads.py; the kernel command line's IOMMU words are parsers/_kernel_cmdline.py.
 
 Pure functions; no Ansible import; Python 3.6 compatible.
 """
@@ -138,19 +138,6 @@ def kallsyms_symbols(text, wanted=PEER_MEMORY_SYMBOLS):
     return sorted(found)
 
 
-def parse_modinfo_depends(rc, out, err=''):
-    """``modinfo -F depends nvidia_peermem``: ``(found, depends)``: ``found`` False when modinfo says the module is
-    not there (rc 1, "not found"), None when the answer cannot be read; ``depends`` the module names (a list, empty
-    for a module that depends on none), None unless found."""
-    if rc == 0:
-        line = (out or '').strip().splitlines()
-        names = line[0].strip() if line else ''
-        return True, [name.strip() for name in names.split(',') if name.strip()]
-    if rc == 1 and re.search(r'Module \S+ not found', (err or '') + (out or '')):
-        return False, None
-    return None, None
-
-
 def parse_detect_virt(rc, out):
     """``systemd-detect-virt --vm``: the virtual machine's name (``kvm``, ``vmware``...), ``none`` on bare metal
     (it prints ``none`` and exits non-zero), None when the answer cannot be read (not installed, other errors)."""
@@ -189,25 +176,3 @@ def virtualization(detect_rc=None, detect_out=None, sys_vendor=None, product_nam
     if name is not None:
         return {'name': name, 'source': '/sys/class/dmi/id'}
     return {'name': None, 'source': None}
-
-
-def parse_default_grub(text):
-    """``{name: value}`` of the ``GRUB_*`` assignments of /etc/default/grub (quotes removed; the last one wins)."""
-    values = {}
-    for line in (text or '').splitlines():
-        match = re.match(r'^\s*(GRUB_[A-Z_]+)=(.*)$', line)
-        if match:
-            value = match.group(2).strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
-                value = value[1:-1]
-            values[match.group(1)] = value
-    return values
-
-
-def parse_bls_options(text):
-    """The ``options`` line of a Boot Loader Specification entry ('' without one)."""
-    for line in (text or '').splitlines():
-        words = line.split(None, 1)
-        if words and words[0] == 'options':
-            return words[1].strip() if len(words) == 2 else ''
-    return ''

@@ -38,7 +38,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans._plan_gpu_
     PLATFORM_PYTHON,
     platform_python,
 )
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._imex_formats import (
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._imex_config import (
     CONFIG_PATH,
     nodes_config_path,
 )

@@ -35,12 +35,11 @@ __metaclass__ = type
 
 import ipaddress
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._imex_config import CHANNEL_DIR, channel_path
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._imex_formats import (
     CHANNEL_DEVICE,
-    CHANNEL_DIR,
     CONNECTED,
     READY,
-    channel_path,
 )
 
 CHANNEL_MODE = '0666'

@@ -17,6 +17,7 @@ from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FI
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import resolve
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_xml import parse_nvsmi_xml
 from ansible_collections.gpufleet.nodeprep.plugins.modules import gpu_node_facts
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._gather_resolve import resolve_gathered
 
 B200 = os.path.join(FIXTURES, 'nvidia-smi-xml', 'b200-8gpu_k8s-test-infra.xml')
 
@@ -55,6 +56,9 @@ def test_everything_in_one_call(tmp_path, capsys):
     # The node returns what it read; the action plugin of the same name resolves it on the controller.
     assert sorted(facts['limits']) == ['read']
     assert set(resolve(facts['limits']['read'])['effective']['root']['memlock']) == {'soft', 'hard'}
+    # So are the mount tables and ethtool's outputs (plugins/plugin_utils/_gather_resolve.py).
+    assert sorted(facts['shm']) == ['read'] and sorted(facts['nics']) == ['read']
+    assert resolve_gathered(facts, host='node01')[1] is None
     assert facts['shm']['mounted'] is True
     assert list(facts['nics']) == ['lo']
     assert sorted(facts['nodeprep_timings']) == ['kernel', 'limits', 'nic', 'nvidia', 'shm']
@@ -94,6 +98,7 @@ def test_hang_reported_when_not_failing(tmp_path, capsys):
     assert facts['nvidia']['gpus'] == []
     assert 'within the timeout of 1 seconds' in facts['nvidia']['error']
     assert list(facts['nodeprep_errors']) == ['nvidia']
+    assert resolve_gathered(facts, fail_on_error=False)[1] is None
     assert facts['shm']['mounted'] is True
 
 
@@ -153,6 +158,9 @@ def test_the_imex_subset_runs_the_ctl_with_the_config(tmp_path, capsys, monkeypa
     monkeypatch.setenv('PATH', '{0}:{1}'.format(bin_dir, os.environ['PATH']))
     code, result = run({'gather_subset': ['imex'], 'imex_config': str(config), 'imex_timeout': 7}, capsys)
     assert code == 0, result.get('msg')
+    # The node returns what it read; the controller parses it (as the action plugin does).
+    assert sorted(result['ansible_facts']['imex']) == ['read']
+    assert resolve_gathered(result['ansible_facts'])[1] is None
     imex = result['ansible_facts']['imex']
     assert log.read_text() == '-c {0} -N -j\n'.format(config)
     assert imex['nodes'] == ['10.0.0.1', '10.0.0.2'] and imex['nodes_path'] == str(nodes)

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """gpu_node_facts nvidia_topology: nvidia-smi topo -m read in the same module run (a fake nvidia-smi answering with
-the real B200 captures of tests/fixtures), and _nvidia_smi.topology_from_output."""
+the real B200 captures of tests/fixtures) and parsed on the controller (_gather_resolve, as the action plugins do), and
+parsers/_nvidia_smi_topo.topology_from_output."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -13,9 +14,14 @@ import pytest
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_smi, run_main_rc
 
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nvidia_smi import topology_from_output
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_topo import parse_topo_matrix
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_topo import (
+    TOPO_MAX_CHARS,
+    parse_topo_matrix,
+    topology_from_output,
+    topology_from_read,
+)
 from ansible_collections.gpufleet.nodeprep.plugins.modules import gpu_node_facts
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._gather_resolve import resolve_gathered
 
 B200 = os.path.join(FIXTURES, 'nvidia-smi-xml', 'b200-8gpu_k8s-test-infra.xml')
 L40S = os.path.join(FIXTURES, 'nvidia-smi-xml', 'l40s-1gpu_k8s-test-infra.xml')
@@ -30,7 +36,11 @@ def smi(tmp_path, xml, topo='exec cat "{0}"'.format(TOPO)):
 
 
 def run(args, capsys):
-    return run_main_rc(gpu_node_facts.main, args, capsys)
+    """The module, then the controller's parse of what it read (as gpu_node_facts' action plugin runs them)."""
+    code, result = run_main_rc(gpu_node_facts.main, args, capsys)
+    if code == 0:
+        resolve_gathered(result['ansible_facts'], host='node01')
+    return code, result
 
 
 def test_topology_in_the_same_run(tmp_path, capsys):
@@ -90,3 +100,26 @@ def test_topology_from_output_errors(rc, out, err, error):
     got = topology_from_output(['nvidia-smi', 'topo', '-m'], rc, out, err)
     assert got['matrix'] is None
     assert got['error'].startswith(error)
+
+
+def test_the_node_returns_the_output_the_controller_parses(tmp_path, capsys):
+    binary, _log = smi(tmp_path, B200)
+    code, result = run_main_rc(gpu_node_facts.main, {'gather_subset': ['nvidia'], 'nvidia_smi': binary,
+                                                     'nvidia_topology': True, 'nvidia_supported_clocks': False}, capsys)
+    assert code == 0, result.get('msg')
+    read = result['ansible_facts']['nvidia']['topology']['read']
+    with open(TOPO) as handle:
+        assert read == {'argv': [binary, 'topo', '-m'], 'rc': 0, 'stdout': handle.read(), 'stderr': ''}
+
+
+@pytest.mark.parametrize('read, error', [
+    ({'argv': ['nvidia-smi', 'topo', '-m'], 'rc': 0, 'stdout': 'x' * (TOPO_MAX_CHARS + 1), 'stderr': ''},
+     'host node01: nvidia-smi topo -m returned {0} characters, more than the {1} the gather returns'.format(
+         TOPO_MAX_CHARS + 1, TOPO_MAX_CHARS)),
+    ({'argv': ['nvidia-smi', 'topo', '-m'], 'rc': 0, 'stdout': None, 'stderr': ''},
+     "host node01: the node's read of nvidia-smi topo -m is garbled (TypeError: "),
+    ('GPU0 X', "host node01: the node's read of nvidia-smi topo -m is garbled (TypeError: "),
+])
+def test_an_oversized_or_garbled_read_is_the_topology_error(read, error):
+    got = topology_from_read(read, 'node01')
+    assert got['matrix'] is None and got['error'].startswith(error)

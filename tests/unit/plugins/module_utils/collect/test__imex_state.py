@@ -3,13 +3,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """plugins/module_utils/collect/_imex_state.py: the imex subset of the gather - files read, the exact argv of
-nvidia-imex-ctl with its timeout, and what a failed, hung or unconfigured ctl becomes."""
+nvidia-imex-ctl with its timeout, and what a failed, hung or unconfigured ctl becomes once the controller has parsed
+the node's read (parsers/_imex_formats.imex_facts)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _imex_state as C
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._imex_formats import channel_facts, imex_facts
 from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FakeModule
 
 CTL = '/usr/bin/nvidia-imex-ctl'
@@ -34,7 +36,7 @@ def collect(monkeypatch, tmp_path, calls, cfg, devices='Character devices:\n234 
     proc.write_text(devices)
     monkeypatch.setattr(C, 'PROC_DEVICES', str(proc))
     module = FakeModule(tools if tools is not None else {'nvidia-imex-ctl': CTL, 'timeout': TIMEOUT}, calls)
-    return C.collect_imex_facts(module, config_path=cfg, timeout=30), module
+    return imex_facts(C.collect_imex_facts(module, config_path=cfg, timeout=30)), module
 
 
 def test_a_configured_node(monkeypatch, tmp_path):
@@ -120,9 +122,9 @@ def test_device_states(tmp_path):
 
 
 def test_an_unreadable_proc_devices(tmp_path):
-    got = C.read_channels([0], str(tmp_path / 'missing'))
+    got = channel_facts(C.read_channels([0], str(tmp_path / 'missing')))
     assert got['major'] is None and got['error'] == '{0} does not exist'.format(tmp_path / 'missing')
     bad = tmp_path / 'bad'
     bad.write_text('Character devices:\nnot a line\n')
-    got = C.read_channels([0], str(bad))
+    got = channel_facts(C.read_channels([0], str(bad)))
     assert got['error'] == "/proc/devices line 2: 'not a line' is not \"<major> <name>\""

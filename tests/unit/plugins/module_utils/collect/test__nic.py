@@ -19,8 +19,8 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_sel
     select_nics,
     parse_networks,
 )
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nic_features import collect_nic_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nic import (
-    collect_nic_facts,
     nm_device_states,
     nm_managed,
     persistence_method,
@@ -205,8 +205,9 @@ _COLLECT_ERRORS = [
              'netlink error: No such device',
       'cmd': [ETHTOOL, '-k', 'ens3'], 'rc': 1, 'stdout': '',
       'stderr': 'netlink error: no device matches name (offset 24)\nnetlink error: No such device\n'}),
+    # (Both ethtool outputs are read on the node before either is parsed: collect/_nic.read_nics.)
     ('ethtool -k unreadable', dict(interfaces=['ens3']), {'ip': IP, 'ethtool': ETHTOOL},
-     [_ip(), _k('ens3', 'Features for ens3:\ngro = on\n')],
+     [_ip(), _k('ens3', 'Features for ens3:\ngro = on\n'), _i('ens3', ENS3_I)],
      {'msg': "interface ens3: ethtool -k output line 2: cannot parse 'gro = on'; expected 'name: on|off' "
              "optionally followed by [fixed], [requested on] or [requested off]",
       'cmd': [ETHTOOL, '-k', 'ens3'], 'rc': 0, 'stdout': 'Features for ens3:\ngro = on\n', 'stderr': ''}),

@@ -8,6 +8,7 @@ __metaclass__ = type
 
 import pytest
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _imex_config as CFG
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _imex_formats as P
 
 # nvidia-imex-ctl -N -j as NVIDIA's DCGM tests carry it, "the exact JSON format from the original specification"
@@ -98,15 +99,15 @@ IMEX_CMD_PORT=50005
 
 
 def test_config():
-    values = P.parse_config(CONFIG)
+    values = CFG.parse_config(CONFIG)
     assert values == {'SERVER_PORT': '50000', 'IMEX_NODE_CONFIG_FILE': '/etc/nvidia-imex/nodes_config.cfg',
                       'IMEX_CMD_ENABLED': '1', 'IMEX_CMD_BIND_INTERFACE_IP': '', 'IMEX_CMD_PORT': '50005'}
-    assert P.nodes_config_path(values) == '/etc/nvidia-imex/nodes_config.cfg'
+    assert CFG.nodes_config_path(values) == '/etc/nvidia-imex/nodes_config.cfg'
     assert P.config_port(values, 'IMEX_CMD_PORT', 1) == 50005
     assert P.config_port(values, 'IMEX_CMD_BIND_INTERFACE_IP', 7) == 7
-    assert P.nodes_config_path({'IMEX_NODE_CONFIG_FILE': ' '}) == P.NODES_CONFIG_PATH
-    assert P.nodes_config_path(None) == P.NODES_CONFIG_PATH
-    assert P.parse_config('A=1\nA=2 \n') == {'A': '2'}
+    assert CFG.nodes_config_path({'IMEX_NODE_CONFIG_FILE': ' '}) == CFG.NODES_CONFIG_PATH
+    assert CFG.nodes_config_path(None) == CFG.NODES_CONFIG_PATH
+    assert CFG.parse_config('A=1\nA=2 \n') == {'A': '2'}
 
 
 @pytest.mark.parametrize('text, message', [
@@ -116,7 +117,7 @@ def test_config():
 ])
 def test_config_lines_that_are_not_key_value(text, message):
     with pytest.raises(P.ImexError) as exc:
-        P.parse_config(text)
+        CFG.parse_config(text)
     assert str(exc.value) == message
 
 
@@ -157,7 +158,7 @@ def test_the_channel_major():
     assert P.char_major(PROC_DEVICES, 'nvidia-nvswitch') == 509
     assert P.char_major('Character devices:\n  1 mem\n') is None
     assert P.char_major('Block devices:\n234 nvidia-caps-imex-channels\n') is None
-    assert P.channel_path(0) == '/dev/nvidia-caps-imex-channels/channel0'
+    assert CFG.channel_path(0) == '/dev/nvidia-caps-imex-channels/channel0'
 
 
 def test_a_character_line_that_is_not_major_name():

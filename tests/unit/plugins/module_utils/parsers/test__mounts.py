@@ -163,7 +163,7 @@ def _tree(tmp_path, mountinfo, fstab=None):
 
 def test_collect_tree(tmp_path):
     root = _tree(tmp_path, 'mountinfo.debian12-resized', 'fstab.debian12-shm')
-    facts = _shm_state.collect_shm_facts(None, root=root)
+    facts = S.shm_facts(_shm_state.read_shm(root=root))
     assert facts['mounted'] is True
     assert facts['fstype'] == 'tmpfs'
     assert facts['size_bytes'] == 64 * 1024 ** 3
@@ -176,12 +176,12 @@ def test_collect_tree(tmp_path):
 
 def test_collect_tree_not_mounted(tmp_path):
     root = _tree(tmp_path, 'mountinfo.el9', 'fstab.el9')
-    facts = _shm_state.collect_shm_facts(None, path='/dev/hugepages', root=root)
+    facts = S.shm_facts(_shm_state.read_shm(path='/dev/hugepages', root=root))
     assert facts['mounted'] is False and facts['size_bytes'] is None and facts['fstab'] is None
 
 
 def test_collect_live_matches_statvfs():
-    facts = _shm_state.collect_shm_facts(None)
+    facts = S.shm_facts(_shm_state.read_shm())
     st = os.statvfs('/dev/shm')
     assert facts['mounted'] is True
     assert facts['size_bytes'] == st.f_blocks * st.f_frsize
@@ -193,12 +193,13 @@ MOUNTNS_PROBE = r'''
 import json, os, subprocess, sys, tempfile
 sys.path[:0] = json.loads(sys.argv[1])
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _shm_state
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _mounts
 target = tempfile.mkdtemp(prefix='nodeprep-shm-')
 try:
     subprocess.check_call(['mount', '-t', 'tmpfs', '-o', 'size=3m,nosuid', 'nodeprep-test', target])
     with open(os.path.join(target, 'blob'), 'wb') as handle:
         handle.write(b'x' * 1048576)
-    print(json.dumps(_shm_state.collect_shm_facts(None, path=target)))
+    print(json.dumps(_mounts.shm_facts(_shm_state.read_shm(path=target))))
 finally:
     subprocess.call(['umount', target])
     os.rmdir(target)

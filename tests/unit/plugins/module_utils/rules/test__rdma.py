@@ -16,6 +16,8 @@ import pytest
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _rdma as R
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _rdma_path
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _rdma_state
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._rdma_reads import boot_args, peermem_module
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._rdma_reads import parse_modinfo_depends
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _kernel_cmdline
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))),
@@ -344,9 +346,10 @@ def test_boot_args_from_the_tree(tmp_path):
     (entries / 'abc-0-rescue.conf').write_text('options ro\n')
     (tmp_path / 'etc/default').mkdir(parents=True)
     (tmp_path / 'etc/default/grub').write_text('GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX="crashkernel=auto rhgb"\n')
-    assert _rdma_state.read_boot_args(str(tmp_path)) == {'bls': {'abc-5.14.0.conf': 'root=/dev/sda ro iommu=pt'},
-                                                         'grub_cmdline_linux': 'crashkernel=auto rhgb',
-                                                         'grub_cmdline_linux_default': ''}
+    # Read on the node, parsed where the facts are resolved (parsers/_rdma_reads.py).
+    assert boot_args(_rdma_state.read_boot_args(str(tmp_path))['read']) == {
+        'bls': {'abc-5.14.0.conf': 'root=/dev/sda ro iommu=pt'}, 'grub_cmdline_linux': 'crashkernel=auto rhgb',
+        'grub_cmdline_linux_default': ''}
 
 
 # ---------------------------------------------------------------- issue 30: DMA-BUF first under auto
@@ -438,7 +441,7 @@ def test_peermem_plan_dmabuf_first(rdma, path, release, flavour, action, words):
     (127, '', 'modinfo: command not found', None, None),
 ])
 def test_parse_modinfo_depends(rc, out, err, found, depends):
-    assert _rdma_path.parse_modinfo_depends(rc, out, err) == (found, depends)
+    assert parse_modinfo_depends(rc, out, err) == (found, depends)
 
 
 @pytest.mark.parametrize('rc, out, vendor, product, name, source', [
@@ -535,6 +538,8 @@ def test_collect_asks_modinfo_and_systemd_detect_virt():
     assert _rdma_state.read_virtualization(module, '/nonexistent-root/', run_status)['name'] is None
     bare_metal = {'name': 'none', 'source': 'systemd-detect-virt --vm'}
     assert _rdma_state.read_virtualization(module, '/', run_status) == bare_metal
-    assert _rdma_state.read_peermem_module(module, run_status) == {'found': True, 'depends': []}
+    # modinfo's output is parsed where the facts are resolved (parsers/_rdma_reads.py).
+    read = _rdma_state.read_peermem_module(module, run_status)['read']
+    assert peermem_module(read) == {'found': True, 'depends': []}
     assert calls == [['/usr/bin/systemd-detect-virt', '--vm'], ['/usr/sbin/modinfo', '-F', 'depends', 'nvidia_peermem']]
     assert _rdma_state.read_peermem_module(FakeModule({}), run_status) == {'found': None, 'depends': None}
