@@ -117,6 +117,11 @@ PATH_ALLOWED = ('allowed: an absolute path on the node as written (no ~ or $VARI
                 'them; no newline or other control character, no space at either end, no empty, . or .. part, no / '
                 'at the end)')
 
+# Path settings that name a folder on the controller, not on the node (readiness's report: ./readiness-report by
+# default, relative to where ansible-playbook runs; ~ is the controller user's home, as Ansible's path type expands
+# it): the node's path rule above is not theirs.
+CONTROLLER_PATHS = ('nodeprep_readiness_report_dir',)
+
 # Path settings whose rule says more precisely which paths it takes: a refused path names those words too (the
 # rule's own check never sees a value the typing refused).
 _PATH_WORDS = {'nodeprep_memlock_limits_file': _plan_memlock.FILE_ALLOWED}
@@ -217,7 +222,7 @@ def _given_problem(name, entry, value):
     """What is wrong with a setting's value as given, before the validator types it (which would expand a path on
     the controller, or raise on a number it cannot take), or None."""
     found = number_problem(value, raw=entry['type'] == 'raw')
-    if found is None and entry['type'] == 'path':
+    if found is None and entry['type'] == 'path' and name not in CONTROLLER_PATHS:
         found = node_path_problem(value, empty_ok=entry.get('default') == '', words=_PATH_WORDS.get(name))
     return found
 

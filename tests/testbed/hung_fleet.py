@@ -30,44 +30,27 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
-import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import sliced_fleet as sf  # noqa: E402  (its fleet, helpers and checks)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fleetlib  # noqa: E402
 
-import yaml  # noqa: E402
-
-WORK = os.path.join(sf.REPO, '.tmp', 'hung-fleet')
-sf.WORK = WORK
+# The fleet of make sliced-fleet; its lines start "sliced-fleet:", as they always have.
+FLEET = fleetlib.ConvergedFleet('sliced-fleet', os.path.join(fleetlib.REPO, '.tmp', 'hung-fleet'))
+WORK = FLEET.work
 MARGIN = float(os.environ.get('HUNG_FLEET_MARGIN') or 15)
 KILL_AFTER = 5
 NO_ALIVE = '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR'
 ROWS = []
+say, check, testbed = FLEET.say, FLEET.check, FLEET.testbed
 
 
 def run(label, playbook, report_dir, *extra, **kw):
     os.makedirs(report_dir, exist_ok=True)
     args = ['-e', 'nodeprep_readiness_report_dir=' + report_dir, '-e', 'nodeprep_readiness_fail=false'] + list(extra)
-    if kw.get('control'):
-        env_dir = kw['control']
-        argv = [os.path.join(sf.VENV_BIN, 'ansible-playbook'), '-i', sf.INVENTORY,
-                os.path.join(sf.PLAYBOOKS, playbook)] + args
-        env = sf.playbook_env()
-        env['ANSIBLE_SSH_CONTROL_PATH_DIR'] = env_dir
-        log = os.path.join(WORK, 'logs', label + '.log')
-        os.makedirs(os.path.dirname(log), exist_ok=True)
-        start = time.time()
-        with open(log, 'w') as out:
-            proc = subprocess.run(argv, env=env, stdout=out, stderr=subprocess.STDOUT, check=False, cwd=sf.REPO)
-        seconds = time.time() - start
-        with open(log) as f:
-            rc, text = proc.returncode, f.read()
-    else:
-        rc, text, seconds = sf.ansible_playbook(label, playbook, *args)
-    sf.say('{0}: rc {1}, {2:.1f} s'.format(label, rc, seconds))
+    rc, text, seconds = FLEET.ansible_playbook(label, playbook, *args, control=kw.get('control'))
+    say('{0}: rc {1}, {2:.1f} s'.format(label, rc, seconds))
     return rc, text, seconds
 
 
@@ -81,13 +64,12 @@ def row(playbook, case, seconds, baseline, limit, detail):
     ROWS.append({'playbook': playbook, 'case': case, 'seconds': round(seconds, 1), 'baseline_max': round(baseline, 1),
                  'limit': limit, 'grew_by': round(seconds - baseline, 1), 'allowed': round(allowed, 1),
                  'detail': detail})
-    sf.check(seconds <= allowed, '{0} {1}: {2:.1f} s, at most the slower baseline {3:.1f} s + the limit {4} s '
-             '(+ {5:.0f} s noise)'.format(playbook, case, seconds, baseline, limit, MARGIN))
+    check(seconds <= allowed, '{0} {1}: {2:.1f} s, at most the slower baseline {3:.1f} s + the limit {4} s '
+          '(+ {5:.0f} s noise)'.format(playbook, case, seconds, baseline, limit, MARGIN))
 
 
 def scenario():
-    with open(sf.INVENTORY) as f:
-        hosts = sorted(sf.inventory_hosts(yaml.safe_load(f)))
+    hosts = sorted(FLEET.hosts())
     hung = hosts[-1]
     small = ['-e', 'nodeprep_command_timeout=20', '-e', 'nodeprep_readiness_nvidia_timeout=20']
     for playbook in ('site.yml', 'readiness.yml'):
@@ -96,22 +78,22 @@ def scenario():
         for attempt in (1, 2):
             rc, text, seconds = run('{0}-baseline-{1}'.format(name, attempt), playbook,
                                     os.path.join(WORK, name, 'baseline'), *small)
-            sf.check(rc == 0, '{0}: the healthy fleet\'s run succeeds'.format(playbook), text[-1500:])
+            check(rc == 0, '{0}: the healthy fleet\'s run succeeds'.format(playbook), text[-1500:])
             times.append(seconds)
         baseline = max(times)
         ROWS.append({'playbook': playbook, 'case': 'baseline (2 runs)', 'seconds': [round(t, 1) for t in times]})
 
         # 2. the hung node: the SSH connect limit
-        sf.testbed('fault', hung, 'ssh-hang')
+        testbed('fault', hung, 'ssh-hang', check=True)
         try:
             folder = os.path.join(WORK, name, 'ssh-hang')
             rc, text, seconds = run('{0}-ssh-hang'.format(name), playbook, folder, *small)
         finally:
-            sf.testbed('heal', hung, 'ssh-hang')
-        recap = sf.recap(text)
+            testbed('heal', hung, 'ssh-hang', check=True)
+        recap = fleetlib.recap(text)
         # site.yml: unreachable in the recap; readiness (ignore_unreachable, so that the report lists it): ignored
         key = 'unreachable' if playbook == 'site.yml' else 'ignored'
-        sf.check(recap.get(hung, {}).get(key) == 1 and all(
+        check(recap.get(hung, {}).get(key) == 1 and all(
             recap.get(h, {}).get('unreachable') == 0 and recap.get(h, {}).get('failed') == 0
             for h in hosts if h != hung),
             '{0} ssh-hang: {1} {2} in the recap, every other node finished without failing'.format(
@@ -120,17 +102,17 @@ def scenario():
         row(playbook, 'ssh-hang on {0}'.format(hung), seconds, baseline, 10, detail)
 
         # 3. nvidia-smi hangs: the command limit (20 s here), then KILL 5 s later at most
-        sf.testbed('fault', hung, 'nvidia-smi-hang')
+        testbed('fault', hung, 'nvidia-smi-hang', check=True)
         try:
             folder = os.path.join(WORK, name, 'nvidia-smi-hang')
             rc, text, seconds = run('{0}-nvidia-smi-hang'.format(name), playbook, folder, *small)
         finally:
-            sf.testbed('heal', hung, 'nvidia-smi-hang')
+            testbed('heal', hung, 'nvidia-smi-hang', check=True)
         detail = named(playbook, folder, hung, 'command', 20)
         row(playbook, 'nvidia-smi-hang on {0} (limit 20 s)'.format(hung), seconds, baseline, 20 + KILL_AFTER, detail)
 
     # 4. the whole gather's limit: a node that hangs after its connection was made
-    control = '/tmp/{0}-hung-cp-{1}'.format(sf.PREFIX, os.getpid())
+    control = '/tmp/{0}-hung-cp-{1}'.format(FLEET.prefix, os.getpid())
     os.makedirs(control, exist_ok=True)
     alive = ['-e', json.dumps({'ansible_ssh_common_args': NO_ALIVE})]
     try:
@@ -139,19 +121,19 @@ def scenario():
         start = time.time()
         rc, text, baseline = run('site-warm-baseline', 'site.yml', os.path.join(WORK, 'gather', 'warm'),
                                  *(small + alive), control=control)
-        sf.testbed('fault', hung, 'ssh-hang')
+        testbed('fault', hung, 'ssh-hang', check=True)
         try:
             folder = os.path.join(WORK, 'gather', 'hung')
             rc, text, seconds = run('site-gather-limit', 'site.yml', folder,
                                     *(small + alive + ['-e', 'nodeprep_gather_timeout=30']), control=control)
         finally:
-            sf.testbed('heal', hung, 'ssh-hang')
-        sf.say('warm runs within {0:.0f} s of the first (ControlPersist 60 s)'.format(time.time() - start))
+            testbed('heal', hung, 'ssh-hang', check=True)
+        say('warm runs within {0:.0f} s of the first (ControlPersist 60 s)'.format(time.time() - start))
         detail = named('site.yml', folder, hung, 'gather', 30)
         row('site.yml', 'hung after its connection (warm, gather limit 30 s) on {0}'.format(hung), seconds,
             baseline, 30, detail)
     finally:
-        sf.stop_masters(control)
+        fleetlib.stop_masters(control)
 
 
 def named(playbook, folder, host, limit, seconds):
@@ -160,8 +142,8 @@ def named(playbook, folder, host, limit, seconds):
         summary = load(os.path.join(folder, 'run-summary.json'))
         found = (summary.get('limits') or {}).get(host) or []
         ok = any(item.get('limit') == limit and item.get('seconds') == seconds for item in found)
-        sf.check(ok, 'site.yml run-summary.json names {0}: limit {1}, {2} s'.format(host, limit, seconds),
-                 json.dumps(summary.get('limits')))
+        check(ok, 'site.yml run-summary.json names {0}: limit {1}, {2} s'.format(host, limit, seconds),
+              json.dumps(summary.get('limits')))
         return found
     report = load(os.path.join(folder, 'report.json'))
     entry = report['hosts'][host]
@@ -172,7 +154,7 @@ def named(playbook, folder, host, limit, seconds):
         loaded = [c for c in entry['checks'] if c['id'] == 'driver.loaded']
         text = loaded[0]['observed'] if loaded else ''
         ok = bool(loaded) and loaded[0]['status'] == 'fail' and '{0} seconds'.format(seconds) in text
-    sf.check(ok, 'readiness report names {0} and the {1} limit'.format(host, limit), text)
+    check(ok, 'readiness report names {0} and the {1} limit'.format(host, limit), text)
     return text
 
 
@@ -183,27 +165,21 @@ def main():
     os.makedirs(WORK, exist_ok=True)
     code = 1
     try:
-        sf.fleet_up()
+        FLEET.up()
         scenario()
-        code = 1 if sf.FAILED else 0
+        code = 1 if FLEET.failed else 0
     except Exception as exc:  # the fleet is taken down whatever happened
-        sf.say('ERROR: {0}'.format(exc))
-        sf.FAILED.append(str(exc))
+        say('ERROR: {0}'.format(exc))
+        FLEET.failed.append(str(exc))
     finally:
-        if os.path.exists(sf.INVENTORY):
-            with open(sf.INVENTORY) as f:
-                for name in sf.inventory_hosts(yaml.safe_load(f)):
-                    sf.testbed('heal', name, check=False)
-        sf.cleanup()
-        if not sf.REUSE:
-            sf.testbed('down', check=False)
+        FLEET.teardown()
         with open(os.path.join(WORK, 'results.json'), 'w') as f:
             json.dump({'rows': ROWS, 'margin_s': MARGIN, 'seconds': round(time.time() - total),
                        'load': os.getloadavg()}, f, indent=1)
         for item in ROWS:
-            sf.say('  {0}'.format(json.dumps(item)))
-        sf.say('hung-fleet, all steps: {0:.0f} s; {1}'.format(time.time() - total, 'FAILED: ' + '; '.join(
-            sf.FAILED) if sf.FAILED else 'PASSED'))
+            say('  {0}'.format(json.dumps(item)))
+        say('hung-fleet, all steps: {0:.0f} s; {1}'.format(time.time() - total, 'FAILED: ' + '; '.join(
+            FLEET.failed) if FLEET.failed else 'PASSED'))
     return code
 
 

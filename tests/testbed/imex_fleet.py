@@ -31,113 +31,34 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
-import re
 import subprocess
 import sys
-import sysconfig
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-PREFIX = os.environ.get('IMEX_FLEET_PREFIX') or 'npix'
-SUBNET = os.environ.get('IMEX_FLEET_SUBNET') or '10.252'
-STATE_DIR = os.environ.get('IMEX_FLEET_DIR') or os.path.join(REPO, '.testbed-imex')
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fleetlib  # noqa: E402
+
+PREFIX, SUBNET, STATE_DIR = fleetlib.identity('IMEX_FLEET', 'npix', '10.252', '.testbed-imex')
 KINDS = 'el9-gb200'
 NODES = ['el9-gb200-01', 'el9-gb200-02', 'el9-gb200-03']
 GROUP = 'nvl72_rack01'
-ENV = dict(os.environ, TESTBED_PREFIX=PREFIX, TESTBED_SUBNET=SUBNET, TESTBED_DIR=STATE_DIR, LC_ALL='C')
-for leak in ('TESTBED_SLURM', 'TESTBED_KINDS', 'TESTBED_IMEX', 'NODES'):
-    ENV.pop(leak, None)
-TESTBED = [sys.executable, os.path.join(HERE, 'testbed.py')]
-INVENTORY = os.path.join(STATE_DIR, 'inventory.yml')
-REPORT = os.path.join(REPO, '.tmp', 'imex-fleet')
-VENV_BIN = os.path.dirname(os.path.abspath(sys.executable))
-WAIT = int(os.environ.get('IMEX_FLEET_WAIT') or 120)
+REPORT = os.path.join(fleetlib.REPO, '.tmp', 'imex-fleet')
 # The three trays' addresses in the domain's order, written by hand from the testbed's addressing (node i has
 # <subnet>.0.<4i+2>): ascending as addresses, not as text.
 ORDER = ['{0}.0.2'.format(SUBNET), '{0}.0.6'.format(SUBNET), '{0}.0.10'.format(SUBNET)]
 ADDR = dict(zip(NODES, ORDER))
-
-TIMES = []
-FAILED = []
-
-
-def say(msg):
-    sys.stdout.write('imex-fleet: {0}\n'.format(msg))
-    sys.stdout.flush()
-
-
-def check(ok, what, detail=''):
-    say('{0} {1}{2}'.format('PASS' if ok else 'FAIL', what, '' if ok or not detail else ': ' + detail))
-    if not ok:
-        FAILED.append(what)
-    return ok
-
-
-def timed(label, start):
-    TIMES.append((label, time.time() - start))
-
-
-def ssh(node, command, check_rc=True, timeout=60):
-    argv = ['ssh', '-i', os.path.join(STATE_DIR, 'ssh', 'id_ed25519'), '-o', 'StrictHostKeyChecking=no',
-            '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'BatchMode=yes',
-            '-o', 'ConnectTimeout=3', 'root@' + ADDR[node], command]
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                          timeout=timeout, check=False)
-    if check_rc and proc.returncode != 0:
-        raise RuntimeError('{0}: {1!r} failed (rc={2}): {3}{4}'.format(
-            node, command, proc.returncode, proc.stdout, proc.stderr))
-    return proc.stdout
-
-
-def wait_for(what, probe, timeout=WAIT, interval=2.0):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = probe()
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            last = exc
-        if last and not isinstance(last, Exception):
-            return last
-        time.sleep(interval)
-    say('timed out after {0} s waiting for {1}; last: {2!r}'.format(timeout, what, last))
-    return None
-
-
-def playbook_env(record=None):
-    env = dict(ENV)
-    purelib = sysconfig.get_paths()['purelib']
-    env.update(ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.tmp', 'collections') + ':' + purelib,
-               ANSIBLE_COLLECTIONS_SCAN_SYS_PATH='false', ANSIBLE_NOCOLOR='1', LC_ALL='C.UTF-8',
-               PATH=VENV_BIN + ':' + env.get('PATH', ''))
-    if record:
-        env.update(NODEPREP_RECORD_DIR=record,
-                   ANSIBLE_CALLBACKS_ENABLED='nodeprep_record',
-                   ANSIBLE_CALLBACK_PLUGINS=os.path.join(REPO, 'molecule', 'default', 'callback_plugins'))
-    return env
+FLEET = fleetlib.Fleet('imex-fleet', PREFIX, SUBNET, STATE_DIR, leaks=fleetlib.IMEX_LEAKS, addresses=ADDR,
+                       wait=int(os.environ.get('IMEX_FLEET_WAIT') or 120), interval=2.0, reraise=False)
+WAIT = FLEET.wait
+say, check, timed, ssh, wait_for, recap = FLEET.say, FLEET.check, FLEET.timed, FLEET.ssh, FLEET.wait_for, fleetlib.recap
 
 
 def playbook(label, name, *extra, **kw):
     t0 = time.time()
-    log = os.path.join(REPORT, '{0}.log'.format(label.replace(' ', '-')))
-    argv = [os.path.join(VENV_BIN, 'ansible-playbook'), '-i', INVENTORY, os.path.join(REPO, 'playbooks', name),
-            '-e', 'nodeprep_hosts=' + GROUP] + list(extra)
-    with open(log, 'w') as out:
-        proc = subprocess.run(argv, env=playbook_env(kw.get('record')), stdout=out, stderr=subprocess.STDOUT,
-                              check=False, cwd=REPO)
+    rc, text, _seconds = FLEET.playbook(os.path.join(REPORT, '{0}.log'.format(label.replace(' ', '-'))), name,
+                                        '-e', 'nodeprep_hosts=' + GROUP, *extra, record=kw.get('record'))
     timed(label, t0)
-    with open(log) as f:
-        return proc.returncode, f.read()
-
-
-def recap(text):
-    """{host: {'changed': n, 'failed': n, 'unreachable': n}} of a PLAY RECAP."""
-    out = {}
-    for match in re.finditer(r'^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)', text, re.M):
-        out[match.group(1)] = {'changed': int(match.group(2)), 'unreachable': int(match.group(3)),
-                               'failed': int(match.group(4))}
-    return out
+    return rc, text
 
 
 def readiness(run):
@@ -193,10 +114,10 @@ def boot_time(node):
 
 def scenario():
     t0 = time.time()
-    proc = subprocess.run(TESTBED + ['down'], env=ENV, check=False)
+    proc = FLEET.testbed('down')
     if not check(proc.returncode == 0, 'testbed.py down before up (fresh nodes)'):
         return
-    proc = subprocess.run(TESTBED + ['up', '--nodes', '3', '--kinds', KINDS, '--imex'], env=ENV, check=False)
+    proc = FLEET.testbed('up', '--nodes', '3', '--kinds', KINDS, '--imex')
     timed('testbed.py up --imex (3 GB200 nodes, until SSH answers)', t0)
     if not check(proc.returncode == 0, 'testbed.py up --imex'):
         return
@@ -225,9 +146,9 @@ def scenario():
     check(rc == 0, 'imex.yml configures the domain', text[-2000:])
     changed = recap(text)
     check(all(changed.get(n, {}).get('changed', 0) > 0 for n in NODES), 'imex.yml changed every node', repr(changed))
-    proc = subprocess.run([sys.executable, os.path.join(REPO, 'molecule', 'default', 'compare_runs.py'), check_dir,
-                           real_dir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                          check=False)
+    proc = subprocess.run([sys.executable, os.path.join(fleetlib.REPO, 'molecule', 'default', 'compare_runs.py'),
+                           check_dir, real_dir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
     check(proc.returncode == 0, 'check mode predicted exactly what the real run changed', proc.stdout[-2000:])
     rc, text = playbook('imex again', 'imex.yml')
     again = recap(text)
@@ -269,8 +190,7 @@ def scenario():
           'readiness after the reboot: imex.domain passes on the three nodes', repr(got))
 
     # 6. A peer down.
-    proc = subprocess.run(TESTBED + ['fault', NODES[1], 'imex-peer-down'], env=ENV, check=False)
-    check(proc.returncode == 0, 'fault imex-peer-down on ' + NODES[1])
+    FLEET.testbed_ok('fault', NODES[1], 'imex-peer-down', what='fault imex-peer-down on ' + NODES[1])
     named = 'peer {0} ({1}) is UNAVAILABLE'.format(NODES[1], ADDR[NODES[1]])
     got = readiness_until('peer-down', 'fail')
     check(got and all(got[n][0] == 'fail' for n in NODES), 'readiness: imex.domain fails on the three nodes',
@@ -280,33 +200,14 @@ def scenario():
               repr(got.get(other) if got else None))
 
     # 7. Healed.
-    proc = subprocess.run(TESTBED + ['heal', NODES[1], 'imex-peer-down'], env=ENV, check=False)
-    check(proc.returncode == 0, 'heal imex-peer-down on ' + NODES[1])
+    FLEET.testbed_ok('heal', NODES[1], 'imex-peer-down', what='heal imex-peer-down on ' + NODES[1])
     got = readiness_until('healed', 'pass')
     check(got and all(got[n][0] == 'pass' for n in NODES), 'readiness after the heal: imex.domain passes on the '
           'three nodes', repr(got))
 
 
 def main():
-    if os.geteuid() != 0:
-        say('needs root (the simulated fleet)')
-        return 2
-    t0 = time.time()
-    try:
-        scenario()
-    except Exception as exc:      # report, then take the fleet down
-        check(False, 'scenario raised {0}'.format(type(exc).__name__), str(exc)[-1500:])
-    finally:
-        proc = subprocess.run(TESTBED + ['down'], env=ENV, check=False)
-        check(proc.returncode == 0, 'testbed.py down')
-    timed('make imex-fleet in all', t0)
-    for label, seconds in TIMES:
-        say('time: {0:6.1f} s  {1}'.format(seconds, label))
-    if FAILED:
-        say('{0} check(s) failed: {1}'.format(len(FAILED), '; '.join(FAILED)))
-        return 1
-    say('all checks passed')
-    return 0
+    return FLEET.main(scenario, 'imex-fleet')
 
 
 if __name__ == '__main__':

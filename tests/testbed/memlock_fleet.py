@@ -28,51 +28,33 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
-import subprocess
 import sys
-import sysconfig
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-os.environ['SLURM_FLEET_PREFIX'] = os.environ.get('MEMLOCK_FLEET_PREFIX') or 'npmf'
-os.environ['SLURM_FLEET_SUBNET'] = os.environ.get('MEMLOCK_FLEET_SUBNET') or '10.241'
-os.environ['SLURM_FLEET_DIR'] = os.environ.get('MEMLOCK_FLEET_DIR') or os.path.join(REPO, '.testbed-memlock')
-sys.path.insert(0, HERE)
-import slurm_fleet as sf  # noqa: E402  (its helpers, on our prefix)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fleetlib  # noqa: E402
 
+# Its lines start "slurm-fleet:", as they always have.
+FLEET = fleetlib.SlurmFleet('slurm-fleet', *fleetlib.identity('MEMLOCK_FLEET', 'npmf', '10.241', '.testbed-memlock'))
 REUSE = os.environ.get('MEMLOCK_FLEET_REUSE') == '1'
-EL, UB, HEAD = sf.EL, sf.UBUNTU, sf.HEAD
+EL, UB, HEAD = FLEET.EL, FLEET.UBUNTU, FLEET.HEAD
 NODES = (EL, UB)
-INVENTORY = os.path.join(sf.STATE_DIR, 'inventory.yml')
-REPORT = os.path.join(REPO, '.tmp', 'memlock-fleet')
-VENV_BIN = os.path.dirname(os.path.abspath(sys.executable))
+INVENTORY = FLEET.inventory
+REPORT = os.path.join(fleetlib.REPO, '.tmp', 'memlock-fleet')
 SLURM_CONF = '/etc/slurm/slurm.conf'
 EXCEPT = 'PropagateResourceLimitsExcept=MEMLOCK'
 SITE_DROPIN = '/etc/systemd/system/slurmd.service.d/99-site.conf'
 USER = 'jobuser'
-check, say, head, ssh, timed = sf.check, sf.say, sf.head, sf.ssh, sf.timed
-
-
-def playbook_env():
-    env = dict(sf.ENV)
-    purelib = sysconfig.get_paths()['purelib']
-    env.update(ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.tmp', 'collections') + ':' + purelib,
-               ANSIBLE_COLLECTIONS_SCAN_SYS_PATH='false', ANSIBLE_NOCOLOR='1', LC_ALL='C.UTF-8',
-               PATH=VENV_BIN + ':' + env.get('PATH', ''))
-    return env
+check, say, head, ssh, timed = FLEET.check, FLEET.say, FLEET.head, FLEET.ssh, FLEET.timed
+testbed_ok = FLEET.testbed_ok
 
 
 def playbook(label, name, *extra):
     t0 = time.time()
-    log = os.path.join(REPORT, '{0}.log'.format(label))
-    argv = [os.path.join(VENV_BIN, 'ansible-playbook'), '-i', INVENTORY, os.path.join(REPO, 'playbooks', name),
-            '-e', 'nodeprep_hosts=slurm_nodes'] + list(extra)
-    with open(log, 'w') as out:
-        proc = subprocess.run(argv, env=playbook_env(), stdout=out, stderr=subprocess.STDOUT, check=False, cwd=REPO)
+    rc, text, _seconds = FLEET.playbook(os.path.join(REPORT, '{0}.log'.format(label)), name,
+                                        '-e', 'nodeprep_hosts=slurm_nodes', *extra)
     timed('{0} ({1})'.format(name, label), t0)
-    with open(log) as f:
-        return proc.returncode, f.read()
+    return rc, text
 
 
 def readiness(label):
@@ -115,25 +97,24 @@ def slurm_conf(present):
             SLURM_CONF, '; echo {0} >> {1}'.format(EXCEPT, SLURM_CONF) if present else ''))
     head('scontrol reconfigure')
     want = 'MEMLOCK' if present else '(null)'
-    return sf.wait_for('PropagateResourceLimitsExcept = {0} in slurmctld'.format(want), lambda: all(
+    return FLEET.wait_for('PropagateResourceLimitsExcept = {0} in slurmctld'.format(want), lambda: all(
         ssh(node, 'scontrol show config').count('PropagateResourceLimitsExcept = ' + want) for node in NODES))
 
 
 def scenario():
     if not REUSE:
         t0 = time.time()
-        proc = subprocess.run(sf.TESTBED + ['down'], env=sf.ENV, check=False)
+        proc = FLEET.testbed('down')
         if not check(proc.returncode == 0, 'testbed.py down before up'):
             return
-        proc = subprocess.run(sf.TESTBED + ['up', '--nodes', '2', '--slurm', '--kinds', sf.KINDS], env=sf.ENV,
-                              check=False)
+        proc = FLEET.up()
         timed('testbed.py up --slurm', t0)
         if not check(proc.returncode == 0, 'testbed.py up --slurm'):
             return
     if not os.path.isdir(REPORT):
         os.makedirs(REPORT)
-    idle = sf.wait_for('both nodes idle', lambda: sf.sinfo_states() == {EL: 'idle', UB: 'idle'} and True)
-    if not check(bool(idle), 'sinfo: both nodes idle', repr(sf.sinfo_states())):
+    idle = FLEET.wait_for('both nodes idle', lambda: FLEET.sinfo_states() == {EL: 'idle', UB: 'idle'} and True)
+    if not check(bool(idle), 'sinfo: both nodes idle', repr(FLEET.sinfo_states())):
         return
     value = inventory_value()
     say('nodeprep_memlock_value: {0}'.format(value if value else 'unlimited (the default)'))
@@ -155,7 +136,7 @@ def scenario():
     # 2. a site file read after the role's own lowers every ordinary user: drift no run fixes, named.
     low = str(value // 2) if value else '65536'
     for node in NODES:
-        sf_testbed('fault', node, 'limits-site-file', '--value', low)
+        testbed_ok('fault', node, 'limits-site-file', '--value', low)
     for node in NODES:
         login = ssh(node, "su - {0} -c 'ulimit -Hl'".format(USER)).strip()
         check(login == low, '{0}: a login of {1} gets the site file\'s hard limit {2}'.format(node, USER, low), login)
@@ -170,7 +151,7 @@ def scenario():
     check(rc != 0 and '99-site.conf:2 wins over' in text and 'changed=0' in text and 'failed=1' in text,
           'the role\'s verification fails naming the file, changing nothing', text[-1500:])
     for node in NODES:
-        sf_testbed('heal', node, 'limits-site-file')
+        testbed_ok('heal', node, 'limits-site-file')
     got = readiness('site-file-healed')
     check(all(got[n].get('memlock.users', ('',))[0] == 'pass' for n in NODES), 'healed: memlock.users passes',
           repr(got))
@@ -196,7 +177,7 @@ def scenario():
     # 4. slurmd held low by a site drop-in: the job gets slurmd's limit.
     ssh(EL, 'mkdir -p {0} && printf "[Service]\\nLimitMEMLOCK=64K\\n" > {1} && systemctl daemon-reload && '
             'systemctl restart slurmd'.format(os.path.dirname(SITE_DROPIN), SITE_DROPIN))
-    sf.wait_for('{0} idle after the slurmd restart'.format(EL), lambda: sf.sinfo_states().get(EL) == 'idle')
+    FLEET.wait_for('{0} idle after the slurmd restart'.format(EL), lambda: FLEET.sinfo_states().get(EL) == 'idle')
     job = job_limit(EL)
     got = readiness('slurmd-64k')
     status, observed = got[EL].get('memlock.services', ('', ''))
@@ -208,38 +189,14 @@ def scenario():
     check(got[UB].get('memlock.services', ('',))[0] == 'pass', '{0}: memlock.services passes'.format(UB),
           repr(got[UB]))
     ssh(EL, 'rm -f {0} && systemctl daemon-reload && systemctl restart slurmd'.format(SITE_DROPIN))
-    sf.wait_for('{0} idle after the slurmd restart'.format(EL), lambda: sf.sinfo_states().get(EL) == 'idle')
+    FLEET.wait_for('{0} idle after the slurmd restart'.format(EL), lambda: FLEET.sinfo_states().get(EL) == 'idle')
     got = readiness('slurmd-restored')
     check(all(got[n].get('memlock.services', ('',))[0] == 'pass' for n in NODES),
           'drop-in removed: memlock.services passes', repr(got))
 
 
-def sf_testbed(*args):
-    proc = subprocess.run(sf.TESTBED + list(args), env=sf.ENV, check=False)
-    check(proc.returncode == 0, 'testbed.py ' + ' '.join(args))
-
-
 def main():
-    if os.geteuid() != 0:
-        say('needs root (the simulated fleet)')
-        return 2
-    t0 = time.time()
-    try:
-        scenario()
-    except Exception as exc:      # report, then take the fleet down
-        check(False, 'scenario raised {0}'.format(type(exc).__name__), str(exc)[-1500:])
-    finally:
-        if not REUSE:
-            proc = subprocess.run(sf.TESTBED + ['down'], env=sf.ENV, check=False)
-            check(proc.returncode == 0, 'testbed.py down')
-    timed('make memlock-fleet in all', t0)
-    for label, seconds in sf.TIMES:
-        say('time: {0:6.1f} s  {1}'.format(seconds, label))
-    if sf.FAILED:
-        say('{0} check(s) failed: {1}'.format(len(sf.FAILED), '; '.join(sf.FAILED)))
-        return 1
-    say('all checks passed')
-    return 0
+    return FLEET.main(scenario, 'memlock-fleet', down=not REUSE)
 
 
 if __name__ == '__main__':

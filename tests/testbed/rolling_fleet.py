@@ -53,39 +53,24 @@ import os
 import signal
 import subprocess
 import sys
-import sysconfig
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-os.environ['SLURM_FLEET_PREFIX'] = os.environ.get('ROLLING_FLEET_PREFIX') or 'nprr'
-os.environ['SLURM_FLEET_SUBNET'] = os.environ.get('ROLLING_FLEET_SUBNET') or '10.239'
-os.environ['SLURM_FLEET_DIR'] = os.environ.get('ROLLING_FLEET_DIR') or os.path.join(REPO, '.testbed-rolling')
-sys.path.insert(0, HERE)
-import slurm_fleet as sf  # noqa: E402  (its helpers, on our prefix)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fleetlib  # noqa: E402
 
+# Its lines start "slurm-fleet:", as they always have.
+FLEET = fleetlib.SlurmFleet('slurm-fleet', *fleetlib.identity('ROLLING_FLEET', 'nprr', '10.239', '.testbed-rolling'))
 REUSE = os.environ.get('ROLLING_FLEET_REUSE') == '1'
-EL, UB, HEAD = sf.EL, sf.UBUNTU, sf.HEAD
-INVENTORY = os.path.join(sf.STATE_DIR, 'inventory.yml')
-REPORT = os.path.join(REPO, '.tmp', 'rolling-fleet')
-# The Python that runs this script (make: the virtualenv's) has ansible-playbook beside it.
-VENV_BIN = os.path.dirname(os.path.abspath(sys.executable))
-check, say, head, ssh, timed = sf.check, sf.say, sf.head, sf.ssh, sf.timed
+EL, UB, HEAD = FLEET.EL, FLEET.UBUNTU, FLEET.HEAD
+INVENTORY = FLEET.inventory
+REPORT = os.path.join(fleetlib.REPO, '.tmp', 'rolling-fleet')
+check, say, head, ssh, timed = FLEET.check, FLEET.say, FLEET.head, FLEET.ssh, FLEET.timed
+wait_for, sinfo_states = FLEET.wait_for, FLEET.sinfo_states
 
 
-def playbook_env():
-    env = dict(sf.ENV)
-    purelib = sysconfig.get_paths()['purelib']
-    env.update(ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.tmp', 'collections') + ':' + purelib,
-               ANSIBLE_COLLECTIONS_SCAN_SYS_PATH='false', ANSIBLE_NOCOLOR='1', LC_ALL='C.UTF-8',
-               PATH=VENV_BIN + ':' + env.get('PATH', ''))
-    return env
-
-
-def playbook_argv(run_id, *extra, **kw):
-    argv = [os.path.join(VENV_BIN, 'ansible-playbook'), '-i', INVENTORY,
-            os.path.join(REPO, kw.get('playbook', 'playbooks/rolling_upgrade.yml')),
-            '-e', 'nodeprep_rolling_hosts=slurm_nodes', '-e', 'nodeprep_rolling_report_dir=' + REPORT,
+def options(run_id, *extra, **kw):
+    """The rolling run's extra variables, then ``extra``; ``timeouts``: the roles' reboot timeouts of 600 s."""
+    argv = ['-e', 'nodeprep_rolling_hosts=slurm_nodes', '-e', 'nodeprep_rolling_report_dir=' + REPORT,
             '-e', 'nodeprep_rolling_run_id=' + run_id]
     if kw.get('timeouts', True):
         argv += ['-e', 'nodeprep_kernel_reboot_timeout=600', '-e', 'nodeprep_nvidia_driver_reboot_timeout=600']
@@ -94,14 +79,10 @@ def playbook_argv(run_id, *extra, **kw):
 
 def playbook(label, run_id, *extra, **kw):
     t0 = time.time()
-    log = os.path.join(REPORT, '{0}.log'.format(run_id))
-    with open(log, 'w') as out:
-        proc = subprocess.run(playbook_argv(run_id, *extra, **kw), env=playbook_env(), stdout=out,
-                              stderr=subprocess.STDOUT, check=False, cwd=REPO)
+    rc, text, _seconds = FLEET.playbook(os.path.join(REPORT, '{0}.log'.format(run_id)),
+                                        kw.get('playbook', 'rolling_upgrade.yml'), *options(run_id, *extra, **kw))
     timed('{0} ({1})'.format(label, run_id), t0)
-    with open(log) as f:
-        text = f.read()
-    return proc.returncode, text
+    return rc, text
 
 
 def result(run_id):
@@ -119,7 +100,7 @@ def updates(node=None):
 
 
 def status(node):
-    return sf.nodes()[node]
+    return FLEET.nodes()[node]
 
 
 def marker(node):
@@ -128,7 +109,7 @@ def marker(node):
 
 def host_vars(node, values=None):
     """Write (or, with None, remove) the host_vars file of a node beside the fleet's inventory."""
-    path = os.path.join(sf.STATE_DIR, 'host_vars', node + '.yml')
+    path = os.path.join(FLEET.state_dir, 'host_vars', node + '.yml')
     if values is None:
         if os.path.exists(path):
             os.unlink(path)
@@ -139,9 +120,7 @@ def host_vars(node, values=None):
         f.write('---\n' + ''.join('{0}: {1}\n'.format(k, json.dumps(v)) for k, v in sorted(values.items())))
 
 
-def testbed(*argv):
-    proc = subprocess.run(sf.TESTBED + list(argv), env=sf.ENV, check=False)
-    return check(proc.returncode == 0, 'testbed.py ' + ' '.join(argv))
+testbed = FLEET.testbed_ok
 
 
 def plan_rows(run_id):
@@ -165,14 +144,14 @@ def cleared(node, stale):
     """After our resume the node has no reason on 22.05; Slurm >= 23.11 without accounting storage keeps the last
     one (the fleet's case, slurm_fleet.KEEPS_REASON): then it must be exactly ``stale``, ours and left over."""
     got = status(node).get('Reason')
-    if sf.KEEPS_REASON:
+    if FLEET.keeps_reason:
         return strip(got) == stale
     return got is None
 
 
 def lock_target():
     """The cluster's lock on the head (rolling_slurm op=lock), '' when there is none."""
-    return head('readlink /var/lib/nodeprep/rolling-{0}.lock || true'.format(sf.PREFIX.lower())).strip()
+    return head('readlink /var/lib/nodeprep/rolling-{0}.lock || true'.format(FLEET.prefix.lower())).strip()
 
 
 def set_slurmd_timeout(seconds):
@@ -180,7 +159,7 @@ def set_slurmd_timeout(seconds):
         ssh(name, "sed -i '/^SlurmdTimeout=/d' /etc/slurm/slurm.conf && echo 'SlurmdTimeout={0}' >> "
                   "/etc/slurm/slurm.conf".format(seconds))
     head('scontrol reconfigure')
-    return sf.wait_for('SlurmdTimeout={0} in slurmctld'.format(seconds), lambda: ssh(
+    return wait_for('SlurmdTimeout={0} in slurmctld'.format(seconds), lambda: ssh(
         HEAD, "scontrol show config | awk '$1 == \"SlurmdTimeout\" {print $3}'", check_rc=False).strip()
         == str(seconds))
 
@@ -204,14 +183,15 @@ def job_state(job):
 
 def submit(node, name, seconds):
     job = head("sbatch --parsable -w {0} -J {1} --wrap 'sleep {2}'".format(node, name, seconds)).strip().split(';')[0]
-    sf.wait_for('job {0} RUNNING'.format(job), lambda: job_state(job) == 'RUNNING')
+    wait_for('job {0} RUNNING'.format(job), lambda: job_state(job) == 'RUNNING')
     return job
 
 
 def start_playbook(run_id, *extra):
     out = open(os.path.join(REPORT, '{0}.log'.format(run_id)), 'w')
-    proc = subprocess.Popen(playbook_argv(run_id, *extra), env=playbook_env(), stdout=out, stderr=subprocess.STDOUT,
-                            cwd=REPO, start_new_session=True)
+    proc = subprocess.Popen(FLEET.playbook_argv('rolling_upgrade.yml', *options(run_id, *extra)),
+                            env=FLEET.playbook_env(), stdout=out, stderr=subprocess.STDOUT, cwd=fleetlib.REPO,
+                            start_new_session=True)
     return proc, out
 
 
@@ -221,18 +201,17 @@ def scenario():
         # Fresh nodes every time: `down` removes the nodes' disks (their overlay upper dirs, slurmctld's state on the
         # head), so a fleet left up by an earlier run (or ROLLING_FLEET_REUSE=1) is never upgraded already.
         t0 = time.time()
-        proc = subprocess.run(sf.TESTBED + ['down'], env=sf.ENV, check=False)
+        proc = FLEET.testbed('down')
         if not check(proc.returncode == 0, 'testbed.py down before up (fresh nodes)'):
             return
-        proc = subprocess.run(sf.TESTBED + ['up', '--nodes', '2', '--slurm', '--kinds', sf.KINDS], env=sf.ENV,
-                              check=False)
+        proc = FLEET.up()
         timed('testbed.py up --slurm', t0)
         if not check(proc.returncode == 0, 'testbed.py up --slurm'):
             return
     if not os.path.isdir(REPORT):
         os.makedirs(REPORT)
-    idle = sf.wait_for('both nodes idle', lambda: sf.sinfo_states() == {EL: 'idle', UB: 'idle'} and True)
-    if not check(bool(idle), 'sinfo: both nodes idle before the runs', repr(sf.sinfo_states())):
+    idle = wait_for('both nodes idle', lambda: sinfo_states() == {EL: 'idle', UB: 'idle'} and True)
+    if not check(bool(idle), 'sinfo: both nodes idle before the runs', repr(sinfo_states())):
         return
 
     # 1. check mode, with the default reboot timeouts: a Slurm reboot is refused (ResumeTimeout), plan printed,
@@ -319,7 +298,7 @@ def scenario():
     # 3. an admin takes el9 over (job cancelled, their drain and reason): skipped, reason kept, no scontrol update.
     head('scancel {0}'.format(job))
     head("scontrol update nodename={0} state=drain reason='admin: bad fan'".format(EL))
-    sf.wait_for('{0} drained'.format(EL), lambda: sf.sinfo_states().get(EL) == 'drained')
+    wait_for('{0} drained'.format(EL), lambda: sinfo_states().get(EL) == 'drained')
     before = updates()
     rc, text = playbook('rolling run, an admin-drained node', 'run2')
     got = result('run2').get('nodes', {})
@@ -334,13 +313,13 @@ def scenario():
     rc, text = playbook('include_held, reboot timeout 600 s > SlurmdTimeout 300 s', 'held0', '--check', '-e',
                         'nodeprep_rolling_include_held=true', '-e', 'nodeprep_rolling_reboot=slurm')
     refused = rc != 0 and 'longer than SlurmdTimeout=300 s' in text and updates() == before
-    if sf.VERSION == '22.05':
+    if FLEET.version == '22.05':
         # 22.05 sets a drained node that reboots DOWN whatever the time (unexpectedly rebooted): nothing to refuse.
         check(not refused and rc == 0, '22.05: a held node rebooted by the roles for up to 600 s is not refused',
               text[-800:])
     else:
         check(refused, '{0}: a held node the roles would reboot for up to 600 s > SlurmdTimeout 300 s is refused '
-              'before any change'.format(sf.VERSION), text[-800:])
+              'before any change'.format(FLEET.version), text[-800:])
     boot_el = status(EL)['BootTime']
     lines_before = len(ctld_log())
     rc, text = playbook('include_held', 'held1', '-e', 'nodeprep_rolling_include_held=true',
@@ -362,15 +341,15 @@ def scenario():
     # drain; a GPU fault (rows pending remapping); the rerun (reboot=slurm, busy=wait, drain timeout 10 s) waits for
     # the job past the timeout, has Slurm reboot the node, and the verification fails.
     head('scontrol update nodename={0} state=resume'.format(EL))
-    sf.wait_for('{0} idle'.format(EL), lambda: sf.sinfo_states().get(EL) == 'idle')
+    wait_for('{0} idle'.format(EL), lambda: sinfo_states().get(EL) == 'idle')
     host_vars(EL, {'nodeprep_nvidia_driver_branch': '590'})
     job = submit(EL, 'short', 200)
     opts = ('-e', 'nodeprep_rolling_reboot=slurm', '-e', 'nodeprep_rolling_busy=wait',
             '-e', 'nodeprep_rolling_drain_timeout=10')
     t0 = time.time()
     proc, out = start_playbook('run3', *opts)
-    drained = sf.wait_for('{0} drained by run3'.format(EL),
-                          lambda: status(EL).get('Reason', '').startswith('nodeprep:run3:drain'), timeout=300)
+    drained = wait_for('{0} drained by run3'.format(EL),
+                       lambda: status(EL).get('Reason', '').startswith('nodeprep:run3:drain'), timeout=300)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     out.close()
@@ -382,14 +361,14 @@ def scenario():
     t0 = time.time()
     proc, out = start_playbook('run4', *opts)
     # The lock run3 left (its process killed) is taken over by run4; a second run is refused while run4 holds it.
-    took = sf.wait_for('run4 to take the cluster lock', lambda: lock_target().startswith('run4@'), timeout=300)
+    took = wait_for('run4 to take the cluster lock', lambda: lock_target().startswith('run4@'), timeout=300)
     check(bool(took), 'run4 took over the lock run3 left behind (its process gone): {0}'.format(lock_target()))
     before_lock = updates()
     rc, text = playbook('a second run while run4 holds the lock', 'lock1', *opts)
     check(rc != 0 and 'run run4 holds the lock of this cluster' in text and updates() == before_lock and
           lock_target().startswith('run4@'), 'a second run is refused naming run4, before any change',
           'rc={0} '.format(rc) + text[-800:])
-    ended = sf.wait_for('job {0} to end'.format(job), lambda: job_state(job) == '', timeout=400)
+    ended = wait_for('job {0} to end'.format(job), lambda: job_state(job) == '', timeout=400)
     waited = time.time() - t0
     check(bool(ended) and waited > 10 and proc.poll() is None and strip(reason(EL)) == 'nodeprep:run3:drain',
           'busy=wait: run4 still waiting on {0} {1:.0f} s after its start (drain timeout 10 s), the job ran to its '
@@ -462,8 +441,8 @@ def scenario():
     got = result('slow1').get('nodes', {})
     st = status(EL)
     with open(os.path.join(REPORT, 'boots-slow1.txt'), 'w') as f:
-        f.write(open(os.path.join(sf.STATE_DIR, 'nodes', EL, 'boots.log')).read())
-    off = [line for line in open(os.path.join(sf.STATE_DIR, 'nodes', EL, 'boots.log')) if ' off 150 s' in line]
+        f.write(open(os.path.join(FLEET.state_dir, 'nodes', EL, 'boots.log')).read())
+    off = [line for line in open(os.path.join(FLEET.state_dir, 'nodes', EL, 'boots.log')) if ' off 150 s' in line]
     check(rc == 0 and bool(off) and time.time() - t0 > 150,
           'slow1 finished; {0} was off 150 s in its reboot'.format(EL), text[-1500:])
     check(first_line(log, 'Nodes {0} not responding, setting DOWN'.format(EL)) is not None,
@@ -485,10 +464,10 @@ def scenario():
           set(n['state'] for n in got.get('nodes', {}).values()) <= set(['on-target', 'in-place']),
           'run5: Slurm not asked, nothing to do', repr(got))
     check(updates() == before, 'run5: no scontrol update')
-    check(sf.sinfo_states() == {EL: 'idle', UB: 'idle'}, 'sinfo: both idle at the end', repr(sf.sinfo_states()))
+    check(sinfo_states() == {EL: 'idle', UB: 'idle'}, 'sinfo: both idle at the end', repr(sinfo_states()))
     rc, text = playbook('readiness', 'readiness', '-e', 'nodeprep_hosts=slurm_nodes',
                         '-e', 'nodeprep_readiness_report_dir=' + os.path.join(REPORT, 'readiness'),
-                        playbook='playbooks/readiness.yml')
+                        playbook='readiness.yml')
     check(rc == 0, 'readiness passes on both nodes', text[-1500:])
     readiness_in_slurm()
 
@@ -496,7 +475,7 @@ def scenario():
 def readiness(label, run_id, *extra):
     return playbook(label, run_id, '-e', 'nodeprep_hosts=slurm_nodes', '-e', 'nodeprep_readiness_fail=false',
                     '-e', 'nodeprep_readiness_report_dir=' + os.path.join(REPORT, run_id), *extra,
-                    playbook='playbooks/readiness.yml', timeouts=False)
+                    playbook='readiness.yml', timeouts=False)
 
 
 def failed_in_report(run_id, node):
@@ -558,7 +537,7 @@ def readiness_in_slurm():
     check('DRAIN' in st['State'] and strip(st.get('Reason')) == 'admin: bad fan',
           "{0} healed but drained by an admin: never resumed by the verdict (State={1})".format(UB, st['State']))
     head('scontrol update nodename={0} state=resume'.format(UB))
-    check(bool(sf.wait_for('{0} idle'.format(UB), lambda: sf.sinfo_states().get(UB) == 'idle')),
+    check(bool(wait_for('{0} idle'.format(UB), lambda: sinfo_states().get(UB) == 'idle')),
           'the admin resumes {0}'.format(UB))
 
 
@@ -567,27 +546,7 @@ def reason(node):
 
 
 def main():
-    if os.geteuid() != 0:
-        say('needs root (the simulated fleet)')
-        return 2
-    t0 = time.time()
-    try:
-        scenario()
-    except Exception as exc:      # report, then take the fleet down
-        check(False, 'scenario raised {0}'.format(type(exc).__name__), str(exc)[-1500:])
-    finally:
-        host_vars(EL)
-        if not REUSE:
-            proc = subprocess.run(sf.TESTBED + ['down'], env=sf.ENV, check=False)
-            check(proc.returncode == 0, 'testbed.py down')
-    timed('make rolling-fleet in all', t0)
-    for label, seconds in sf.TIMES:
-        say('time: {0:6.1f} s  {1}'.format(seconds, label))
-    if sf.FAILED:
-        say('{0} check(s) failed: {1}'.format(len(sf.FAILED), '; '.join(sf.FAILED)))
-        return 1
-    say('all checks passed')
-    return 0
+    return FLEET.main(scenario, 'rolling-fleet', down=not REUSE, before_down=lambda: host_vars(EL))
 
 
 if __name__ == '__main__':

@@ -38,142 +38,32 @@ step and of the whole scenario.
 from __future__ import absolute_import, division, print_function
 
 import copy
-import glob
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
-import sysconfig
 import threading
 import time
 
 import yaml
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-PREFIX = os.environ.get('SLICED_FLEET_PREFIX') or 'npsf'
-SUBNET = os.environ.get('SLICED_FLEET_SUBNET') or '10.237'
-STATE_DIR = os.environ.get('SLICED_FLEET_DIR') or os.path.join(REPO, '.testbed-sliced')
-NODES = int(os.environ.get('SLICED_FLEET_NODES') or 4)
-REUSE = os.environ.get('SLICED_FLEET_REUSE') == '1'
-WORK = os.path.join(REPO, '.tmp', 'sliced-fleet')
-INVENTORY = os.path.join(STATE_DIR, 'inventory.yml')
-VENV_BIN = os.path.dirname(os.path.abspath(sys.executable))
-ENV = dict(os.environ, TESTBED_PREFIX=PREFIX, TESTBED_SUBNET=SUBNET, TESTBED_DIR=STATE_DIR, LC_ALL='C')
-for leak in ('TESTBED_SLURM', 'TESTBED_KINDS', 'NODES'):
-    ENV.pop(leak, None)
-TESTBED = [sys.executable, os.path.join(HERE, 'testbed.py')]
-PLAYBOOKS = os.path.join(REPO, 'playbooks')
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fleetlib  # noqa: E402
+
+FLEET = fleetlib.ConvergedFleet('sliced-fleet', os.path.join(fleetlib.REPO, '.tmp', 'sliced-fleet'))
+WORK = FLEET.work
+INVENTORY = FLEET.inventory
+PLAYBOOKS = fleetlib.PLAYBOOKS
 # The files an unsliced run writes into the report directory, and what varies from run to run in each (the time of
 # the run, the run id): set aside before the comparison.
 COMPARED = ('report.json', 'junit.xml', 'readiness.prom', 'report.html', 'report.txt', 'exit-status',
             'run-summary.json')
-
-TIMES = []
-FAILED = []
-
-
-def say(msg):
-    sys.stdout.write('sliced-fleet: {0}\n'.format(msg))
-    sys.stdout.flush()
-
-
-def check(ok, what, detail=''):
-    say('{0} {1}{2}'.format('PASS' if ok else 'FAIL', what, '' if ok or not detail else ': ' + detail))
-    if not ok:
-        FAILED.append(what)
-    return ok
-
-
-def timed(label, start):
-    TIMES.append((label, time.time() - start))
-    say('{0}: {1:.0f} s'.format(label, time.time() - start))
-
-
-def testbed(*argv, **kw):
-    return subprocess.run(TESTBED + list(argv), env=ENV, check=kw.get('check', True), cwd=REPO)
-
-
-def playbook_env(control_dir=None):
-    """The environment of ansible-playbook (and of the ansible-runner runs): this checkout's collection, and a control
-    path directory of its own, so that every run connects cold (no ssh master of an earlier run is reused)."""
-    purelib = sysconfig.get_paths()['purelib']
-    env = dict(ENV, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.tmp', 'collections') + ':' + purelib,
-               ANSIBLE_COLLECTIONS_SCAN_SYS_PATH='false', ANSIBLE_NOCOLOR='1', LC_ALL='C.UTF-8',
-               PATH=VENV_BIN + ':' + ENV.get('PATH', ''))
-    if control_dir:
-        os.makedirs(control_dir, exist_ok=True)
-        env['ANSIBLE_SSH_CONTROL_PATH_DIR'] = control_dir
-    return env
-
-
-CONTROL_DIRS = []
-
-
-def control_dir(label):
-    """A fresh, short ssh control path directory (a socket path must stay under 108 bytes)."""
-    path = os.path.join('/tmp', '{0}-cp-{1}-{2}'.format(PREFIX, os.getpid(), re.sub(r'[^a-z0-9]+', '', label)))
-    shutil.rmtree(path, ignore_errors=True)
-    CONTROL_DIRS.append(path)
-    return path
-
-
-def stop_masters(folder):
-    """Close the ssh master connections left in ``folder`` (ssh -O exit on each control socket), then remove it."""
-    for socket in glob.glob(os.path.join(folder, '*')):
-        subprocess.run(['ssh', '-o', 'ControlPath=' + socket, '-O', 'exit', 'x'], check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10)
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def cleanup():
-    """What the runs left on the controller: their ssh master connections and control path directories."""
-    for folder in CONTROL_DIRS:
-        stop_masters(folder)
-
-
-def ansible_playbook(label, playbook, *extra, **kw):
-    """Run ansible-playbook; (rc, output, seconds)."""
-    log = os.path.join(WORK, 'logs', re.sub(r'[^A-Za-z0-9_.-]+', '_', label) + '.log')
-    os.makedirs(os.path.dirname(log), exist_ok=True)
-    argv = [os.path.join(VENV_BIN, 'ansible-playbook'), '-i', kw.get('inventory', INVENTORY),
-            os.path.join(PLAYBOOKS, playbook)] + list(extra)
-    start = time.time()
-    with open(log, 'w') as out:
-        proc = subprocess.run(argv, env=playbook_env(control_dir(label)), stdout=out, stderr=subprocess.STDOUT,
-                              check=False, cwd=REPO)
-    seconds = time.time() - start
-    with open(log) as f:
-        return proc.returncode, f.read(), seconds
-
-
-def recap(text):
-    """host -> {ok, changed, unreachable, failed, ...} from a play recap."""
-    out = {}
-    for line in text.splitlines():
-        match = re.match(r'^(\S+)\s+:\s+((?:\w+=\d+\s*)+)$', line.strip())
-        if match:
-            out[match.group(1)] = dict((k, int(v)) for k, v in re.findall(r'(\w+)=(\d+)', match.group(2)))
-    return out
+say, check, timed, testbed, recap = FLEET.say, FLEET.check, FLEET.timed, FLEET.testbed, fleetlib.recap
+inventory_hosts = fleetlib.inventory_hosts
 
 
 # ------------------------------------------------------------------------------------------ AWX's slicing
-
-def inventory_hosts(inventory):
-    """Every host of a YAML inventory (testbed's: groups with hosts and children)."""
-    found = []
-
-    def walk(group):
-        for name in (group or {}).get('hosts') or {}:
-            if name not in found:
-                found.append(name)
-        for child in ((group or {}).get('children') or {}).values():
-            walk(child)
-    walk(inventory.get('all'))
-    return found
-
 
 def awx_slices(hosts, count):
     """AWX's split (get_sliced_hosts on hosts ordered by name): slice k (1..count) gets sorted[k-1::count]; never more
@@ -223,7 +113,7 @@ def runner_job(label, playbook, inventory, extravars):
     os.makedirs(os.path.join(private, 'inventory'))
     with open(os.path.join(private, 'inventory', 'hosts.yml'), 'w') as f:
         yaml.safe_dump(inventory, f, default_flow_style=False)
-    envvars = playbook_env(control_dir(label))
+    envvars = FLEET.playbook_env(FLEET.control_dir(label))
     start = time.time()
     runner = ansible_runner.run(private_data_dir=private, playbook=os.path.join(PLAYBOOKS, playbook),
                                 extravars=extravars, envvars=envvars, quiet=True, fact_cache_type='',
@@ -314,32 +204,13 @@ def run_id_of(folder, name):
 
 # ------------------------------------------------------------------------------------------ the scenario
 
-def fleet_up():
-    start = time.time()
-    if not REUSE:
-        testbed('down', check=False)
-    testbed('up', '--nodes', str(NODES))
-    timed('fleet up ({0} nodes)'.format(NODES), start)
-    start = time.time()
-    for attempt in range(1, 4):
-        rc, out, seconds = ansible_playbook('converge-{0}'.format(attempt), 'site.yml')
-        hosts = recap(out)
-        say('converge run {0}: rc {1}, {2:.0f} s, changed {3}'.format(
-            attempt, rc, seconds, dict((h, v.get('changed')) for h, v in hosts.items())))
-        if rc == 0 and hosts and all(v.get('changed') == 0 for v in hosts.values()):
-            break
-    else:
-        raise RuntimeError('the fleet did not converge after 3 runs of site.yml (see {0}/logs)'.format(WORK))
-    timed('converge (until a run changes nothing)', start)
-
-
 def scenario():
     with open(INVENTORY) as f:
         inventory = yaml.safe_load(f)
     hosts = sorted(inventory_hosts(inventory))
     sick_node, hung_node = hosts[0], hosts[-1]
-    testbed('fault', sick_node, 'remapped-rows', '--gpu', '3')
-    testbed('fault', hung_node, 'ssh-hang')
+    testbed('fault', sick_node, 'remapped-rows', '--gpu', '3', check=True)
+    testbed('fault', hung_node, 'ssh-hang', check=True)
     say('faults: remapped-rows (GPU 3) on {0}, ssh-hang on {1}'.format(sick_node, hung_node))
 
     base = {'nodeprep_readiness_fail': False}
@@ -416,26 +287,19 @@ def main():
     os.makedirs(WORK, exist_ok=True)
     code = 1
     try:
-        fleet_up()
+        FLEET.up()
         scenario()
-        code = 1 if FAILED else 0
+        code = 1 if FLEET.failed else 0
     except Exception as exc:  # the fleet is taken down whatever happened
         say('ERROR: {0}'.format(exc))
-        FAILED.append(str(exc))
+        FLEET.failed.append(str(exc))
     finally:
-        names = []
-        if os.path.exists(INVENTORY):
-            with open(INVENTORY) as f:
-                names = inventory_hosts(yaml.safe_load(f))
-        for name in names:
-            testbed('heal', name, check=False)
-        cleanup()
-        if not REUSE:
-            testbed('down', check=False)
+        FLEET.teardown()
         timed('sliced-fleet, all steps', total)
-        for label, seconds in TIMES:
+        for label, seconds in FLEET.times:
             say('  {0:7.0f} s  {1}'.format(seconds, label))
-        say('{0}: {1}'.format('FAILED' if FAILED else 'PASSED', '; '.join(FAILED) if FAILED else 'every check'))
+        say('{0}: {1}'.format('FAILED' if FLEET.failed else 'PASSED', '; '.join(FLEET.failed) if FLEET.failed
+                              else 'every check'))
     return code
 
 

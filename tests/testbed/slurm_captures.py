@@ -16,15 +16,16 @@ says what each file shows. Not part of any gate: it is how the unit tests' captu
 from __future__ import absolute_import, division, print_function
 
 import os
-import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import slurm_fleet as sf  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fleetlib  # noqa: E402
+import slurmconf  # noqa: E402
 
-A, B, HEAD = sf.EL, sf.UBUNTU, sf.HEAD
+# The fleet of make slurm-fleet (its lines start "slurm-fleet:").
+FLEET = fleetlib.SlurmFleet('slurm-fleet', *fleetlib.identity('SLURM_FLEET', 'npsl', '10.236', '.testbed-slurm'))
+A, B, HEAD = FLEET.EL, FLEET.UBUNTU, FLEET.HEAD
 OUT = None
 LOG = []
 
@@ -32,12 +33,12 @@ LOG = []
 def note(text):
     line = '{0} {1}'.format(time.strftime('%Y-%m-%dT%H:%M:%S'), text)
     LOG.append(line)
-    sf.say(text)
+    FLEET.say(text)
 
 
 def do(command, node=HEAD, check_rc=True):
     note('{0}: {1}'.format(node, command))
-    return sf.ssh(node, command, check_rc=check_rc)
+    return FLEET.ssh(node, command, check_rc=check_rc)
 
 
 def save(name, command):
@@ -51,8 +52,8 @@ def save(name, command):
 def state(node):
     """The node's record; slurmctld restarts on reconfigure (24.11), so a refused answer is asked again."""
     for _attempt in range(30):
-        text = sf.ssh(HEAD, 'scontrol show node -o {0}'.format(node), check_rc=False)
-        record = sf.slurmconf.parse_nodes(text).get(node)
+        text = FLEET.ssh(HEAD, 'scontrol show node -o {0}'.format(node), check_rc=False)
+        record = slurmconf.parse_nodes(text).get(node)
         if record:
             return record
         time.sleep(1)
@@ -65,7 +66,7 @@ def wait(what, probe, timeout=240):
             return probe()
         except RuntimeError:      # slurmctld restarting (reconfigure): ask again
             return False
-    got = sf.wait_for(what, safe, timeout=timeout)
+    got = FLEET.wait_for(what, safe, timeout=timeout)
     note('{0}: {1}'.format(what, 'yes' if got else 'TIMED OUT'))
     return got
 
@@ -80,14 +81,14 @@ def set_conf(**values):
     for key, value in sorted(values.items()):
         wait('{0}={1} in slurmctld'.format(key, value), lambda: any(
             line.split()[0] == key and line.split('=', 1)[1].strip().split()[0] == str(value).split()[0]
-            for line in sf.ssh(HEAD, 'scontrol show config', check_rc=False).splitlines()
+            for line in FLEET.ssh(HEAD, 'scontrol show config', check_rc=False).splitlines()
             if '=' in line and line.split()))
     time.sleep(3)
 
 
 def testbed(*argv):
     note('testbed.py ' + ' '.join(argv))
-    subprocess.run(sf.TESTBED + list(argv), env=sf.ENV, check=True)
+    FLEET.testbed(*argv, check=True)
 
 
 def reboot(node, slow=None):
@@ -107,15 +108,14 @@ def back(node, before, timeout=300):
 
 def resume(node):
     do('scontrol update nodename={0} state=resume'.format(node))
-    wait('{0} idle'.format(node), lambda: sf.sinfo_states().get(node) == 'idle')
+    wait('{0} idle'.format(node), lambda: FLEET.sinfo_states().get(node) == 'idle')
 
 
 def scenario():
-    proc = subprocess.run(sf.TESTBED + ['up', '--nodes', '2', '--slurm', '--kinds', sf.KINDS], env=sf.ENV,
-                          check=False)
+    proc = FLEET.up()
     if proc.returncode:
         raise RuntimeError('testbed.py up failed')
-    wait('both nodes idle', lambda: sf.sinfo_states() == {A: 'idle', B: 'idle'})
+    wait('both nodes idle', lambda: FLEET.sinfo_states() == {A: 'idle', B: 'idle'})
     save('version', 'scontrol version')
     save('show-config', 'scontrol show config')
     save('show-partition', 'scontrol show partition -o')
@@ -202,7 +202,7 @@ def scenario():
     save('show-node-reboot-asap', 'scontrol show node -o {0}'.format(B))
     do('scontrol cancel_reboot {0}'.format(B))
     do('scancel {0}'.format(job))
-    wait('{0} idle'.format(B), lambda: sf.sinfo_states().get(B) == 'idle', timeout=60)
+    wait('{0} idle'.format(B), lambda: FLEET.sinfo_states().get(B) == 'idle', timeout=60)
     save('show-node-after-cancel-reboot-asap', 'scontrol show node -o {0}'.format(B))
     if 'DRAIN' in state(B)['State']:
         resume(B)
@@ -216,7 +216,7 @@ def scenario():
     save('squeue-w-hostlist', "squeue -h -w {0},{1} -o '%i|%T|%u|%N'".format(A, B))
     save('show-node-hostlist-busy', 'scontrol show node -o {0},{1}'.format(A, B))
     do('scancel {0} {1} {2}'.format(j1, j2, j3))
-    wait('both idle', lambda: sf.sinfo_states() == {A: 'idle', B: 'idle'}, timeout=90)
+    wait('both idle', lambda: FLEET.sinfo_states() == {A: 'idle', B: 'idle'}, timeout=90)
 
     # Reservations: an ordinary one and a maintenance one.
     # slurmctld sets the RESERVED and MAINTENANCE flags in its periodic reservation pass (reservation.c
@@ -241,7 +241,7 @@ def scenario():
     do('scontrol update nodename={0} state=power_up'.format(B))
     # ResumeProgram did nothing: slurmd registering again is the node "powered up".
     do('systemctl restart slurmd', node=B)
-    wait('{0} up again'.format(B), lambda: 'POWER' not in state(B)['State'] and sf.sinfo_states().get(B) == 'idle',
+    wait('{0} up again'.format(B), lambda: 'POWER' not in state(B)['State'] and FLEET.sinfo_states().get(B) == 'idle',
          timeout=180)
 
 
@@ -260,7 +260,7 @@ def main():
         note('FAILED: {0}: {1}'.format(type(exc).__name__, exc))
         rc = 1
     finally:
-        subprocess.run(sf.TESTBED + ['down'], env=sf.ENV, check=False)
+        FLEET.testbed('down')
         with open(os.path.join(OUT, 'captures.log'), 'w') as f:
             f.write('\n'.join(LOG) + '\n')
     return rc

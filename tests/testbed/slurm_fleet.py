@@ -31,95 +31,16 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fleetlib  # noqa: E402
 import slurmconf  # noqa: E402
 
-PREFIX = os.environ.get('SLURM_FLEET_PREFIX') or 'npsl'
-SUBNET = os.environ.get('SLURM_FLEET_SUBNET') or '10.236'
-STATE_DIR = os.environ.get('SLURM_FLEET_DIR') or os.path.join(REPO, '.testbed-slurm')
-KINDS = 'el9-b200,ubuntu2404-h200'
-EL, UBUNTU, HEAD = 'el9-b200-01', 'ubuntu2404-h200-01', 'slurm-head'
-ENV = dict(os.environ, TESTBED_PREFIX=PREFIX, TESTBED_SUBNET=SUBNET, TESTBED_DIR=STATE_DIR, LC_ALL='C')
-for leak in ('TESTBED_SLURM', 'TESTBED_KINDS', 'NODES', 'TESTBED_SLURM_RETURN_TO_SERVICE', 'TESTBED_SLURMD_TIMEOUT'):
-    ENV.pop(leak, None)
-TESTBED = [sys.executable, os.path.join(HERE, 'testbed.py')]
-WAIT = int(os.environ.get('SLURM_FLEET_WAIT') or 150)     # seconds for any one state change
-
-TIMES = []
-FAILED = []
-
-
-def say(msg):
-    sys.stdout.write('slurm-fleet: {0}\n'.format(msg))
-    sys.stdout.flush()
-
-
-def check(ok, what, detail=''):
-    say('{0} {1}{2}'.format('PASS' if ok else 'FAIL', what, '' if ok or not detail else ': ' + detail))
-    if not ok:
-        FAILED.append(what)
-    return ok
-
-
-def addresses():
-    os.environ.update(TESTBED_PREFIX=PREFIX, TESTBED_SUBNET=SUBNET, TESTBED_DIR=STATE_DIR)
-    import testbed   # noqa: E402  (reads the prefix, subnet and state dir when imported)
-    return {n['name']: n['node_ip'] for n in testbed.plan_fleet(2, kinds=KINDS, slurm=True)}, testbed.slurm_version()
-
-
-ADDR, VERSION = addresses()
-# Slurm >= 23.11 with no accounting storage (the fleet has none) keeps a node's reason when it returns to service:
-# clusteracct_storage_g_node_up(), which clears it, returns first for the no-op plugin (commit 332d015ef3).
-KEEPS_REASON = VERSION != '22.05'
-
-
-def ssh(node, command, check_rc=True, timeout=60):
-    argv = ['ssh', '-i', os.path.join(STATE_DIR, 'ssh', 'id_ed25519'), '-o', 'StrictHostKeyChecking=no',
-            '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'BatchMode=yes',
-            '-o', 'ConnectTimeout=3', 'root@' + ADDR[node], command]
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                          timeout=timeout, check=False)
-    if check_rc and proc.returncode != 0:
-        raise RuntimeError('{0}: {1!r} failed (rc={2}): {3}{4}'.format(
-            node, command, proc.returncode, proc.stdout, proc.stderr))
-    return proc.stdout
-
-
-def head(command):
-    return ssh(HEAD, command)
-
-
-def nodes():
-    return slurmconf.parse_nodes(head('scontrol show node -o'))
-
-
-def wait_for(what, probe, timeout=WAIT, interval=1.0):
-    """Poll probe() until it returns a true value; that value, or None after timeout (the last one is reported)."""
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = probe()
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            last = exc
-            if not isinstance(exc, subprocess.TimeoutExpired) and 'rc=255' not in str(exc):
-                raise
-        if last and not isinstance(last, Exception):
-            return last
-        time.sleep(interval)
-    say('timed out after {0} s waiting for {1}; last: {2!r}'.format(timeout, what, last))
-    return None
-
-
-def sinfo_states():
-    out = head("sinfo -h -N -o '%N %T'")
-    return dict(line.split()[:2] for line in out.splitlines() if line.strip())
-
-
-def timed(label, start):
-    TIMES.append((label, time.time() - start))
+FLEET = fleetlib.SlurmFleet('slurm-fleet', *fleetlib.identity('SLURM_FLEET', 'npsl', '10.236', '.testbed-slurm'))
+PREFIX, SUBNET, STATE_DIR = FLEET.prefix, FLEET.subnet, FLEET.state_dir
+EL, UBUNTU, HEAD, ADDR, VERSION = FLEET.EL, FLEET.UBUNTU, FLEET.HEAD, FLEET.addresses, FLEET.version
+KEEPS_REASON = FLEET.keeps_reason
+say, check, timed, ssh, head, nodes = FLEET.say, FLEET.check, FLEET.timed, FLEET.ssh, FLEET.head, FLEET.nodes
+wait_for, sinfo_states = FLEET.wait_for, FLEET.sinfo_states
 
 
 def foreign_addresses():
@@ -157,7 +78,7 @@ def reboot(node):
 
 def scenario():
     t0 = time.time()
-    proc = subprocess.run(TESTBED + ['up', '--nodes', '2', '--slurm', '--kinds', KINDS], env=ENV, check=False)
+    proc = FLEET.up()
     timed('testbed.py up --slurm (head + 2 nodes, until SSH answers)', t0)
     if proc.returncode != 0:
         for name in (EL, UBUNTU, HEAD):
@@ -287,38 +208,22 @@ def scenario():
     check(sinfo_states() == {EL: 'idle', UBUNTU: 'idle'}, 'sinfo: both nodes idle at the end', repr(sinfo_states()))
 
 
-def main():
-    if os.geteuid() != 0:
-        say('needs root (the simulated fleet)')
-        return 2
-    bad = foreign_addresses()
+def refuse():
+    """Why this fleet cannot start here (another fleet holds its prefix or subnet), or None."""
     taken = foreign_namespaces()
     if taken:
-        say('namespaces of prefix {0} exist ({1}) but {2} holds no fleet: another checkout runs one; set '
-            'SLURM_FLEET_PREFIX and SLURM_FLEET_SUBNET'.format(PREFIX, ', '.join(taken), STATE_DIR))
-        return 2
+        return ('namespaces of prefix {0} exist ({1}) but {2} holds no fleet: another checkout runs one; set '
+                'SLURM_FLEET_PREFIX and SLURM_FLEET_SUBNET'.format(PREFIX, ', '.join(taken), STATE_DIR))
+    bad = foreign_addresses()
     if bad:
-        say('another fleet uses {0}.0.0/16 ({1}): set SLURM_FLEET_SUBNET (and SLURM_FLEET_PREFIX)'.format(
-            SUBNET, ', '.join(bad)))
-        return 2
-    t0 = time.time()
-    try:
-        scenario()
-    except Exception as exc:      # report, then always take the fleet down
-        check(False, 'scenario raised {0}'.format(type(exc).__name__), str(exc)[-1500:])
-    finally:
-        t1 = time.time()
-        proc = subprocess.run(TESTBED + ['down'], env=ENV, check=False)
-        timed('testbed.py down', t1)
-        check(proc.returncode == 0, 'testbed.py down: no namespace, mount or process of {0} left'.format(PREFIX))
-    timed('make slurm-fleet in all', t0)
-    for label, seconds in TIMES:
-        say('time: {0:6.1f} s  {1}'.format(seconds, label))
-    if FAILED:
-        say('{0} check(s) failed: {1}'.format(len(FAILED), '; '.join(FAILED)))
-        return 1
-    say('all checks passed')
-    return 0
+        return 'another fleet uses {0}.0.0/16 ({1}): set SLURM_FLEET_SUBNET (and SLURM_FLEET_PREFIX)'.format(
+            SUBNET, ', '.join(bad))
+    return None
+
+
+def main():
+    return FLEET.main(scenario, 'slurm-fleet', refuse=refuse, time_down=True,
+                      down_what='testbed.py down: no namespace, mount or process of {0} left'.format(PREFIX))
 
 
 if __name__ == '__main__':

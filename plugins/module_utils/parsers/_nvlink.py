@@ -50,8 +50,23 @@ def _fail(number, line, what):
     raise NvlinkParseError('line {0} {1!r}: {2}'.format(number, line, what))
 
 
-def _gpu_header(match):
-    return {'index': int(match.group(1)), 'name': match.group(2).strip(), 'uuid': match.group(3)}
+def _walk(text, what):
+    """The per-GPU sections of nvidia-smi's output: ``(gpu, number, raw, line)`` for each line that is not empty;
+    a "GPU <n>: ..." line gives a new ``gpu`` (``index``, ``name``, ``uuid``) and ``line`` None, every other line
+    the GPU it belongs to and ``line`` stripped.  A ``what`` line before any GPU is an error."""
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', 'replace')
+    gpu = None
+    for number, raw in enumerate((text or '').splitlines(), 1):
+        line = raw.strip()
+        match = _GPU.match(line)
+        if match:
+            gpu = {'index': int(match.group(1)), 'name': match.group(2).strip(), 'uuid': match.group(3)}
+            yield gpu, number, raw, None
+        elif gpu is None and line:
+            _fail(number, raw, 'expected a "GPU <n>: <name> (UUID: ...)" line before any {0} line'.format(what))
+        elif line:
+            yield gpu, number, raw, line
 
 
 def parse_nvlink_status(text):
@@ -61,22 +76,12 @@ def parse_nvlink_status(text):
     'speed_gbps'}]`` in the printed order; ``speed_gbps`` None for an inactive link), ``all_inactive`` (NVML's
     "all links are inactive" line), ``active`` and ``inactive`` (the counts).  An empty text is no GPU with NVLink.
     """
-    if isinstance(text, bytes):
-        text = text.decode('utf-8', 'replace')
     gpus = []
-    current = None
-    for number, raw in enumerate((text or '').splitlines(), 1):
-        line = raw.strip()
-        if not line:
-            continue
-        match = _GPU.match(line)
-        if match:
-            current = _gpu_header(match)
+    for current, number, raw, line in _walk(text, 'link'):
+        if line is None:
             current.update(links=[], all_inactive=False)
             gpus.append(current)
             continue
-        if current is None:
-            _fail(number, raw, 'expected a "GPU <n>: <name> (UUID: ...)" line before any link line')
         if _ALL_INACTIVE.match(line):
             if current['links']:
                 _fail(number, raw, 'GPU {0} already listed links before NVML said all are inactive'.format(
@@ -110,22 +115,12 @@ def parse_nvlink_errors(text):
     ``count`` is an int, or None where nvidia-smi printed ``N/A``.  Counter names are kept as printed
     (``Replay Errors``, ``Recovery Errors``, ``CRC Errors`` on NVLink 4 and older).
     """
-    if isinstance(text, bytes):
-        text = text.decode('utf-8', 'replace')
     gpus = []
-    current = None
-    for number, raw in enumerate((text or '').splitlines(), 1):
-        line = raw.strip()
-        if not line:
-            continue
-        match = _GPU.match(line)
-        if match:
-            current = _gpu_header(match)
+    for current, number, raw, line in _walk(text, 'counter'):
+        if line is None:
             current['links'] = {}
             gpus.append(current)
             continue
-        if current is None:
-            _fail(number, raw, 'expected a "GPU <n>: <name> (UUID: ...)" line before any counter line')
         match = _LINK_COUNTER.match(line)
         if not match:
             _fail(number, raw, 'expected "Link <n>: <counter name>: <count>"')

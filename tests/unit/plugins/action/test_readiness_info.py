@@ -121,6 +121,14 @@ def test_converged_node_is_ready_with_one_gather_and_no_plan_sent():
     assert values['memlock (soft/hard KiB)'] == 'root unlimited/unlimited, train unlimited/unlimited'
 
 
+def test_the_roles_default_report_dir_reaches_the_check_and_is_taken():
+    """The role's defaults are in task_vars on every run: its ./readiness-report (a folder on the controller) is not
+    refused as a node path (it was: every node readiness.unchecked, found by make rolling-fleet)."""
+    result, calls = run(dict(inventory(), nodeprep_readiness_report_dir='./readiness-report'))
+    assert [name for name, _args in calls] == ['gpufleet.nodeprep.gpu_node_facts']
+    assert not result.get('failed') and result['ready'] is True
+
+
 def test_the_globs_the_gather_read_are_recorded_for_the_plans():
     """gpu_node_facts reports only the paths a glob matched: the plans must know which globs were read, as node_plan
     records them (nodeprep_file_patterns), or the nic_offload plan finds its per-interface files not gathered (the

@@ -305,3 +305,27 @@ def test_a_unit_the_node_cannot_be_asked_about_is_refused_naming_the_variable(fa
     plans = result['ansible_facts']['nodeprep_plans']
     assert sorted(plans) == sorted(_plans.SITE_ROLES)
     assert plans['nvidia_driver']['problems'][0].startswith(name + '=["gpu mode"]: the node cannot be asked')
+
+
+@pytest.mark.parametrize('value', ['./readiness-report', 'readiness-report', '~/fleet/readiness', '/srv/readiness'])
+def test_the_report_dir_is_a_controller_path(value):
+    """nodeprep_readiness_report_dir names a folder on the controller: its default (./readiness-report, which the
+    role's defaults give every run) and a relative or ~ path are typed, not refused by the node's path rule (that
+    refusal failed readiness.yml and rolling_upgrade.yml's verification on every node: readiness.unchecked)."""
+    from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
+    assert _readiness_settings.SETTINGS['nodeprep_readiness_report_dir']['default'] == './readiness-report'
+    settings, problems = _plans.typed_with(_readiness_settings.ROLE, _readiness_settings.SETTINGS,
+                                           {'nodeprep_readiness_report_dir': value})
+    assert problems == []
+    assert settings['nodeprep_readiness_report_dir'] == posixpath.expanduser(value)
+
+
+def test_a_node_path_of_the_readiness_role_is_still_refused_when_relative():
+    from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
+    paths = [name for name, entry in _readiness_settings.SETTINGS.items()
+             if entry['type'] == 'path' and name not in _plans.CONTROLLER_PATHS]
+    assert paths
+    for name in paths:
+        _settings, problems = _plans.typed_with(_readiness_settings.ROLE, _readiness_settings.SETTINGS,
+                                                {name: 'nodeprep.prom'})
+        assert problems and 'not an absolute path' in problems[0] and problems[0].startswith(name + '=')
