@@ -28,6 +28,8 @@ FACT_NAMES = ('nvidia', 'kernel_state', 'limits', 'shm', 'nics', 'nodeprep_gathe
     + OS_FACT_KEYS
 # Gathered namespaces that a gather adds to instead of replacing (what it did not read again stays).
 _MERGED = ('nodeprep_units', 'nodeprep_files', 'nodeprep_packages', 'nodeprep_contents', 'nodeprep_errors')
+# keep=summary: the keys of each plan kept on a host where no plan has anything to do or to say.
+SUMMARY_KEYS = ('run', 'reasons', 'reboot', 'gpu_node', 'gpu_skip')
 
 
 def short_name(role):
@@ -49,6 +51,14 @@ def gather_args(request, keep_gathered=(), fail_on_error=True, nvidia_timeout=No
     if nvidia_topology and 'nvidia' in args['gather_subset']:
         args['nvidia_topology'] = True
     return args
+
+
+def summary_of(plans):
+    """``plans`` with only the keys SUMMARY_KEYS of each plan, when no plan has anything to do or to say (every
+    ``run`` empty); else None (the host keeps everything)."""
+    if any(plan.get('run') for plan in plans.values()):
+        return None
+    return dict((role, dict((key, plan[key]) for key in SUMMARY_KEYS if key in plan)) for role, plan in plans.items())
 
 
 def merge_facts(old, new, subsets=()):
@@ -74,7 +84,7 @@ class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'fail_on_problems', 'nvidia_timeout',
-                             'nvidia_topology', 'plan', 'run'))
+                             'nvidia_topology', 'plan', 'run', 'keep'))
 
     def _facts(self, task_vars):
         facts = task_vars.get('ansible_facts') or {}
@@ -104,6 +114,7 @@ class ActionModule(ActionBase):
             nvidia_topology=dict(type='bool', default=False),
             plan=dict(type='bool', default=True),
             run=dict(type='dict', default={}),
+            keep=dict(type='str', choices=['all', 'summary'], default='all'),
         ))
         roles = [short_name(role) for role in (_plans.SITE_ROLES if args['roles'] is None else args['roles'])]
         unknown = [role for role in roles if role not in _plans.RULES]
@@ -198,6 +209,10 @@ class ActionModule(ActionBase):
         all_plans.update(plans)
         facts_out = dict(gathered)
         facts_out['nodeprep_plans'] = all_plans
+        summary = summary_of(all_plans) if args['keep'] == 'summary' else None
+        if summary is not None:
+            # No role's play runs on this host: nothing later reads its facts or its whole plans.
+            facts_out = {'nodeprep_plans': summary}
         # The plans live once, in the facts: the roles, site.yml and readiness read ansible_facts.nodeprep_plans.
         result.update({'changed': False, 'gathered': bool(gathered), 'ansible_facts': facts_out})
         if args['fail_on_problems']:

@@ -98,6 +98,18 @@ options:
         bare gather with it.
     type: bool
     default: true
+  keep:
+    description:
+      - What the facts keep on a host where no plan of O(roles) has anything to do or to say (every plan's C(run)
+        empty, so no role's play runs there).
+      - V(all) keeps the facts the gather read and the whole plans.
+      - V(summary) keeps, on such a host only, each plan's C(run), C(reasons), C(reboot), C(gpu_node) and C(gpu_skip)
+        (what C(gpufleet.nodeprep.site) reads after its first play) and none of the gathered facts; a host whose
+        plans have work keeps all. C(gpufleet.nodeprep.site)'s first play uses it, so that a node that is already
+        right does not carry its facts through the run.
+    type: str
+    choices: [all, summary]
+    default: all
   run:
     description:
       - What the tasks of a role did so far in this run, by role name, for the plans of its later stages (the
@@ -171,6 +183,8 @@ ansible_facts:
           C(units), C(args), C(reboot) (C(needed), C(why), C(allowed); for the C(kernel) and C(nvidia_driver) roles
           also C(timeout) and C(before), the commands to run just before the reboot), C(run) and C(settings) (the
           typed variables).
+        - With O(keep=summary), on a host where no plan has anything to do or to say, only C(run), C(reasons),
+          C(reboot), C(gpu_node) and C(gpu_skip) of each plan, and no gathered facts.
       returned: when O(plan) is true
       type: dict
 """

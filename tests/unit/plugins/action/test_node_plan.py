@@ -6,6 +6,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import hashlib
 import types
 from unittest.mock import MagicMock
 
@@ -274,3 +275,34 @@ def test_a_user_the_node_does_not_know(fail_on_error):
     else:
         assert result['ansible_facts']['nodeprep_errors'] == {'limits': message}
         assert 'limits' not in result['ansible_facts']
+
+
+RIGHT_FILE = {'/etc/fake.conf': {'exists': True, 'type': 'file', 'mode': '0644', 'uid': 0, 'gid': 0, 'size': 2,
+                                 'sha1': hashlib.sha1(b'x\n').hexdigest(), 'target': None}}
+
+
+def test_keep_summary_keeps_everything_where_a_plan_has_work():
+    # The file is missing: the fake role has work, so the host keeps the gathered facts and the whole plan.
+    full, _calls = run({'roles': ['fake'], 'gather': 'always'}, {})
+    kept, _calls = run({'roles': ['fake'], 'gather': 'always', 'keep': 'summary'}, {})
+    assert kept['ansible_facts']['nodeprep_plans']['fake']['run'] == ['/etc/fake.conf: missing']
+    assert kept == full
+
+
+def test_keep_summary_on_a_host_without_work_keeps_what_site_reads():
+    gathered = dict(GATHERED, nodeprep_files=RIGHT_FILE)
+    full, _calls = run({'roles': ['fake'], 'gather': 'always'}, {}, module_result={'ansible_facts': gathered})
+    plan = full['ansible_facts']['nodeprep_plans']['fake']
+    assert plan['run'] == [] and 'files' in plan and 'shm' in full['ansible_facts']
+    kept, _calls = run({'roles': ['fake'], 'gather': 'always', 'keep': 'summary'}, {},
+                       module_result={'ansible_facts': gathered})
+    # Only the plans' keys that site.yml's first play and the run summary read; no gathered namespace.
+    assert kept['ansible_facts'] == {'nodeprep_plans': {'fake': dict(
+        (key, plan[key]) for key in node_plan.SUMMARY_KEYS if key in plan)}}
+    assert sorted(kept['ansible_facts']['nodeprep_plans']['fake']) == ['reasons', 'reboot', 'run']
+    assert kept['gathered'] is True and kept['changed'] is False
+
+
+def test_keep_must_be_one_of_its_choices():
+    with pytest.raises(Exception, match='keep'):
+        run({'roles': ['fake'], 'keep': 'some'}, {'ansible_facts': GATHERED})
