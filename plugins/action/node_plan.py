@@ -17,6 +17,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _pl
 # Ansible's own OS facts, when the play has them (setup), win over the gather's /etc/os-release (_os_release.os_facts).
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._os_release import OS_FACT_KEYS
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_summary
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._limits_gather import resolve_gathered
 
@@ -84,7 +85,8 @@ class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'fail_on_problems', 'nvidia_timeout',
-                             'nvidia_topology', 'plan', 'run', 'keep'))
+                             'nvidia_topology', 'plan', 'run', 'keep',
+                             'record'))
 
     def _facts(self, task_vars):
         facts = task_vars.get('ansible_facts') or {}
@@ -115,6 +117,7 @@ class ActionModule(ActionBase):
             plan=dict(type='bool', default=True),
             run=dict(type='dict', default={}),
             keep=dict(type='str', choices=['all', 'summary'], default='all'),
+            record=dict(type='bool', default=False),
         ))
         roles = [short_name(role) for role in (_plans.SITE_ROLES if args['roles'] is None else args['roles'])]
         unknown = [role for role in roles if role not in _plans.RULES]
@@ -209,10 +212,15 @@ class ActionModule(ActionBase):
         all_plans.update(plans)
         facts_out = dict(gathered)
         facts_out['nodeprep_plans'] = all_plans
+        if args['record']:
+            # For the end-of-run summary, what gpufleet.nodeprep.run_summary's record keeps: one task less per host.
+            facts_out[_run_summary.RECORD_FACT] = _run_summary.record(
+                all_plans, roles, plain(task_vars.get('ansible_facts', {}).get(_run_summary.RECORD_FACT) or {}))
         summary = summary_of(all_plans) if args['keep'] == 'summary' else None
         if summary is not None:
             # No role's play runs on this host: nothing later reads its facts or its whole plans.
-            facts_out = {'nodeprep_plans': summary}
+            facts_out = dict((key, value) for key, value in facts_out.items() if key == _run_summary.RECORD_FACT)
+            facts_out['nodeprep_plans'] = summary
         # The plans live once, in the facts: the roles, site.yml and readiness read ansible_facts.nodeprep_plans.
         result.update({'changed': False, 'gathered': bool(gathered), 'ansible_facts': facts_out})
         if args['fail_on_problems']:

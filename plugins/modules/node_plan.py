@@ -110,6 +110,13 @@ options:
     type: str
     choices: [all, summary]
     default: all
+  record:
+    description:
+      - V(true) also keeps, in the host fact C(nodeprep_run_record), what the plans of O(roles) say now, as
+        M(gpufleet.nodeprep.run_summary) with O(gpufleet.nodeprep.run_summary#module:record) keeps it for the
+        end-of-run summary (the same function), without a task of its own. C(gpufleet.nodeprep.site) uses it.
+    type: bool
+    default: false
   run:
     description:
       - What the tasks of a role did so far in this run, by role name, for the plans of its later stages (the
@@ -186,5 +193,11 @@ ansible_facts:
         - With O(keep=summary), on a host where no plan has anything to do or to say, only C(run), C(reasons),
           C(reboot), C(gpu_node) and C(gpu_skip) of each plan, and no gathered facts.
       returned: when O(plan) is true
+    nodeprep_run_record:
+      description:
+        - Per role of O(roles) (and what the fact held before for other roles) the changes, the reboot and the GPU
+          line its plan says now; what M(gpufleet.nodeprep.run_summary) reads at the end of the run.
+      returned: when O(record) is true and O(plan) is true
+      type: dict
       type: dict
 """

@@ -24,6 +24,8 @@ import re
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_node
 
 FILE_NAME = 'run-summary.json'
+# The host fact that keeps what record() returns (gpufleet.nodeprep.run_summary record, node_plan record).
+RECORD_FACT = 'nodeprep_run_record'
 VERSION = 1
 # The roles that depend on the NVIDIA driver's result: in check mode, a node whose driver prediction failed gets no
 # prediction of these (the others are predicted as usual).

@@ -20,6 +20,7 @@ from ansible.template import Templar
 from ansible_collections.gpufleet.nodeprep.plugins.action import node_plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_summary
 
 
 def fake_rules():
@@ -306,3 +307,24 @@ def test_keep_summary_on_a_host_without_work_keeps_what_site_reads():
 def test_keep_must_be_one_of_its_choices():
     with pytest.raises(Exception, match='keep'):
         run({'roles': ['fake'], 'keep': 'some'}, {'ansible_facts': GATHERED})
+
+
+def test_record_keeps_what_run_summary_record_keeps():
+    before = {'other': {'changes': ['x'], 'reboot': [], 'reboot_allowed': False, 'gpu_skip': None}}
+    result, _calls = run({'roles': ['fake'], 'gather': 'always', 'record': True},
+                         {'ansible_facts': {'nodeprep_run_record': before}})
+    plans = result['ansible_facts']['nodeprep_plans']
+    assert result['ansible_facts']['nodeprep_run_record'] == _run_summary.record(plans, ['fake'], before)
+    assert result['ansible_facts']['nodeprep_run_record']['fake']['changes'] == ['/etc/fake.conf: missing']
+    assert result['ansible_facts']['nodeprep_run_record']['other'] == before['other']
+    # Without record the fact is not touched.
+    result, _calls = run({'roles': ['fake'], 'gather': 'always'}, {})
+    assert 'nodeprep_run_record' not in result['ansible_facts']
+
+
+def test_record_with_keep_summary_on_a_host_without_work():
+    result, _calls = run({'roles': ['fake'], 'gather': 'always', 'record': True, 'keep': 'summary'}, {},
+                         module_result={'ansible_facts': dict(GATHERED, nodeprep_files=RIGHT_FILE)})
+    assert sorted(result['ansible_facts']) == ['nodeprep_plans', 'nodeprep_run_record']
+    assert result['ansible_facts']['nodeprep_run_record'] == {
+        'fake': {'changes': [], 'reboot': [], 'reboot_allowed': False, 'gpu_skip': None}}
