@@ -193,11 +193,11 @@ ansible_facts:
         - With O(keep=summary), on a host where no plan has anything to do or to say, only C(run), C(reasons),
           C(reboot), C(gpu_node) and C(gpu_skip) of each plan, and no gathered facts.
       returned: when O(plan) is true
+      type: dict
     nodeprep_run_record:
       description:
         - Per role of O(roles) (and what the fact held before for other roles) the changes, the reboot and the GPU
           line its plan says now; what M(gpufleet.nodeprep.run_summary) reads at the end of the run.
       returned: when O(record) is true and O(plan) is true
-      type: dict
       type: dict
 """
