@@ -9,22 +9,28 @@ Documentation: plugins/modules/node_plan.py; the plan's shape: plugins/module_ut
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 # Ansible's own OS facts, when the play has them (setup), win over the gather's /etc/os-release (_os_release.os_facts).
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._os_release import OS_FACT_KEYS
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _imex_members
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_summary
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_settings
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._limits_gather import resolve_gathered
 
 GATHER_MODULE = 'gpufleet.nodeprep.gpu_node_facts'
 GATHER_MODES = ('auto', 'always', 'never')
+UNREACHABLE_MODES = ('unreachable', 'fail')
+# The connection errors that are a limit passing (OpenSSH: "Connection timed out during banner exchange", "connect to
+# host ... port 22: Connection timed out", "Connection to ... port 22 timed out").
+_TIMED_OUT_WORDS = ('timed out',)
 # The fact namespaces a plan may read (only these are copied out of ansible_facts).
-FACT_NAMES = ('nvidia', 'kernel_state', 'limits', 'shm', 'nics', 'nodeprep_gathered', 'nodeprep_errors',
+FACT_NAMES = ('nvidia', 'kernel_state', 'limits', 'shm', 'nics', 'imex', 'nodeprep_gathered', 'nodeprep_errors',
               'nodeprep_units', 'nodeprep_files', 'nodeprep_packages', 'nodeprep_contents', 'nodeprep_file_patterns') \
     + OS_FACT_KEYS
 # Gathered namespaces that a gather adds to instead of replacing (what it did not read again stays).
@@ -37,16 +43,20 @@ def short_name(role):
     return str(role).rsplit('.', 1)[-1]
 
 
-def gather_args(request, keep_gathered=(), fail_on_error=True, nvidia_timeout=None, nvidia_topology=False):
+def gather_args(request, keep_gathered=(), fail_on_error=True, nvidia_timeout=None, nvidia_topology=False,
+                command_timeout=None):
     """The module arguments of gpu_node_facts for a gather request (_plan.new_gather)."""
     args = {'gather_subset': list(request['subsets']), 'keep_gathered': list(keep_gathered),
             'fail_on_error': bool(fail_on_error)}
+    if command_timeout is not None:
+        args['command_timeout'] = int(command_timeout)
     for key in ('units', 'files', 'packages', 'contents', 'limits_users', 'limits_services', 'nic_networks',
                 'nic_nm_properties'):
         if request.get(key):
             args[key] = list(request[key])
-    if request.get('shm_path'):
-        args['shm_path'] = request['shm_path']
+    for key in ('shm_path', 'imex_config', 'imex_timeout'):
+        if request.get(key):
+            args[key] = request[key]
     if nvidia_timeout is not None:
         args['nvidia_timeout'] = int(nvidia_timeout)
     if nvidia_topology and 'nvidia' in args['gather_subset']:
@@ -60,6 +70,31 @@ def summary_of(plans):
     if any(plan.get('run') for plan in plans.values()):
         return None
     return dict((role, dict((key, plan[key]) for key in SUMMARY_KEYS if key in plan)) for role, plan in plans.items())
+
+
+def connection_limit(message, seconds):
+    """The SSH connect limit a connection error says passed (``{'limit', 'variable', 'seconds', 'what'}``), or None
+    for any other connection error (refused, no route, authentication)."""
+    text = ' '.join(str(message).split()).lower()
+    if not any(words in text for words in _TIMED_OUT_WORDS):
+        return None
+    return {'limit': 'ssh_connect', 'variable': 'ansible_ssh_timeout', 'seconds': seconds,
+            'what': 'the SSH connection'}
+
+
+def ssh_timeout(connection):
+    """The SSH connect limit of ``connection`` (the ssh connection's ``timeout`` option), or None."""
+    try:
+        return connection.get_option('timeout')
+    except Exception:  # a connection plugin without that option (local, a bench's replay)
+        return None
+
+
+def limit_words(limit):
+    if limit is None:
+        return ''
+    return ' (the SSH connect limit{0} passed: ansible_ssh_timeout)'.format(
+        ' of {0} s'.format(limit['seconds']) if limit['seconds'] is not None else '')
 
 
 def merge_facts(old, new, subsets=()):
@@ -86,7 +121,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'fail_on_problems', 'nvidia_timeout',
                              'nvidia_topology', 'plan', 'run', 'keep',
-                             'record'))
+                             'record', 'on_unreachable'))
 
     def _facts(self, task_vars):
         facts = task_vars.get('ansible_facts') or {}
@@ -95,11 +130,25 @@ class ActionModule(ActionBase):
     def _plan_all(self, roles, facts, typed, context):
         return dict((role, _plans.plan_role(role, facts, typed[role][0], typed[role][1], context)) for role in roles)
 
-    def _gather(self, request, keep, args, task_vars):
+    def _ssh_timeout(self):
+        return ssh_timeout(self._connection)
+
+    def _gather(self, request, keep, args, task_vars, command_timeout):
         module_args = gather_args(request, keep_gathered=keep, fail_on_error=args['fail_on_error'],
-                                  nvidia_timeout=args['nvidia_timeout'], nvidia_topology=args['nvidia_topology'])
-        result = self._execute_module(module_name=GATHER_MODULE, module_args=module_args, task_vars=task_vars)
-        return result
+                                  nvidia_timeout=args['nvidia_timeout'], nvidia_topology=args['nvidia_topology'],
+                                  command_timeout=command_timeout)
+        try:
+            return self._execute_module(module_name=GATHER_MODULE, module_args=module_args, task_vars=task_vars)
+        except AnsibleConnectionFailure as exc:
+            message = to_native(exc)
+            limit = connection_limit(message, self._ssh_timeout())
+            if args['on_unreachable'] == 'fail':
+                # The node leaves through the play's rescue, which records why (site.yml: the run summary).
+                return {'failed': True, 'nodeprep_unreachable': True, 'msg': message + limit_words(limit),
+                        'limit': limit}
+            if limit is None:
+                raise
+            raise AnsibleConnectionFailure(message + limit_words(limit)) from None
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -118,6 +167,7 @@ class ActionModule(ActionBase):
             run=dict(type='dict', default={}),
             keep=dict(type='str', choices=['all', 'summary'], default='all'),
             record=dict(type='bool', default=False),
+            on_unreachable=dict(type='str', choices=list(UNREACHABLE_MODES), default='unreachable'),
         ))
         roles = [short_name(role) for role in (_plans.SITE_ROLES if args['roles'] is None else args['roles'])]
         unknown = [role for role in roles if role not in _plans.RULES]
@@ -160,6 +210,10 @@ class ActionModule(ActionBase):
                                     check_mode=bool(self._play_context.check_mode),
                                     driver_pending=plain(self._templar.template(pending)) if pending else None,
                                     extra={'run': dict((short_name(r), v) for r, v in plain(args['run']).items())})
+        if 'imex' in typed:
+            # The imex plan's domain: the members of the node's domain group, read from the inventory.
+            context['imex_members'] = _imex_members.members(task_vars,
+                                                            typed['imex'][0].get('nodeprep_imex_domain_group'))
         facts = self._facts(task_vars)
         request = _plan.merge_gathers([_plans.gather_request(roles, dict((r, typed[r][0]) for r in roles)), extra])
         gathered = {}
@@ -177,12 +231,20 @@ class ActionModule(ActionBase):
             if 'nic' in todo['subsets']:
                 todo['nic_networks'] = list(request['nic_networks'])
                 todo['nic_nm_properties'] = list(request['nic_nm_properties'])
-            todo['shm_path'] = request['shm_path']
+            for key in ('shm_path', 'imex_config', 'imex_timeout'):
+                todo[key] = request[key]
         else:
             todo = _plan.new_gather()
         if not _plan.is_empty(todo):
             keep = [subset for subset in facts.get('nodeprep_gathered') or [] if subset not in todo['subsets']]
-            module_result = self._gather(todo, keep, args, task_vars)
+            # The limit of every command of the gather (nodeprep_command_timeout), typed once here.
+            try:
+                limits = _run_settings.typed(self._templar.template(dict(
+                    (name, task_vars[name]) for name in ('nodeprep_command_timeout',) if name in task_vars)),
+                    ('nodeprep_command_timeout',))
+            except ValueError as exc:
+                raise AnsibleActionFail(to_native(exc))
+            module_result = self._gather(todo, keep, args, task_vars, limits['nodeprep_command_timeout'])
             if module_result.get('failed') or module_result.get('unreachable'):
                 result.update(module_result)
                 return result

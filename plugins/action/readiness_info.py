@@ -10,17 +10,21 @@ Documentation: plugins/modules/readiness_info.py."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import FACT_NAMES, GATHER_MODULE, gather_args, \
-    merge_facts
+from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import FACT_NAMES, GATHER_MODULE, \
+    connection_limit, gather_args, limit_words, merge_facts, ssh_timeout
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_records import GLOB_CHARS
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_perf_tools
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _perf_gates
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _imex_members
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_settings
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._limits_gather import resolve_gathered
 
@@ -46,25 +50,53 @@ def type_settings(provided):
     return own, roles, problems
 
 
-def gather_request(checks, own, roles):
+def gather_request(checks, own, roles, where=None):
     """``(request, options)``: the one gather the checks ``checks`` need (the owning roles' requests, the namespaces
-    of every check, the kernel subset for the GPU-node rule) and gpu_node_facts' health options."""
+    of every check, the kernel subset for the GPU-node rule) and gpu_node_facts' health options; the performance
+    gates' tools only where ``where`` (_perf_gates.where) lets them run."""
     requests = [{'subsets': ['kernel']}]
     owners = sorted(set(_readiness.PLAN_CHECKS[c] for c in checks if c in _readiness.PLAN_CHECKS))
     requests.extend(_plan.role_gather(_plans.rules(role), roles[role][0]) for role in owners)
-    needs = [SUBSET_OF[namespace] for c in checks for namespace in _readiness.NEEDS[c] if namespace in SUBSET_OF]
-    if 'gpu.dcgm_diag' in checks or 'gpu.health' in checks:
+    # A check's namespaces are read for it, except a subset only its role's plan asks for (imex: the plan asks where
+    # nodeprep_imex_domain_group is set; elsewhere imex.domain skips and nvidia-imex-ctl is never run).
+    needs = [SUBSET_OF[namespace] for c in checks for namespace in _readiness.NEEDS[c]
+             if namespace in SUBSET_OF and SUBSET_OF[namespace] not in _plan.ASKED_ONLY_SUBSETS]
+    gates = [c for c in _perf_gates.GATES if c in checks]
+    if 'gpu.dcgm_diag' in checks or 'gpu.health' in checks or gates:
         needs.append('nvidia')
     requests.append({'subsets': needs})
     request = _plan.merge_gathers(requests)
     request['subsets'] = [s for s in _plan.SUBSET_NAMESPACES if s in request['subsets']]
     options = {'nvidia_topology': 'gpu.topology' in checks}
+    if 'nvlink.links' in checks and 'nvidia' in request['subsets']:
+        options['nvidia_nvlink'] = True
     if 'gpu.health' in checks and own['nodeprep_readiness_kernel_log_lines'] > 0:
         options['kernel_log_lines'] = own['nodeprep_readiness_kernel_log_lines']
     if 'gpu.dcgm_diag' in checks and own['nodeprep_readiness_dcgm']:
         options.update(dcgm_diag=True, dcgm_level=own['nodeprep_readiness_dcgm_level'],
                        dcgm_timeout=own['nodeprep_readiness_dcgm_timeout'])
+    if gates and where and where.get('run'):
+        paths = _plan_perf_tools.gate_paths(roles['perf_tools'][0])
+        options.update(perf_tools=dict((_perf_gates.TOOL[c], paths[_perf_gates.TOOL[c]]) for c in gates),
+                       perf_timeout=own['nodeprep_readiness_performance_timeout'])
     return request, options
+
+
+def node_state(value):
+    """The scheduler's view of this node as the readiness role hands it over (option node_state), checked: None (no
+    scheduler asked) or {scheduler, record, jobs, error}."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get('scheduler') != 'slurm':
+        raise AnsibleActionFail('node_state: expected null or {{scheduler: slurm, record, jobs, error}}, got '
+                                '{0!r}'.format(value))
+    record = value.get('record')
+    jobs = value.get('jobs') or []
+    if record is not None and not isinstance(record, dict) or not isinstance(jobs, list):
+        raise AnsibleActionFail('node_state: record must be a scontrol record (a dict) or null and jobs a list, got '
+                                '{0!r}'.format(value))
+    return {'scheduler': 'slurm', 'record': record, 'jobs': [str(j) for j in jobs],
+            'error': str(value['error']) if value.get('error') else None}
 
 
 def select(result, checks):
@@ -79,7 +111,7 @@ def select(result, checks):
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(('checks',))
+    _VALID_ARGS = frozenset(('checks', 'node_state'))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -88,6 +120,7 @@ class ActionModule(ActionBase):
 
         _validation, args = self.validate_argument_spec(argument_spec=dict(
             checks=dict(type='list', elements='str'),
+            node_state=dict(type='raw'),
         ))
         checks = list(_readiness.CHECK_IDS) if args['checks'] is None else list(args['checks'])
         unknown = sorted(set(checks) - set(_readiness.CHECK_IDS))
@@ -105,16 +138,35 @@ class ActionModule(ActionBase):
         except Exception as exc:  # an undefined variable inside a setting: name it, check nothing
             raise AnsibleActionFail('the variables of the readiness check cannot be read: {0}'.format(to_native(exc)))
         own, roles, problems = type_settings(provided)
+        if not problems:
+            # The limit of every command of the gather (collection-wide; its one typing: _run_settings).
+            try:
+                own.update(_run_settings.typed(provided, ('nodeprep_command_timeout',)))
+            except ValueError as exc:
+                problems = [str(exc)]
         if problems:
             result.update(failed=True, msg='readiness check: {0}'.format('; '.join(problems)))
             return result
 
+        # Where the performance gates may run (never on a node that runs a job): decided here, before the gather.
+        where = _perf_gates.where(own, node_state(args['node_state']))
+        if roles['perf_tools'][1] and any(c in checks for c in _perf_gates.GATES) and where['run']:
+            where = {'run': False, 'why': 'not run: the settings of role perf_tools (the paths of the tools) are '
+                                          'invalid: {0}'.format('; '.join(roles['perf_tools'][1]))}
         # One gather of everything the checks read (one module execution), the health reads in the same call.
-        request, options = gather_request(checks, own, roles)
+        request, options = gather_request(checks, own, roles, where)
         module_args = gather_args(request, fail_on_error=False, nvidia_timeout=own['nodeprep_readiness_nvidia_timeout'],
-                                  nvidia_topology=options.pop('nvidia_topology'))
+                                  nvidia_topology=options.pop('nvidia_topology'),
+                                  command_timeout=own['nodeprep_command_timeout'])
         module_args.update(options)
-        gathered = self._execute_module(module_name=GATHER_MODULE, module_args=module_args, task_vars=task_vars)
+        try:
+            gathered = self._execute_module(module_name=GATHER_MODULE, module_args=module_args, task_vars=task_vars)
+        except AnsibleConnectionFailure as exc:
+            # The node is unreachable, as for any task; a connection that timed out names the SSH connect limit.
+            limit = connection_limit(to_native(exc), ssh_timeout(self._connection))
+            if limit is None:
+                raise
+            raise AnsibleConnectionFailure(to_native(exc) + limit_words(limit)) from None
         if gathered.get('failed') or gathered.get('unreachable'):
             result.update(gathered)
             return result
@@ -126,12 +178,15 @@ class ActionModule(ActionBase):
                             new_facts, request['subsets'])
         # The globs this gather read (a path a glob did not report does not exist), as node_plan records them.
         facts['nodeprep_file_patterns'] = [path for path in request['files'] if any(c in path for c in GLOB_CHARS)]
+        facts[_perf_gates.WHERE_FACT] = where
 
         # Every role's plan from these facts; the judgement (the plans' drift and the health rules) on the controller.
         pending = task_vars.get('nodeprep_nvidia_driver_pending')
         context = _plan.new_context(host=task_vars.get('inventory_hostname', ''),
                                     check_mode=bool(self._play_context.check_mode),
                                     driver_pending=plain(self._templar.template(pending)) if pending else None)
+        # The imex plan's domain: the members of the node's domain group, read from the inventory (as node_plan does).
+        context['imex_members'] = _imex_members.members(task_vars, roles['imex'][0].get('nodeprep_imex_domain_group'))
         plans = dict((role, _plans.plan_role(role, facts, typed, typing, context))
                      for role, (typed, typing) in roles.items())
         try:

@@ -18,10 +18,12 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _slices
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._readiness_report import (
-    EXIT_MEANINGS,
     FILES,
     build_report,
+    exit_meaning,
+    is_ready,
     render_matrix,
     render_prometheus,
 )
@@ -115,12 +117,22 @@ class ActionModule(ActionBase):
                 results[host] = _plain(value)
         generated = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
         report = build_report(list(hosts), results, generated)
+        # The run's id; a slice of a sliced run writes its part into <dest>/slices/<run id>/<slice id>/ (the merge
+        # playbook writes the run's report and the textfile from the slices').
+        try:
+            ident = _slices.run_identity(self._templar, task_vars)
+        except _slices.SliceError as exc:
+            raise AnsibleActionFail(to_native(exc))
+        report['run_id'] = ident['run_id']
+        args['dest'] = _slices.output_dir(args['dest'], ident)
         try:
             files = write_report(args['dest'], report)
         except (IOError, OSError) as exc:
             raise AnsibleActionFail('cannot write the readiness report into {0}: {1}'.format(
                 args['dest'], to_native(exc)))
-        if args['prometheus_textfile']:
+        if ident['sliced']:
+            result['ansible_stats'] = _slices.stats(ident)
+        elif args['prometheus_textfile']:
             try:
                 files.append(write_textfile(args['prometheus_textfile'], report))
             except (IOError, OSError) as exc:
@@ -133,10 +145,11 @@ class ActionModule(ActionBase):
             files=files,
             summary=report['summary'],
             matrix=render_matrix(report),
-            ready=report['summary']['not_ready'] == 0 and report['summary']['unreachable'] == 0,
+            ready=is_ready(report),
             not_ready_hosts=[h for h in order if report['hosts'][h]['status'] == 'not_ready'],
             unreachable_hosts=[h for h in order if report['hosts'][h]['status'] == 'unreachable'],
             exit_status=report['exit_status'],
-            exit_status_meaning=EXIT_MEANINGS[report['exit_status']],
+            exit_status_meaning=exit_meaning(report),
+            run_id=ident['run_id'],
         )
         return result

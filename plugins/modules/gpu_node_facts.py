@@ -30,14 +30,26 @@ extends_documentation_fragment:
 options:
   gather_subset:
     description:
-      - Which readers to run. V(all) runs every one; an empty list runs none of them (then only what O(units),
-        O(files) and O(packages) ask for is read).
+      - Which readers to run. V(all) runs every one but V(imex); an empty list runs none of them (then only what
+        O(units), O(files) and O(packages) ask for is read).
+      - V(imex) reads NVIDIA IMEX (C(ansible_facts.imex)) only when it is named, never with V(all) - its
+        C(nvidia-imex-ctl -N) asks every node of the IMEX domain, which costs time when a peer does not answer.
     type: list
     elements: str
-    choices: [all, nvidia, kernel, limits, shm, nic]
+    choices: [all, nvidia, kernel, limits, shm, nic, imex]
     default: [all]
   nvidia_timeout:
-    description: Seconds to wait for C(nvidia-smi -q -x) before killing it (it can hang when a GPU fell off the bus).
+    description:
+      - Seconds to wait for C(nvidia-smi -q -x) before killing it (it can hang when a GPU fell off the bus).
+      - Unset, O(command_timeout) is the limit.
+    type: int
+  command_timeout:
+    description:
+      - Seconds each command of the gather may take before it is killed (coreutils C(timeout), then C(KILL) 5 seconds
+        later) - C(systemctl), C(rpm), C(dpkg-query), C(ip), C(ethtool), C(modinfo), C(lspci) and the others, and
+        C(nvidia-smi) when O(nvidia_timeout) is unset. A command killed there is reported as that reader's error
+        (C(nodeprep_errors), or the task's failure with O(fail_on_error)) and in C(nodeprep_timed_out).
+      - The playbooks of this collection set it from C(nodeprep_command_timeout).
     type: int
     default: 60
   nvidia_supported_clocks:
@@ -53,6 +65,14 @@ options:
         GPUs or more, and put the parsed matrix in C(nvidia.topology) (C(matrix), C(error)); its time is
         C(nodeprep_timings.nvidia_topology). The readiness role asks for it (check C(gpu.topology)); the other roles
         do not need it.
+    type: bool
+    default: false
+  nvidia_nvlink:
+    description:
+      - Also run C(nvidia-smi nvlink -s) and C(nvidia-smi nvlink -e) (each with O(nvidia_timeout)) when C(nvidia) is
+        gathered and nvidia-smi lists a GPU, and put what they printed in C(nvidia.nvlink) (C(status) and C(errors),
+        each with C(rc), C(stdout), C(stderr) and C(error)), unparsed; its time is C(nodeprep_timings.nvidia_nvlink).
+        The readiness role asks for it (check C(nvlink.links)), which parses and judges it on the controller.
     type: bool
     default: false
   limits_users:
@@ -89,6 +109,16 @@ options:
     description: The shared memory mount point to report.
     type: path
     default: /dev/shm
+  imex_config:
+    description:
+      - The IMEX daemon's config file that the C(imex) subset reads (and hands to C(nvidia-imex-ctl -c)); its
+        C(IMEX_NODE_CONFIG_FILE) names the node list that is read.
+    type: path
+    default: /etc/nvidia-imex/config.cfg
+  imex_timeout:
+    description: Seconds C(nvidia-imex-ctl -N -j) may take before it is killed and reported (C(imex.ctl.timed_out)).
+    type: int
+    default: 30
   units:
     description:
       - systemd units whose state is reported under C(nodeprep_units), read with one C(systemctl show) for all of
@@ -148,6 +178,21 @@ options:
     description: Seconds C(dcgmi diag) may take; then it is killed (C(nodeprep_dcgm.diag.timed_out)).
     type: int
     default: 300
+  perf_tools:
+    description:
+      - Also run the performance gates' tools, one after the other, and return their outputs in C(nodeprep_perf).
+        The key C(all_reduce_perf) is the path of nccl-tests' C(all_reduce_perf), run as C(-b 1G -e 16G -f 2 -g
+        <GPUs> -c 1) over the GPUs nvidia-smi listed in this gather. The key C(nvbandwidth) is the path of
+        C(nvbandwidth), run as C(-t host_to_device_memcpy_ce device_to_host_memcpy_ce
+        device_to_device_memcpy_read_ce).
+      - Both load every GPU of the node. The readiness role asks for them only on a node that runs no job
+        (docs/readiness.md, "Performance gates"). Empty (the default) runs nothing.
+    type: dict
+    default: {}
+  perf_timeout:
+    description: Seconds each tool of O(perf_tools) may take; then it is killed (C(nodeprep_perf.<tool>.timed_out)).
+    type: int
+    default: 600
   keep_gathered:
     description:
       - Subsets gathered earlier in the play that are still valid. They are added to C(nodeprep_gathered), so a role
@@ -245,6 +290,28 @@ ansible_facts:
       returned: when C(nic) is gathered
       type: dict
       sample: {"eth0": {"mtu": 9000}}
+    imex:
+      description:
+        - NVIDIA IMEX as the node shows it (C(imex) subset); the imex role's plan judges it
+          (plugins/module_utils/plans/_plan_imex.py).
+        - C(config_path), C(config) (the config file's C(KEY=value) lines; null when it does not exist),
+          C(config_error); C(nodes_path) (its C(IMEX_NODE_CONFIG_FILE)), C(nodes_file) (the state of that file, as
+          C(nodeprep_files) reports a path), C(nodes) (its addresses in order; null when it does not exist),
+          C(nodes_error).
+        - C(channels) - C(major) (of C(nvidia-caps-imex-channels) in C(/proc/devices); null while the driver has
+          not registered it), C(error), C(dir) and C(nodes) (by minor, C(0)) - the state of
+          C(/dev/nvidia-caps-imex-channels) and its C(channel0) (C(exists), C(type) V(char)..., C(major), C(minor),
+          C(mode), C(uid), C(gid)).
+        - C(ctl) - C(nvidia-imex-ctl -c <config> -N -j) - C(path), C(ran), C(rc), C(timed_out), C(not_configured),
+          C(error), C(output) (its last 2000 characters) and C(domain) (C(status) V(UP)/V(DEGRADED)/V(DOWN),
+          C(timestamp), C(nodes) by index with C(host), C(status), C(version), C(hostname) and C(connections) by
+          index with C(host) and C(status); null when it could not be read).
+      returned: when C(imex) is gathered
+      type: dict
+      sample: {"config_path": "/etc/nvidia-imex/config.cfg", "nodes_path": "/etc/nvidia-imex/nodes_config.cfg",
+               "nodes": ["10.0.0.1", "10.0.0.2"], "channels": {"major": 234, "nodes": {"0": {"exists": true,
+               "type": "char", "major": 234, "minor": 0, "mode": "0666", "uid": 0, "gid": 0}}},
+               "ctl": {"ran": true, "rc": 0, "domain": {"status": "UP", "nodes": []}}}
     nodeprep_units:
       description:
         - State of each unit of O(units), keyed by its name as given with C(.service) added when it had no suffix.
@@ -358,10 +425,16 @@ ansible_facts:
           C(diag) when the discovery found no host engine.
       returned: when O(dcgm_diag) is true
       type: dict
+    nodeprep_perf:
+      description:
+        - What O(perf_tools) ran, per tool - C(path), C(argv), C(rc) (127 when it cannot be run, null when nvidia-smi
+          listed no GPU and nothing ran), C(stdout), C(stderr), C(timed_out), C(timeout) and C(seconds).
+      returned: when O(perf_tools) is not empty
+      type: dict
     nodeprep_gathered:
       description:
         - The subsets gathered by this call, plus those of O(keep_gathered); V(units), V(files), V(packages),
-          V(contents), V(kernel_log) and V(dcgm) when those options were given.
+          V(contents), V(kernel_log), V(dcgm) and V(perf) when those options were given.
       returned: always
       type: list
       elements: str
@@ -378,6 +451,14 @@ ansible_facts:
       returned: always
       type: dict
       sample: {"nvidia": 0.412, "kernel": 0.021}
+    nodeprep_timed_out:
+      description:
+        - The commands killed at their limit, each with C(command), C(seconds) and C(option) (the option that set the
+          limit, V(nvidia_timeout) or V(command_timeout)). A failed task returns the same list as C(timed_out).
+      returned: when a command was killed at its limit
+      type: list
+      elements: dict
+      sample: [{"command": "/usr/bin/nvidia-smi -q -x", "seconds": 60, "option": "nvidia_timeout"}]
 """
 
 import time
@@ -387,6 +468,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nvidia_
     NvidiaCollectError,
     NvidiaSmiTimeout,
     collect_nvidia_facts,
+    collect_nvlink,
     collect_topology,
     empty_facts,
 )
@@ -398,6 +480,8 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._shm_sta
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nic_selection import NicError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._nic import collect_nic_facts
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._ethtool import EthtoolError
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._imex_state import collect_imex_facts
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._imex_formats import ImexError
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_records import (
     NodeStateError,
     check_file_path,
@@ -415,33 +499,50 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._facts_m
     facts_warnings,
     fail_kwargs,
 )
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import CommandError
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._health import read_dcgm, read_kernel_log
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner import (
+    CommandError,
+    command_limit,
+    forget_timeouts,
+    timed_out_commands,
+)
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._health import read_dcgm, read_kernel_log, \
+    read_perf
 
-SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic')
+SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic', 'imex')
+# What gather_subset: all runs (imex only when named: nvidia-imex-ctl -N asks every peer).
+ALL_SUBSETS = ('nvidia', 'kernel', 'limits', 'shm', 'nic')
 # Read only when their option lists something; kept by keep_gathered like the others.
-STATE_SUBSETS = ('units', 'files', 'packages', 'contents', 'kernel_log', 'dcgm')
-NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics'}
+STATE_SUBSETS = ('units', 'files', 'packages', 'contents', 'kernel_log', 'dcgm', 'perf')
+NAMESPACE = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics',
+             'imex': 'imex'}
 # The shared memory mount point that is reported, not a place for temporary files.
 SHM_PATH = '/dev/shm'  # nosec B108
-READER_ERRORS = (NvidiaCollectError, KernelError, ShmError, NicError, EthtoolError, CommandError, IOError,
+READER_ERRORS = (NvidiaCollectError, KernelError, ShmError, NicError, EthtoolError, ImexError, CommandError, IOError,
                  OSError)
+
+
+def nvidia_limit(module):
+    """(seconds, option) of nvidia-smi's limit: nvidia_timeout when given, else command_timeout."""
+    if module.params['nvidia_timeout'] is not None:
+        return module.params['nvidia_timeout'], 'nvidia_timeout'
+    return command_limit(module), 'command_timeout'
 
 
 def wanted_subsets(requested):
     """Subsets to gather, in a fixed order, from the gather_subset option."""
     if 'all' in requested:
-        return list(SUBSETS)
+        return [name for name in SUBSETS if name in ALL_SUBSETS or name in requested]
     return [name for name in SUBSETS if name in requested]
 
 
 def gather(module, subsets):
     """Run the readers; return (facts, errors, failure) where failure is the first exception's details."""
     params = module.params
+    nvidia_timeout, nvidia_option = nvidia_limit(module)
     readers = {
-        'nvidia': lambda: collect_nvidia_facts(module, timeout=params['nvidia_timeout'],
+        'nvidia': lambda: collect_nvidia_facts(module, timeout=nvidia_timeout,
                                                include_supported_clocks=params['nvidia_supported_clocks'],
-                                               nvidia_smi=params['nvidia_smi']),
+                                               nvidia_smi=params['nvidia_smi'], option=nvidia_option),
         'kernel': lambda: collect_kernel_facts(module),
         # What the node holds; the action plugin of the same name resolves it on the controller.
         'limits': lambda: {'read': read_limits(module, users=params['limits_users'],
@@ -450,6 +551,7 @@ def gather(module, subsets):
         'nic': lambda: collect_nic_facts(module, interfaces=params['nic_interfaces'] or None,
                                          networks=params['nic_networks'] or None,
                                          nm_properties=params['nic_nm_properties']),
+        'imex': lambda: collect_imex_facts(module, config_path=params['imex_config'], timeout=params['imex_timeout']),
     }
     facts, errors, timings = {}, {}, {}
     for name in subsets:
@@ -463,7 +565,8 @@ def gather(module, subsets):
         except READER_ERRORS as exc:
             message = '{0} facts: {1}'.format(name, exc)
             if params['fail_on_error']:
-                module.fail_json(subset=name, **fail_kwargs(exc, '{0} facts: '.format(name)))
+                module.fail_json(subset=name, timed_out=timed_out_commands(),
+                                 **fail_kwargs(exc, '{0} facts: '.format(name)))
             errors[name] = message
             if name == 'nvidia':
                 facts['nvidia'] = empty_facts(str(exc))
@@ -473,8 +576,14 @@ def gather(module, subsets):
             nvidia = facts['nvidia']
             if nvidia.get('nvidia_smi') and len(nvidia.get('gpus') or []) >= 2:
                 started = time.time()
-                nvidia['topology'] = collect_topology(module, nvidia['nvidia_smi'], params['nvidia_timeout'])
+                nvidia['topology'] = collect_topology(module, nvidia['nvidia_smi'], nvidia_timeout, nvidia_option)
                 timings['nvidia_topology'] = round(time.time() - started, 3)
+        if name == 'nvidia' and params['nvidia_nvlink']:
+            nvidia = facts['nvidia']
+            if nvidia.get('nvidia_smi') and nvidia.get('gpus'):
+                started = time.time()
+                nvidia['nvlink'] = collect_nvlink(module, nvidia['nvidia_smi'], params['nvidia_timeout'])
+                timings['nvidia_nvlink'] = round(time.time() - started, 3)
     return facts, errors, timings
 
 
@@ -532,6 +641,13 @@ def gather_state(module, facts, timings):
         facts['nodeprep_dcgm'] = read_dcgm(module, params['dcgm_level'], params['dcgm_timeout'])
         timings['dcgm'] = round(time.time() - started, 3)
         done.append('dcgm')
+    if params['perf_tools']:
+        started = time.time()
+        nvidia = facts.get('nvidia') if isinstance(facts.get('nvidia'), dict) else {}
+        facts['nodeprep_perf'] = read_perf(module, params['perf_tools'], len(nvidia.get('gpus') or []),
+                                           params['perf_timeout'])
+        timings['perf'] = round(time.time() - started, 3)
+        done.append('perf')
     return done
 
 
@@ -539,16 +655,20 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             gather_subset=dict(type='list', elements='str', default=['all'], choices=['all'] + list(SUBSETS)),
-            nvidia_timeout=dict(type='int', default=60),
+            nvidia_timeout=dict(type='int'),
+            command_timeout=dict(type='int', default=60),
             nvidia_supported_clocks=dict(type='bool', default=True),
             nvidia_smi=dict(type='path'),
             nvidia_topology=dict(type='bool', default=False),
+            nvidia_nvlink=dict(type='bool', default=False),
             limits_users=dict(type='list', elements='str', default=[]),
             limits_services=dict(type='list', elements='str', default=[]),
             nic_interfaces=dict(type='list', elements='str', default=[]),
             nic_networks=dict(type='list', elements='str', default=[]),
             nic_nm_properties=dict(type='list', elements='str', default=[]),
             shm_path=dict(type='path', default=SHM_PATH),
+            imex_config=dict(type='path', default='/etc/nvidia-imex/config.cfg'),
+            imex_timeout=dict(type='int', default=30),
             units=dict(type='list', elements='str', default=[]),
             files=dict(type='list', elements='str', default=[]),
             packages=dict(type='list', elements='str', default=[]),
@@ -557,19 +677,30 @@ def main():
             dcgm_diag=dict(type='bool', default=False),
             dcgm_level=dict(type='int', choices=[1, 2, 3, 4], default=1),
             dcgm_timeout=dict(type='int', default=300),
+            perf_tools=dict(type='dict', default={}),
+            perf_timeout=dict(type='int', default=600),
             keep_gathered=dict(type='list', elements='str', default=[]),
             fail_on_error=dict(type='bool', default=True),
         ),
         supports_check_mode=True,
     )
-    if module.params['nvidia_timeout'] < 1:
-        module.fail_json(msg='nvidia_timeout must be at least 1 second, got {0}'.format(module.params['nvidia_timeout']))
+    forget_timeouts()   # one module execution is one process; an in-process caller (the unit tests) runs it again
+    for option in ('nvidia_timeout', 'command_timeout', 'imex_timeout'):
+        if module.params[option] is not None and module.params[option] < 1:
+            module.fail_json(msg='{0} must be at least 1 second, got {1}'.format(option, module.params[option]))
     if module.params['kernel_log_lines'] < 0:
         module.fail_json(msg='kernel_log_lines={0} is negative; allowed: 0 (do not read the kernel log) or a positive '
                              'number of lines'.format(module.params['kernel_log_lines']))
     if module.params['dcgm_timeout'] < 1:
         module.fail_json(msg='dcgm_timeout={0} is not a timeout; allowed: a whole number of seconds, at least 1 (level '
                              '1 takes about a minute)'.format(module.params['dcgm_timeout']))
+    if module.params['perf_timeout'] < 1:
+        module.fail_json(msg='perf_timeout={0} is not a timeout; allowed: a whole number of seconds, at least 1'.format(
+            module.params['perf_timeout']))
+    unknown = sorted(set(module.params['perf_tools']) - set(('all_reduce_perf', 'nvbandwidth')))
+    if unknown:
+        module.fail_json(msg='perf_tools: unknown tools {0}; allowed: all_reduce_perf, nvbandwidth'.format(
+            ', '.join(unknown)))
     check_state_options(module)
     subsets = wanted_subsets(module.params['gather_subset'])
     facts, errors, timings = gather(module, subsets)
@@ -582,6 +713,8 @@ def main():
                                   if name in done or name in module.params['keep_gathered']]
     facts['nodeprep_errors'] = errors
     facts['nodeprep_timings'] = timings
+    if timed_out_commands():
+        facts['nodeprep_timed_out'] = timed_out_commands()
     exit_facts(module, facts, warnings)
 
 

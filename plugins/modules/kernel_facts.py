@@ -197,6 +197,24 @@ ansible_facts:
             detail:
               description: The whole state text C(dkms status) prints.
               type: str
+        dkms_status:
+          description:
+            - What C(dkms status) said besides its listing - C(ran) (false with another O(root), or without dkms),
+              C(rc), C(stderr) (its last 2000 characters), C(problems) (the lines that could not be read; they are
+              left out of RV(ansible_facts.kernel_state.dkms) and do not fail the facts), C(missing) (no dkms).
+            - dkms 3.0.x lists nothing past a module whose source is gone and still exits 0, saying so only on
+              stderr (dkms-project/dkms issue 352), so an empty listing is not proof that no NVIDIA module is built.
+          type: dict
+          sample: {"ran": true, "rc": 0, "problems": [],
+                   "stderr": "Error! Could not locate dkms.conf file.\nFile: /var/lib/dkms/nvidia/535.104.05/source/..."}
+        dkms_tree:
+          description:
+            - The version trees of the NVIDIA DKMS modules (C(nvidia), C(nvidia-open), C(nvidia-current),
+              C(nvidia-current-open)) under C(/var/lib/dkms), whatever C(dkms status) lists - C(module), C(version) and
+              C(source) (whether its C(source) link resolves; a tree whose source is gone is a stale one).
+          type: list
+          elements: dict
+          sample: [{"module": "nvidia", "version": "535.104.05", "source": false}]
         dkms_logs:
           description:
             - The C(make.log) a failed DKMS build of an NVIDIA module left, by C(<module>/<version>)
@@ -295,6 +313,10 @@ ansible_facts:
               C(versionlock_plugin), C(module_stream); Debian family C(apt_sources_content), C(apt_keyring_present),
               C(apt_holds); both C(packages) (the installed NVIDIA packages, C(dkms), C(nvlsm), C(epel-release) and
               the versionlock plugin, each a list of C(epoch), C(version), C(release), C(arch)).
+            - Debian family, where Ubuntu's NVIDIA module packages (C(linux-modules-nvidia-*)) are installed, also
+              C(apt_candidates) - the candidate version (null - none) of the module package of each installed kernel
+              and of each kernel flavour's module meta package, from one C(apt-cache policy) over the apt lists as
+              they are; null when apt-cache could not be run. The kernel role reads it before a reboot.
             - The nvidia_driver role's plan (M(gpufleet.nodeprep.node_plan)) reads it on the controller.
             - Null with O(root) other than C(/), on a distribution the roles do not support, or when the package
               database cannot be read (then RV(ansible_facts.kernel_state.warnings) says why).

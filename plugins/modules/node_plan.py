@@ -28,6 +28,9 @@ description:
     their full content, the module arguments, the reports and whether a reboot is needed. The roles' tasks read
     these plans; C(gpufleet.nodeprep.site) runs a role's play only on the nodes whose plan has something to do or
     to say (C(run)).
+  - For the C(imex) role it also reads, from the inventory, the hosts of the node's IMEX domain group
+    (C(nodeprep_imex_domain_group)) - their C(nodeprep_imex_address) and C(ansible_host), and their GPUs' fabric
+    blocks when this run gathered them - so that every node of the group plans the same node list.
   - Never changes the node. It fails the host on the plans' problems only with O(fail_on_problems=true), the first
     task of every role that plans (the role's prologue), so that a role stops before it changes anything; without it
     (the default, for C(gpufleet.nodeprep.site)'s first play and the readiness role, which plan every role) a bad
@@ -55,8 +58,8 @@ options:
   gather_extra:
     description:
       - More to read in the same gather, with the keys of a gather request (C(subsets), C(units), C(files),
-        C(packages), C(contents), C(limits_users), C(limits_services), C(nic_networks), C(shm_path)), for roles
-        that still gather for themselves.
+        C(packages), C(contents), C(limits_users), C(limits_services), C(nic_networks), C(shm_path),
+        C(imex_config), C(imex_timeout)), for roles that still gather for themselves.
     type: dict
     default: {}
   fail_on_error:
@@ -85,8 +88,23 @@ options:
     type: bool
     default: false
   nvidia_timeout:
-    description: Seconds C(nvidia-smi) may take in the gather (the module's default when not given).
+    description: Seconds C(nvidia-smi) may take in the gather (unset, the limit of every command, below).
     type: int
+  on_unreachable:
+    description:
+      - What the task does when the node cannot be reached for the gather. V(unreachable) (the default) - the host
+        is unreachable, as for any task; when the connection timed out the message names the SSH connect limit
+        (C(ansible_ssh_timeout), the ssh connection's C(timeout), OpenSSH's C(ConnectTimeout)).
+      - V(fail) - the task fails instead, with C(nodeprep_unreachable=true) and C(limit) (the SSH connect limit that
+        passed, or null), so that a play's C(rescue) can record why the node left. C(gpufleet.nodeprep.site) does
+        this for the run summary and then lets the node leave as unreachable (M(gpufleet.nodeprep.run_summary)
+        O(gpufleet.nodeprep.run_summary#module:leave)).
+      - Every command of the gather has the limit C(nodeprep_command_timeout) (seconds, default 60; typed here, a
+        value that is not a whole number of seconds of at least 1 fails the task naming it), passed as
+        M(gpufleet.nodeprep.gpu_node_facts) O(gpufleet.nodeprep.gpu_node_facts#module:command_timeout).
+    type: str
+    choices: [unreachable, fail]
+    default: unreachable
   nvidia_topology:
     description: Also read C(nvidia-smi topo -m) in the gather (M(gpufleet.nodeprep.gpu_node_facts) O(nvidia_topology));
       the readiness role sets it for its check C(gpu.topology).

@@ -30,7 +30,10 @@ description:
     C(driver.loaded), C(driver.open_modules), C(driver.persistenced), C(gpu.count), C(gpu.power_limit),
     C(gpu.clocks), C(gpu.health), C(memlock.users), C(memlock.services), C(shm.size), C(nccl.config),
     C(nic.offload), C(fabric.manager), C(gpu.fabric), C(gpu.topology), C(gpu.dcgm_diag), C(rdma.peer_memory),
-    C(pci.acs) and C(kernel.iommu).
+    C(pci.acs), C(kernel.iommu), C(perf.tools), C(perf.allreduce) and C(perf.nvbandwidth).
+  - The performance gates C(perf.allreduce) and C(perf.nvbandwidth) (opt-in, C(nodeprep_readiness_performance)) run
+    their tools in the same gather, and only where O(node_state) (or, without a scheduler,
+    C(nodeprep_readiness_node_idle)) says the node runs no job; everywhere else they skip saying why.
   - A fact that could not be read fails the checks that need it; it never makes a node look ready.
   - Also returns the values the checks looked at (RV(checked_values)), for the report.
   - Never changes the node. Called C(gpufleet.nodeprep.readiness_check) in development versions before the first
@@ -46,6 +49,18 @@ options:
       - An unknown id is refused, naming the ids there are.
     type: list
     elements: str
+  node_state:
+    description:
+      - What the scheduler says of this node, for the performance gates; the P(gpufleet.nodeprep.readiness#role)
+        role reads it once for the play (M(gpufleet.nodeprep.rolling_slurm) C(op=state) on the Slurm controller)
+        and hands each node its part.
+      - V(null) (the default) - no scheduler was asked; the gates run only where C(nodeprep_readiness_node_idle) is
+        true.
+      - Otherwise a dictionary - C(scheduler) V(slurm); C(record) the node's C(scontrol show node -o) record, or null
+        when Slurm does not know the node; C(jobs) the ids of the jobs active on it; C(error) why Slurm could not be
+        read, or null. A node with a job, or allocated, or completing one, never runs a gate; a drained or idle node
+        does; an unreadable Slurm runs none.
+    type: raw
 attributes:
   check_mode:
     support: full
@@ -56,10 +71,18 @@ attributes:
 notes:
   - The variables it reads are those of P(gpufleet.nodeprep.readiness#role) - C(nodeprep_readiness_nvidia_timeout),
     C(nodeprep_readiness_kernel_log_lines), C(nodeprep_readiness_xid_fail), C(nodeprep_readiness_dcgm),
-    C(nodeprep_readiness_dcgm_level), C(nodeprep_readiness_dcgm_timeout), C(nodeprep_readiness_skip_checks) - and
+    C(nodeprep_readiness_dcgm_level), C(nodeprep_readiness_dcgm_timeout), C(nodeprep_readiness_skip_checks),
+    C(nodeprep_readiness_performance), C(nodeprep_readiness_node_idle), C(nodeprep_readiness_performance_thresholds),
+    C(nodeprep_readiness_performance_timeout) - and
     those of the roles that configure the node; docs/readiness.md lists them. A setting that cannot be used fails
     the task with its name, its value and what is allowed, before anything is read.
   - Reading the kernel log may need root; run it with become.
+  - 'A hung node costs only itself: every command of the gather (C(systemctl), C(rpm), C(journalctl), ...) is killed
+    at C(nodeprep_command_timeout) (seconds, default 60; C(nvidia-smi) at C(nodeprep_readiness_nvidia_timeout), DCGM''s
+    diagnostic at C(nodeprep_readiness_dcgm_timeout)) and the check that needed it fails saying so; a connection that
+    timed out names the SSH connect limit (C(ansible_ssh_timeout)). The readiness role gives the task the limit of the
+    whole step, C(nodeprep_gather_timeout) (Ansible''s C(timeout) keyword; plus C(nodeprep_readiness_dcgm_timeout)
+    when DCGM''s diagnostic runs).'
 seealso:
   - module: gpufleet.nodeprep.gpu_node_facts
   - module: gpufleet.nodeprep.readiness_report

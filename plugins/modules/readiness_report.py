@@ -22,20 +22,23 @@ description:
     failing hosts per check (C(by_check)) and the C(exit_status).
   - C(junit.xml) - a testsuite per host and a testcase per check, for CI systems; V(fail) is a C(<failure>),
     V(skip) a C(<skipped>), V(warn) a passed testcase with C(<system-out>); an unreachable host is one errored
-    testcase C(host.reachable).
+    testcase C(host.reachable); a report over no host is one errored testcase C(hosts.judged). Characters XML 1.0
+    does not allow (C0 controls but tab, line feed, carriage return) are written out visibly (C(\\x1b)).
   - C(report.html) - one self-contained page (inline CSS and a small script, nothing fetched, readable with
     scripts off) - the host counts, the checks that failed or warned with how many hosts and which, filters by
     status, check and host name, the matrix of hosts and checks with the hosts that need attention first, then a
     section per such host with its checks that did not pass and the values checked. Each host's row has the id
     C(host-<name>), every byte of the name outside C([A-Za-z0-9._-]) written C(~xx).
   - C(report.txt) - the same matrix, values and failed checks as plain text.
-  - C(readiness.prom) - the node_exporter textfile collector's format - C(nodeprep_readiness_check{host,check,status})
-    (1 unless the check failed), C(nodeprep_readiness_host_ready{host}), C(nodeprep_readiness_host_checked{host}),
-    C(nodeprep_readiness_exit_status) and C(nodeprep_readiness_last_run_timestamp_seconds), all gauges.
+  - C(readiness.prom) - the node_exporter textfile collector's format, bounded by the number of checks, not of hosts
+    - C(nodeprep_readiness_checks{check,status}) (the hosts per check and status), C(nodeprep_readiness_hosts{state})
+    (V(ready), V(not_ready), V(unreachable)), C(nodeprep_readiness_hosts_not_checked),
+    C(nodeprep_readiness_exit_status) and C(nodeprep_readiness_last_run_timestamp_seconds), all gauges. What each
+    node failed is in the node's own textfile (M(gpufleet.nodeprep.readiness_textfile)).
   - C(exit-status) - one line, the NHC-style exit status of the run - V(0) every host was checked and is ready,
-    V(1) a checked host is not ready, V(2) a host could not be checked (unreachable, or its facts gather failed);
-    V(2) wins over V(1). A script runs the playbook with C(nodeprep_readiness_fail=false) and then
-    C(exit "$(cat readiness-report/exit-status)").
+    V(1) a checked host is not ready, V(2) a host could not be checked (unreachable, or its facts gather failed) or
+    the report covers no host; V(2) wins over V(1). A script runs the playbook with
+    C(nodeprep_readiness_fail=false) and then C(exit "$(cat readiness-report/exit-status)").
   - Every file is written to a temporary name in its directory and renamed, so no reader sees half a file.
   - A host of O(hosts) without a result, or whose result says it was unreachable, appears everywhere as
     C(unreachable), never as missing.
@@ -83,6 +86,7 @@ notes:
   - Always returns C(changed=false) - the files it writes live on the controller and carry the time of the run.
 seealso:
   - module: gpufleet.nodeprep.readiness_info
+  - module: gpufleet.nodeprep.readiness_textfile
 """
 
 EXAMPLES = r"""
@@ -153,7 +157,8 @@ matrix:
   returned: success
   type: str
 ready:
-  description: True when every host is reachable and no check failed.
+  description: True when at least one host was judged, every host is reachable and no check failed (a report over no
+    host is never ready).
   returned: success
   type: bool
 not_ready_hosts:

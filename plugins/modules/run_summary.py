@@ -25,9 +25,21 @@ description:
     variable to set when the error is one the collection knows (the devel/headers of a custom kernel in no
     repository - C(nodeprep_kernel_manage_devel); NVIDIA's repository, EPEL or ELRepo out of reach - their URL
     variables).
+  - The error also says which limit of the run the failed step hit (C(limits) - the SSH connect limit, the whole
+    gather's C(nodeprep_gather_timeout), a command's C(nodeprep_command_timeout)) and whether the node could not be
+    reached (C(unreachable)).
+  - With O(leave), the host leaves the run with an error recorded before - unreachable when it could not be reached
+    (so the play recap counts it so), failed otherwise. C(gpufleet.nodeprep.site)'s first play does this in the
+    C(rescue) of its gather.
   - Otherwise, builds the summary of every host of O(hosts) - nodes changed, nodes that need a reboot and why, nodes
-    failed with their first error, nodes that are not GPU nodes - writes it as C(run-summary.json) into O(dest) and
-    returns it with the lines to print.
+    failed with their first error, nodes that are not GPU nodes, nodes that hit a limit (with the commands the
+    gather killed at their limit) - writes it as C(run-summary.json) into O(dest) and returns it with the lines to
+    print.
+  - In a slice of a sliced run (a slice of an AWX sliced job, or C(nodeprep_sliced=true); docs/awx.md) the file goes
+    into C(<dest>/slices/<run id>/<slice id>/) and the task sets the stat C(nodeprep_run_id) (AWX hands it to the
+    next node of the workflow); the playbook C(gpufleet.nodeprep.merge_slices) writes the run's summary from the
+    slices'.
+    The run id is C(nodeprep_run_id), else AWX's C(awx_workflow_job_id), else C(awx_job_id), else the time.
   - A host of O(hosts) no longer in the play (C(ansible_play_hosts)) without a recorded error is listed as failed
     (unreachable, or failed before the error could be recorded).
 extends_documentation_fragment:
@@ -55,6 +67,16 @@ options:
         description: The failed task's result (C(ansible_failed_result)).
         type: raw
         default: {}
+      timed_out_after:
+        description:
+          - The seconds after which Ansible's task C(timeout) stopped the task
+            (C(ansible_failed_result.timedout.period)); V(0) when it did not.
+        type: int
+        default: 0
+  leave:
+    description:
+      - Make the host leave the run with this error (the O(error) result's C(error)).
+    type: dict
   dest:
     description:
       - Directory on the controller for C(run-summary.json); created when missing.
@@ -113,7 +135,7 @@ ansible_facts:
       type: dict
       returned: with record
     nodeprep_run_errors:
-      description: Role -> C(role), C(task), C(msg), C(hint) of its first error.
+      description: Role -> C(role), C(task), C(msg), C(hint), C(limits), C(unreachable) of its first error.
       type: dict
       returned: with error
     nodeprep_run_unpredicted:
@@ -138,8 +160,11 @@ summary:
     reboot: {el9-b200-01: ["nouveau is loaded"]}
     failed: {}
     no_gpu: {slurm-head: "not a GPU node (no NVIDIA GPU on the PCI bus): ..."}
+    limits: {el10-b200-01: [{limit: ssh_connect, variable: ansible_ssh_timeout, seconds: 10,
+                             what: the SSH connection}]}
     unchanged: [el8-h100-01]
-    counts: {changed: 1, reboot: 1, failed: 0, no_gpu: 1, unchanged: 1}
+    counts: {changed: 1, reboot: 1, failed: 0, no_gpu: 1, limits: 1, unchanged: 1}
+    run_id: "20261207T101500Z"
 lines:
   description: The summary as lines to print.
   returned: without record and error
@@ -150,4 +175,9 @@ path:
   returned: without record and error
   type: str
   sample: /home/ops/fleet/readiness-report/run-summary.json
+run_id:
+  description: The run's id (also in the summary).
+  returned: without record and error
+  type: str
+  sample: "4711"
 """

@@ -25,6 +25,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_re
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_dcgm
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_gpu_settings
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_imex
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_kernel
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_memlock
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nccl
@@ -37,12 +38,12 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readines
 
 # Every role of the collection that configures a node, in the order playbooks/site.yml runs them: the one list of
 # the roles (site.yml, the readiness role and the node_plan action read it from here).
-SITE_ROLES = ('kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma', 'dcgm',
-              'perf_tools')
+SITE_ROLES = ('kernel', 'nvidia_driver', 'imex', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma',
+              'dcgm', 'perf_tools')
 
 # The rule module of each role (its plan() and SETTINGS): every role of SITE_ROLES decides in Python.
 RULES = dict((module.ROLE, module) for module in (
-    _plan_kernel, _plan_nvidia_driver, _plan_gpu_settings, _plan_memlock, _plan_shm, _plan_nccl, _plan_nic_offload,
+    _plan_kernel, _plan_nvidia_driver, _plan_imex, _plan_gpu_settings, _plan_memlock, _plan_shm, _plan_nccl, _plan_nic_offload,
     _plan_rdma, _plan_dcgm, _plan_perf_tools))
 
 # The roles of site.yml's batched play (they may reboot a node), and the others: its settings roles.
@@ -331,14 +332,17 @@ def gather_request(roles, settings_by_role):
 
 
 def role_files(role):
-    """``{key: text}`` of the files a rule module names in ``ROLE_FILES`` (``{key: path in roles/<role>/}``): files
-    the role ships that a plan writes with their full content (a script copied to the node), read once per process
+    """``{key: text}`` of the files a rule module names in ``ROLE_FILES`` (``{key: path in roles/<role>/}``, or in
+    the collection for a path under ``plugins/``): files the role ships that a plan writes with their full content
+    (a script copied to the node, the rule modules it imports), read once per process
     on the controller so that the plan stays pure (it gets them as ``context['role_files']``)."""
     module = rules(role)
     if role not in _ROLE_FILES:
         texts = {}
         for key, relative in sorted(getattr(module, 'ROLE_FILES', {}).items()):
-            path = os.path.join(COLLECTION_ROOT, 'roles', role, relative)
+            # a path under plugins/ is the collection's own module_utils (a rule a boot script imports on the node)
+            path = os.path.join(COLLECTION_ROOT, relative) if relative.startswith('plugins/') else os.path.join(
+                COLLECTION_ROOT, 'roles', role, relative)
             try:
                 with io.open(path, encoding='utf-8') as handle:
                     texts[key] = handle.read()

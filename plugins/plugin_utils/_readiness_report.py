@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import calendar
 import json
+import re
 import time
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._readiness import (
@@ -30,6 +31,19 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._readiness
     WARN,
     summarize,
 )
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._readiness_textfile import (
+    label_value,
+    render_families,
+)
+
+
+def step_limit_words(result):
+    """What a result stopped by Ansible's task ``timeout`` (the whole step's limit, ``nodeprep_gather_timeout``)
+    adds to its message: the limit and the variable that sets it; '' for any other result."""
+    timedout = result.get('timedout') if isinstance(result, dict) else None
+    if not isinstance(timedout, dict) or timedout.get('period') is None:
+        return ''
+    return ' (the limit of the whole step passed: {0} s, nodeprep_gather_timeout)'.format(timedout['period'])
 
 
 def build_report(hosts, results, generated, unreachable=None):
@@ -60,7 +74,7 @@ def build_report(hosts, results, generated, unreachable=None):
         checks = result.get('checks') or []
         if not checks:
             checks = [{'id': 'facts.gather', 'status': FAIL, 'expected': 'facts gathered',
-                       'observed': str(result.get('msg') or 'the check returned nothing'),
+                       'observed': str(result.get('msg') or 'the check returned nothing') + step_limit_words(result),
                        'remedy': 'read the error; run playbooks/readiness.yml with -vvv on this host'}]
         counts = summarize(checks)
         for status in STATUSES:
@@ -89,11 +103,26 @@ def render_json(report):
 
 
 _XML_ESCAPES = (('&', '&amp;'), ('<', '&lt;'), ('>', '&gt;'), ('"', '&quot;'), ("'", '&#x27;'))
+# What XML 1.0 forbids even as a character reference (its production Char, https://www.w3.org/TR/xml/#charsets): C0
+# controls but tab, line feed and carriage return; lone surrogates; U+FFFE and U+FFFF.  They are written out visibly
+# (\x1b, \ufffe) instead, so a host name or an observed text holding one keeps junit.xml well-formed.
+_NOT_XML_CHAR = re.compile('[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
+
+
+def _visible(match):
+    code = ord(match.group(0))
+    return '\\x{0:02x}'.format(code) if code < 0x100 else '\\u{0:04x}'.format(code)
+
+
+def xml_chars(text):
+    """``text`` with every character XML 1.0 does not allow written as a visible escape (``\\x1b``)."""
+    return _NOT_XML_CHAR.sub(_visible, text)
 
 
 def _escape(text):
-    """Text safe inside XML/HTML element content and double-quoted attributes."""
-    text = str(text if text is not None else '')
+    """Text safe inside XML/HTML element content and double-quoted attributes (characters XML forbids made
+    visible)."""
+    text = xml_chars(str(text if text is not None else ''))
     for char, entity in _XML_ESCAPES:
         text = text.replace(char, entity)
     return text
@@ -116,6 +145,14 @@ def render_junit(report):
     lines.append('<testsuites name="gpufleet.nodeprep readiness" tests="{0}" failures="{1}" errors="{2}" '
                  'skipped="{3}" timestamp={4}>'.format(total, summary[FAIL], summary['unreachable'], summary[SKIP],
                                                        _xml_quoteattr(str(report['generated']))))
+    if not report['host_order']:
+        # a run that judged no host is no pass: one errored testcase, so that CI does not read it as green
+        lines[-1] = lines[-1].replace('tests="0"', 'tests="1"').replace('errors="0"', 'errors="1"', 1)
+        lines.append('  <testsuite name="readiness" tests="1" failures="0" errors="1" skipped="0">')
+        lines.append('    <testcase classname="readiness" name="hosts.judged">')
+        lines.append('      <error type="no_host" message={0}/>'.format(_xml_quoteattr(NO_HOST)))
+        lines.append('    </testcase>')
+        lines.append('  </testsuite>')
     for host in report['host_order']:
         entry = report['hosts'][host]
         if entry['status'] == UNREACHABLE:
@@ -161,6 +198,20 @@ EXIT_NOT_READY = 1
 EXIT_NOT_CHECKED = 2
 EXIT_MEANINGS = {EXIT_READY: 'every host checked and ready', EXIT_NOT_READY: 'some hosts not ready',
                  EXIT_NOT_CHECKED: 'some hosts could not be checked'}
+# A report over no host (an empty inventory group, a --limit that matched nothing) proves nothing: never "ready".
+NO_HOST = 'no host was judged (the play had no host): not ready'
+
+
+def exit_meaning(report):
+    """What the report's exit status means, in words (NO_HOST for a report over no host)."""
+    if not report['host_order']:
+        return NO_HOST
+    return EXIT_MEANINGS[report.get('exit_status', exit_status(report))]
+
+
+def is_ready(report):
+    """True only when at least one host was judged and every host was checked and is ready."""
+    return bool(report['host_order']) and report.get('exit_status', exit_status(report)) == EXIT_READY
 
 
 def host_state(entry):
@@ -347,6 +398,8 @@ def render_html(report):
         ' '.join(_badge(_STATE_CLASS[state], '{0} {1}'.format(counts[state], _STATE_WORDS[state]))
                  for state in HOST_STATES),
         status))
+    if not order:
+        out.append('<p id="nohost">{0}</p>'.format(_badge('u', _h(NO_HOST))))
 
     # the checks, those that failed on most hosts first
     out.append('<h2>Checks</h2>')
@@ -365,7 +418,7 @@ def render_html(report):
             index, _h(ids[index]), cells, _host_links(row['fail_hosts'], SUMMARY_HOSTS),
             _host_links(row['warn_hosts'], SUMMARY_HOSTS)))
     out.append('</table>')
-    if clean:
+    if clean and order:
         out.append('<p>Passed on every host checked ({0}): {1}</p>'.format(len(clean), ', '.join(
             '<a href="#hosts" data-i="{0}">{1}</a>'.format(i, _h(ids[i])) for i in sorted(clean))))
     unreachable = [host for host in order if states[host] == UNREACHABLE]
@@ -455,37 +508,32 @@ def _checks_table(checks):
 
 
 # ---------------------------------------------------------------------------
-# readiness.prom: the node_exporter textfile collector's input
+# readiness.prom: the node_exporter textfile collector's input, on the controller
 #
-# The rules followed (and checked by tests/unit/plugins/plugin_utils/test__readiness_report.py): the text
-# exposition format, https://prometheus.io/docs/instrumenting/exposition_formats/ (lines end with \n, the last one
-# too; at most one HELP and one TYPE line per metric name, before its samples; label values in double quotes with
-# \\, \" and \n escaped; HELP text with \\ and \n escaped), and the data model's names,
-# https://prometheus.io/docs/concepts/data_model/ (metric names [a-zA-Z_:][a-zA-Z0-9_:]*, no colon in an
-# exporter's; label names [a-zA-Z_][a-zA-Z0-9_]*, none starting with __). The collector reads *.prom files of its
-# directory, so the file is written to a temporary name in that directory and renamed
-# (https://github.com/prometheus/node_exporter#textfile-collector).
+# The format rules (exposition format, data model names, naming practices) and the node's own textfile are
+# plugins/module_utils/rules/_readiness_textfile.py; tests/unit/plugins/plugin_utils/test__readiness_report_fleet.py
+# checks both line by line and with prometheus_client's parser.  The controller's file is bounded by the number of
+# checks, not of nodes: hosts per check and status, hosts per state, the exit status and the time of the run.  What
+# each node failed is in that node's own textfile (nodeprep_readiness_node_*, opt-in: nodeprep_readiness_node_textfile).
 
 PROMETHEUS_FAMILIES = (
-    ('nodeprep_readiness_check', 'Readiness check per host: 1 when the check did not fail (its status label says '
-                                 'pass, warn or skip), 0 when it failed.'),
-    ('nodeprep_readiness_host_ready', 'Readiness per host: 1 when it was checked and no check failed, else 0.'),
-    ('nodeprep_readiness_host_checked', 'Readiness per host: 1 when its checks ran, 0 when it was unreachable or its '
-                                        'facts could not be gathered.'),
+    ('nodeprep_readiness_checks', 'Hosts per readiness check and status (pass, warn, fail, skip) in the last run; '
+                                  'which hosts is in each node\'s textfile (nodeprep_readiness_node_check).'),
+    ('nodeprep_readiness_hosts', 'Hosts of the last readiness run per state: ready, not_ready (a check failed or its '
+                                 'facts could not be gathered), unreachable.'),
+    ('nodeprep_readiness_hosts_not_checked', 'Hosts of the last readiness run whose checks could not run '
+                                             '(unreachable, or their facts could not be gathered).'),
     ('nodeprep_readiness_exit_status', 'The readiness run\'s exit status: 0 all hosts ready, 1 some not ready, '
-                                       '2 some could not be checked.'),
+                                       '2 some could not be checked or no host was judged.'),
     ('nodeprep_readiness_last_run_timestamp_seconds', 'When the readiness report was generated, in seconds since '
                                                       'the epoch.'),
 )
+HOST_STATES_PROM = ('ready', 'not_ready', 'unreachable')
 
 
 def prometheus_label_value(text):
     """A label value for the text format: backslash, double quote and line feed escaped."""
-    return str(text).replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
-
-
-def _prometheus_help(text):
-    return str(text).replace('\\', '\\\\').replace('\n', '\\n')
+    return label_value(text)
 
 
 def _timestamp(generated):
@@ -496,36 +544,26 @@ def _timestamp(generated):
 
 
 def render_prometheus(report):
-    """readiness.prom: every family is a gauge; one sample per host and check (none for a host that could not be
-    checked: its host_checked is 0), one per host for ready and checked, one for the exit status and one for the
-    time of the report."""
+    """readiness.prom: every family is a gauge; per check one sample per status (the number of hosts), per host state
+    one sample, the hosts not checked, the exit status and the time of the report: 4 x checks + 6 series at most,
+    however many hosts."""
     samples = dict((name, []) for name, _help in PROMETHEUS_FAMILIES)
-    for host in report['host_order']:
-        entry = report['hosts'][host]
-        label = 'host="{0}"'.format(prometheus_label_value(host))
-        seen = set()
-        for check in entry['checks']:
-            if check['id'] in seen:
-                continue
-            seen.add(check['id'])
-            samples['nodeprep_readiness_check'].append('{{{0},check="{1}",status="{2}"}} {3}'.format(
-                label, prometheus_label_value(check['id']), prometheus_label_value(check['status']),
-                0 if check['status'] == FAIL else 1))
-        samples['nodeprep_readiness_host_ready'].append('{{{0}}} {1}'.format(
-            label, 1 if entry['status'] == 'ready' else 0))
-        samples['nodeprep_readiness_host_checked'].append('{{{0}}} {1}'.format(label, 0 if not_checked(entry) else 1))
+    per_check = report.get('by_check') or by_check(report)
+    for check_id in report['check_ids']:
+        row = per_check.get(check_id) or {}
+        for status in STATUSES:
+            samples['nodeprep_readiness_checks'].append('{{check="{0}",status="{1}"}} {2}'.format(
+                prometheus_label_value(check_id), status, row.get(status, 0)))
+    summary = report['summary']
+    for state in HOST_STATES_PROM:
+        samples['nodeprep_readiness_hosts'].append('{{state="{0}"}} {1}'.format(state, summary.get(state, 0)))
+    samples['nodeprep_readiness_hosts_not_checked'].append(' {0}'.format(
+        sum(1 for host in report['host_order'] if not_checked(report['hosts'][host]))))
     samples['nodeprep_readiness_exit_status'].append(' {0}'.format(report.get('exit_status', exit_status(report))))
     stamp = _timestamp(report['generated'])
     if stamp is not None:
         samples['nodeprep_readiness_last_run_timestamp_seconds'].append(' {0}'.format(stamp))
-    lines = []
-    for name, text in PROMETHEUS_FAMILIES:
-        if not samples[name]:
-            continue
-        lines.append('# HELP {0} {1}'.format(name, _prometheus_help(text)))
-        lines.append('# TYPE {0} gauge'.format(name))
-        lines.extend(name + sample for sample in samples[name])
-    return '\n'.join(lines) + '\n'
+    return render_families(PROMETHEUS_FAMILIES, samples)
 
 
 def render_text(report):
@@ -573,6 +611,8 @@ def render_matrix(report):
     lines.append('legend: . pass  W warn  F fail  - skip  ? unreachable; hosts {0}: {1} ready, {2} not ready, '
                  '{3} unreachable'.format(summary['hosts'], summary['ready'], summary['not_ready'],
                                           summary['unreachable']))
+    if not report['host_order']:
+        lines.append(NO_HOST)
     return '\n'.join(lines)
 
 

@@ -10,11 +10,14 @@ roles/readiness/meta/argument_specs.yml, its defaults/main.yml and the variable 
 
 The readiness_info action types these with Ansible's validator (plugin_utils/_plans.typed_with) and hands the checks
 of plugins/module_utils/rules/_readiness.py the names of SETTING_NAMES; the variables of the roles that configure the
-node reach their checks through those roles' plans, typed with the roles' own SETTINGS.  No Ansible import.
+node reach their checks through those roles' plans, typed with the roles' own SETTINGS.  The collection-wide variables
+of a run that the role reads (the limits, a slice's identity) are added from _run_settings.SETTINGS, their one home.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
+
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_settings
 
 ROLE = 'readiness'
 
@@ -30,6 +33,20 @@ SETTINGS = {
                         'C(--collector.textfile.directory), which must exist), for example '
                         'C(/var/lib/node_exporter/textfile_collector/nodeprep_readiness.prom).',
                         "V('') writes them only into O(nodeprep_readiness_report_dir)."]},
+    'nodeprep_readiness_node_textfile': {
+        'type': 'bool', 'default': False,
+        'description': ["Write each node's verdict to a file on the node for node_exporter's textfile collector "
+                        '(module C(gpufleet.nodeprep.readiness_textfile)) - C(nodeprep_readiness_node_ready), the '
+                        'number of checks per status and the checks that failed or warned, at most 25 series per '
+                        'node, no time stamp (the file changes only when the verdict does; node_exporter\'s '
+                        'C(node_textfile_mtime_seconds) says when).',
+                        'The only thing readiness writes on a node; off by default.']},
+    'nodeprep_readiness_node_textfile_path': {
+        'type': 'path', 'default': '/var/lib/node_exporter/textfile_collector/nodeprep.prom',
+        'description': ['The node textfile of O(nodeprep_readiness_node_textfile) - a C(.prom) name in the directory '
+                        'node_exporter reads (C(--collector.textfile.directory); Debian\'s and Ubuntu\'s '
+                        'C(prometheus-node-exporter) package reads C(/var/lib/prometheus/node-exporter)). The '
+                        'directory must exist; the file is written to a temporary name there and renamed.']},
     'nodeprep_readiness_report': {
         'type': 'bool', 'default': True,
         'description': ['Write the report and print the matrix.',
@@ -56,10 +73,11 @@ SETTINGS = {
         'type': 'bool', 'default': False,
         'description': ["Run NVIDIA DCGM's diagnostic (C(dcgmi diag -r <level> -j)) for the check C(gpu.dcgm_diag), "
                         "which fails with DCGM's own words for every GPU and test that failed.",
-                        'Off by default because level 1 takes about a minute per node. Without DCGM installed, or '
-                        'with its host engine (C(nvidia-dcgm.service)) stopped, the check skips saying so, unless the '
-                        'role C(gpufleet.nodeprep.dcgm) manages DCGM on the node (then it fails: that role installs '
-                        'and starts it).']},
+                        'Off by default because level 1 takes about a minute per node. Without DCGM installed the '
+                        'check skips saying so, unless the role C(gpufleet.nodeprep.dcgm) manages DCGM on the node '
+                        '(then it fails: that role installs it). With DCGM installed and its host engine '
+                        '(C(nvidia-dcgm.service)) stopped, the check fails naming the unit: the diagnostic asked for '
+                        'could not run.']},
     'nodeprep_readiness_dcgm_level': {
         'type': 'int', 'default': 1, 'choices': [1, 2, 3, 4],
         'description': 'The DCGM diagnostic level (C(dcgmi diag -r)) - 1 quick (about a minute), 2 medium, 3 long, '
@@ -67,6 +85,50 @@ SETTINGS = {
     'nodeprep_readiness_dcgm_timeout': {
         'type': 'int', 'default': 300,
         'description': 'Seconds C(dcgmi diag) may take; then it is killed and C(gpu.dcgm_diag) fails saying so.'},
+    'nodeprep_readiness_thresholds': {
+        'type': 'dict', 'default': {},
+        'description': ['Site values of the health thresholds, replacing the per-model figures of '
+                        'C(plugins/module_utils/rules/_fitness_thresholds.py) (docs/readiness-thresholds.md names '
+                        'their sources) on every GPU model.',
+                        'Keys used by the health checks - C(nvlinks) (NVLinks per GPU, C(nvlink.links)), '
+                        'C(nvlink_gbps) (lowest GB/s of an active link), C(nvlink_replay_errors_max), '
+                        'C(nvlink_recovery_errors_max), C(nvlink_crc_errors_max) (error counts since the driver '
+                        'loaded; 0 allowed), C(pcie_width) (lanes, C(pci.link)), C(remapped_rows_uncorrectable_max) '
+                        '(C(gpu.remapped_rows)). An unknown key or a value that is not a number is refused.']},
+    'nodeprep_readiness_mig': {
+        'type': 'str', 'default': 'disabled', 'choices': ['disabled', 'enabled', 'any'],
+        'description': ['The MIG mode C(gpu.mig) wants, current and pending, on every GPU. V(disabled) (training '
+                        'nodes use whole GPUs), V(enabled) (nodes partitioned for inference), V(any) (not judged).']},
+    'nodeprep_readiness_performance': {
+        'type': 'bool', 'default': False,
+        'description': ['Run the performance gates C(perf.allreduce) (nccl-tests C(all_reduce_perf) over every GPU of '
+                        'the node, 1 GiB to 16 GiB, data check on) and C(perf.nvbandwidth) (C(nvbandwidth) host to '
+                        'device, device to host, device to device read), each held against the figures of the GPU '
+                        'model with their public sources (docs/readiness-thresholds.md).',
+                        'Only ever on a node that runs no job - a node the Slurm controller '
+                        '(O(nodeprep_readiness_slurm_controller), else the group C(slurm_head)) shows drained or idle '
+                        'with no job, as in the verify step of a rolling batch, or, without a scheduler, a node with '
+                        'O(nodeprep_readiness_node_idle=true); any other node skips them naming why '
+                        '(docs/readiness.md, "Performance gates").',
+                        'The tools are the ones the role C(gpufleet.nodeprep.perf_tools) links '
+                        '(C(<nodeprep_perf_tools_prefix>/bin/<tool>)), or the paths given in '
+                        'C(nodeprep_perf_tools_all_reduce_perf) and C(nodeprep_perf_tools_nvbandwidth).',
+                        'Off by default: they load every GPU (about a minute on an HGX node).']},
+    'nodeprep_readiness_node_idle': {
+        'type': 'bool', 'default': False,
+        'description': ['Where no scheduler is asked (no Slurm controller known) or Slurm does not know the node: '
+                        'V(true) says this node runs no job, so the performance gates may run on it; V(false) skips '
+                        'them there. Slurm, where it knows the node, decides instead (a busy node never runs them).']},
+    'nodeprep_readiness_performance_thresholds': {
+        'type': 'dict', 'default': {},
+        'description': ["The performance gates' figures that replace the table's for these hosts (a GPU model the "
+                        'table has no figure for needs them): C(allreduce_busbw_gbps), C(allreduce_min_bytes), '
+                        'C(allreduce_max_bytes) (the message sizes averaged, within 1 GiB to 16 GiB), '
+                        'C(host_to_device_gbps), C(device_to_host_gbps), C(device_to_device_read_gbps); each a '
+                        'number above 0.']},
+    'nodeprep_readiness_performance_timeout': {
+        'type': 'int', 'default': 600,
+        'description': 'Seconds each performance tool may take; then it is killed and its gate fails saying so.'},
     'nodeprep_readiness_skip_checks': {
         'type': 'list', 'elements': 'str', 'default': [],
         'description': 'Check ids not to run on these hosts (reported as skip). Unknown ids are refused.'},
@@ -83,3 +145,7 @@ SETTINGS = {
         'description': 'The host that runs C(scontrol) for O(nodeprep_readiness_slurm=drain); V(\'\') is the first '
                        'host of the inventory group C(slurm_head).'},
 }
+
+# The collection-wide variables of a run that the role reads (their one home: _run_settings.SETTINGS): the limits of
+# its two remote steps, and where a slice of a sliced run writes its part of the report.
+SETTINGS.update((name, _run_settings.SETTINGS[name]) for name in _run_settings.READINESS_READS)

@@ -12,8 +12,11 @@ their only caller).
   ``nodeprep_run_record`` because the roles plan again after their work.
 * ``error_of(role, task, result)``: the first error of a role on a host, with the variable to set when the error is
   one this collection knows (``hint``).
+* ``limit_of(result)``: which limit of a run stopped a node's remote step (the SSH connect limit, the whole gather's,
+  a command's), from the failed task's result; ``command_limits(timed_out)`` the commands killed at their limit in a
+  gather that went on.
 * ``build(hosts, alive, nodes, check_mode)``: the summary (nodes changed, nodes that need a reboot and why, nodes
-  failed with their first error, nodes that are not GPU nodes), ``render(summary)`` its lines.
+  failed with their first error, nodes that are not GPU nodes, nodes that hit a limit), ``render(summary)`` its lines.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,9 +30,20 @@ FILE_NAME = 'run-summary.json'
 # The host fact that keeps what record() returns (gpufleet.nodeprep.run_summary record, node_plan record).
 RECORD_FACT = 'nodeprep_run_record'
 VERSION = 1
+# The keys of a summary that list hosts, in the order of its counts line.
+KEYS = ('changed', 'reboot', 'failed', 'no_gpu', 'limits', 'unchanged')
+# The limits of a run's remote steps (docs/performance.md, "A hung node costs only itself"): the variable that sets
+# each.  A command's limit is named by the module option it came from.
+LIMIT_VARIABLES = {
+    'ssh_connect': 'ansible_ssh_timeout',
+    'gather': 'nodeprep_gather_timeout',
+    'command_timeout': 'nodeprep_command_timeout',
+    'nvidia_timeout': 'nvidia-smi timeout (nodeprep_readiness_nvidia_timeout in readiness)',
+    'dcgm_timeout': 'nodeprep_readiness_dcgm_timeout',
+}
 # The roles that depend on the NVIDIA driver's result: in check mode, a node whose driver prediction failed gets no
 # prediction of these (the others are predicted as usual).
-DRIVER_DEPENDENT = ('gpu_settings',)
+DRIVER_DEPENDENT = ('imex', 'gpu_settings')
 
 # The run summary names what to do only for a failure it recognises, from the words of the tool that failed; any
 # other failure gets no hint (a hint that does not fit sends the admin after the wrong variable).
@@ -140,10 +154,42 @@ def hint(role, task, text):
     return None
 
 
+def command_limits(timed_out):
+    """The limits hit by commands killed at their limit (gpu_node_facts' ``timed_out``/``nodeprep_timed_out``)."""
+    out = []
+    for item in timed_out if isinstance(timed_out, list) else []:
+        if not isinstance(item, dict) or not item.get('command'):
+            continue
+        option = str(item.get('option') or 'command_timeout')
+        out.append({'limit': 'command', 'variable': LIMIT_VARIABLES.get(option, option),
+                    'seconds': item.get('seconds'), 'what': str(item['command'])})
+    return out
+
+
+def limit_of(result):
+    """The limits a failed remote step hit, from its result (``ansible_failed_result``): Ansible's task ``timeout``
+    (``timedout.period``: the whole gather), the SSH connect limit (``limit`` set by the node_plan action on a
+    connection that timed out), or the commands the gather killed (``timed_out``). [] when no limit was hit."""
+    result = result if isinstance(result, dict) else {}
+    found = []
+    timedout = result.get('timedout')
+    if isinstance(timedout, dict) and timedout.get('period') is not None:
+        found.append({'limit': 'gather', 'variable': LIMIT_VARIABLES['gather'], 'seconds': timedout['period'],
+                      'what': 'the whole remote step'})
+    if isinstance(result.get('limit'), dict) and result['limit'].get('limit'):
+        found.append(dict((key, result['limit'].get(key)) for key in ('limit', 'variable', 'seconds', 'what')))
+    found.extend(command_limits(result.get('timed_out')))
+    return found
+
+
 def error_of(role, task, result):
-    """``{'role', 'task', 'msg', 'hint'}`` of a role's failed task (``result``: ansible_failed_result)."""
+    """``{'role', 'task', 'msg', 'hint', 'limits', 'unreachable'}`` of a role's failed task (``result``:
+    ansible_failed_result). ``unreachable``: the node could not be reached (the node_plan action's
+    ``nodeprep_unreachable``); the run leaves it as unreachable."""
     text = error_text(result)
-    return {'role': role, 'task': task or '', 'msg': text, 'hint': hint(role, task, text)}
+    result = result if isinstance(result, dict) else {}
+    return {'role': role, 'task': task or '', 'msg': text, 'hint': hint(role, task, text), 'limits': limit_of(result),
+            'unreachable': bool(result.get('nodeprep_unreachable'))}
 
 
 def unpredicted(errors, check_mode=True):
@@ -178,19 +224,30 @@ def _node(node):
             bool(node.get('reboot_required')), [str(r) for r in node.get('reboot_reasons') or []])
 
 
-def build(hosts, alive, nodes, check_mode=False, roles=()):
+def counts(summary):
+    """How many hosts each key of KEYS lists."""
+    return dict((key, len(summary.get(key) or {})) for key in KEYS)
+
+
+def build(hosts, alive, nodes, check_mode=False, roles=(), run_id=None):
     """The summary of a site.yml run.
 
     ``hosts``: every host of the run, in order (ansible_play_hosts_all).  ``alive``: those still in the run (not
     failed, not unreachable).  ``nodes``: host -> ``{'record': nodeprep_run_record, 'errors': nodeprep_run_errors
-    (role -> error_of), 'reboot_required': nodeprep_reboot_required, 'reboot_reasons': nodeprep_reboot_reasons}``.
-    ``roles``: the roles in site.yml's order (the first error is the first of these that failed).
+    (role -> error_of), 'reboot_required': nodeprep_reboot_required, 'reboot_reasons': nodeprep_reboot_reasons,
+    'timed_out': nodeprep_timed_out}``. ``roles``: the roles in site.yml's order (the first error is the first of these
+    that failed). ``run_id``: the run's id (_slices.identity).
     """
     alive = set(alive or [])
     summary = {'version': VERSION, 'check_mode': bool(check_mode), 'hosts': len(hosts), 'changed': {},
-               'reboot': {}, 'failed': {}, 'no_gpu': {}, 'unchanged': []}
+               'reboot': {}, 'failed': {}, 'no_gpu': {}, 'limits': {}, 'unchanged': [], 'run_id': run_id}
     for host in hosts:
         record_, errors, reboot_required, reboot_reasons = _node(nodes.get(host))
+        limits = [limit for role in sorted(errors) for limit in (errors[role] or {}).get('limits') or []]
+        limits.extend(limit for limit in command_limits((nodes.get(host) or {}).get('timed_out'))
+                      if limit not in limits)
+        if limits:
+            summary['limits'][host] = limits
         order = [r for r in roles if r in errors] + sorted(r for r in errors if r not in roles)
         if order:
             summary['failed'][host] = dict(errors[order[0]], roles=order,
@@ -217,8 +274,7 @@ def build(hosts, alive, nodes, check_mode=False, roles=()):
             summary['reboot'][host] = why
         if host not in summary['failed'] and not changes and not why:
             summary['unchanged'].append(host)
-    keys = ('changed', 'reboot', 'failed', 'no_gpu', 'unchanged')
-    summary['counts'] = dict((key, len(summary[key])) for key in keys)
+    summary['counts'] = counts(summary)
     return summary
 
 
@@ -231,11 +287,12 @@ def render(summary, roles=()):
     """The summary as lines a person reads (the run prints them once, at the end): the counts, then one line per
     node that changed (its roles), needs a reboot (why), failed (its first error) or is not a GPU node."""
     would = summary['check_mode']
-    counts = summary['counts']
-    lines = ['{0} host(s){1}: {2} {3}, {4} {5} a reboot, {6} failed, {7} not GPU nodes, {8} unchanged'.format(
-        summary['hosts'], ' (check mode: what a run would do)' if would else '', counts['changed'],
-        'would change' if would else 'changed', counts['reboot'], 'would need' if would else 'need',
-        counts['failed'], counts['no_gpu'], counts['unchanged'])]
+    number = summary['counts']
+    lines = ['{0} host(s){1}: {2} {3}, {4} {5} a reboot, {6} failed, {7} not GPU nodes, {8} unchanged{9}'.format(
+        summary['hosts'], ' (check mode: what a run would do)' if would else '', number['changed'],
+        'would change' if would else 'changed', number['reboot'], 'would need' if would else 'need',
+        number['failed'], number['no_gpu'], number['unchanged'],
+        ', {0} hit a limit'.format(number['limits']) if number.get('limits') else '')]
     for host, changes in sorted(summary['changed'].items()):
         lines.append('{0} {1}: {2}'.format('would change' if would else 'changed', host,
                                            _roles_text(changes, roles)))
@@ -248,4 +305,14 @@ def render(summary, roles=()):
             ' (not predicted: {0})'.format(', '.join(error['not_predicted'])) if error.get('not_predicted') else ''))
     for host, line in sorted(summary['no_gpu'].items()):
         lines.append('no GPU {0}: {1}'.format(host, line))
+    for host, limits in sorted((summary.get('limits') or {}).items()):
+        lines.append('limit {0}: {1}'.format(host, '; '.join(limit_line(limit) for limit in limits)))
     return lines
+
+
+def limit_line(limit):
+    """``<what>: stopped at the <limit> limit of <N> s (<variable>)``."""
+    seconds = limit.get('seconds')
+    return '{0}: stopped at the {1} limit{2} ({3})'.format(
+        limit.get('what') or limit.get('limit'), str(limit.get('limit')).replace('_', ' '),
+        ' of {0} s'.format(seconds) if seconds is not None else '', limit.get('variable'))

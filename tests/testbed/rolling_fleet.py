@@ -30,7 +30,7 @@ differ between the two say so. The fresh nodes have no NVIDIA driver, so the dri
      second run is refused naming it, the rerun is still waiting when the drain timeout has passed, lets the job
      end, drains nothing again, has Slurm reboot el9 (scontrol reboot nextstate=DOWN: "reboot request queued",
      "returned to service", a new BootTime, driver 590) and the verification fails: DOWN, reason
-     nodeprep:run4:verify-failed:...gpu.health...; the lock given back;
+     nodeprep:run4:verify-failed:...gpu.remapped_rows...; the lock given back;
   5. a rerun with max_failed 0 verifies el9 only, fails again and stops the run (reason updates only);
   6. healed: the next run verifies el9 only and resumes it: IDLE;
   8. SlurmdTimeout=60, el9 off for 150 s at each reboot (slow-boot), a branch move 590 -> 580 rebooted by the roles:
@@ -418,8 +418,9 @@ def scenario():
           '{0} rebooted by Slurm (reboot request queued, returned to service, BootTime {1} -> {2}), driver {3}'.format(
               EL, boot_el, st['BootTime'], driver_version(EL)), '\n'.join(log[-30:]))
     ours = strip(st.get('Reason'))
-    check(got.get(EL, {}).get('state') == 'verify-failed' and 'gpu.health' in got.get(EL, {}).get('failed_checks', [])
-          and ours.startswith('nodeprep:run4:verify-failed:') and 'gpu.health' in ours.split(':')[3].split(',')
+    check(got.get(EL, {}).get('state') == 'verify-failed'
+          and 'gpu.remapped_rows' in got.get(EL, {}).get('failed_checks', [])
+          and ours.startswith('nodeprep:run4:verify-failed:') and 'gpu.remapped_rows' in ours.split(':')[3].split(',')
           and st['State'].startswith('DOWN'),
           '{0} verify-failed, stays out of service: State={1} Reason={2}'.format(EL, st['State'], st.get('Reason')),
           repr(got.get(EL)))
@@ -511,12 +512,12 @@ def failed_in_report(run_id, node):
 def readiness_in_slurm():
     """9. Readiness's verdict in Slurm (nodeprep_readiness_slurm=drain): a faulty node drained with our health reason,
     an admin's reason kept, a healed node resumed, report mode changing nothing. The fault is remapped-rows (rows
-    pending remapping: gpu.health), which the readiness gather reads from nvidia-smi."""
+    pending remapping: gpu.remapped_rows), which the readiness gather reads from nvidia-smi."""
     testbed('fault', EL, 'remapped-rows')
     before = updates()
     rc, text = readiness('readiness with rows pending remapping on el9, report (the default)', 'health0')
     failed = failed_in_report('health0', EL)
-    check(rc == 0 and 'gpu.health' in failed and not failed_in_report('health0', UB) and updates() == before and
+    check(rc == 0 and 'gpu.remapped_rows' in failed and not failed_in_report('health0', UB) and updates() == before and
           'DRAIN' not in status(EL)['State'],
           'nodeprep_readiness_slurm=report: {0} fails {1}, nothing changes in Slurm'.format(EL, ','.join(failed)),
           'rc={0} '.format(rc) + repr(updates()[len(before):]) + text[-600:])
@@ -524,7 +525,7 @@ def readiness_in_slurm():
                          '-e', 'nodeprep_readiness_slurm=drain')
     st = status(EL)
     want = 'nodeprep:health:' + ','.join(failed_in_report('health1', EL))
-    check(rc == 0 and 'DRAIN' in st['State'] and strip(st.get('Reason')) == want and 'gpu.health' in want,
+    check(rc == 0 and 'DRAIN' in st['State'] and strip(st.get('Reason')) == want and 'gpu.remapped_rows' in want,
           '{0} drained by the verdict: State={1} Reason={2}'.format(EL, st['State'], st.get('Reason')), text[-1500:])
     check(not [u for u in updates()[len(before):] if ' node {0} '.format(UB) in u] and
           'DRAIN' not in status(UB)['State'], '{0} (passing) untouched'.format(UB), repr(updates()[len(before):]))
@@ -538,7 +539,7 @@ def readiness_in_slurm():
     rc, text = readiness('readiness, both failing, ubuntu drained by an admin', 'health2',
                          '-e', 'nodeprep_readiness_slurm=drain')
     st = status(UB)
-    check(rc == 0 and 'gpu.health' in failed_in_report('health2', UB) and 'DRAIN' in st['State'] and
+    check(rc == 0 and 'gpu.remapped_rows' in failed_in_report('health2', UB) and 'DRAIN' in st['State'] and
           strip(st.get('Reason')) == 'admin: bad fan' and
           not [u for u in updates()[len(before):] if ' node {0} '.format(UB) in u],
           "{0} fails a check but keeps the admin's drain and reason: State={1} Reason={2}".format(

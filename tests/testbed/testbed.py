@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import shutil
+import re
 import signal
 import socket
 import subprocess
@@ -94,6 +95,10 @@ TEMPLATES = [
 EXTRA_TEMPLATES = [
     ('el9', 'gb200', ['gb200-4gpu'], '580'),
 ]
+# An IMEX fleet (up --imex, opt-in): its GB200/GB300 trays are one IMEX domain, the inventory group IMEX_GROUP
+# (nodeprep_imex_domain_group, nodeprep_nvidia_driver_imex), routed to each other as a rack's management network is.
+IMEX_GPUS = ('gb200', 'gb300')
+IMEX_GROUP = 'nvl72_rack01'
 
 # The Slurm fleet (up --slurm, opt-in). The head node has no GPU and runs slurmctld; every GPU node runs slurmd.
 # TESTBED_SLURM_VERSION picks the Slurm (tests/testbed/REALITY.md, "Slurm"):
@@ -165,6 +170,10 @@ FAULTS = {
                                'last GPU)'},
     'shm-full': {'flag': 'shm-full', 'help': '/dev/shm filled to 0 bytes free (--value: most bytes of RAM to use, default 2 GiB)'},
     'node-down': {'flag': 'node-down', 'help': 'the node is cut off the network (host side of its veth down)'},
+    'ssh-hang': {'flag': 'ssh-hang',
+                 'help': 'the node hangs: every process of it is frozen (cgroup v2 freezer) while its kernel still '
+                         'answers, so a TCP connection to sshd is accepted and never gets a banner (REALITY.md, '
+                         '"A hung node"); heal thaws it'},
     'acs-on': {'flag': 'acs-on',
                'help': 'PCIe ACS on (ACSCtl SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+, as firmware leaves it) at the '
                        'switch downstream port above a GPU (--gpu index or bus id of a GPU or NIC, default GPU 0); set '
@@ -174,6 +183,13 @@ FAULTS = {
     'rdma-no-peer-api': {'flag': 'rdma-no-peer-api',
                          'help': 'the inbox RDMA stack: /proc/kallsyms lacks ib_register_peer_memory_client and '
                                  'modprobe nvidia_peermem fails with "Unknown symbol in module"'},
+    'peermem-no-ofed': {'flag': 'peermem-no-ofed',
+                        'help': 'nvidia_peermem built before MLNX_OFED/DOCA-OFED: modinfo -F depends nvidia_peermem is '
+                                'empty (no ib_core) and modprobe nvidia_peermem fails with "Invalid argument" (its '
+                                'init returns -EINVAL), although /proc/kallsyms has the peer-memory API'},
+    'virtual-machine': {'flag': 'virtual-machine',
+                        'help': 'the node is a virtual machine: systemd-detect-virt --vm prints kvm (--value: another '
+                                'name) and exits 0'},
     'dkms-build-fails': {'flag': 'dkms-build-fails',
                          'help': 'a kernel the NVIDIA driver cannot be built for (R24): dkms install/autoinstall of '
                                  'the NVIDIA modules fail for it ("Bad return status for module build", exit 10, '
@@ -183,14 +199,33 @@ FAULTS = {
                       'help': 'a custom kernel whose devel/headers are in no repository: the installed ones removed, '
                               'dnf excludes kernel*-devel*, apt pins linux-headers-* to -1 (heal lifts the exclusion)'},
     'ubuntu-signed': {'flag': 'ubuntu-signed',
-                      'help': "Ubuntu nodes: Ubuntu's Canonical-signed driver installed from the node's archive "
-                              '(nvidia-driver-580-server-open and linux-modules-nvidia-580-server-open-<running '
+                      'help': "Ubuntu nodes: Ubuntu's Canonical-signed driver installed from the node's archive, as "
+                              "NVIDIA's precompiled driver container installs it (nvidia-headless-no-dkms-580-server-"
+                              'open, nvidia-utils-580-server and linux-modules-nvidia-580-server-open-<running '
                               'kernel>, no DKMS; --value KERNEL also that kernel\'s modules); heal leaves the packages, '
                               'as on a real node'},
     'limits-site-file': {'flag': 'limits-site-file',
                          'help': 'a site file read after the memlock role\'s own: /etc/security/limits.d/99-site.conf '
                                  'with "* hard memlock 65536" (--value: the KiB, default 65536); every ordinary user '
                                  'is held at 64 MiB, root is not (heal removes the file)'},
+    'ubuntu-dkms': {'flag': 'ubuntu-dkms',
+                    'help': "Ubuntu nodes: Ubuntu's DKMS flavour from the node's archive (nvidia-driver-580-server-open, "
+                            'which pulls nvidia-dkms-580-server-open: what ubuntu-drivers falls back to where no module '
+                            'package exists for the kernel); heal leaves the packages'},
+    'kernel-update': {'flag': 'kernel-update',
+                      'help': "Ubuntu nodes: a kernel update outside the collection, as apt upgrade brings it: "
+                              "linux-image-generic installed from the node's archive, whose kernel (newer than the "
+                              'running one, GRUB boots it next) has no linux-modules-nvidia-* package; heal leaves the '
+                              'packages'},
+    'dkms-stale-tree': {'flag': 'dkms-stale-tree',
+                        'help': 'a stale NVIDIA DKMS tree (dkms-project/dkms#352): /var/lib/dkms/<module>/<version> '
+                                'built for the running kernel, its source link dangling (the source removed without '
+                                'dkms remove); dkms 3.0.x (the Ubuntu nodes) then lists nothing past it, says so on '
+                                'stderr only and exits 0 (--value MODULE/VERSION, default nvidia/535.104.05; EL nodes: '
+                                'nvidia-open/535.104.05); heal removes the tree'},
+    'dcgm3': {'flag': 'dcgm3',
+              'help': "NVIDIA DCGM 3.x (datacenter-gpu-manager 1:3.3.9 of the node's CUDA repository folder) "
+                      'installed and nvidia-dcgm.service enabled and started; heal leaves the package'},
 }
 
 # limits-site-file, written inside the node: a site's own limits.d file, read after 90-nodeprep-memlock.conf
@@ -201,8 +236,28 @@ LIMITS_SITE_APPLY = "printf '%s\\n' '# testbed fault limits-site-file' '* hard m
 # ubuntu-signed, applied inside the node with apt from the node's own archive (tests/testbed/REALITY.md, "Ubuntu's
 # signed driver"): what ubuntu-drivers or the GPU Operator's precompiled container install.
 UBUNTU_SIGNED_APPLY = ("set -e; export DEBIAN_FRONTEND=noninteractive; apt-get -q update >/dev/null; "
-                       "apt-get -y -q install --no-install-recommends nvidia-driver-580-server-open "
-                       "linux-modules-nvidia-580-server-open-$(uname -r) {extra}")
+                       "apt-get -y -q install --no-install-recommends nvidia-headless-no-dkms-580-server-open "
+                       "nvidia-utils-580-server linux-modules-nvidia-580-server-open-$(uname -r) {extra}")
+# ubuntu-dkms and kernel-update, the same way (tests/testbed/REALITY.md: "Ubuntu's signed driver", "A kernel without
+# signed modules").
+UBUNTU_DKMS_APPLY = ("set -e; export DEBIAN_FRONTEND=noninteractive; apt-get -q update >/dev/null; "
+                     "apt-get -y -q install --no-install-recommends nvidia-driver-580-server-open")
+KERNEL_UPDATE_APPLY = ("set -e; export DEBIAN_FRONTEND=noninteractive; apt-get -q update >/dev/null; "
+                       "apt-get -y -q install --no-install-recommends linux-image-generic")
+# dkms-stale-tree: a version tree built for the running kernel whose source link points at a removed source
+# (dkms-project/dkms#352; tests/testbed/REALITY.md "A stale DKMS tree").
+DKMS_STALE_APPLY = ("set -e; t=/var/lib/dkms/{mv}; k=$(uname -r); mkdir -p $t/$k/x86_64/module; "
+                    ": > $t/$k/x86_64/module/nvidia.ko; ln -sfn /usr/src/{src} $t/source")
+DKMS_STALE_HEAL = 'rm -rf /var/lib/dkms/{mv}; rmdir --ignore-fail-on-non-empty /var/lib/dkms/{module} || true'
+# dcgm3: DCGM 3.x from the fleet's CUDA repository folder, the unit enabled and started (tests/testbed/REALITY.md
+# "DCGM 3.x").
+DCGM3_APPLY = {
+    'rpm': ("set -e; dnf -y -q --nogpgcheck --repofrompath=testbed-dcgm3,file:///srv/testbed-repos/{os}/cuda "
+            "--repo=testbed-dcgm3 install datacenter-gpu-manager-1:3.3.9; systemctl enable --now nvidia-dcgm"),
+    'deb': ("set -e; export DEBIAN_FRONTEND=noninteractive; "
+            "dpkg -i /srv/testbed-repos/apt/cuda/datacenter-gpu-manager_3.3.9_amd64.deb; "
+            "systemctl enable --now nvidia-dcgm"),
+}
 
 # devel-missing, applied inside the node with its package manager's own configuration (dnf.conf(5) excludepkgs,
 # apt_preferences(5) a negative Pin-Priority): sh scripts run with nsenter; the marker line finds what heal removes.
@@ -222,7 +277,8 @@ DEVEL_MISSING_HEAL = {
 }
 
 # Faults that change what the GPU double shows in sysfs (PCI devices, EFI variables): refreshed at once.
-GPU_DOUBLE_VIEW_FAULTS = ('gpu-removed', 'secure-boot', 'acs-on', 'peermem-unloaded', 'rdma-no-peer-api')
+GPU_DOUBLE_VIEW_FAULTS = ('gpu-removed', 'secure-boot', 'acs-on', 'peermem-unloaded', 'rdma-no-peer-api',
+                          'peermem-no-ofed')
 
 # Issue 19, fabric and NVLink topology (flags read by the GPU double; lib/gpudouble.py names them).
 FAULTS['fabric-in-progress'] = {
@@ -241,6 +297,12 @@ FAULTS['nvlink-down'] = {
     'help': 'NVLinks down between two GPUs in nvidia-smi topo -m (--gpu "A B", default "0 1"; --value links left, '
             'default 0: the pair shows its PCIe relation NODE/SYS)'}
 
+
+# Issue 30, IMEX domains (the flag is read by the GPU double's nvidia-imex: lib/imex_double.py).
+FAULTS['imex-peer-down'] = {
+    'flag': 'imex-peer-down',
+    'help': "the node's nvidia-imex stops answering (its sockets closed, the process still running: a hung or cut-off "
+            'daemon): the other nodes of its IMEX domain see it UNAVAILABLE and their connections to it RECOVERING'}
 
 # Issue 28, fitness (flags read by the GPU double: lib/gpudouble.py, gpu_double/REALITY.md "Fitness faults").
 # --gpu takes one GPU or a comma list (default the last GPU); --value the words of the fault.
@@ -410,9 +472,10 @@ def _addresses(i):
             '{0}.{1}.{2}.{3}'.format(SUBNET[0], SUBNET[1], third, fourth + 2))
 
 
-def plan_fleet(count, kinds=None, slurm=False):
+def plan_fleet(count, kinds=None, slurm=False, imex=False):
     """The fleet's nodes. ``kinds`` picks the node templates (cycled); ``slurm`` adds the head node (no GPU) and
-    marks every node as part of the Slurm fleet."""
+    marks every node as part of the Slurm fleet; ``imex`` puts the GB200/GB300 trays in one IMEX domain (routed to
+    each other)."""
     if count < 1:
         raise TestbedError('NODES must be at least 1, got {0}'.format(count))
     templates = select_templates(kinds)
@@ -441,6 +504,10 @@ def plan_fleet(count, kinds=None, slurm=False):
             'veth_host': '{0}{1}h'.format(PREFIX, i),
             'veth_node': '{0}{1}n'.format(PREFIX, i),
         })
+    if imex:
+        for n in nodes:
+            if n['gpu'] in IMEX_GPUS:
+                n['imex'] = IMEX_GROUP
     if slurm:
         for n in nodes:
             n['slurm'] = 'node'
@@ -1069,9 +1136,10 @@ def setup_network(node):
     run(['ip', 'netns', 'exec', ns, 'ip', 'addr', 'replace', node['node_ip'] + '/30', 'dev', 'eth0'])
     run(['ip', 'netns', 'exec', ns, 'ip', 'link', 'set', 'eth0', 'up'])
     run(['ip', 'addr', 'replace', node['host_ip'] + '/30', 'dev', vh])
-    if node.get('slurm'):
-        # Slurm's daemons talk node to node (slurmd -> slurmctld and back): a route to the fleet's subnet through the
-        # host, which forwards between the fleet's own veths only (forwarding is switched on per host veth).
+    if node.get('slurm') or node.get('imex'):
+        # Slurm's daemons talk node to node (slurmd -> slurmctld and back), and so do the IMEX daemons of a domain
+        # (TCP 50000 and 50005): a route to the fleet's subnet through the host, which forwards between the fleet's
+        # own veths only (forwarding is switched on per host veth).
         run(['ip', 'netns', 'exec', ns, 'ip', 'route', 'replace', '{0}.{1}.0.0/16'.format(*SUBNET),
              'via', node['host_ip']])
         with open('/proc/sys/net/ipv4/conf/{0}/forwarding'.format(vh), 'w') as f:
@@ -1283,6 +1351,39 @@ def join_node_cgroup(name):
                 'nodes'.format(name, d, exc))
 
 
+def node_freeze_file(name):
+    """The cgroup v2 freezer of node ``name`` (cgroup.freeze of its cgroup in the unified hierarchy), or None."""
+    for d in node_cgroups(name):
+        path = os.path.join(d, 'cgroup.freeze')
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def set_frozen(name, frozen, timeout=10):
+    """Freeze (or thaw) every process of node ``name``; wait until the kernel says it is done (cgroup.events)."""
+    path = node_freeze_file(name)
+    if path is None:
+        raise TestbedError('node {0} has no cgroup v2 freezer (cgroup.freeze under the unified hierarchy)'.format(name))
+    with open(path, 'w') as f:
+        f.write('1\n' if frozen else '0\n')
+    events = os.path.join(os.path.dirname(path), 'cgroup.events')
+    deadline = time.time() + timeout
+    while os.path.exists(events) and time.time() < deadline:
+        if ('frozen 1' in _read(events)) == bool(frozen):
+            return
+        time.sleep(0.1)
+    if os.path.exists(events):
+        raise TestbedError('node {0}: cgroup.events does not say frozen {1} after {2} s'.format(
+            name, int(bool(frozen)), timeout))
+
+
+def thaw_if_frozen(name):
+    path = node_freeze_file(name)
+    if path is not None and _read(path).strip() == '1':
+        set_frozen(name, False)
+
+
 def remove_node_cgroups(name):
     for d in node_cgroups(name):
         for top, dirs, dummy in os.walk(d, topdown=False):
@@ -1421,6 +1522,8 @@ def wait_ssh(nodes, timeout):
 def stop_nodes(names, grace=20):
     """Power nodes off (SIGTERM to the runner, which forwards it to nspawn), then kill what is left."""
     for name in names:
+        thaw_if_frozen(name)   # a frozen node (fault ssh-hang) takes no signal
+    for name in names:
         if os.path.isdir(node_dir(name)):
             with open(node_dir(name, 'stop'), 'w') as f:
                 f.write('stop\n')
@@ -1472,6 +1575,10 @@ ARTICLE_LOCKED_CLOCKS = {
 }
 ARTICLE_LOCKED_CLOCKS['gb200'] = {'min': 1500, 'max': 2062}
 # GPUs per node where a kind has fewer than the fleet-wide nodeprep_expected_gpus (8): a group variable of gpu_<model>.
+# The nvbandwidth figures a site sets where no public one exists (rules/_fitness_thresholds.py has none for B200): the
+# fleet's own acceptance values, as an operator would take them from runs on healthy nodes (the GPU double's B200
+# profile measures about 55 GB/s host<->device and 740 GB/s device-to-device read); H100 and H200 use the table's.
+SITE_PERF_THRESHOLDS = {'b200': {'host_to_device_gbps': 48, 'device_to_host_gbps': 48, 'device_to_device_read_gbps': 600}}
 EXPECTED_GPUS = {'gb200': 4}
 
 
@@ -1526,6 +1633,14 @@ def write_inventory(nodes, keyfile, memlock_kib=None):
         'nodeprep_kernel_iommu_passthrough': True,
         'nodeprep_dcgm_install': True,
         'nodeprep_readiness_dcgm': True,
+        # The performance tools built from the fleet's release tarballs and the performance gates on (issue 28), so
+        # that perf.tools, perf.allreduce and perf.nvbandwidth are exercised too. A fleet without Slurm has no
+        # scheduler to ask: the operator says its nodes run no job; on a Slurm fleet Slurm decides instead.
+        'nodeprep_perf_tools_install': True,
+        'nodeprep_perf_tools_nccl_tests_url': 'file:///srv/testbed-repos/src/nccl-tests-{version}.tar.gz',
+        'nodeprep_perf_tools_nvbandwidth_url': 'file:///srv/testbed-repos/src/nvbandwidth-{version}.tar.gz',
+        'nodeprep_readiness_performance': True,
+        'nodeprep_readiness_node_idle': True,
     })
     children = inv['all']['children']
     for family in ('redhat', 'debian'):
@@ -1548,6 +1663,14 @@ def write_inventory(nodes, keyfile, memlock_kib=None):
             children['gpu_' + gpu]['vars'] = {'nodeprep_gpu_settings_locked_gpu_clocks': ARTICLE_LOCKED_CLOCKS[gpu]}
         if gpu in EXPECTED_GPUS:
             children['gpu_' + gpu].setdefault('vars', {})['nodeprep_expected_gpus'] = EXPECTED_GPUS[gpu]
+        if gpu in SITE_PERF_THRESHOLDS:
+            children['gpu_' + gpu].setdefault('vars', {})['nodeprep_readiness_performance_thresholds'] = \
+                dict(SITE_PERF_THRESHOLDS[gpu])
+    domain = [n['name'] for n in nodes if n.get('imex') == IMEX_GROUP]
+    if domain:
+        # One NVLink domain: the imex role writes its node list from this group (the addresses: ansible_host).
+        children[IMEX_GROUP] = {'hosts': dict((name, {}) for name in domain),
+                                'vars': {'nodeprep_imex_domain_group': IMEX_GROUP, 'nodeprep_nvidia_driver_imex': True}}
     if any(n.get('slurm') for n in nodes):
         # The head node: no GPU, so in none of the groups above (the OS and GPU groups hold GPU nodes only).
         children['slurm_head'] = {'hosts': {n['name']: {'ansible_host': n['node_ip']}
@@ -1603,7 +1726,7 @@ def cmd_up(args):
     with Lock():
         state = load_state()
         slurm = bool(args.slurm)
-        wanted = plan_fleet(args.nodes, kinds=args.kinds, slurm=slurm)
+        wanted = plan_fleet(args.nodes, kinds=args.kinds, slurm=slurm, imex=bool(getattr(args, 'imex', False)))
         wanted_names = [n['name'] for n in wanted]
         extra = [n for n in state.get('nodes', {}) if n not in wanted_names]
         version = slurm_version() if slurm else None
@@ -1842,6 +1965,12 @@ def fault_content(kind, args):
         return '{0}\n'.format(args.value) if args.value else ''
     if kind == 'dkms-build-fails':
         return '{0}\n'.format(args.value) if args.value else ''
+    if kind == 'virtual-machine':
+        value = args.value or 'kvm'
+        if not re.match(r'^[a-z][a-z0-9-]{0,31}$', value):
+            raise TestbedError('virtual-machine: --value {0!r} is not allowed; give a name systemd-detect-virt prints '
+                               '(kvm, qemu, vmware, microsoft, xen...)'.format(args.value))
+        return value + '\n'
     if kind == 'slow-boot':
         value = args.value or str(SLOW_BOOT_DEFAULT_S)
         if not value.isdigit() or not 0 < int(value) <= 3600:
@@ -1849,6 +1978,23 @@ def fault_content(kind, args):
                                'off, 1 to 3600'.format(args.value))
         return value + '\n'
     return ''
+
+
+def stale_tree(node, value):
+    """The <module>/<version> of the fault dkms-stale-tree: ``value``, else what the fault file recorded, else an old
+    version of the node's NVIDIA DKMS module (nvidia on Ubuntu, nvidia-open on EL: R8, REALITY.md R1)."""
+    if value:
+        if value.count('/') != 1 or not all(value.split('/')):
+            raise TestbedError('dkms-stale-tree --value {0!r}: allowed MODULE/VERSION, such as nvidia/535.104.05'.format(
+                value))
+        return value
+    recorded = node_dir(node['name'], 'faults', 'dkms-stale-tree')
+    if os.path.exists(recorded):
+        with open(recorded) as f:
+            text = f.read().strip()
+        if text:
+            return text
+    return ('nvidia' if FLAVOURS[node['flavour']]['pkg'] == 'deb' else 'nvidia-open') + '/535.104.05'
 
 
 def cmd_fault(args):
@@ -1864,6 +2010,10 @@ def cmd_fault(args):
             with open(os.path.join(faults, 'node-down'), 'w') as f:
                 f.write('veth {0} down\n'.format(node['veth_host']))
             run(['ip', 'link', 'set', node['veth_host'], 'down'])
+        elif args.kind == 'ssh-hang':
+            with open(os.path.join(faults, 'ssh-hang'), 'w') as f:
+                f.write('every process frozen (cgroup.freeze)\n')
+            set_frozen(node['name'], True)
         elif args.kind == 'ubuntu-signed':
             if FLAVOURS[node['flavour']]['pkg'] != 'deb':
                 raise TestbedError('ubuntu-signed needs an Ubuntu node; {0} is {1}'.format(args.node, node['flavour']))
@@ -1879,6 +2029,25 @@ def cmd_fault(args):
             with open(os.path.join(faults, 'limits-site-file'), 'w') as f:
                 f.write('{0} with * hard memlock {1}\n'.format(LIMITS_SITE_FILE, kib))
             node_exec(node['name'], ['sh', '-c', LIMITS_SITE_APPLY.format(kib=int(kib))])
+        elif args.kind in ('ubuntu-dkms', 'kernel-update'):
+            if FLAVOURS[node['flavour']]['pkg'] != 'deb':
+                raise TestbedError('{0} needs an Ubuntu node; {1} is {2}'.format(args.kind, args.node, node['flavour']))
+            with open(os.path.join(faults, args.kind), 'w') as f:
+                f.write('{0} applied\n'.format(args.kind))
+            proc = node_exec(node['name'], ['sh', '-c', UBUNTU_DKMS_APPLY if args.kind == 'ubuntu-dkms'
+                                            else KERNEL_UPDATE_APPLY])
+            sys.stdout.write(proc.stdout)
+        elif args.kind == 'dkms-stale-tree':
+            mv = stale_tree(node, args.value)
+            with open(os.path.join(faults, 'dkms-stale-tree'), 'w') as f:
+                f.write(mv + '\n')
+            node_exec(node['name'], ['sh', '-c', DKMS_STALE_APPLY.format(mv=mv, src=mv.replace('/', '-'))])
+        elif args.kind == 'dcgm3':
+            f = FLAVOURS[node['flavour']]
+            with open(os.path.join(faults, 'dcgm3'), 'w') as handle:
+                handle.write('datacenter-gpu-manager 1:3.3.9 installed\n')
+            proc = node_exec(node['name'], ['sh', '-c', DCGM3_APPLY[f['pkg']].format(os='el{0}'.format(f['major']))])
+            sys.stdout.write(proc.stdout)
         elif args.kind == 'devel-missing':
             with open(os.path.join(faults, 'devel-missing'), 'w') as f:
                 f.write('devel/headers removed and excluded\n')
@@ -1911,14 +2080,19 @@ def cmd_heal(args):
         kinds = [args.kind] if args.kind else [k for k in FAULTS if FAULTS[k]['flag'] in present]
         for kind in kinds:
             flag = os.path.join(faults, FAULTS[kind]['flag'])
+            stale = stale_tree(node, None) if kind == 'dkms-stale-tree' else None
             if os.path.exists(flag):
                 os.unlink(flag)
             if kind == 'node-down':
                 run(['ip', 'link', 'set', node['veth_host'], 'up'])
+            elif kind == 'ssh-hang':
+                thaw_if_frozen(node['name'])
             elif kind == 'devel-missing' and container_pid1(node['name']):
                 script = DEVEL_MISSING_HEAL[FLAVOURS[node['flavour']]['pkg']].format(mark=DEVEL_MISSING_MARK,
                                                                                      apt=DEVEL_MISSING_APT)
                 node_exec(node['name'], ['sh', '-c', script])
+            elif kind == 'dkms-stale-tree' and container_pid1(node['name']):
+                node_exec(node['name'], ['sh', '-c', DKMS_STALE_HEAL.format(mv=stale, module=stale.split('/')[0])])
             elif kind == 'shm-full' and container_pid1(node['name']):
                 node_exec(node['name'], ['/usr/local/lib/testbed/testbed-fault', 'heal', 'shm-full'])
             elif kind == 'limits-site-file' and container_pid1(node['name']):
@@ -2094,6 +2268,9 @@ def main(argv=None):
     up.add_argument('--kinds', default=os.environ.get('TESTBED_KINDS') or None,
                     help='GPU node kinds to cycle through, comma-separated (default: all four: ' +
                          ','.join(template_key(t) for t in TEMPLATES) + ')')
+    up.add_argument('--imex', action='store_true', default=os.environ.get('TESTBED_IMEX') in ('1', 'yes', 'true'),
+                    help='put the GB200/GB300 nodes in one IMEX domain (inventory group {0}, routed to each other; '
+                         'TESTBED_IMEX=1 is the same)'.format(IMEX_GROUP))
     up.add_argument('--slurm', action='store_true', default=os.environ.get('TESTBED_SLURM') in ('1', 'yes', 'true'),
                     help='add a Slurm head node (slurmctld, no GPU) and run slurmd on every GPU node (Debian 13\'s '
                          'Slurm 24.11; TESTBED_SLURM_VERSION=22.05: Debian 12\'s); TESTBED_SLURM=1 does the same')

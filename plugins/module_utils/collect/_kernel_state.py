@@ -29,9 +29,14 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._dkms_status import (
     DKMS_MODULES as NVIDIA_MODULES,
     make_log_path,
-    parse_dkms_status,
+    read_dkms_status,
 )
-from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._driver_packages import family_of
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._driver_packages import (
+    family_of,
+    image_meta_flavours,
+    modules_queries,
+    parse_apt_policy,
+)
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._kernel import (
     KernelError,
     cmdline_blacklist,
@@ -350,17 +355,45 @@ def dkms_tree_status(root):
 
 
 def _dkms(module, root, warnings):
+    """``(entries, status)``: the ``dkms status`` listing and what the command said (``status``: ``ran``, ``rc``,
+    ``stderr``, ``problems`` (lines that could not be read), ``missing`` (no dkms)).  Never raises: a failed command
+    or an unreadable line is reported (warnings, status) and the listing holds what could be read, so the rules can
+    call the DKMS state unknown (rules/_dkms.unknown_state)."""
     if root != '/':
-        return dkms_tree_status(root)
+        return dkms_tree_status(root), {'ran': False, 'source': 'tree'}
     dkms = module.get_bin_path('dkms')
     if dkms is None:
-        return []
+        return [], {'ran': False, 'missing': True}
     argv = [dkms, 'status']
     rc, out, err = run_status(module, argv)
+    status = {'ran': True, 'rc': rc, 'stderr': (err or '').strip()[-2000:], 'problems': []}
     if rc != 0:
-        warnings.append('dkms status failed (rc={0}): {1}'.format(rc, err.strip()))
-        return []
-    return parse_dkms_status(out)
+        warnings.append('dkms status failed (rc={0}): {1}'.format(rc, (err or '').strip()))
+        return [], status
+    entries, problems = read_dkms_status(out)
+    for problem in problems:
+        warnings.append(problem)
+    status['problems'] = problems
+    return entries, status
+
+
+def dkms_tree(root, modules=NVIDIA_MODULES):
+    """The version trees of the NVIDIA DKMS modules under <root>/var/lib/dkms, whatever ``dkms status`` says:
+    ``[{module, version, source}]``, ``source`` whether its ``source`` link resolves (a tree whose source is gone is
+    what makes dkms 3.0.x list nothing, dkms-project/dkms#352).  The ``kernel-<release>-<arch>`` links beside the
+    versions are not versions."""
+    out = []
+    for module_name in modules:
+        base = os.path.join(root, 'var/lib/dkms', module_name)
+        for path in sorted(glob.glob(os.path.join(base, '*')), key=lambda p: version_key(os.path.basename(p))):
+            name = os.path.basename(path)
+            if os.path.islink(path) or not os.path.isdir(path) or name.startswith('kernel-'):
+                continue
+            rel = os.path.join('var/lib/dkms', module_name, name, 'source')
+            source = os.path.isdir(os.path.join(root, rel)) if root in ('/', '') else \
+                bool(resolve_in_root(root, rel)) and os.path.isdir(resolve_in_root(root, rel))
+            out.append({'module': module_name, 'version': name, 'source': source})
+    return out
 
 
 def dkms_logs(root, entries, modules=NVIDIA_MODULES, limit=65536):
@@ -460,7 +493,13 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
         devel[release] = resolved is not None
         build_paths[release] = resolved
     pci = scan_pci(root)
-    dkms = _dkms(module, root, warnings)
+    dkms, dkms_status = _dkms(module, root, warnings)
+    packages = kernel_packages((driver_node or {}).pop('kernel_packages', None),
+                               family_of(identity) if identity else None) if driver_node else None
+    if driver_node and family_of(identity) == 'debian':
+        driver_node['apt_candidates'] = apt_candidates(
+            module, modules_queries(driver_node.get('packages'), [running, default] + installed,
+                                    image_meta_flavours(packages)), warnings)
     return {
         'running': running,
         'installed': installed,
@@ -472,6 +511,8 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
         'nouveau': _nouveau(module, root, running, check_initramfs, warnings),
         'nvidia_module': _nvidia(module, root, running, warnings),
         'dkms': dkms,
+        'dkms_status': dkms_status,
+        'dkms_tree': dkms_tree(root),
         'dkms_logs': dkms_logs(root, dkms),
         'pci': pci,
         # The GPUDirect RDMA path (collect/_rdma_state.py): ConnectX devices, nvidia_peermem, ACS, IOMMU, in this round trip.
@@ -480,10 +521,29 @@ def collect_kernel_facts(module, root='/', check_initramfs=False):
         'secure_boot': _secure_boot(module, root, warnings),
         'os': identity,
         'driver_node': driver_node,
-        'packages': kernel_packages((driver_node or {}).pop('kernel_packages', None),
-                                    family_of(identity) if identity else None) if driver_node else None,
+        'packages': packages,
         'warnings': warnings,
     }
+
+
+def apt_candidates(module, names, warnings):
+    """``{name: candidate version | None}`` of Ubuntu's NVIDIA module packages (``names``, _driver_packages.
+    modules_queries), from one ``apt-cache policy`` over the apt lists as they are (no refresh): None for a package
+    apt has no candidate of, or does not know.  {} when there is nothing to ask; None when apt-cache could not be run
+    (the rules then try the installation and read the result)."""
+    if not names:
+        return {}
+    apt_cache = module.get_bin_path('apt-cache')
+    if apt_cache is None:
+        warnings.append('apt-cache not found: the apt candidates of {0} were not read'.format(', '.join(names)))
+        return None
+    argv = [apt_cache, 'policy'] + list(names)
+    rc, out, err = run_status(module, argv)
+    if rc != 0:
+        warnings.append('apt-cache policy failed (rc={0}): {1}'.format(rc, (err or '').strip()))
+        return None
+    policy = parse_apt_policy(out)
+    return dict((name, (policy.get(name) or {}).get('candidate')) for name in names)
 
 
 def _driver_node(module, root, identity, warnings):

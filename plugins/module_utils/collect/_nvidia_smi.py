@@ -10,7 +10,8 @@
 # kills the process group of a hung nvidia-smi) and turns its output into the ``ansible_facts.nvidia`` namespace (see
 # docs/contracts.md). Used by the nvidia_gpu_facts, nvidia_gpu and gpu_node_facts modules.
 # collect_topology runs ``nvidia-smi topo -m`` (gpu_node_facts, for the readiness check gpu.topology) in the same
-# module run, and parses it with _nvidia_smi_topo.parse_topo_matrix.
+# module run, and parses it with _nvidia_smi_topo.parse_topo_matrix.  collect_nvlink runs ``nvidia-smi nvlink -s`` and
+# ``-e`` (for the readiness check nvlink.links) and returns their raw outputs: the controller parses and judges them.
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -102,12 +103,12 @@ def facts_from_output(argv, rc, out, err, include_supported_clocks=True):
     return facts
 
 
-def query_xml(module, binary, timeout):
+def query_xml(module, binary, timeout, option='nvidia_timeout'):
     """Run ``nvidia-smi -q -x``; return (argv, rc, stdout, stderr). Raises NvidiaSmiTimeout when it hangs and
-    NvidiaCollectError when it cannot be run."""
+    NvidiaCollectError when it cannot be run. ``option`` names the module option the timeout came from."""
     argv = [binary, '-q', '-x']
     try:
-        result = run(module, argv, timeout=timeout)
+        result = run(module, argv, timeout=timeout, option=option)
     except CommandNotFound as exc:
         raise NvidiaCollectError(str(exc), cmd=argv)
     if result.timed_out:
@@ -118,7 +119,7 @@ def query_xml(module, binary, timeout):
     return argv, result.rc, result.stdout, result.stderr
 
 
-def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvidia_smi=None):
+def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvidia_smi=None, option='nvidia_timeout'):
     """Return the ``ansible_facts.nvidia`` namespace.
 
     ``present`` is false (and ``error`` says why) when nvidia-smi is missing or
@@ -130,7 +131,7 @@ def collect_nvidia_facts(module, timeout=60, include_supported_clocks=True, nvid
     if binary is None:
         return empty_facts('nvidia-smi not found{0}'.format(
             ' at {0}'.format(nvidia_smi) if nvidia_smi else ' in PATH, /usr/bin or /usr/local/bin'))
-    argv, rc, out, err = query_xml(module, binary, timeout)
+    argv, rc, out, err = query_xml(module, binary, timeout, option)
     facts = facts_from_output(argv, rc, out, err, include_supported_clocks)
     # The binary that was read: the gpu_settings plan builds its commands (and the replay file) with this path and
     # passes it to nvidia_gpu, so that the module runs what the plan compared.
@@ -151,15 +152,36 @@ def topology_from_output(argv, rc, out, err):
         return {'matrix': None, 'error': 'cannot parse the output of {0}: {1}'.format(' '.join(argv), exc)}
 
 
-def collect_topology(module, binary, timeout):
+def collect_topology(module, binary, timeout, option='nvidia_timeout'):
     """Run ``nvidia-smi topo -m``; never raises (a failure is the ``error`` of the result, and gpu.topology fails with
     it: the rest of the NVIDIA facts stay good)."""
     argv = [binary, 'topo', '-m']
     try:
-        result = run(module, argv, timeout=timeout)
+        result = run(module, argv, timeout=timeout, option=option)
     except CommandNotFound as exc:
         return {'matrix': None, 'error': str(exc)}
     if result.timed_out:
         return {'matrix': None, 'error': '{0} did not answer within the timeout of {1} seconds and was killed'.format(
             ' '.join(argv), timeout)}
     return topology_from_output(argv, result.rc, result.stdout, result.stderr)
+
+
+NVLINK_READS = (('status', '-s'), ('errors', '-e'))
+
+
+def collect_nvlink(module, binary, timeout):
+    """Run ``nvidia-smi nvlink -s`` and ``nvidia-smi nvlink -e``; ``{status, errors}``, each ``{rc, stdout, stderr,
+    error}`` as printed (``error``: not run, or killed at the timeout).  Never raises; nothing is parsed here."""
+    out = {}
+    for key, flag in NVLINK_READS:
+        argv = [binary, 'nvlink', flag]
+        try:
+            result = run(module, argv, timeout=timeout)
+        except CommandNotFound as exc:
+            out[key] = {'rc': None, 'stdout': '', 'stderr': '', 'error': str(exc)}
+            continue
+        error = None
+        if result.timed_out:
+            error = '{0} did not answer within the timeout of {1} seconds and was killed'.format(' '.join(argv), timeout)
+        out[key] = {'rc': result.rc, 'stdout': result.stdout, 'stderr': result.stderr, 'error': error}
+    return out

@@ -21,12 +21,16 @@ import glob
 import os
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._rdma_path import (
+    DMABUF_SYMBOLS,
+    PEER_MEMORY_SYMBOLS,
     PEERMEM_MODULE,
     device_kind,
     kallsyms_symbols,
     parse_bls_options,
     parse_default_grub,
     parse_lspci_vvv,
+    parse_modinfo_depends,
+    virtualization,
 )
 
 MELLANOX_VENDOR = '0x15b3'
@@ -88,13 +92,33 @@ def iommu_state(root, bus_ids):
     return {'groups': groups, 'class': units, 'device_types': types}
 
 
-def read_kallsyms(root):
-    """The peer-memory symbols /proc/kallsyms defines; None when it cannot be read."""
+def read_kallsyms(root, wanted=PEER_MEMORY_SYMBOLS):
+    """The names of ``wanted`` /proc/kallsyms defines; None when it cannot be read."""
     try:
         with open(os.path.join(root, 'proc/kallsyms')) as handle:
-            return kallsyms_symbols(handle.read())
+            return kallsyms_symbols(handle.read(), wanted)
     except (IOError, OSError):
         return None
+
+
+def read_virtualization(module, root, run_status):
+    """``{name, source}`` (rules/_rdma.virtualization): ``systemd-detect-virt --vm``, else the DMI names."""
+    tool = module.get_bin_path('systemd-detect-virt') if root in ('/', '') else None
+    rc = out = None
+    if tool is not None:
+        rc, out, _err = run_status(module, [tool, '--vm'])
+    dmi = os.path.join(root, 'sys/class/dmi/id')
+    return virtualization(rc, out, _read(os.path.join(dmi, 'sys_vendor')), _read(os.path.join(dmi, 'product_name')))
+
+
+def read_peermem_module(module, run_status):
+    """``{found, depends}`` of the nvidia_peermem module of the running kernel (``modinfo -F depends``)."""
+    modinfo = module.get_bin_path('modinfo')
+    if modinfo is None:
+        return {'found': None, 'depends': None}
+    rc, out, err = run_status(module, [modinfo, '-F', 'depends', PEERMEM_MODULE])
+    found, depends = parse_modinfo_depends(rc, out, err)
+    return {'found': found, 'depends': depends}
 
 
 def relevant_devices(devices):
@@ -102,8 +126,10 @@ def relevant_devices(devices):
     keep = []
     for dev in devices:
         if dev.get('secondary') is not None or device_kind(dev):
-            keep.append(dict((k, dev[k]) for k in ('bus_id', 'class', 'port', 'secondary', 'subordinate', 'acs_ctl',
-                                                   'denied')))
+            kept = dict((k, dev[k]) for k in ('bus_id', 'class', 'port', 'secondary', 'subordinate', 'acs_ctl',
+                                              'denied'))
+            kept['kind'] = device_kind(dev)
+            keep.append(kept)
     return keep
 
 
@@ -114,14 +140,21 @@ def collect_rdma_facts(module, root='/', run_status=None, gpu_bus_ids=(), exclud
     cmdline = (_read(os.path.join(root, 'proc/cmdline')) or '').strip()
     facts = {'connectx': connectx, 'peermem_loaded': peermem, 'cmdline': cmdline,
              'iommu': iommu_state(root, list(gpu_bus_ids) + connectx), 'peer_symbols': None, 'bridges': None,
-             'lspci_error': None, 'boot_args': read_boot_args(root)}
+             'lspci_error': None, 'boot_args': read_boot_args(root), 'dmabuf_symbols': None,
+             'peermem_module': None, 'virtualization': None}
     if not connectx:
         return facts
     if not peermem:
-        facts['peer_symbols'] = read_kallsyms(root)
+        found = read_kallsyms(root, PEER_MEMORY_SYMBOLS + DMABUF_SYMBOLS)
+        if found is not None:
+            facts['peer_symbols'] = [name for name in found if name in PEER_MEMORY_SYMBOLS]
+            facts['dmabuf_symbols'] = [name for name in found if name in DMABUF_SYMBOLS]
+    facts['virtualization'] = read_virtualization(module, root, run_status)
     if root not in ('/', ''):
         facts['lspci_error'] = 'lspci reads the running system only (root={0})'.format(root)
         return facts
+    if not peermem:
+        facts['peermem_module'] = read_peermem_module(module, run_status)
     lspci = module.get_bin_path('lspci', opt_dirs=['/usr/sbin', '/sbin', '/usr/bin'])
     if lspci is None:
         facts['lspci_error'] = 'lspci not found (install pciutils)'

@@ -25,7 +25,12 @@ coreutils manual (info coreutils 'timeout invocation', coreutils 8.30 of EL8 to 
   rc -9; a shell would print 137.  Both count as a timeout, and only when the timeout has passed (a command killed by
   someone else before it, or one that exits 124 itself, is not reported as timed out).
 
-The commands run with a timeout are nvidia-smi, systemctl and dcgmi (readiness_info, gpu.dcgm_diag).  nvidia-smi's
+Every command also has a limit when the module that runs it has the option ``command_timeout`` (gpu_node_facts and
+readiness_info: the play's ``nodeprep_command_timeout``): run() and run_status() give a command without a limit of its
+own that one (``command_limit``), so that a hung systemctl, rpm or ethtool costs the node that limit, not the run.
+Each command killed at its limit is remembered for the module's result (``timed_out_commands``).
+
+The commands run with a timeout of their own are nvidia-smi, systemctl and dcgmi (readiness_info, gpu.dcgm_diag).  nvidia-smi's
 documented return values (nvidia-smi(1), RETURN VALUE: 0, 2, 3, 4, 6, 8, 9, 10, 12, 13, 14, 15 and 255) and
 systemctl's (0 to 4) do not collide with 124 to 127 or 137; dcgmi exits with its dcgmReturn_t as a byte (0, or 256
 minus the code: DCGM_ST_* run from -1 to -67 in NVIDIA/DCGM v4.6.0 dcgmlib/dcgm_structs.h, so 189 to 255).
@@ -48,6 +53,11 @@ TIMED_OUT_RCS = (124, 128 + 9, -9)
 _NOT_STARTED = 'failed to run command'
 # The clock the runner measures with (tests replace it).
 monotonic = time.monotonic
+# The module option that holds the limit of every command run without a limit of its own.
+LIMIT_OPTION = 'command_timeout'
+# The commands this module process killed at their limit: {'command', 'seconds', 'option'} each (one module
+# execution is one process; tests reset it with forget_timeouts()).
+_TIMED_OUT = []
 
 
 class CommandError(Exception):
@@ -100,15 +110,44 @@ def timeout_argv(timeout_bin, timeout, argv, kill_after=KILL_AFTER):
     return [timeout_bin, '--kill-after={0}'.format(kill_after), '--signal=TERM', '{0}'.format(timeout)] + list(argv)
 
 
-def run(module, argv, timeout=None, env=None, kill_after=KILL_AFTER):
+def command_limit(module):
+    """The module's per-command limit in seconds (its option ``command_timeout``), or None when it has none."""
+    params = getattr(module, 'params', None)
+    value = params.get(LIMIT_OPTION) if isinstance(params, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return None
+    return value
+
+
+def timed_out_commands():
+    """The commands killed at their limit so far in this module process, oldest first."""
+    return [dict(item) for item in _TIMED_OUT]
+
+
+def forget_timeouts():
+    del _TIMED_OUT[:]
+
+
+def limit_text(argv, seconds, option=LIMIT_OPTION):
+    """The words of a command killed at its limit."""
+    return '{0} did not answer within {1} seconds ({2}) and was killed'.format(' '.join(argv), seconds, option)
+
+
+def run(module, argv, timeout=None, env=None, kill_after=KILL_AFTER, option=None):
     """Run ``argv`` (a list) with LC_ALL=C and LANGUAGE=C (``env`` adds variables; it cannot change those two) and
     return a Result.
 
     ``timeout`` (seconds, a positive number) runs it under timeout(1): on expiry its whole process group is sent TERM,
     then KILL ``kill_after`` seconds later, and the Result has ``timed_out`` true with what it printed until then.
+    Without ``timeout``, the module's ``command_timeout`` (command_limit) is the limit, when it has one. ``option``
+    names the option the limit came from in timed_out_commands() (default: the caller's ``timeout``, or
+    ``command_timeout``).
     Raises CommandNotFound when the binary (or timeout(1)) is missing or cannot be executed.
     """
     words = check_argv(argv)
+    if timeout is None:
+        timeout = command_limit(module)
+        option = option or (LIMIT_OPTION if timeout is not None else None)
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
         raise ValueError('{0}: timeout must be a positive number of seconds, got {1!r}'.format(' '.join(words), timeout))
     environ = dict(env or {})
@@ -136,15 +175,19 @@ def run(module, argv, timeout=None, env=None, kill_after=KILL_AFTER):
         if rc in (126, 127) and _NOT_STARTED in first:
             raise CommandNotFound(words, 'cannot run {0}: {1}'.format(words[0], first.rsplit(': ', 1)[-1]))
         if rc in TIMED_OUT_RCS and elapsed >= timeout:
+            _TIMED_OUT.append({'command': ' '.join(words), 'seconds': timeout, 'option': option or 'timeout'})
             return Result(words, rc, out, err, True)
     return Result(words, rc, out, err, False)
 
 
 def run_status(module, argv, env=None):
     """``(rc, stdout, stderr)`` of run(), for readers that report a failed command and go on: a binary that cannot
-    be run is rc 127 (the shell's "command not found") with the reason, naming the command, as stderr."""
+    be run is rc 127 (the shell's "command not found") with the reason, naming the command, as stderr; a command
+    killed at the module's per-command limit is rc 124 with limit_text() as stderr."""
     try:
         result = run(module, argv, env=env)
     except CommandNotFound as exc:
         return 127, '', str(exc)
+    if result.timed_out:
+        return 124, result.stdout, limit_text(result.argv, command_limit(module))
     return result.rc, result.stdout, result.stderr

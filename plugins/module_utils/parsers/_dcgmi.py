@@ -42,6 +42,8 @@ STATUSES = {'pass': 'Pass', 'skip': 'Skip', 'warn': 'Warn', 'fail': 'Fail', 'not
 _FOUND_RE = re.compile(r'^\s*(\d+) (GPUs?|NvSwitch(?:es)?) found\b')
 _ROW_RE = re.compile(r'^\|\s*(\d*)\s*\|\s*(.*?)\s*\|\s*$')
 _SWITCH_RE = re.compile(r'^\|\s*(\d+)\s*\|\s*$')
+_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKET_RE = re.compile(r'[\[\]{}]')
 
 
 class DcgmError(Exception):
@@ -52,15 +54,41 @@ class DcgmError(Exception):
 # parsers
 
 
+# How deep a dcgmi document may nest: DCGM's own documents nest about 10 levels (the GB10 capture: the document, its
+# body, the category list, a category, the test list, a test, the result list, a result, its warning list, a
+# warning); Python's json gives up (RecursionError) near 1,000.
+MAX_DEPTH = 32
+
+
+def json_depth(text, limit=MAX_DEPTH):
+    """How deep the objects and arrays of JSON ``text`` nest (brackets inside strings do not count), counting up to
+    ``limit + 1`` only, so that a document nested deeper than the parser can take is refused before it is parsed."""
+    depth = deepest = 0
+    for match in _BRACKET_RE.finditer(_STRING_RE.sub('""', text)):
+        if match.group(0) in '{[':
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        else:
+            depth -= 1
+    return deepest
+
+
 def _document(text):
-    """The JSON object in ``text`` (dcgmi 3.x may print a line before it); DcgmError when there is none."""
+    """The JSON object in ``text`` (dcgmi 3.x may print a line before it); DcgmError when there is none, when it is
+    not JSON, or when it nests deeper than MAX_DEPTH levels."""
     text = text or ''
     start, end = text.find('{'), text.rfind('}')
     if start < 0 or end < start:
         raise DcgmError('no JSON document in the output of dcgmi diag')
+    if json_depth(text[start:end + 1]) > MAX_DEPTH:
+        raise DcgmError('the output of dcgmi diag nests deeper than {0} levels (DCGM\'s own nest about 10): not a '
+                        'diagnostic document'.format(MAX_DEPTH))
     try:
         doc = json.loads(text[start:end + 1])
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise DcgmError('the output of dcgmi diag is not valid JSON: {0}'.format(exc))
     if not isinstance(doc, dict):
         raise DcgmError('the output of dcgmi diag is not a JSON object')
@@ -105,7 +133,9 @@ def parse_diag(text):
 
     Returns ``{generation: '3'|'4', version, driver_version, runtime_error, results: [{category, test,
     entity_group, entity_id, status, warnings: [{text, error_id, severity, category}], info: [...]}],
-    summaries: {test: status}}``.  ``entity_id`` is None for a 3.x result that stands for all GPUs.
+    summaries: {test: status}, summary_warnings: {test: [warning]}}``: ``summaries`` is DCGM's own verdict per test
+    (``test_summary``, 4.x), its status spelled as in the results.  ``entity_id`` is None for a 3.x result that
+    stands for all GPUs.
     Raises DcgmError for output that is not one of the two documents.
     """
     doc = _document(text)
@@ -121,7 +151,7 @@ def parse_diag(text):
     out = {'generation': generation, 'version': meta.get('version') or body.get('version'),
            'driver_version': meta.get('Driver Version Detected') or body.get('Driver Version Detected'),
            'runtime_error': body.get('runtime_error') or doc.get('runtime_error'),
-           'results': [], 'summaries': {}}
+           'results': [], 'summaries': {}, 'summary_warnings': {}}
     categories = body.get('test_categories')
     for category in categories if isinstance(categories, list) else []:
         if not isinstance(category, dict):
@@ -132,7 +162,9 @@ def parse_diag(text):
             name = str(test.get('name'))
             summary = test.get('test_summary')
             if isinstance(summary, dict) and summary.get('status'):
-                out['summaries'][name] = str(summary['status'])
+                raw = str(summary['status'])
+                out['summaries'][name] = STATUSES.get(raw.strip().lower(), raw)
+                out['summary_warnings'][name] = _warnings(summary.get('warnings'))
             for result in test.get('results') or []:
                 if not isinstance(result, dict):
                     continue

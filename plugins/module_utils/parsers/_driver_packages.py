@@ -82,6 +82,8 @@ def parse_module_file(text):
 def keep_package(name):
     """Installed packages the plan looks at (the module drops the rest of rpm -qa / dpkg-query)."""
     extra = ('nvlsm', 'dkms', 'epel-release', 'python3-dnf-plugin-versionlock') + NVLINK5_PACKAGES
+    # DCGM 3.x is one package without a generation in its name (the dcgm role replaces or refuses it).
+    extra += ('datacenter-gpu-manager',)
     # Ubuntu's Canonical-signed modules (R25): linux-modules-nvidia-<branch>-server[-open]-<kernel> and the metas.
     # NVIDIA DCGM (the dcgm role's plan reads them here: this list is read with the node's own package manager).
     # The perf_tools role's build packages (plans/_plan_perf_tools.package_names): CUDA toolkit parts, NCCL, the
@@ -90,3 +92,80 @@ def keep_package(name):
     return bool(NVIDIA_STACK_RE.match(name) or name in extra or name.startswith('linux-modules-nvidia-')
                 or name.startswith(('datacenter-gpu-manager-', 'cuda-nvcc-', 'cuda-cudart-dev', 'cuda-driver-dev',
                                     'cuda-nvml-dev', 'libnccl')))
+
+
+# ----------------------------------------------------------------------------------------------------- Ubuntu's modules
+
+# Ubuntu's Canonical-signed NVIDIA modules (R25; source linux-restricted-modules): per kernel ABI
+# linux-modules-nvidia-<branch>[-server][-open]-<kernel> (the kernel part starts with a digit: 6.8.0-60-generic), and
+# per kernel flavour the meta package linux-modules-nvidia-<branch>[-server][-open]-<flavour> (generic,
+# generic-hwe-24.04, aws, ...) that follows the flavour's newest kernel.  ubuntu-drivers names the meta from the
+# kernel image meta package installed (linux-image-<flavour>; linux-image-virtual counts as generic):
+# canonical/ubuntu-drivers-common UbuntuDrivers/detect.py get_linux_modules_metapackage.
+UBUNTU_MODULES_RE = re.compile(
+    r'^(?P<prefix>linux-modules-nvidia-(?P<branch>\d{3})(?P<server>-server)?(?P<open>-open)?-)(?P<kernel>\d.*)$')
+UBUNTU_MODULES_META_RE = re.compile(
+    r'^(?P<prefix>linux-modules-nvidia-(?P<branch>\d{3})(?P<server>-server)?(?P<open>-open)?-)(?P<flavour>[a-z].*)$')
+# Kernel image meta packages: linux-image-<flavour>, not an ABI package (linux-image-6.8.0-60-generic) nor the
+# unsigned or extra images.
+IMAGE_META_RE = re.compile(r'^linux-image-(?!unsigned-|extra-)(?P<flavour>[a-z][a-z0-9.+-]*)$')
+# ubuntu-drivers: "virtual" kernels take the generic modules.
+IMAGE_META_FLAVOURS = {'virtual': 'generic'}
+
+
+def modules_prefixes(packages):
+    """The ``linux-modules-nvidia-<branch>[-server][-open]-`` prefixes of the Ubuntu module packages installed
+    (per-kernel or meta), sorted."""
+    found = set()
+    for name in packages or {}:
+        if not (packages or {})[name]:
+            continue
+        match = UBUNTU_MODULES_RE.match(name) or UBUNTU_MODULES_META_RE.match(name)
+        if match:
+            found.add(match.group('prefix'))
+    return sorted(found)
+
+
+def image_meta_flavours(kernel_packages):
+    """The kernel flavours whose image meta package is installed (``linux-image-generic`` -> generic,
+    ``linux-image-generic-hwe-24.04`` -> generic-hwe-24.04, ``linux-image-virtual`` -> generic), sorted; from the
+    gather's kernel packages (``{name: [versions]}`` or the package records)."""
+    out = set()
+    for name in kernel_packages or {}:
+        match = IMAGE_META_RE.match(name)
+        if match and (kernel_packages or {})[name]:
+            flavour = match.group('flavour')
+            out.add(IMAGE_META_FLAVOURS.get(flavour, flavour))
+    return sorted(out)
+
+
+def modules_queries(packages, kernels, flavours):
+    """The Ubuntu module packages whose apt candidate the gather reads (apt-cache policy): for each installed
+    prefix (modules_prefixes), the per-kernel package of each of ``kernels`` and the meta package of each of
+    ``flavours``; [] when no Ubuntu module package is installed."""
+    names = []
+    for prefix in modules_prefixes(packages):
+        for part in list(kernels or []) + list(flavours or []):
+            if part and prefix + part not in names:
+                names.append(prefix + part)
+    return names
+
+
+def parse_apt_policy(text):
+    """``{name: {'installed': version | None, 'candidate': version | None}}`` from ``apt-cache policy <names>``
+    (LC_ALL=C): a ``<name>:`` line, then ``  Installed: <v>`` and ``  Candidate: <v>``, ``(none)`` for none.  apt
+    prints nothing for a name it does not know: such a name is absent."""
+    out = {}
+    name = None
+    for line in (text or '').splitlines():
+        if line and not line.startswith(' ') and line.rstrip().endswith(':'):
+            name = line.rstrip()[:-1]
+            out[name] = {'installed': None, 'candidate': None}
+            continue
+        if name is None:
+            continue
+        key, _sep, value = line.strip().partition(':')
+        value = value.strip()
+        if key in ('Installed', 'Candidate'):
+            out[name][key.lower()] = None if value in ('', '(none)') else value
+    return out

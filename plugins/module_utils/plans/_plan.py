@@ -18,7 +18,8 @@ Each role that plans in Python has a rule module ``_plan_<role>.py`` next to thi
     Ansible's own validator from this spec before any plan sees it: ``-e nodeprep_shm_fstab=false`` arrives as
     ``False``, a comma-separated string given for a list as a list.
 ``ROLE_FILES`` (optional)
-    ``{key: path in roles/<role>/}``: files the role ships that the plan writes with their full content (a script).
+    ``{key: path in roles/<role>/}`` (or a path under ``plugins/`` of the collection: a rule module a boot script
+    imports on the node): files the role ships that the plan writes with their full content (a script).
     The controller reads them once (plugin_utils/_plans.role_files) and hands them to ``plan`` as
     ``context['role_files'][key]``, so that the plan compares them by SHA-1 like any file it renders, and stays pure.
 ``gather(settings)``
@@ -79,11 +80,17 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._node_re
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules._path_changes import path_change
 
 # The fact namespace each gather subset of gpu_node_facts fills.
-SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics'}
+SUBSET_NAMESPACES = {'nvidia': 'nvidia', 'kernel': 'kernel_state', 'limits': 'limits', 'shm': 'shm', 'nic': 'nics',
+                     'imex': 'imex'}
+# Subsets read only where a role's plan asks for them (gpu_node_facts' gather_subset: all leaves them out too):
+# nvidia-imex-ctl -N asks every node of the IMEX domain, so a node outside one is never made to run it.
+ASKED_ONLY_SUBSETS = ('imex',)
 
 # The gather request's list keys and the fact each is reported under.
 _GATHER_LISTS = ('subsets', 'units', 'files', 'packages', 'contents', 'limits_users', 'limits_services',
                  'nic_networks', 'nic_nm_properties')
+# The gather request's single values (the first request that gives one wins when requests are merged).
+_GATHER_VALUES = ('shm_path', 'imex_config', 'imex_timeout')
 
 # The first line of every file a role renders: the files are compared by content, so it names no date or host.
 MANAGED = 'Managed by gpufleet.nodeprep ({0}); local changes are overwritten.'
@@ -113,20 +120,23 @@ def new_context(host='', check_mode=False, driver_pending=None, extra=None):
 def new_gather():
     """An empty gather request (the arguments of gpu_node_facts a role needs)."""
     request = dict((key, []) for key in _GATHER_LISTS)
-    request['shm_path'] = None
+    for key in _GATHER_VALUES:
+        request[key] = None
     return request
 
 
 def merge_gathers(requests):
-    """One gather request for several roles: the union of the lists, in order; the first shm_path given."""
+    """One gather request for several roles: the union of the lists, in order; the first shm_path (imex_config,
+    imex_timeout) given."""
     merged = new_gather()
     for request in requests:
         for key in _GATHER_LISTS:
             for item in request.get(key) or []:
                 if item not in merged[key]:
                     merged[key].append(item)
-        if merged['shm_path'] is None and request.get('shm_path'):
-            merged['shm_path'] = request['shm_path']
+        for key in _GATHER_VALUES:
+            if merged[key] is None and request.get(key):
+                merged[key] = request[key]
     return merged
 
 
@@ -179,6 +189,9 @@ def missing_facts(request, facts):
     if request.get('shm_path') and isinstance(facts.get('shm'), dict) and 'shm' in have_subsets:
         if facts['shm'].get('path') not in (None, request['shm_path']) and 'shm' not in missing['subsets']:
             missing['subsets'].append('shm')
+    if request.get('imex_config') and isinstance(facts.get('imex'), dict) and 'imex' in have_subsets:
+        if facts['imex'].get('config_path') not in (None, request['imex_config']) and 'imex' not in missing['subsets']:
+            missing['subsets'].append('imex')
     return missing
 
 

@@ -25,7 +25,8 @@ The plan owns the readiness check ``gpu.dcgm_diag``: what the role would change 
 engine) is its drift, so the check fails until the role has run; DCGM's own verdict (``dcgmi diag``, read by the
 readiness gather when ``nodeprep_readiness_dcgm`` is true, judged by rules/_dcgm.judge) is drift no run fixes.  Where
 the role manages DCGM, a diagnostic that could not run (no dcgmi, no host engine) fails the check instead of skipping
-it.  The GPU-node rule (rules/_gpu_node.py, applied by _plan.plan_with) keeps DCGM off a node that is not a GPU node.
+it, saying the role manages DCGM (without the role, a stopped host engine fails too: rules/_dcgm.judge).  The
+GPU-node rule (rules/_gpu_node.py, applied by _plan.plan_with) keeps DCGM off a node that is not a GPU node.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -82,6 +83,16 @@ SETTINGS = {
         'type': 'bool', 'default': True,
         'description': 'Enable and start C(nvidia-dcgm.service) (the host engine the readiness check '
                        'C(gpu.dcgm_diag) needs).'},
+    _dcgm.REPLACE_SETTING: {
+        'type': 'bool', 'default': False,
+        'description': ['What to do where DCGM 3.x (C(datacenter-gpu-manager)) is installed: the DCGM 4 core package '
+                        'conflicts with it (dnf refuses the transaction, apt would remove DCGM 3 and its unit '
+                        'without asking).',
+                        'V(false) (the default) fails the node before any change, naming both (DCGM 3 and 4 differ '
+                        'for what uses them - libdcgm.so.3 and .4, the C(dcgmi diag) JSON, the dcgm-exporter '
+                        'release - so the switch is the admin\'s).',
+                        'V(true) stops and disables C(nvidia-dcgm) (and the deprecated C(dcgm.service)) of DCGM 3, '
+                        'releases its apt hold or versionlock, removes C(datacenter-gpu-manager) and installs DCGM 4.']},
 }
 # The collection-wide nodeprep_gpu_node: the role does nothing on a node that is not a GPU node (_gpu_node.py).
 SETTINGS.update(_gpu_node.SETTINGS)
@@ -93,7 +104,8 @@ def gather(settings):
         # The installed DCGM packages come with the kernel subset (kernel_state.driver_node.packages, read with the
         # node's own package manager, _driver_plan.keep_package).
         request['subsets'] = ['kernel', 'nvidia']
-        request['units'] = [SERVICE]
+        # The units of DCGM 3.x too (nvidia-dcgm.service and the deprecated dcgm.service): what replacing it stops.
+        request['units'] = [SERVICE] + [u for u in _dcgm.DCGM3_UNITS if u != SERVICE]
     return request
 
 
@@ -159,12 +171,13 @@ def lock_entry(name, installed):
 
 
 def installed_packages(facts):
-    """{name: 'epoch:version-release' | None} of the DCGM packages, from the gather's driver_node package list."""
+    """{name: 'epoch:version-release' | None} of the DCGM packages (4.x and the 3.x package), from the gather's
+    driver_node package list."""
     node = ((facts.get('kernel_state') or {}).get('driver_node') or {}) if isinstance(facts.get('kernel_state'),
                                                                                       dict) else {}
     records = node.get('packages') if isinstance(node.get('packages'), dict) else {}
     out = {}
-    for name in PACKAGES:
+    for name in PACKAGES + (_dcgm.DCGM3_PACKAGE,):
         found = records.get(name)
         out[name] = version_text(found[-1]) if found else None
     return out
@@ -201,7 +214,7 @@ def _judge(out, facts, settings):
         expected = '{0} installed{1} (nodeprep_dcgm_install); {2}'.format(
             CORE, ', nvidia-dcgm enabled and running' if settings[PREFIX + 'service'] else '', expected)
         probe = facts.get('nodeprep_dcgm') if isinstance(facts.get('nodeprep_dcgm'), dict) else {}
-        if status == 'skip' and probe.get('enabled'):
+        if probe.get('enabled') and (status == 'skip' or observed.startswith(_dcgm.NO_HOST_ENGINE)):
             status, observed = 'fail', 'the dcgm role manages DCGM on this node, yet ' + observed
     _plan.judge_check(out, CHECK, status, expected, observed)
 
@@ -213,6 +226,25 @@ def _plan_install(out, facts, settings, context):
         _error(out, 'DCGM on {0}: the OS family {1} is not one the role installs on (allowed: EL 8/9/10, Debian and '
                     'Ubuntu).'.format(host, os_facts(facts).get('os_family')))
         return
+    node = ((facts.get('kernel_state') or {}).get('driver_node') or {}) if isinstance(facts.get('kernel_state'),
+                                                                                      dict) else {}
+    dcgm3 = installed_packages(facts).get(_dcgm.DCGM3_PACKAGE)
+    replace = None
+    if dcgm3:
+        units = facts.get('nodeprep_units') if isinstance(facts.get('nodeprep_units'), dict) else {}
+        running = _dcgm.dcgm3_units(units)
+        if not settings[_dcgm.REPLACE_SETTING]:
+            major, _why = cuda_major(facts, settings)
+            wanted = [CUDA_PACKAGE.format(major if major in CUDA_MAJORS else '<CUDA major>'), CORE]
+            _error(out, _dcgm.dcgm3_refusal(host, dcgm3, running, wanted))
+            return
+        replace = _dcgm.dcgm3_replace(family, running, node)
+        _plan.add_drift(out, CHECK, 'replace: DCGM 3.x ({0} {1}) is installed; {2}=true: stopped, removed, DCGM 4 '
+                                    'installed'.format(_dcgm.DCGM3_PACKAGE, dcgm3, _dcgm.REPLACE_SETTING))
+        out['args']['replace'] = replace
+        # Check mode cannot ask dnf for DCGM 4 while DCGM 3 is installed (the conflict), and the unit it sees is
+        # DCGM 3's: the installation and the host engine are predicted by the real tasks' names.
+        out['args']['predict_install'] = bool(context.get('check_mode'))
     major, why = cuda_major(facts, settings)
     if major is None:
         if context.get('check_mode') and context.get('driver_pending') is not None:
@@ -260,8 +292,6 @@ def _plan_install(out, facts, settings, context):
     elif have_core is None or (core_parts and have_parts and core_parts['version'] != have_parts['version']):
         install.append('{0} is {1}, {2} is {3}'.format(name, have, CORE, have_core or 'not installed'))
     locked = settings[PREFIX + 'versionlock']
-    node = ((facts.get('kernel_state') or {}).get('driver_node') or {}) if isinstance(facts.get('kernel_state'),
-                                                                                      dict) else {}
     lock = {'add': [], 'remove': [], 'hold': [], 'unhold': [], 'plugin': None}
     if install:
         for text in install:
@@ -298,7 +328,12 @@ def _plan_install(out, facts, settings, context):
 
     if settings[PREFIX + 'service']:
         unit = _unit(facts)
-        if unit.get('enabled') != 'enabled' or unit.get('active') != 'active':
+        if replace is not None:
+            # The unit the gather saw is DCGM 3's, which the replacement stops and removes.
+            _plan.add_drift(out, CHECK, '{0}: DCGM 4\'s host engine, enabled and started after the replacement'.format(
+                SERVICE))
+            out['args']['service'] = {'name': SERVICE, 'enabled': True, 'state': 'started'}
+        elif unit.get('enabled') != 'enabled' or unit.get('active') != 'active':
             _plan.add_drift(out, CHECK, '{0}: {1}, {2} (wanted enabled and running)'.format(
                 SERVICE, unit.get('active') or 'not installed', unit.get('enabled') or 'not enabled'))
             out['args']['service'] = {'name': SERVICE, 'enabled': True, 'state': 'started'}

@@ -25,6 +25,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _dkms
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _driver_ubuntu
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _rdma
@@ -412,6 +413,38 @@ def dkms_plan(state, family, running, target, pending, host):
     }
 
 
+def modules_plan(state, family, running, target, pending, host):
+    """Before the node may boot ``target`` (R25): Ubuntu's Canonical-signed NVIDIA modules for it, on a node that has
+    Ubuntu's modules (_driver_ubuntu.kernel_modules, from the gather's package list and apt candidates).  ``install``
+    (the packages the role installs first), ``transactions`` (the apt transactions the task loops over),
+    ``unavailable`` (missing with no apt candidate: the reboot stops), ``error`` (its message)."""
+    node = state.get('driver_node') if isinstance(state.get('driver_node'), dict) else {}
+    if family != 'debian' or pending:
+        found = _driver_ubuntu.kernel_modules({}, None, running, running)
+    else:
+        found = _driver_ubuntu.kernel_modules(node.get('packages'), node.get('apt_candidates'), running, target)
+    found['transactions'] = [list(found['install'])] if found['install'] else []
+    found['error'] = _driver_ubuntu.modules_error(host, target, running, found['unavailable']) \
+        if found['unavailable'] else ''
+    return found
+
+
+def stop_reboot(state, family, running, target, host, modules):
+    """What stops the node before it may boot ``target``, known before any work: the NVIDIA DKMS state cannot be
+    read (_dkms.unknown_state: dkms lists no NVIDIA module although the node has one), Ubuntu's signed modules for
+    it are in no apt list.  [] when the target is the running kernel."""
+    if not target or target == running:
+        return []
+    node = state.get('driver_node') if isinstance(state.get('driver_node'), dict) else {}
+    stop = []
+    unknown = _dkms.unknown_state(state, node.get('packages'))
+    if unknown:
+        stop.append(_dkms.unknown_error(host, target, running, unknown, family == 'el'))
+    if modules['error']:
+        stop.append(modules['error'])
+    return stop
+
+
 def _elrepo_defined(state):
     """Whether the node defines the ELRepo kernel repository the role writes (None: the repositories were not read)."""
     node = state.get('driver_node') if isinstance(state.get('driver_node'), dict) else {}
@@ -508,10 +541,16 @@ def plan(facts, settings, context):
     pending = target == placeholder
     package = None if pending else devel_package(family, source, target, os_info.get('architecture'))
     devel_needed = manage_devel and not pending and not (state.get('devel') or {}).get(target)
+    host = context.get('host') or 'this node'
+    # What must be there before the node may boot the target (R24, R25): the NVIDIA DKMS builds, Ubuntu's signed
+    # modules; and what stops the reboot outright: a DKMS state that cannot be read, modules the archive lacks.
+    dkms = dkms_plan(state, family, running, target, pending, host)
+    modules = modules_plan(state, family, running, target, pending, host)
+    stop = stop_reboot(state, family, running, target, host, modules)
     # Right after the role installed a kernel, grubby makes it the default in both modes (check mode cannot tell
-    # whether the new kernel's package made itself the default).
+    # whether the new kernel's package made itself the default); never a kernel the node must not boot.
     set_default = family == 'el' and bool(settings['nodeprep_kernel_set_default']) and \
-        (target != default or run['stage'] == 'installed')
+        (target != default or run['stage'] == 'installed') and not stop
     # The ELRepo repository is written to install from it (it is defined disabled, enabled for that transaction
     # only); a node that has the kernel of the source needs nothing of it.
     elrepo = None
@@ -532,18 +571,25 @@ def plan(facts, settings, context):
     if set_default:
         _work(out, 'kernel: {0} must boot next (the boot loader default is {1})'.format(target, default or 'unknown'),
               'warn')
-    dkms = dkms_plan(state, family, running, target, pending, context.get('host') or 'this node')
     if dkms['missing']:
         _work(out, 'dkms: {0} not built for {1}; built before the node may boot it'.format(
             ', '.join(dkms['missing']), target))
+    if modules['install']:
+        _work(out, "modules: Ubuntu's signed {0} not installed for {1}; installed before the node may boot it".format(
+            ', '.join(modules['install']), target))
+    for msg in stop:
+        _plan.add_drift(out, CHECK, msg, fixable=False)
     why = [] if target == running else [
         'kernel: running {0}, the kernel that boots next is {1}'.format(running, target)]
     if why:
         _work(out, 'reboot: running {0}, {1} boots next'.format(running, target), 'warn')
     iommu = _iommu_passthrough(out, settings, state, family, why)
-    out['reboot'] = reboot_plan(settings, ROLE, why)
+    out['reboot'] = reboot_plan(settings, ROLE, why, blocked=bool(stop))
     if run['stage'] == 'dkms' and dkms['missing']:
         out['errors'].append(_dkms_error(dkms['error'], run['dkms']))
+    if run['stage'] == 'dkms' and modules['install']:
+        # The installation ran and did not bring them.
+        out['errors'].append(_driver_ubuntu.modules_error(host, target, running, modules['install'], tried=True))
     if run['stage'] == 'rebooted' and run['booting'] and running != run['booting']:
         out['errors'].append('The node rebooted but runs {0}, not {1} (the boot loader\'s default is now {2}).'.format(
             running, run['booting'], default))
@@ -559,6 +605,8 @@ def plan(facts, settings, context):
         'devel': {'family': family, 'release': target, 'needed': devel_needed, 'package': package},
         'set_default': set_default,
         'dkms': dkms,
+        'modules': modules,
+        'stop': stop,
         'grubby': GRUBBY,
         'reboot_ok': allowed,
         'iommu': iommu,
@@ -569,7 +617,8 @@ def plan(facts, settings, context):
         'iommu_commands': [iommu['grubby']] if iommu and iommu.get('grubby') else [],
         'grub_lines': [iommu['grub_line']] if iommu and iommu.get('grub_line') else [],
         'restore': [['grubby', '--set-default=' + dkms['fallback_path']]]
-        if run['stage'] == 'dkms' and dkms['missing'] and dkms['restore_default'] else [],
+        if family == 'el' and ((run['stage'] == 'dkms' and dkms['missing'] and dkms['restore_default']) or
+                               (stop and (default != running or pending))) else [],
         'verify': [] if check_mode or not settings['nodeprep_kernel_verify'] else
         _verify(settings, state, family, target, pending, package),
         'predict': [INSTALL_TASK] if predict_install else [],

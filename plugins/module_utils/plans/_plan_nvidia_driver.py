@@ -287,7 +287,10 @@ SETTINGS = {
         'type': 'bool',
         'default': False,
         'description': [
-            'Install, enable and start C(nvidia-imex) (needed for multi-node NVLink such as GB200 NVL72).',
+            'Install, enable and start C(nvidia-imex) (needed for multi-node NVLink such as GB200 NVL72), at the '
+            "driver's version.",
+            'The C(gpufleet.nodeprep.imex) role writes its node list (C(nodeprep_imex_domain_group)) and makes the '
+            'IMEX channel; without it the daemon runs with no peers.',
         ],
     },
     'nodeprep_nvidia_driver_open_required_device_ids': {
@@ -423,6 +426,11 @@ PREDICTED_TASKS = (INSTALL_TASK, RUNFILE_TASK, EXTRAS_TASK, HOLD_TASK, LOCK_TASK
 NOUVEAU_TEXT = 'blacklist nouveau\noptions nouveau modeset=0\n'
 
 
+# The refusals of the driver plan that are the node's condition, not settings: an unsupported platform, Ubuntu's signed
+# modules missing from the archive for the kernel that boots next.
+NODE_REFUSALS = ('platform', 'modules')
+
+
 def _unknown_node(out, msg):
     """The role cannot plan the driver on this node: it fails there (the role changes nothing), and the checks fail
     with the reason."""
@@ -465,12 +473,14 @@ def plan(facts, settings, context):
     # The cross-field rules argument_specs cannot express (_driver_plan.refusals): a platform the role does not
     # support is an error of the node, the others are settings that cannot be used here (each message names the
     # variable, the value and what is allowed).
+    # Ubuntu's signed modules missing from the archive for the kernel that boots next is an error of the node too.
     for check, msg in sorted(driver.get('refused', {}).items()):
-        (out['errors'] if check == 'platform' else out['problems']).append(msg)
+        (out['errors'] if check in NODE_REFUSALS else out['problems']).append(msg)
     if driver.get('refusals'):
         out['reasons'] = [msg for _check, _level, msg in items]
-        if 'platform' in driver['refused']:
-            _not_judged(out, driver['refused']['platform'])
+        for check in NODE_REFUSALS:
+            if check in driver['refused']:
+                _not_judged(out, driver['refused'][check])
         return out
     judge(out, driver, wanted, settings, units, files)
     for check, level, msg in items:
@@ -655,7 +665,9 @@ def steps(out, driver, facts, settings, run, check_mode):
         'services': services,
         'verify': _verify(driver, facts, settings, check_mode),
         'predict': predicted,
-        'pending': {'persistenced': bool(settings[PREFIX + 'persistenced'])}
+        # the rdma plan predicts DMA-BUF or nvidia_peermem from the flavour and branch the run installs
+        'pending': {'persistenced': bool(settings[PREFIX + 'persistenced']), 'imex': bool(settings[PREFIX + 'imex']),
+                    'flavour': settings[PREFIX + 'module_type'], 'branch': settings[PREFIX + 'branch']}
         if check_mode and (run['installing'] or driver['check_mode_loads']) else None,
         # What the later stages hand back to node_plan; at the start, what this run will have done before them.
         'run': dict(run, start_version=driver['installed_version'] if start else run['start_version'],

@@ -46,7 +46,9 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._os_rele
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._package_db import version_text
 
 ROLE = 'perf_tools'
-CHECKS = ()
+# The readiness check of the role's work: each tool built (or given) and linked where the performance gates run it.
+CHECK = 'perf.tools'
+CHECKS = (CHECK,)
 PREFIX = 'nodeprep_perf_tools_'
 TOOLS = ('all_reduce_perf', 'nvbandwidth')
 # What each tool is built from: the source tree's name (GitHub's release archive: <repository>-<tag without v>) and
@@ -169,10 +171,17 @@ def _prefix(settings):
 
 
 def binaries(settings):
-    """{tool: path} where the role puts each tool it provides (``<prefix>/bin/<tool>``): what the checks that run the
-    tools execute."""
+    """{tool: path} where the role puts each tool it provides (``<prefix>/bin/<tool>``)."""
     bindir = posixpath.join(_prefix(settings), 'bin')
     return dict((tool, posixpath.join(bindir, tool)) for tool in settings[PREFIX + 'tools'])
+
+
+def gate_paths(settings):
+    """{tool: path} the performance gates of readiness run, for both tools: the site's own binary where its path is
+    given (``nodeprep_perf_tools_<tool>``; the role links it, so it is the same program), else the role's link
+    ``<prefix>/bin/<tool>`` (whether or not this run's inventory installs the tools)."""
+    bindir = posixpath.join(_prefix(settings), 'bin')
+    return dict((tool, settings[PREFIX + tool] or posixpath.join(bindir, tool)) for tool in TOOLS)
 
 
 def source_paths(settings, tool):
@@ -322,6 +331,39 @@ def build_steps(settings, tool, cuda, nccl, facts):
 # ---------------------------------------------------------------- the plan
 
 def plan(facts, settings, context):
+    out = _plan_work(facts, settings, context)
+    _judge(out, settings)
+    return out
+
+
+def _judge(out, settings):
+    """perf.tools: the role's work is its drift (a run fixes it), what stops the role on the node is drift no run
+    fixes; skipped where the role installs nothing (or the node has no GPU).  Settings that cannot be used fail it
+    (readiness plan_check reads the plan's problems)."""
+    if not settings[PREFIX + 'install']:
+        _plan.set_check(out, CHECK, 'not managed (nodeprep_perf_tools_install is false)',
+                        skip='not managed: nodeprep_perf_tools_install is false')
+        return
+    if out['problems']:
+        _plan.set_check(out, CHECK, 'the performance tools built (or given) and linked under '
+                                    'nodeprep_perf_tools_prefix')
+        return
+    tools = [t for t in TOOLS if t in settings[PREFIX + 'tools']]
+    links = binaries(settings)
+    expected = '{0} built (or given) and linked at {1}'.format(', '.join(tools), ', '.join(links[t] for t in tools))
+    for reason in out['reasons']:
+        _plan.add_drift(out, CHECK, reason)
+    for error in out['errors']:
+        _plan.add_drift(out, CHECK, error, fixable=False)
+    reports = [r for r in out['reports'] if r.startswith('The performance tools are not installed on')]
+    if reports:
+        _plan.set_check(out, CHECK, expected, skip=reports[0])
+        return
+    _plan.set_check(out, CHECK, expected, '' if out['drift'] else 'in place: {0}'.format(', '.join(
+        '{0} -> {1}'.format(links[t], settings[PREFIX + t] or 'the build') for t in tools)))
+
+
+def _plan_work(facts, settings, context):
     out = _plan.new_plan(ROLE)
     check_settings(out, settings)
     if out['problems'] or not settings[PREFIX + 'install']:

@@ -517,9 +517,18 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
     loaded = kernel_state.get('nvidia_module') or {'loaded': False}
     installed, installed_source = installed_driver_version(kernel_state, nvidia, packages, boot)
     dkms_version = dkms_version_for(kernel_state, boot)
-    ubuntu = _driver_ubuntu.plan(settings, ubuntu_found, boot) if ubuntu_source else None
+    ubuntu = _driver_ubuntu.plan(settings, ubuntu_found, boot, node.get('apt_candidates')) if ubuntu_source \
+        else None
+    if ubuntu and ubuntu['modules_available'] is False:
+        # Ubuntu's archive has no signed modules for the kernel that boots next (the gather's apt candidates): the
+        # installation cannot succeed, and a reboot would bring the node up without its GPUs.
+        msg = _driver_ubuntu.modules_error(facts.get('host'), boot, running, [ubuntu['modules_package']],
+                                           role='nvidia_driver')
+        plan.update({'refusals': [msg], 'refused': {'modules': msg}})
+        return plan
     if ubuntu and ubuntu['version'] and installed_source in (None, 'nvidia-smi'):
-        installed, installed_source = ubuntu['version'], 'package ' + ubuntu['driver_package']
+        installed = ubuntu['version']
+        installed_source = 'package ' + (ubuntu['version_package'] or ubuntu['driver_package'])
     if ubuntu and ubuntu['modules_installed']:
         # Canonical's prebuilt modules for the kernel that boots next stand where the DKMS build stands.
         dkms_version = installed
@@ -612,6 +621,19 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
         extras.extend((name, '') for name in NVLINK5_PACKAGES)
     if settings.get('imex'):
         extras.append(('nvidia-imex', pin_version))
+    metas = []
+    if ubuntu:
+        # The module meta package of each installed kernel flavour, so that a kernel installed outside the collection
+        # (apt upgrade) comes with its signed modules; known once the gather read its apt candidate.
+        metas = _driver_ubuntu.flavour_metas(settings, kernel_state.get('packages'), node.get('apt_candidates'),
+                                             packages)
+        extras.extend((meta['name'], '') for meta in metas if meta['installed'] or meta['available'])
+        for meta in metas:
+            if meta['available'] is False and not meta['installed']:
+                plan['warnings'].append(
+                    "Ubuntu's archive has no {0} (no apt candidate): a kernel of that flavour installed outside the "
+                    'collection comes without its signed NVIDIA modules (the kernel role does not reboot into '
+                    'it).'.format(meta['name']))
     if want_fm:
         extras.append((_driver_ubuntu.fabricmanager_package(fm_branch) if ubuntu else
                        fabricmanager_package(fam, fm_branch), fm_version))
@@ -637,6 +659,7 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
         have = [p['version'] for p in packages.get(name) or []]
         if not have or (version and version not in have) or name in remove:
             missing.append(spec(fam, name, version))
+    plan['ubuntu_metas'] = metas
     plan['extras'] = {
         'packages': [spec(fam, n, v) for n, v in extras],
         'missing': missing,
@@ -720,7 +743,8 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
                 SECURE_BOOT_REMEDY.format(key='', path=path)))
 
     # R24: a reboot into a kernel the NVIDIA driver did not build for brings the node up without its GPUs.
-    blocker = dkms_blocker(kernel_state, running, boot, method, stage, check_mode)
+    blocker = dkms_blocker(kernel_state, running, boot, method if not ubuntu else 'ubuntu', stage, check_mode,
+                           packages)
     if blocker:
         plan['blockers'].append(blocker)
 
@@ -784,15 +808,19 @@ def driver_plan(facts, settings, node=None, stage='start', run=None, check_mode=
     return plan
 
 
-def dkms_blocker(kernel_state, running, boot, method, stage, check_mode):
+def dkms_blocker(kernel_state, running, boot, method, stage, check_mode, packages=None):
     """After the build for the kernel that boots next (stage 'installed', a real run): the message that stops the
     role before a reboot when an NVIDIA DKMS module is not ``installed`` for that kernel (R24, _dkms.needed_for),
-    with the make.log's last lines; '' otherwise.  The kernel role's plan keeps the running kernel as the default
-    boot entry (_plan_kernel.dkms_plan); this role does not change the boot loader."""
+    with the make.log's last lines, or when ``dkms status`` lists no NVIDIA module although the node has one
+    (_dkms.unknown_state, ``packages`` the installed ones); '' otherwise.  The kernel role's plan keeps the running
+    kernel as the default boot entry (_plan_kernel.dkms_plan); this role does not change the boot loader."""
     # Imported here: _dkms takes the module names from this module (their one home).
     from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _dkms
     if method != 'repo' or stage != 'installed' or check_mode or not boot or boot == running:
         return ''
+    unknown = _dkms.unknown_state(kernel_state, packages)
+    if unknown:
+        return _dkms.unknown_error('', boot, running, unknown, False, role='nvidia_driver')
     entries = kernel_state.get('dkms') or []
     _needed, missing = _dkms.needed_for(entries, running, boot)
     if not _dkms.registered(entries) or not missing:
@@ -889,9 +917,15 @@ OPEN_MODULES = 'driver.open_modules'
 
 def _extras_check(names):
     """The check a list of extra packages belongs to: nvidia-persistenced (Ubuntu: nvidia-compute-utils) is
-    driver.persistenced's, the fabric manager, its switch library, NVLSM and IMEX are fabric.manager's."""
+    driver.persistenced's, Ubuntu's module meta packages (the driver of later kernels) driver.loaded's, the fabric
+    manager, its switch library, NVLSM and IMEX are fabric.manager's."""
     persistence = [n for n in names if re.match(r'^(nvidia-persistenced|nvidia-compute-utils)', n)]
-    return PERSISTENCED if names and len(persistence) == len(names) else FABRIC
+    modules = [n for n in names if n.startswith('linux-modules-nvidia-')]
+    if names and len(persistence) == len(names):
+        return PERSISTENCED
+    if modules and len(modules) + len(persistence) == len(names):
+        return LOADED
+    return FABRIC
 
 
 def _reboot_check(reason):

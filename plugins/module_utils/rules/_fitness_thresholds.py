@@ -58,14 +58,16 @@ SOURCES = {
         'internal/captures/linux-x86_64__nvidia-h200__590.48.01.txt: Gen 5, 16x)'),
     'k8s-test-infra-371': ('NVIDIA/k8s-test-infra issue #371: nvidia-smi nvlink -s on a GB200 tray, links 0-17 at '
                            '53.125 GB/s'),
-    'topology': ('plugins/module_utils/_topology.py NVLINKS and the topo -m captures of tests/fixtures/topo (NV12 '
-                 'A100, NV18 H100/H200/B200/B300/GB200)'),
-    'nv8': ('public nvidia-smi topo -m captures of 8 x H800 80GB SXM and 8-GPU A800 SXM4 boards showing NV8 between '
-            'every pair (found in the public code corpus; the index does not name the repositories) and issue #28 of '
-            'this project; NVIDIA\'s A800/H800 product briefs give 400 GB/s of NVLink (A100 600, H100 900 GB/s), '
-            'i.e. 8 links of 50 GB/s'),
-    'dgx1-v100': ('NVIDIA DGX-1 with Tesla V100 system architecture white paper: hybrid cube-mesh, 6 NVLinks per '
-                  'V100, some GPU pairs joined by two links (NV2), others by one (NV1), some by none'),
+    'topology': ('nvidia-smi topo -m captures of tests/fixtures/topo and tests/fixtures/SOURCES.md (NV12 A100, NV18 '
+                 'H100/H200/B200/B300/GB200; H20 NV18: vllm-project/vllm#5001)'),
+    'nv8': ('nvidia-smi topo -m of 8 x NVIDIA H800 with NV8 between every pair (sgl-project/sglang#28424, '
+            'tests/fixtures/topo) and NVIDIA\'s A800 40GB/80GB and H800 product briefs and datasheets: NVLink '
+            '400 GB/s per GPU against 600 GB/s on A100 (12 links) and 900 GB/s on H100 (18 links), i.e. 8 links of '
+            '50 GB/s'),
+    'dgx1-v100': ('NVIDIA DGX-1 with Tesla V100 System Architecture white paper (WP-08437-002): 8 V100 SXM2 in a '
+                  'hybrid cube-mesh, 6 NVLinks per GPU, no NVSwitch; nvidia-smi topo -m of such a board '
+                  '(pytorch/pytorch benchmarks/distributed/ddp/README.md, tests/fixtures/topo): pairs at NV1 or NV2, '
+                  'three peers per GPU at SYS, the links of each GPU adding up to 6'),
     'azure-benchmarks': (
         'Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md, ND_H200_v5_results.md, '
         'ND_A100_v4_results.md (8fd0c6e1bd0f853ef8f0500a3640a7d80a2a92ef) and ND_GB200_v6_results.md '
@@ -145,7 +147,7 @@ MODELS = (
      'allreduce_other': (),
      'nvbandwidth': None,
      'reference': None},
-    {'key': 'a100-sxm4', 'label': 'A100 SXM4 (HGX A100)', 'match': r'\bA100-SXM4', 'exclude': None,
+    {'key': 'a100-sxm4', 'label': 'A100 SXM4 (HGX A100)', 'match': r'\bA100-SXM', 'exclude': None,
      'nvlinks': 12, 'nvlinks_source': 'oci-hpc', 'nvlink_gbps_min': 25.0, 'nvlink_gbps_seen': 25.0,
      'pcie': {'gen': 4, 'width': 16, 'source': 'captures'},
      'allreduce': _allreduce(228.0, 16 * GIB, 16 * GIB, 'azure-nhc',
@@ -158,6 +160,10 @@ MODELS = (
      'reference': {'allreduce_busbw_8gib': 231.58, 'nvbandwidth': {'host_to_device': 26.28, 'device_to_host': 6.27,
                                                                    'device_to_device_read': 423.0},
                    'source': 'azure-benchmarks'}},
+    {'key': 'h20', 'label': 'H20 (HGX H20)', 'match': r'\bH20\b', 'exclude': r'PCIe|NVL',
+     'nvlinks': 18, 'nvlinks_source': 'topology', 'nvlink_gbps_min': None, 'nvlink_gbps_seen': None,
+     'pcie': None,
+     'allreduce': None, 'allreduce_other': (), 'nvbandwidth': None, 'reference': None},
     {'key': 'a800-sxm4', 'label': 'A800 SXM4 (HGX A800)', 'match': r'\bA800-SXM4', 'exclude': None,
      'nvlinks': 8, 'nvlinks_source': 'nv8', 'nvlink_gbps_min': None, 'nvlink_gbps_seen': None,
      'pcie': None,
@@ -182,13 +188,14 @@ MODELS = (
 # node that should train.  Sources: nvidia-smi-help (HW Slowdown = clocks cut by 2 or more: HW Thermal Slowdown or HW
 # Power Brake Slowdown; SW Power Cap = the power limit, a setting), azure-nhc (azure_gpu_clock_throttling.nhc flags
 # every active reason but idle, none and sw_power_cap), and the GPU double's source for a real HW Power Brake capture
-# (tests/testbed/gpu_double/REALITY.md).  sw_thermal_slowdown: the driver lowering clocks before the hardware does;
-# Azure flags it, no source calls it a failure: warn.
+# (tests/testbed/gpu_double/REALITY.md).  sw_thermal_slowdown: nvidia-smi's help says the driver's thermal capping
+# holds the clocks below the requested ones because the GPU is above its maximum operating temperature: a job runs
+# slower until the node is cooled: fail (issue #28 asks for it; Azure logs every reason but idle and SW Power Cap).
 CLOCK_REASONS = {
     'hw_slowdown': 'fail',
     'hw_thermal_slowdown': 'fail',
     'hw_power_brake_slowdown': 'fail',
-    'sw_thermal_slowdown': 'warn',
+    'sw_thermal_slowdown': 'fail',
     'sw_power_cap': 'pass',
     'gpu_idle': 'pass',
     'applications_clocks_setting': 'pass',
@@ -209,6 +216,10 @@ REMAPPED_ROWS = {'pending': 'fail', 'failure': 'fail', 'uncorrectable_max': 512,
 # second; slower CRC growth is a warning.  Counters are totals since the driver loaded (or since nvidia-smi nvlink
 # -r): a judgement needs two reads (the growth), as DCGM takes one per watch interval.
 NVLINK_ERRORS = {'replay_recovery_growth_max': 0, 'crc_per_second_max': 100.0, 'sources': ('dcgm-health',)}
+# One read (the readiness gather): the counters since the driver loaded stand for their growth over that time; replay
+# and recovery above 0 fail (DCGM fails any growth); CRC has no count threshold (DCGM's is a rate): a site may set
+# one (nvlink_crc_errors_max), else a CRC count above 0 warns.
+NVLINK_ERRORS_SINCE_LOAD = {'replay': 0, 'recovery': 0, 'crc': None}
 
 # PCIe replays allowed per minute and lane, by link generation (dcgm-health: 10^-12 errors per bit at the lane rate):
 # a link of generation g and w lanes may replay ceil(rate[g] * w) times a minute.
@@ -267,7 +278,11 @@ def pcie_replays_per_minute(gen, width):
 
 _OVERRIDABLE = ('nvlinks', 'nvlink_gbps', 'pcie_gen', 'pcie_width', 'allreduce_busbw_gbps', 'allreduce_min_bytes',
                 'allreduce_max_bytes', 'host_to_device_gbps', 'device_to_host_gbps', 'device_to_device_read_gbps',
-                'remapped_rows_uncorrectable_max')
+                'remapped_rows_uncorrectable_max', 'nvlink_replay_errors_max', 'nvlink_recovery_errors_max',
+                'nvlink_crc_errors_max')
+# Counts of errors allowed: 0 is a threshold (none allowed).
+_ZERO_ALLOWED = ('remapped_rows_uncorrectable_max', 'nvlink_replay_errors_max', 'nvlink_recovery_errors_max',
+                 'nvlink_crc_errors_max')
 
 
 def thresholds(product_name, overrides=None):
@@ -298,12 +313,17 @@ def thresholds(product_name, overrides=None):
     put('device_to_host_gbps', nvb.get('device_to_host_memcpy_ce'), nvb.get('source'))
     put('device_to_device_read_gbps', nvb.get('device_to_device_memcpy_read_ce'), nvb.get('source'))
     put('remapped_rows_uncorrectable_max', REMAPPED_ROWS['uncorrectable_max'], 'azure-nhc')
+    for kind in ('replay', 'recovery', 'crc'):
+        put('nvlink_{0}_errors_max'.format(kind), NVLINK_ERRORS_SINCE_LOAD[kind], 'dcgm-health')
     for key, value in sorted((overrides or {}).items()):
         if key not in _OVERRIDABLE:
             raise ThresholdError('{0}: not a threshold (allowed: {1})'.format(key, ', '.join(_OVERRIDABLE)))
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        if key in _ZERO_ALLOWED:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ThresholdError('{0}={1!r}: a count of errors is a whole number, 0 or more'.format(key, value))
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise ThresholdError('{0}={1!r}: a threshold is a number above 0'.format(key, value))
         out[key] = {'value': value, 'source': 'setting', 'source_key': 'setting'}
     out['model'] = {'value': entry['key'] if entry else None, 'source': None, 'source_key': None}

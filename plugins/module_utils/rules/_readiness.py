@@ -38,6 +38,8 @@ import re
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _nvswitch_fabric as driver_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_node
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_fabric
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_health
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _perf_gates
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _rdma as rdma_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _shm as shm_rules
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _topology
@@ -67,7 +69,17 @@ SETTING_NAMES = (
     'nodeprep_readiness_xid_fail',
     'nodeprep_readiness_skip_checks',
     'nodeprep_readiness_kernel_log_lines',
+    'nodeprep_readiness_thresholds',
+    'nodeprep_readiness_mig',
+    'nodeprep_readiness_performance',
+    'nodeprep_readiness_node_idle',
+    'nodeprep_readiness_performance_thresholds',
+    'nodeprep_readiness_performance_timeout',
 )
+
+# The facts of the performance gates (_perf_gates.py): what the gather ran, and where the controller let them run.
+PERF_FACT = _perf_gates.FACT
+PERF_WHERE_FACT = _perf_gates.WHERE_FACT
 
 # Only named in messages (no file is opened here); the shm facts say where they looked.
 SHM_PATH = '/dev/shm'  # nosec B108
@@ -290,7 +302,8 @@ def kernel_log_read(facts, settings):
 
 
 def _health(facts, settings):
-    expected = ('no pending page retirement or row remapping, no uncorrectable ECC error, '
+    # Remapped rows are gpu.remapped_rows' (_gpu_health.remapped_rows).
+    expected = ('no pending page retirement, no uncorrectable ECC error, '
                 'no Xid event in the kernel log of this boot')
     gpus = _gpus(facts)
     if not gpus:
@@ -302,14 +315,9 @@ def _health(facts, settings):
     for gpu in gpus:
         label = _gpu_label(gpu)
         pages = gpu.get('retired_pages') or {}
-        rows = gpu.get('remapped_rows') or {}
         ecc = gpu.get('ecc') or {}
         if pages.get('pending'):
             problems.append('{0}: page retirement pending (reset needed)'.format(label))
-        if rows.get('pending'):
-            problems.append('{0}: row remapping pending (reset needed)'.format(label))
-        if rows.get('failure'):
-            problems.append('{0}: row remapping failed'.format(label))
         if ecc.get('volatile_uncorrectable'):
             problems.append('{0}: {1} uncorrectable ECC errors since the driver loaded'.format(
                 label, ecc['volatile_uncorrectable']))
@@ -393,6 +401,19 @@ def _kernel_iommu(facts, settings):
     return rdma_rules.iommu_result(_get(facts, 'kernel_state', 'rdma'), _gpu_bus_ids(facts))
 
 
+# The performance gates (_perf_gates.py; opt-in, only on a node that runs no job): the rules judge the raw outputs the
+# gather returned.  They need no namespace (CHECKS): a gate that is off skips even where nvidia-smi failed; one that
+# ran judges nvidia-smi's GPU list itself (none listed: nothing ran, and it fails saying so).
+
+
+def _allreduce(facts, settings):
+    return _perf_gates.judge_allreduce(facts, settings)
+
+
+def _nvbandwidth(facts, settings):
+    return _perf_gates.judge_nvbandwidth(facts, settings)
+
+
 _ROLE = 'role gpufleet.nodeprep.{0} (playbooks/{0}.yml)'
 
 # The one list of checks: (id, remedy, check function, fact namespaces it needs). A namespace that could not be
@@ -415,6 +436,19 @@ CHECKS = (
     ('gpu.clocks', _ROLE.format('gpu_settings'), None, ('nvidia',)),
     ('gpu.health', 'drain the node, then playbooks/recover_gpu.yml (reboot resets the GPU and applies pending '
                    'page retirement or row remapping); repeated faults: hardware service', _health, ('nvidia',)),
+    # GPU health that slows or breaks a job (_gpu_health.py; thresholds and sources in _fitness_thresholds.py).
+    ('gpu.throttle', 'drain the node; HW Power Brake: the power supply or BMC; thermal: cooling and airflow, then '
+                     'hardware service', _gpu_health.throttle, ('nvidia',)),
+    ('pci.link', 'drain the node, then playbooks/recover_gpu.yml (a reboot retrains the link); still narrow: reseat '
+                 'or hardware service (riser, slot, retimer)', _gpu_health.pcie_link, ('nvidia',)),
+    ('nvlink.links', 'drain the node, then playbooks/recover_gpu.yml (a reboot retrains NVLinks); links still down or '
+                     'errors growing: hardware service (baseboard/NVLink)', _gpu_health.nvlinks, ('nvidia',)),
+    ('gpu.remapped_rows', 'pending: drain the node, then playbooks/recover_gpu.yml (a GPU reset applies the remap); '
+                          'failure or too many rows: replace the GPU', _gpu_health.remapped_rows, ('nvidia',)),
+    ('gpu.mig', 'nvidia-smi -mig 0 (or 1, as nodeprep_readiness_mig wants) on a drained node, then a GPU reset '
+                '(playbooks/recover_gpu.yml)', _gpu_health.mig, ('nvidia',)),
+    ('gpu.vbios', 'plan a VBIOS update of the GPUs behind (the vendor\'s firmware bundle) on a drained node',
+     _gpu_health.vbios, ('nvidia',)),
     ('memlock.users', _ROLE.format('memlock'), None, ('limits',)),
     ('memlock.services', _ROLE.format('memlock'), None, ('limits',)),
     ('shm.size', _ROLE.format('shm'), None, ('shm',)),
@@ -440,13 +474,27 @@ CHECKS = (
                 'nodeprep_rdma_acs_unit: true (clears it at every boot with setpci)', None, ('kernel_state',)),
     ('kernel.iommu', 'role gpufleet.nodeprep.kernel with nodeprep_kernel_iommu_passthrough: true (iommu=pt), then a '
                      'reboot', _kernel_iommu, ('kernel_state',)),
+    # Judged by the imex plan (PLAN_CHECKS): the IMEX domain of a multi-node NVLink node (opt-in; skips elsewhere).
+    ('imex.domain', _ROLE.format('imex') + '; a peer named down: its nvidia-imex, its node or the management network '
+     'between them', None, ('imex',)),
+    # Judged by the perf_tools plan (PLAN_CHECKS): the tools the performance gates run, where the role installs them.
+    ('perf.tools', _ROLE.format('perf_tools') + ' (nodeprep_perf_tools_install: true)', None, ()),
+    # The performance gates (opt-in: nodeprep_readiness_performance; only on a node that runs no job).
+    ('perf.allreduce', 'drain the node; gpu.topology and gpu.fabric name a link or GPU that is down, else '
+                       'playbooks/recover_gpu.yml (a reset retrains NVLinks) and run the gate again; still slow: '
+                       'hardware service (baseboard/NVLink); a wrong value: hardware service for the GPU',
+     _allreduce, ()),
+    ('perf.nvbandwidth', 'drain the node; a GPU slow host<->device: reseat or service its PCIe path (the link width '
+                         'and generation under load); slow device<->device: as perf.allreduce',
+     _nvbandwidth, ()),
 )
 CHECK_IDS = tuple(entry[0] for entry in CHECKS)
 # The checks of the GPU roles (_gpu_node.GPU_ROLES) and of the GPUs themselves: on a node that is not a GPU node
 # (no NVIDIA GPU on the PCI bus, or nodeprep_gpu_node false; the decision its GPU roles' plans record) they skip
 # with that reason, so such a node is never "not ready" for GPU reasons.
 GPU_CHECKS = tuple(check_id for check_id in CHECK_IDS
-                   if check_id.split('.')[0] in ('kernel', 'driver', 'gpu', 'nccl', 'fabric', 'rdma', 'pci'))
+                   if check_id.split('.')[0] in ('kernel', 'driver', 'gpu', 'nccl', 'fabric', 'rdma', 'pci',
+                                                 'nvlink', 'perf'))
 REMEDIES = dict((entry[0], entry[1]) for entry in CHECKS)
 # The fact namespaces each check needs (what the readiness gather reads for it).
 NEEDS = dict((entry[0], entry[3]) for entry in CHECKS)
@@ -475,6 +523,9 @@ def normalize_settings(settings):
             raise ReadinessError('nodeprep_readiness_xid_fail: {0!r} is not an Xid code (a whole number)'.format(
                 code))
     out['nodeprep_readiness_xid_fail'] = codes
+    health = _gpu_health.settings_problems(out)
+    if health:
+        raise ReadinessError('; '.join(health))
     return out
 
 
@@ -511,7 +562,8 @@ PLAN_CHECKS = {'kernel.devel_matched': 'kernel',
                'driver.nouveau_blacklisted': 'nvidia_driver', 'driver.loaded': 'nvidia_driver',
                'driver.open_modules': 'nvidia_driver', 'driver.persistenced': 'nvidia_driver',
                'fabric.manager': 'nvidia_driver', 'gpu.dcgm_diag': 'dcgm', 'rdma.peer_memory': 'rdma',
-               'pci.acs': 'rdma'}
+               'pci.acs': 'rdma', 'imex.domain': 'imex',
+               'perf.tools': 'perf_tools'}
 
 
 def with_health(result, problems):
@@ -579,6 +631,14 @@ def settings_problems(settings):
     if isinstance(lines, int) and not isinstance(lines, bool) and lines < 0:
         problems.append('nodeprep_readiness_kernel_log_lines={0} is negative; allowed: 0 (do not read the kernel log) '
                         'or a positive number of lines'.format(lines))
+    try:
+        _perf_gates.check_overrides(settings.get('nodeprep_readiness_performance_thresholds'))
+    except _perf_gates.PerfGateError as exc:
+        problems.append(str(exc))
+    timeout = settings.get('nodeprep_readiness_performance_timeout')
+    if isinstance(timeout, int) and not isinstance(timeout, bool) and timeout < 1:
+        problems.append('nodeprep_readiness_performance_timeout={0} is not a timeout; allowed: a whole number of '
+                        'seconds, at least 1'.format(timeout))
     skipped = _as_list(settings.get('nodeprep_readiness_skip_checks'), 'nodeprep_readiness_skip_checks')
     unknown = sorted(set(skipped) - set(CHECK_IDS))
     if unknown:

@@ -13,9 +13,14 @@ check(matrix, gpus, switched) applies the rule:
 * fewer than 2 GPUs, or a PCIe GPU model (NVLink there is at most a bridge between two cards): skip;
 * every GPU pair must be at ``NV<n>``.  With NVSwitches (``switched``: NVSwitches on the PCI bus, NVLink 5 switch
   bridges, or the GPUs in a multi-node NVLink domain) each GPU's links all go to the switches, so every pair shows
-  all of them and n comes from NVLINKS below.  Without NVSwitches (direct-connect boards) or for a model not in the
-  table, every pair must show as many links as the best pair of the node.  A pair below that fails, naming both
-  GPUs; a board whose model has NVLink but where no pair shows any fails too;
+  all of them and n is the model's NVLinks per GPU (_fitness_thresholds.MODELS: 12 on A100, 8 on A800 and H800, 18
+  on Hopper and Blackwell).  Without NVSwitches (direct-connect boards) or for a model not in the table, every pair
+  must show as many links as the best pair of the node.  A pair below that fails, naming both GPUs; a board whose
+  model has NVLink but where no pair shows any fails too;
+* a hybrid cube-mesh board (V100 SXM2, DGX-1 style: no NVSwitch, pairs at NV1 or NV2, some pairs without NVLink)
+  is judged per GPU instead: with all 8 GPUs seen, the NVLinks of each GPU to its peers must add up to the model's
+  count (6); a GPU short of it fails, naming the GPU and its pairs.  With fewer GPUs seen (a VM given part of the
+  board) the links are reported, not judged;
 * when the matrix has NIC columns, every GPU should have a NIC at ``PIX`` or ``PXB`` (behind the same PCIe switch:
   its GPUDirect RDMA rail).  A GPU without one warns, naming it and its nearest NIC: NCCL still runs, through the CPU
   or through another GPU's NIC (PXN), at less bandwidth - a design limit of the board, not a fault a reboot or a role
@@ -29,6 +34,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_topo import nvlinks
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _fitness_thresholds
 
 PASS = 'pass'  # nosec B105
 WARN = 'warn'
@@ -36,23 +42,13 @@ FAIL = 'fail'
 SKIP = 'skip'
 
 
-# NVLinks per GPU by product name (nvidia-smi ``product_name``), first match wins. Sources (tests/fixtures/SOURCES.md
-# has the captures): A100 SXM4 NV12 (stas00/ml-engineering 8x A100 capture; NVIDIA/nccl#1505 DGX A100); H100 SXM5
-# NV18 (stas00/ml-engineering 8x H100; NVIDIA/nccl#1453); H200 NV18 (../shared/reference/REALITY.md R29: HGX H200 as
-# H100); H20 NV18 (vllm-project/vllm#5001); B200 NV18 (vllm-project/vllm#24513, unslothai/unsloth#3872); B300 NV18
-# (sgl-project/sglang#28659); GB200 NV18 (sgl-project/sglang#11208, NVIDIA/k8s-test-infra#371 nvlink -s: links
-# 0-17); GB300 NV18 is a guess (no public topo -m capture found: Blackwell Ultra keeps NVLink 5, as the B300 capture
-# shows NV18).
-NVLINKS = (
-    (re.compile(r'A100-SXM|A800-SXM'), 12, 'A100 SXM4'),
-    (re.compile(r'\bH100 80GB HBM3\b|\bH100[- ]SXM|\bH800\b(?! PCIe)'), 18, 'H100 SXM5'),
-    (re.compile(r'\bH200\b(?! NVL)'), 18, 'H200 SXM'),
-    (re.compile(r'\bH20\b'), 18, 'H20'),
-    (re.compile(r'\bGB200\b'), 18, 'GB200'),
-    (re.compile(r'\bGB300\b'), 18, 'GB300 (guess)'),
-    (re.compile(r'\bB200\b'), 18, 'B200'),
-    (re.compile(r'\bB300\b'), 18, 'B300'),
-)
+# NVLinks per GPU come from the one table of per-model figures, rules/_fitness_thresholds.py MODELS (``nvlinks``,
+# ``topology``), whose sources are named there and in docs/readiness-thresholds.md: NV12 A100 SXM4, NV18 H100/H200/H20/
+# B200/B300/GB200/GB300, NV8 A800 SXM4 and H800 SXM5 (NVLink cut to 400 GB/s, 8 links of 50 GB/s), 6 per V100 SXM2
+# in the DGX-1 hybrid cube-mesh (pairs at NV1 or NV2, some pairs without NVLink, no NVSwitch).
+HYBRID_CUBE_MESH = 'hybrid-cube-mesh'
+# The GPUs of a hybrid cube-mesh board (DGX-1, HGX-1): its per-GPU link count holds only when all of them are seen.
+HYBRID_CUBE_MESH_GPUS = 8
 # PCIe cards: NVLink, where present, is a bridge between two cards (NVL products) - not judged.
 PCIE_MODEL = re.compile(r'PCIe|\bNVL\b|\bL40|\bL4\b|\bA10G?\b|\bT4\b|RTX|Quadro|GeForce')
 # Grace-Blackwell superchips: GPUs reach the NICs through the Grace CPU (C2C), never behind a shared PCIe switch.
@@ -61,15 +57,23 @@ GRACE_MODEL = re.compile(r'\bG[BH]\d{3}\b')
 RAIL_LINKS = ('PIX', 'PXB')
 
 EXPECTED = ('every GPU pair at NV<n>, n the NVLinks per GPU of the model with NVSwitches (else the best pair of the '
-            'node); every GPU with a NIC at PIX or PXB where the matrix shows NICs')
+            'node; on a hybrid cube-mesh board each GPU\'s links to its peers add up to the model\'s); every GPU '
+            'with a NIC at PIX or PXB where the matrix shows NICs')
 
 
 def model_nvlinks(name):
-    """``(links, label)`` for a GPU product name from NVLINKS; ``(None, None)`` for a model not in the table."""
-    for pattern, links, label in NVLINKS:
-        if pattern.search(name or ''):
-            return links, label
-    return None, None
+    """``(links, label)`` for a GPU product name from _fitness_thresholds.MODELS (the label without its board in
+    parentheses); ``(None, None)`` for a model not in the table."""
+    entry = _fitness_thresholds.model_for(name)
+    if not entry or not entry.get('nvlinks'):
+        return None, None
+    return entry['nvlinks'], entry['label'].split(' (')[0]
+
+
+def model_layout(name):
+    """The NVLink layout of a GPU product name (``hybrid-cube-mesh``), or None (links to NVSwitches or a full mesh)."""
+    entry = _fitness_thresholds.model_for(name)
+    return (entry or {}).get('topology')
 
 
 def _pair_cell(matrix, a, b):
@@ -131,6 +135,9 @@ def check(matrix, gpus, switched):
     best = max([nvlinks(cell) for _a, _b, cell in pairs] or [0])
     table = [model_nvlinks(name) for name in names]
     known = [links for links, _label in table if links]
+    if known and len(known) == len(table) and all(model_layout(name) == HYBRID_CUBE_MESH for name in names):
+        return _cube_mesh(matrix, order, listed, names, min(known), ', '.join(label for _links, label in table),
+                          problems)
     if known and len(known) == len(table) and switched:
         want = min(known)
         basis = '{0} with NVSwitches: NV{1}'.format(', '.join(label for _links, label in table), want)
@@ -154,6 +161,37 @@ def check(matrix, gpus, switched):
         problems.append('NVLink degraded on {0} of {1} GPU pairs: {2}'.format(len(degraded), len(pairs),
                                                                               _shorten(degraded)))
     observed = ['{0} GPU pairs at NV{1} ({2})'.format(len(pairs) - len(degraded), want, basis)]
+    return _verdict(matrix, order, listed, names, problems, observed)
+
+
+def _cube_mesh(matrix, order, listed, names, want, label, problems):
+    """A hybrid cube-mesh board: each GPU's NVLinks to its peers add up to ``want`` when the whole board is seen."""
+    totals = []
+    for gpu in order:
+        cells = [(peer, _pair_cell(matrix, gpu, peer)) for peer in order if peer != gpu]
+        totals.append((gpu, sum(nvlinks(cell) for _peer, cell in cells), cells))
+    if len(order) < HYBRID_CUBE_MESH_GPUS:
+        observed = ['{0} of the {1} GPUs of a hybrid cube-mesh board ({2}): NVLinks per GPU {3}, not judged (the '
+                    'board\'s {4} per GPU hold with all {1} GPUs only)'.format(
+                        len(order), HYBRID_CUBE_MESH_GPUS, label,
+                        ', '.join('{0} {1}'.format(g, t) for g, t, _c in totals), want)]
+        return _verdict(matrix, order, listed, names, problems, observed)
+    short = []
+    for gpu, total, cells in totals:
+        if total != want:
+            short.append('{0}: {1} NVLinks to its peers, want {2} ({3})'.format(
+                _gpu_text(gpu, listed.get(gpu)), total, want,
+                ' '.join('{0}={1}'.format(peer, cell) for peer, cell in cells if nvlinks(cell)) or 'no NVLink'))
+    if short:
+        problems.append('NVLink degraded on {0} of {1} GPUs of a hybrid cube-mesh board: {2}'.format(
+            len(short), len(order), _shorten(short)))
+    observed = ['{0} GPUs with {1} NVLinks each to their peers ({2}, hybrid cube-mesh: pairs at NV1 or NV2, no '
+                'NVSwitch)'.format(len(order) - len(short), want, label)]
+    return _verdict(matrix, order, listed, names, problems, observed)
+
+
+def _verdict(matrix, order, listed, names, problems, observed):
+    """The NIC rails (a warning), then the status of gpu.topology from ``problems`` and ``observed``."""
     warnings = []
     if matrix['nics']:
         if any(GRACE_MODEL.search(name) for name in names):

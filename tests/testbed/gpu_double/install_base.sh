@@ -11,6 +11,8 @@
 #   ROOT/usr/lib/gpu-double/                  the double's library, templates and bin/gpu-double
 #   ROOT/etc/systemd/system/gpu-double-driver.service (+ enabled in sysinit.target.wants)
 #   ROOT/usr/local/sbin/modprobe              shim for nvidia*, nouveau and ib_umad; others go to kmod
+#   ROOT/usr/local/sbin/modinfo               shim for nvidia_peermem; others go to kmod
+#   ROOT/usr/local/sbin/systemd-detect-virt   bare metal ("none"), or a VM under fault virtual-machine
 #   ROOT/etc/testbed/early-mounts.d/50-gpu-double-sysfs  writable /sys/class/infiniband and
 #                                             /sys/firmware/efi/efivars at every boot (see early/)
 #   ROOT/usr/bin/mokutil                      shim (--sb-state, --test-key) unless a real mokutil is there
@@ -55,6 +57,10 @@ chmod 0755 "$ROOT/usr/lib/gpu-double/bin/gpu-double"
 install -m 0644 "$HERE/units/gpu-double-driver.service" "$ROOT/etc/systemd/system/gpu-double-driver.service"
 ln -sf ../gpu-double-driver.service "$ROOT/etc/systemd/system/sysinit.target.wants/gpu-double-driver.service"
 ln -sf /usr/lib/gpu-double/bin/gpu-double "$ROOT/usr/local/sbin/modprobe"
+# modinfo for nvidia_peermem (others go to kmod), systemd-detect-virt (bare metal unless fault virtual-machine): in
+# /usr/local/sbin, ahead of the real ones in PATH
+ln -sf /usr/lib/gpu-double/bin/gpu-double "$ROOT/usr/local/sbin/modinfo"
+ln -sf /usr/lib/gpu-double/bin/gpu-double "$ROOT/usr/local/sbin/systemd-detect-virt"
 install -m 0755 "$HERE/early/50-gpu-double-sysfs" "$ROOT/etc/testbed/early-mounts.d/50-gpu-double-sysfs"
 
 # the running kernel, as the distro kernel package would have left it

@@ -58,6 +58,9 @@ DEB_DKMS_VERSION = '3.0.11-1ubuntu13'
 # and the Canonical-signed modules per kernel (source linux-restricted-modules, versioned like the kernel).
 UBUNTU_DRIVERS = {'580': ('580.95.05', '0ubuntu0.24.04.2')}
 UBUNTU_FM_RELEASE = '0ubuntu0.24.04.1'
+# NVIDIA DCGM 3.x (REALITY.md "DCGM 3.x"): one package, datacenter-gpu-manager, epoch 1; the DCGM 4 core conflicts
+# with it.
+DCGM3_VERSION = '3.3.9'
 # Issue 28, the perf_tools role (REALITY.md "Performance tools"): CUDA toolkit parts per X.Y with NVIDIA's versions of
 # nvcc, cudart-devel, driver-devel and nvml-devel; NCCL with its CUDA builds; the distribution's build tools; the
 # release tarballs of nccl-tests and nvbandwidth (imitation source trees, packages/sources/).
@@ -202,6 +205,15 @@ def inputs_hash(kernel, fingerprints=''):
     return h.hexdigest()
 
 
+def ubuntu_newer_kernel(kernel):
+    """The kernel Ubuntu's archive of the fleet offers through linux-image-generic (REALITY.md, "A kernel without
+    signed modules"): a release that sorts after the build host's (every node runs the host's kernel), with no
+    linux-modules-nvidia-* package.  '6.18.44-fc-v1272' -> '6.19.0-1-generic'."""
+    parts = kernel.split('-', 1)[0].split('.')
+    minor = int(''.join(ch for ch in parts[1] if ch.isdigit()) or 0) if len(parts) > 1 else 0
+    return '{0}.{1}.0-1-generic'.format(parts[0], minor + 1)
+
+
 def split_uname(kernel):
     """'6.18.44-fc-v657' -> ('6.18.44', 'fc_v657'): RPM Version/Release cannot hold '-'."""
     if '-' in kernel:
@@ -308,6 +320,8 @@ def driver_payload(root, version):
         put(root, '/usr/bin/' + exe, fill('daemon.in', NAME=exe, DAEMON=daemon, VERSION=version), 0o755)
     put(root, '/usr/bin/nvidia-fabricmanager-start.sh', fill('fabricmanager-start.sh.in', VERSION=version), 0o755)
     put(root, '/usr/bin/nvidia-imex', fill('nvidia-imex.in', VERSION=version), 0o755)
+    put(root, '/usr/bin/nvidia-imex-ctl', fill('nvidia-imex-ctl.in', VERSION=version), 0o755)
+    put(root, '/etc/nvidia-imex/config.cfg', fill('imex-config.cfg.in', VERSION=version))
     put(root, '/usr/share/nvidia/nvswitch/fabricmanager.cfg', fill('fabricmanager.cfg.in', VERSION=version))
     for unit in ('nvidia-persistenced', 'nvidia-fabricmanager', 'nvidia-imex'):
         put(root, '/usr/lib/systemd/system/{0}.service'.format(unit), fill('units/{0}.service'.format(unit)))
@@ -326,6 +340,16 @@ def dcgm_payload(root, version):
     for major in DCGM_CUDA_MAJORS:
         put(root, '/usr/libexec/datacenter-gpu-manager-4/plugins/cuda{0}/README'.format(major),
             'DCGM {0} CUDA {1} plugins (stand-in)\n'.format(version, major))
+
+
+def dcgm3_payload(root, version):
+    """DCGM 3.x: the same double's dcgmi and nv-hostengine, 3.x's two units (nvidia-dcgm.service conflicting with the
+    deprecated dcgm.service, no Alias)."""
+    put(root, '/usr/bin/dcgmi', '#!/usr/bin/python3 -sS\n' + fill('dcgmi.in', VERSION=version), 0o755)
+    put(root, '/usr/bin/nv-hostengine', fill('daemon.in', NAME='nv-hostengine', DAEMON='hostengine',
+                                             VERSION=version), 0o755)
+    put(root, '/usr/lib/systemd/system/nvidia-dcgm.service', fill('units/nvidia-dcgm-3.service'))
+    put(root, '/usr/lib/systemd/system/dcgm.service', fill('units/dcgm-3.service'))
 
 
 def ib_payload(root, version):
@@ -522,6 +546,8 @@ def build_el(el, out, work, kernel, jobs):
     for version in DCGM_VERSIONS:
         jobs.append(('dcgm.spec', dirs['cuda'], [('dcgm_version', version),
                                                  ('payload', os.path.join(work, 'payload-dcgm-' + version))]))
+    jobs.append(('dcgm3.spec', dirs['cuda'], [('dcgm_version', DCGM3_VERSION),
+                                              ('payload', os.path.join(work, 'payload-dcgm-' + DCGM3_VERSION))]))
     for dot, v in sorted(CUDA_TOOLKITS.items()):
         jobs.append(('cuda-toolkit-parts.spec', dirs['cuda'], [
             ('cuda_dot', dot), ('cuda_dash', dot.replace('.', '-')), ('nvcc_version', v['nvcc']),
@@ -657,7 +683,8 @@ def build_apt_cuda(cuda, work):
                                  (p, '/usr/share/nvidia/nvswitch/fabricmanager.cfg')], extra=fm_extra)
         deb(cuda, work, nscq, xv, [(p, '/usr/lib64/libnvidia-nscq.so.' + version)], extra=nscq_extra)
         deb(cuda, work, nvsdm_name(version), xv, [(p, '/usr/lib64/libnvsdm.so.' + version)])
-        deb(cuda, work, 'nvidia-imex', xv, [(p, '/usr/bin/nvidia-imex'),
+        deb(cuda, work, 'nvidia-imex', xv, [(p, '/usr/bin/nvidia-imex'), (p, '/usr/bin/nvidia-imex-ctl'),
+                                            (p, '/etc/nvidia-imex/config.cfg'),
                                             (p, '/usr/lib/systemd/system/nvidia-imex.service')])
     p = os.path.join(work, 'payload-nvlsm')
     deb(cuda, work, 'nvlsm', NVLSM_VERSION + '-1', [(p, '/opt/nvidia/nvlsm'),
@@ -686,12 +713,26 @@ def build_apt_cuda(cuda, work):
     for version in DCGM_VERSIONS:
         p = os.path.join(work, 'payload-dcgm-' + version)
         full = '1:{0}-1'.format(version)
+        # NVIDIA/DCGM cmake/packaging.cmake: CPACK_DEBIAN_CORE_PACKAGE_CONFLICTS "datacenter-gpu-manager".
         deb(cuda, work, 'datacenter-gpu-manager-4-core', full, [
-            (p, '/usr/bin/dcgmi'), (p, '/usr/bin/nv-hostengine'), (p, '/usr/lib/systemd/system/nvidia-dcgm.service')])
+            (p, '/usr/bin/dcgmi'), (p, '/usr/bin/nv-hostengine'), (p, '/usr/lib/systemd/system/nvidia-dcgm.service')],
+            extra={'Conflicts': 'datacenter-gpu-manager'})
         for major in DCGM_CUDA_MAJORS:
             deb(cuda, work, 'datacenter-gpu-manager-4-cuda' + major, full,
                 [(p, '/usr/libexec/datacenter-gpu-manager-4/plugins/cuda{0}/README'.format(major))],
                 'datacenter-gpu-manager-4-core (= {0})'.format(full))
+
+
+def build_apt_dcgm3(cuda, work):
+    """DCGM 3.x as NVIDIA published it for apt (REALITY.md "DCGM 3.x"): datacenter-gpu-manager, version 1:<v> (v3.3.9
+    cmake/packaging.cmake sets CPACK_DEBIAN_PACKAGE_EPOCH 1 and no Debian release), Provides/Conflicts/Replaces its
+    own name."""
+    p = os.path.join(work, 'payload-dcgm-' + DCGM3_VERSION)
+    deb(cuda, work, 'datacenter-gpu-manager', '1:' + DCGM3_VERSION,
+        [(p, '/usr/bin/dcgmi'), (p, '/usr/bin/nv-hostengine'), (p, '/usr/lib/systemd/system/nvidia-dcgm.service'),
+         (p, '/usr/lib/systemd/system/dcgm.service')],
+        extra={'Provides': 'datacenter-gpu-manager', 'Conflicts': 'datacenter-gpu-manager',
+               'Replaces': 'datacenter-gpu-manager'})
 
 
 def build_apt_ubuntu_signed(dist, work, kernels):
@@ -719,10 +760,22 @@ def build_apt_ubuntu_signed(dist, work, kernels):
              (p + '-ubuntu', '/usr/lib/systemd/system/nvidia-persistenced.service')],
             '{0} {1}'.format(common, eq), extra={'Conflicts': 'nvidia-persistenced'},
             scripts={'postinst': PERSISTENCED_USER})
-        parts = [common, 'libnvidia-compute-{0}-server'.format(branch), 'nvidia-utils-{0}-server'.format(branch),
-                 'nvidia-compute-utils-{0}-server'.format(branch)]
+        # Ubuntu's own DKMS package of the series (source nvidia-graphics-drivers-<B>-server): registers DKMS module
+        # nvidia from /usr/src/nvidia-<V>, as NVIDIA's nvidia-dkms-<B>-open does (the same path: they conflict).
+        deb(dist, work, 'nvidia-dkms-{0}-server-open'.format(branch), v,
+            [(p + '-ubuntu-open', '/usr/src/nvidia-' + version)], '{0} {1}'.format(common, eq),
+            extra={'Pre-Depends': 'dkms', 'Conflicts': 'nvidia-dkms-{0}-open, nvidia-dkms-{0}'.format(branch)},
+            scripts=dkms_scripts('nvidia', version))
+        headless = [common, 'libnvidia-compute-{0}-server'.format(branch),
+                    'nvidia-compute-utils-{0}-server'.format(branch)]
+        # The driver meta package pulls the DKMS package (NVIDIA/gpu-driver-container commit 8a29f61 had to purge
+        # nvidia-dkms-<B>-server after installing nvidia-driver-<B>-server); the headless no-DKMS meta does not.
+        parts = headless + ['nvidia-utils-{0}-server'.format(branch), 'nvidia-dkms-{0}-server-open'.format(branch)]
         deb(dist, work, 'nvidia-driver-{0}-server-open'.format(branch), v, [],
             ', '.join('{0} {1}'.format(d, eq) for d in parts),
+            extra={'Conflicts': 'nvidia-driver-{0}-open, nvidia-open'.format(branch)})
+        deb(dist, work, 'nvidia-headless-no-dkms-{0}-server-open'.format(branch), v, [],
+            ', '.join('{0} {1}'.format(d, eq) for d in headless),
             extra={'Conflicts': 'nvidia-driver-{0}-open, nvidia-open'.format(branch)})
         fm_v = '{0}-{1}'.format(version, UBUNTU_FM_RELEASE)
         deb(dist, work, 'nvidia-fabricmanager-' + branch, fm_v,
@@ -739,6 +792,12 @@ def build_apt_ubuntu_signed(dist, work, kernels):
             kver = k.split('-')[0]
             deb(dist, work, 'linux-modules-nvidia-{0}-server-open-{1}'.format(branch, k), kver + '-1+1',
                 [(sroot, rel)], 'linux-image-{0}, {1} (>= {2})'.format(k, common, version))
+        # The flavour's meta package follows linux-image-generic's kernel ABI; here it still names the first
+        # kernel's modules: linux-restricted-modules has not published any for the newer kernel (the gap a kernel
+        # update outside the collection falls into).
+        kver = kernels[0].split('-')[0]
+        deb(dist, work, 'linux-modules-nvidia-{0}-server-open-generic'.format(branch), kver + '-1+1', [],
+            'linux-modules-nvidia-{0}-server-open-{1}, {2} (>= {3})'.format(branch, kernels[0], common, version))
 
 
 def build_apt(out, work, kernel):
@@ -748,7 +807,8 @@ def build_apt(out, work, kernel):
     os.makedirs(cuda)
     kroot = os.path.join(work, 'apt-kernels')
     gdbin = '[ -x /usr/lib/gpu-double/bin/gpu-double ] && /usr/lib/gpu-double/bin/gpu-double '
-    for k in (kernel, DEB_OTHER_KERNEL):
+    newer = ubuntu_newer_kernel(kernel)
+    for k in (kernel, DEB_OTHER_KERNEL, newer):
         kernel_tree(kroot, k, 'linux-headers-' + k)
         kver = k.split('-')[0]
         deb(dist, work, 'linux-image-' + k, kver + '-1',
@@ -768,6 +828,9 @@ def build_apt(out, work, kernel):
     os.symlink('/usr/lib/gpu-double/bin/gpu-double', os.path.join(droot, 'usr/sbin/dkms'))
     deb(dist, work, 'dkms', DEB_DKMS_VERSION, [(droot, '/usr/share/doc/testbed/dkms'), (droot, '/usr/sbin/dkms')],
         arch='all')
+    # Ubuntu's kernel image meta package of the generic flavour, at the newest kernel (which has no signed NVIDIA
+    # modules): installing or upgrading it is how a kernel update reaches a node outside the collection.
+    deb(dist, work, 'linux-image-generic', newer.rsplit('-', 1)[0].replace('-', '.'), [], 'linux-image-' + newer)
     build_apt_ubuntu_signed(dist, work, (kernel, DEB_OTHER_KERNEL))
     # Ubuntu's build tools (REALITY.md "Performance tools"): make, g++ (g++ and c++), cmake, Boost program_options
     # (libboost-program-options-dev holds the header, the .so and the .a).
@@ -780,6 +843,7 @@ def build_apt(out, work, kernel):
         [(p, '/usr/include/boost/program_options.hpp'), (p, '/usr/include/boost/version.hpp'),
          (p, lib + 'libboost_program_options.so'), (p, lib + 'libboost_program_options.a')])
     build_apt_cuda(cuda, work)
+    build_apt_dcgm3(cuda, work)
     for d in (dist, cuda):
         text = run(['dpkg-scanpackages', '--multiversion', '.', '/dev/null'], cwd=d)
         with open(os.path.join(d, 'Packages'), 'w') as f:
@@ -836,6 +900,7 @@ def build(out, force=False, keys_dir=None):
             nvlsm_payload(os.path.join(work, 'payload-nvlsm'))
             for version in DCGM_VERSIONS:
                 dcgm_payload(os.path.join(work, 'payload-dcgm-' + version), version)
+            dcgm3_payload(os.path.join(work, 'payload-dcgm-' + DCGM3_VERSION), DCGM3_VERSION)
             for fam, ib_version in sorted(IB_DIAGS_VERSION.items()):
                 ib_payload(os.path.join(work, 'payload-ib-' + fam), ib_version)
             for dot in CUDA_TOOLKITS:

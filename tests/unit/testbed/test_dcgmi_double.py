@@ -65,7 +65,8 @@ def test_no_host_engine(node, capsys):  # noqa: F811
     assert rc == 235
     assert _dcgmi_cli.no_host_engine(out)
     status, _expected, observed = _dcgm.judge(probe((0, ''), (rc, out)), [])
-    assert status == 'skip' and 'host engine is not running' in observed
+    # the diagnostic was asked for (probe enabled): a stopped host engine fails, naming the unit (it skipped before)
+    assert status == 'fail' and 'host engine is not running (nvidia-dcgm.service not active' in observed
 
 
 def test_converged_node_passes(engine, capsys):

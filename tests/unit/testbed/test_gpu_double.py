@@ -440,6 +440,48 @@ def test_dkms_build_fails_for_the_marked_kernel(node, capsys):
     assert _kernel_state.dkms_logs(str(node.path), entries) == {}
 
 
+@pytest.mark.parametrize('series', ['3.0', '3.2'])
+def test_dkms_status_with_a_stale_tree(node, capsys, series):
+    """Fault dkms-stale-tree (dkms-project/dkms#352; REALITY.md "A stale DKMS tree"): a version tree whose source
+    is gone.  The Debian-family nodes' dkms 3.0.x prints nothing past it, the error on stderr only, and exits 0, as
+    the real dkms 3.0.10 did on the same tree (tests/fixtures/host/dkms-status.stale-first.*); autoinstall builds
+    nothing.  EL's 3.2.x lists it as broken and goes on."""
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _dkms_status
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _kernel_state
+    node.profile()
+    if series == '3.0':
+        (node.path / 'var/lib/dpkg').mkdir(parents=True)
+        (node.path / 'var/lib/dpkg/status').write_text('')
+    src = node.path / 'usr/src/nvidia-580.95.05'
+    src.mkdir(parents=True)
+    (src / 'dkms.conf').write_text('PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="580.95.05"\nTESTBED_FLAVOUR="open"\n')
+    hdr = node.path / 'usr/src/kernels' / KERNEL
+    hdr.mkdir(parents=True)
+    (hdr / 'Makefile').write_text('all:\n')
+    os.symlink('/usr/src/kernels/' + KERNEL, str(node.path / 'lib/modules' / KERNEL / 'build'))
+    assert double_tools.cmd_dkms(['install', 'nvidia/580.95.05', '-k', KERNEL]) == 0
+    capsys.readouterr()
+    assert os.readlink(str(node.path / 'var/lib/dkms/nvidia/580.95.05/source')) == '/usr/src/nvidia-580.95.05'
+    stale = node.path / 'var/lib/dkms/nvidia/535.104.05'
+    (stale / KERNEL / 'x86_64/module').mkdir(parents=True)
+    (stale / KERNEL / 'x86_64/module/nvidia.ko').write_text('')
+    os.symlink('/usr/src/nvidia-535.104.05', str(stale / 'source'))
+    assert double_tools.cmd_dkms(['status']) == 0
+    out, err = capsys.readouterr()
+    capture = open(os.path.join(ROOT, 'tests/fixtures/host/dkms-status.stale-first.stderr')).read()
+    if series == '3.0':
+        assert (out, err) == ('', capture)
+        assert double_tools.cmd_dkms(['autoinstall', '-k', KERNEL]) == 0
+        assert capsys.readouterr() == ('', capture)
+    else:
+        assert out == 'nvidia/535.104.05: broken\nnvidia/580.95.05, {0}, x86_64: installed\n'.format(KERNEL)
+        assert 'Missing the module source directory' in err
+        assert [e['status'] for e in _dkms_status.parse_dkms_status(out)] == ['broken', 'installed']
+    assert _kernel_state.dkms_tree(str(node.path)) == [
+        {'module': 'nvidia', 'version': '535.104.05', 'source': False},
+        {'module': 'nvidia', 'version': '580.95.05', 'source': True}]
+
+
 def test_grubby_default_and_set_default(node, capsys):
     node.profile()
     (node.path / 'etc/machine-id').write_text('0123456789abcdef0123456789abcdef\n')
@@ -762,3 +804,70 @@ def test_peermem_needs_the_peer_api(node):
     assert tools.cmd_modprobe(['nvidia_peermem']) == 1
     node.fault('peermem-unloaded')
     assert not gd.peermem_loaded()
+
+
+def test_dkms_remove_all_takes_the_tree_and_3_0_lists_an_unbuilt_lost_source_as_added(node, capsys):
+    """dkms remove --all (what the NVIDIA packages' prerm runs) deletes the version from the DKMS tree, so a purged
+    driver leaves no stale tree behind; dkms 3.0.x lists a tree whose source is gone but which has no build as
+    added (is_module_added only looks at the source link), 3.2.x as broken."""
+    node.profile()
+    (node.path / 'var/lib/dpkg').mkdir(parents=True)
+    (node.path / 'var/lib/dpkg/status').write_text('')
+    src = node.path / 'usr/src/nvidia-580.95.05'
+    src.mkdir(parents=True)
+    (src / 'dkms.conf').write_text('PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="580.95.05"\nTESTBED_FLAVOUR="open"\n')
+    hdr = node.path / 'usr/src/kernels' / KERNEL
+    hdr.mkdir(parents=True)
+    (hdr / 'Makefile').write_text('all:\n')
+    os.symlink('/usr/src/kernels/' + KERNEL, str(node.path / 'lib/modules' / KERNEL / 'build'))
+    assert double_tools.cmd_dkms(['install', 'nvidia/580.95.05', '-k', KERNEL]) == 0
+    assert double_tools.cmd_dkms(['remove', '-m', 'nvidia', '-v', '580.95.05', '--all']) == 0
+    assert not (node.path / 'var/lib/dkms/nvidia/580.95.05').exists()
+    shutil.rmtree(str(src))  # the package's files go after its prerm
+    capsys.readouterr()
+    lost = node.path / 'var/lib/dkms/nvidia/570.86.15'
+    (lost / KERNEL / 'x86_64').mkdir(parents=True)
+    os.symlink('/usr/src/nvidia-570.86.15', str(lost / 'source'))
+    assert double_tools.cmd_dkms(['status']) == 0
+    assert capsys.readouterr() == ('nvidia/570.86.15: added\n', '')
+
+
+def test_peermem_built_without_ofed(node, capsys):
+    """Fault peermem-no-ofed (issue 30): the peer-memory API is in kallsyms, yet nvidia_peermem's init returns -EINVAL
+    (kernel-open/nvidia-peermem/nvidia-peermem.c without NV_MLNX_IB_PEER_MEM_SYMBOLS_PRESENT) and its modinfo names
+    no dependency."""
+    node.ready()
+    tools = double_tools
+    assert tools.cmd_modinfo(['-F', 'depends', 'nvidia_peermem']) == 0
+    assert capsys.readouterr().out == 'ib_core,nvidia\n'
+    node.fault('peermem-no-ofed')
+    assert 'ib_register_peer_memory_client' in gd.kallsyms_text()
+    assert tools.cmd_modinfo(['-F', 'depends', 'nvidia_peermem']) == 0
+    assert capsys.readouterr().out == '\n'
+    assert tools.cmd_modprobe(['nvidia_peermem']) == 1
+    assert capsys.readouterr().err == "modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument\n"
+    assert not gd.peermem_loaded()
+
+
+def test_modinfo_peermem_needs_the_driver(node, capsys):
+    node.profile()
+    assert double_tools.cmd_modinfo(['-F', 'depends', 'nvidia_peermem']) == 1
+    assert capsys.readouterr().err == 'modinfo: ERROR: Module nvidia_peermem not found.\n'
+
+
+def test_dmabuf_symbol_from_linux_5_12(node):
+    node.ready()
+    assert 'ib_umem_dmabuf_get' in gd.kallsyms_text()
+    assert gd.kernel_has_dmabuf('6.1.0-40-amd64') and gd.kernel_has_dmabuf('5.14.0-570.58.1.el9_6.x86_64')
+    assert not gd.kernel_has_dmabuf('4.18.0-553.el8_10.x86_64') and not gd.kernel_has_dmabuf('5.11.22')
+
+
+def test_detect_virt(node, capsys):
+    # systemd-detect-virt(1): "none" and a non-zero exit on bare metal
+    assert double_tools.cmd_detect_virt(['--vm']) == 1
+    assert capsys.readouterr().out == 'none\n'
+    node.fault('virtual-machine', 'kvm\n')
+    assert double_tools.cmd_detect_virt(['--vm']) == 0
+    assert capsys.readouterr().out == 'kvm\n'
+    assert double_tools.cmd_detect_virt(['--vm', '--quiet']) == 0
+    assert capsys.readouterr().out == ''

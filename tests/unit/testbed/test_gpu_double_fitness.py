@@ -189,6 +189,9 @@ def test_all_reduce_perf_format_and_figures(node):  # noqa: F811
     # the profile's 481 GB/s (REALITY.md) at 16 GiB; the Azure threshold is 460
     assert 470.0 < parsed['avg_busbw'] < 482.0
     assert parsed['avg_busbw'] >= T.model_for('NVIDIA H100 80GB HBM3')['allreduce']['busbw_gbps']
+    # "Avg bus bandwidth" is the mean of every printed half, out-of-place and in-place (src/common.cu).
+    halves = [half['busbw'] for row in parsed['rows'] for half in (row['out_of_place'], row['in_place'])]
+    assert abs(parsed['avg_busbw'] - sum(halves) / len(halves)) < 0.01
     assert '#       size         count      type   redop    root     time   algbw   busbw  #wrong' in out
 
 

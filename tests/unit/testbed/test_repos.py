@@ -318,20 +318,38 @@ def test_apt_names_per_branch(repos):
 
 def test_ubuntu_archive_has_the_signed_driver_and_no_dkms_in_it(repos, tmp_path):
     # REALITY.md, "Ubuntu's signed driver" (R25): Ubuntu's -server series with its Ubuntu release, the modules per
-    # kernel versioned like the kernel, the fabric manager and NSCQ with the branch in their names.
+    # kernel versioned like the kernel, the fabric manager and NSCQ with the branch in their names.  The driver meta
+    # package pulls Ubuntu's DKMS package (NVIDIA/gpu-driver-container commit 8a29f61 purged it after installing
+    # nvidia-driver-<B>-server); the headless no-DKMS meta package does not.
     driver = apt_control(repos, 'nvidia-driver-580-server-open', repo='debian')[0]
     assert driver['Version'] == '580.95.05-0ubuntu0.24.04.2'
-    assert 'dkms' not in driver['Depends'] and 'nvidia-utils-580-server (= 580.95.05-0ubuntu0.24.04.2)' in \
-        driver['Depends']
+    assert 'nvidia-dkms-580-server-open (= 580.95.05-0ubuntu0.24.04.2)' in driver['Depends'] and \
+        'nvidia-utils-580-server (= 580.95.05-0ubuntu0.24.04.2)' in driver['Depends']
+    headless = apt_control(repos, 'nvidia-headless-no-dkms-580-server-open', repo='debian')[0]
+    assert 'dkms' not in headless['Depends'] and 'nvidia-compute-utils-580-server (= 580.95.05-0ubuntu0.24.04.2)' in \
+        headless['Depends']
+    dkms = apt_control(repos, 'nvidia-dkms-580-server-open', repo='debian')[0]
+    assert dkms['Pre-Depends'] == 'dkms' and 'nvidia-dkms-580-open' in dkms['Conflicts']
     fm = apt_control(repos, 'nvidia-fabricmanager-580', repo='debian')[0]
     assert fm['Provides'] == 'nvidia-fabricmanager' and fm['Version'] == '580.95.05-0ubuntu0.24.04.1'
     assert fm['Depends'] == 'nvidia-kernel-common-580-server-580.95.05'
     assert apt_control(repos, 'libnvidia-nscq-580', repo='debian')
+    prefix = 'linux-modules-nvidia-580-server-open-'
+    # The per-kernel packages (the kernel part starts with a digit; the meta package ends in a flavour name).
     kernels = [f['Package'] for f in read(repos, 'apt', 'debian', 'Packages').split('\n\n') for f in [dict(
         line.split(': ', 1) for line in f.splitlines() if ': ' in line)] if f.get('Package', '').startswith(
-        'linux-modules-nvidia-580-server-open-')]
+        prefix) and f['Package'][len(prefix):][:1].isdigit()]
     assert sorted(kernels) == sorted('linux-modules-nvidia-580-server-open-' + k
                                      for k in (build.DEB_OTHER_KERNEL, os.uname()[2]))
+    # The flavour's meta package still names the running kernel's modules; linux-image-generic already brings a
+    # newer kernel, for which there are none (REALITY.md, "A kernel without signed modules").
+    meta = apt_control(repos, 'linux-modules-nvidia-580-server-open-generic', repo='debian')[0]
+    assert meta['Depends'].startswith('linux-modules-nvidia-580-server-open-{0}, '.format(os.uname()[2]))
+    newer = build.ubuntu_newer_kernel(os.uname()[2])
+    assert apt_control(repos, 'linux-image-generic', repo='debian')[0]['Depends'] == 'linux-image-' + newer
+    assert apt_control(repos, 'linux-image-' + newer, repo='debian') and \
+        apt_control(repos, 'linux-headers-' + newer, repo='debian')
+    assert 'linux-modules-nvidia-580-server-open-' + newer not in kernels
     filename = os.path.basename(glob.glob(os.path.join(
         repos, 'apt', 'debian', 'linux-modules-nvidia-580-server-open-{0}_*.deb'.format(build.DEB_OTHER_KERNEL)))[0])
     root = tmp_path / 'modules'
@@ -399,6 +417,14 @@ def test_el_dcgm_packages_have_nvidia_names_epoch_and_release(repos, el):
     core = [p for p in rpms(cuda, 'datacenter-gpu-manager-4-core') if '4.5.2' in p][0]
     files = sh(['rpm', '-qlp', '--nosignature', core]).stdout.split()
     assert files == ['/usr/bin/dcgmi', '/usr/bin/nv-hostengine', '/usr/lib/systemd/system/nvidia-dcgm.service']
+    # NVIDIA/DCGM cmake/packaging.cmake: the 4.x core conflicts with DCGM 3.x (datacenter-gpu-manager, epoch 1).
+    assert sh(['rpm', '-qp', '--nosignature', '--conflicts', core]).stdout.split() == ['datacenter-gpu-manager']
+    dcgm3 = rpms(cuda, 'datacenter-gpu-manager')
+    dcgm3 = [p for p in dcgm3 if os.path.basename(p).startswith('datacenter-gpu-manager-3.')]
+    assert [rpm_q(p, '%{NAME}-%{EPOCH}:%{VERSION}-%{RELEASE}') for p in dcgm3] == ['datacenter-gpu-manager-1:3.3.9-1']
+    assert sh(['rpm', '-qlp', '--nosignature', dcgm3[0]]).stdout.split() == [
+        '/usr/bin/dcgmi', '/usr/bin/nv-hostengine', '/usr/lib/systemd/system/dcgm.service',
+        '/usr/lib/systemd/system/nvidia-dcgm.service']
 
 
 def test_apt_dcgm_packages(repos, tmp_path):
@@ -409,6 +435,14 @@ def test_apt_dcgm_packages(repos, tmp_path):
     fields = sh(['dpkg-deb', '-f', deb, 'Version', 'Depends']).stdout
     assert 'Version: 1:4.5.2-1' in fields
     assert 'Depends: datacenter-gpu-manager-4-core (= 1:4.5.2-1)' in fields
+    core = os.path.join(cuda, 'datacenter-gpu-manager-4-core_4.5.2-1_amd64.deb')
+    assert sh(['dpkg-deb', '-f', core, 'Conflicts']).stdout.strip() == 'datacenter-gpu-manager'
+    dcgm3 = os.path.join(cuda, 'datacenter-gpu-manager_3.3.9_amd64.deb')
+    assert sh(['dpkg-deb', '-f', dcgm3, 'Version']).stdout.strip() == '1:3.3.9'
+    root = deb_extract(repos, tmp_path, 'datacenter-gpu-manager_3.3.9_amd64.deb')
+    unit = read(root, 'usr/lib/systemd/system/nvidia-dcgm.service')
+    assert 'Conflicts=dcgm.service' in unit and 'Alias=' not in unit
+    assert 'Conflicts=nvidia-dcgm.service' in read(root, 'usr/lib/systemd/system/dcgm.service')
 
 
 # ------------------------------------------------------------------ R21, R22 (REALITY.md)

@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 import fnmatch
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -37,6 +38,9 @@ def cmd_boot(args):
         if mod.replace('-', '_') == gd.PEERMEM and not gd.peer_api():
             # systemd-modules-load logs the failure; the module stays out
             gd.append_kernel_log(['nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -2)'])
+            continue
+        if mod.replace('-', '_') == gd.PEERMEM and not gd.peermem_with_ofed():
+            # built without the peer-memory API: its init returns -EINVAL, and it prints nothing
             continue
         set_module(mod.replace('-', '_'), True)
     if gd.secure_boot_on():
@@ -164,6 +168,9 @@ def cmd_modprobe(args):
                 gd.append_kernel_log(['nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -2)'])
                 sys.stderr.write(gd.PEERMEM_UNKNOWN_SYMBOL + '\n')
                 return 1
+            elif not gd.peermem_with_ofed():
+                sys.stderr.write(gd.PEERMEM_EINVAL + '\n')
+                return 1
             else:
                 set_module(name, True)
             gd.write_rdma_views()
@@ -187,6 +194,45 @@ def cmd_modprobe(args):
                     sys.stderr.write('modprobe: ERROR: could not insert \'nvidia\': No such device\n')
                 return 1
     return 0
+
+
+def cmd_modinfo(args):
+    """modinfo shim (installed as /usr/local/sbin/modinfo): nvidia_peermem here, others to kmod's modinfo.
+
+    ``modinfo -F depends nvidia_peermem``: ``ib_core,nvidia`` (built with the peer-memory API) or an empty line
+    (fault peermem-no-ofed); "Module nvidia_peermem not found." (exit 1) while no nvidia.ko is installed for the
+    running kernel."""
+    names = [a for i, a in enumerate(args) if not a.startswith('-') and (i == 0 or args[i - 1] not in (
+        '-F', '--field', '-k', '-b', '--basedir', '--set-version'))]
+    if len(names) != 1 or names[0].replace('-', '_') != gd.PEERMEM:
+        for real in ('/usr/sbin/modinfo', '/sbin/modinfo'):
+            if os.path.exists(real):
+                os.execv(real, [real] + list(args))
+        sys.stderr.write('modinfo: kmod not installed\n')
+        return 1
+    if gd.find_module(gd.uname_r())[0] is None:
+        sys.stderr.write('modinfo: ERROR: Module {0} not found.\n'.format(names[0]))
+        return 1
+    fields = {'depends': gd.peermem_depends(), 'license': 'Linux-OpenIB', 'description': 'NVIDIA GPU memory plug-in'}
+    if '-F' in args or '--field' in args:
+        flag = '-F' if '-F' in args else '--field'
+        field = args[args.index(flag) + 1] if args.index(flag) + 1 < len(args) else ''
+        if field in fields:
+            sys.stdout.write(fields[field] + '\n')
+        return 0
+    for key in ('license', 'description', 'depends'):
+        sys.stdout.write('{0}:{1}{2}\n'.format(key, ' ' * max(1, 16 - len(key) - 1), fields[key]))
+    return 0
+
+
+def cmd_detect_virt(args):
+    """systemd-detect-virt shim (installed as /usr/local/sbin/systemd-detect-virt): the fleet's nodes stand for
+    bare-metal servers ("none", exit 1, as systemd-detect-virt(1) says), or a VM under fault virtual-machine."""
+    lines = gd.fault_lines(gd.FAULT_VIRTUAL_MACHINE)
+    name = (lines[0] if lines else 'kvm') if gd.fault_active(gd.FAULT_VIRTUAL_MACHINE) else 'none'
+    if '-q' not in args and '--quiet' not in args:
+        sys.stdout.write(name + '\n')
+    return 1 if name == 'none' else 0
 
 
 # ---------------------------------------------------------------- daemons
@@ -353,6 +399,49 @@ def _dkms_fail(mod, ver, kernel):
             'Consult /var/lib/dkms/{1}/{2}/build/make.log for more information.'.format(kernel, mod, ver), 10)
 
 
+def dkms_series():
+    """The dkms the node's package gives: 3.0.11 on the Debian-family nodes (Ubuntu 24.04's), 3.2.2 on EL (EPEL's);
+    tests/testbed/REALITY.md, R4 and "A stale DKMS tree"."""
+    return '3.0' if os.path.exists(gd.path('var/lib/dpkg/status')) else '3.2'
+
+
+def dkms_tree_combos(mods):
+    """[(module, version, broken)] in the order dkms walks them (its shell globs $dkms_tree/*/*, byte order under
+    LC_ALL=C): the modules with a source in /usr/src and every version tree below /var/lib/dkms; ``broken`` when the
+    tree's source is gone (no /usr/src/<module>-<version>/dkms.conf: the source was removed without dkms remove)."""
+    known = set((mod, ver) for mod, ver, _src, _vals in mods)
+    combos = set(known)
+    base = gd.path('var/lib/dkms')
+    if os.path.isdir(base):
+        for mod in os.listdir(base):
+            mdir = os.path.join(base, mod)
+            if not os.path.isdir(mdir) or os.path.islink(mdir):
+                continue
+            for ver in os.listdir(mdir):
+                vdir = os.path.join(mdir, ver)
+                if ver.startswith('kernel-') or os.path.islink(vdir) or not os.path.isdir(vdir):
+                    continue
+                combos.add((mod, ver))
+    return [(mod, ver, (mod, ver) not in known) for mod, ver in sorted(combos)]
+
+
+def _dkms_built_dirs(mod, ver):
+    """The <kernel>/<arch> builds of a tree (real dkms: a module/ folder; the shim: its installed marker)."""
+    base = gd.path(os.path.join('var/lib/dkms', mod, ver))
+    out = []
+    for kernel in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        arch = os.path.join(base, kernel, 'x86_64')
+        if os.path.isdir(os.path.join(arch, 'module')) or os.path.exists(os.path.join(arch, 'installed')):
+            out.append(kernel)
+    return out
+
+
+def _dkms_conf_error(mod, ver):
+    # dkms dkms.in read_conf(): die 4 "Could not locate dkms.conf file." "File: $read_conf_file does not exist."
+    return ('Error! Could not locate dkms.conf file.\nFile: /var/lib/dkms/{0}/{1}/source/dkms.conf does not '
+            'exist.\n'.format(mod, ver))
+
+
 def _dkms_build(mod, ver, src, vals, kernel):
     build = gd.path(os.path.join('lib/modules', kernel, 'build'))
     if os.path.islink(build) and os.readlink(build).startswith('/'):
@@ -370,10 +459,16 @@ def _dkms_build(mod, ver, src, vals, kernel):
     gd.write_text(os.path.join(dest, 'nvidia.ko'), 'TESTBED-NVIDIA-MODULE version={0} flavour={1}\n'.format(
         ver, vals.get('TESTBED_FLAVOUR', 'open').strip('"')))
     gd.write_text(os.path.join('var/lib/dkms', mod, ver, kernel, 'x86_64', 'installed'), '')
+    # dkms add links the tree to its source (real dkms: $dkms_tree/<module>/<version>/source -> $source_tree/...).
+    link = gd.path(os.path.join('var/lib/dkms', mod, ver, 'source'))
+    if not os.path.lexists(link):
+        os.symlink('/usr/src/{0}'.format(src), link)
     return None
 
 
 def _dkms_remove(mod, ver, kernel=None):
+    """dkms remove: the builds of ``kernel``, or (``--all``, kernel None) every build and the version's tree, as
+    dkms 3.x removes a module completely from the DKMS tree."""
     base = gd.path(os.path.join('var/lib/dkms', mod, ver))
     kernels = [kernel] if kernel else (os.listdir(base) if os.path.isdir(base) else [])
     for k in kernels:
@@ -385,6 +480,12 @@ def _dkms_remove(mod, ver, kernel=None):
         marker = os.path.join(base, k, 'x86_64', 'installed')
         if os.path.exists(marker):
             os.remove(marker)
+    if kernel is None and os.path.isdir(base):
+        shutil.rmtree(base)
+        for link in os.listdir(os.path.dirname(base)):
+            path = os.path.join(os.path.dirname(base), link)
+            if link.startswith('kernel-') and os.path.islink(path) and not os.path.exists(path):
+                os.remove(path)
 
 
 def cmd_dkms(args):
@@ -411,13 +512,31 @@ def cmd_dkms(args):
     kernels = [opts['-k']] if '-k' in opts else [gd.uname_r()]
     mods = dkms_modules()
     if action == 'status':
+        # A tree whose source is gone (fault dkms-stale-tree): 3.0.x dies in the subshell that lists the modules,
+        # so nothing after it is printed, the error goes to stderr, and dkms exits 0 (dkms-project/dkms#352);
+        # from 3.0.13 the tree is listed as broken and the listing goes on (PR #357).
         lines = []
-        for mod, ver, src, vals in mods:
+        for mod, ver, broken in dkms_tree_combos(mods):
             if '-m' in opts and mod != opts['-m']:
                 continue
-            base = gd.path(os.path.join('var/lib/dkms', mod, ver))
-            built = sorted(os.listdir(base)) if os.path.isdir(base) else []
-            built = [k for k in built if os.path.exists(os.path.join(base, k, 'x86_64', 'installed'))]
+            built = _dkms_built_dirs(mod, ver)
+            if broken and built and dkms_series() == '3.0':
+                if lines:
+                    print('\n'.join(lines))
+                sys.stdout.flush()
+                sys.stderr.write(_dkms_conf_error(mod, ver))
+                return 0
+            if broken and dkms_series() == '3.0':
+                # 3.0.x: the source link is there, no build needs dkms.conf: listed as added (is_module_added).
+                lines.append('{0}/{1}: added'.format(mod, ver))
+                continue
+            if broken:
+                lines.append('{0}/{1}: broken'.format(mod, ver))
+                sys.stderr.write('Error! {0}/{1}: Missing the module source directory or the symbolic link pointing '
+                                 'to it.\nManual intervention is required!\n'.format(mod, ver))
+                continue
+            built = [k for k in built
+                     if os.path.exists(gd.path(os.path.join('var/lib/dkms', mod, ver, k, 'x86_64', 'installed')))]
             if not built:
                 lines.append('{0}/{1}: added'.format(mod, ver))
             for k in built:
@@ -425,6 +544,13 @@ def cmd_dkms(args):
         if lines:
             print('\n'.join(lines))
         return 0
+    if action == 'autoinstall' and dkms_series() == '3.0':
+        # 3.0.x autoinstall reads the module states first and dies in the same place (dkms-project/dkms#352: "dkms
+        # autoinstall" printed the same error and exited 0): nothing is built.
+        stale = [(mod, ver) for mod, ver, broken in dkms_tree_combos(mods) if broken and _dkms_built_dirs(mod, ver)]
+        if stale:
+            sys.stderr.write(_dkms_conf_error(*stale[0]))
+            return 0
     if action in ('install', 'build', 'autoinstall'):
         rc = 0
         for mod, ver, src, vals in mods:
@@ -533,8 +659,20 @@ def cmd_hostengine(args, version):
     return dcgmi_double.hostengine(args)
 
 
+def cmd_imex(args, version):
+    """nvidia-imex (lib/imex_double.py)."""
+    import imex_double
+    return imex_double.daemon(args, version)
+
+
+def cmd_imex_ctl(args, version):
+    """nvidia-imex-ctl (lib/imex_double.py)."""
+    import imex_double
+    return imex_double.ctl(args, version)
+
+
 DAEMONS = {'persistenced': cmd_persistenced, 'fabricmanager': cmd_fabricmanager, 'nvlsm': cmd_nvlsm,
-           'hostengine': cmd_hostengine}
+           'hostengine': cmd_hostengine, 'imex': cmd_imex, 'imex-ctl': cmd_imex_ctl}
 
 
 def main(argv):

@@ -63,13 +63,20 @@ FAULT_PEERMEM_UNLOADED = 'peermem-unloaded'
 # The distribution's inbox RDMA stack: no ib_register_peer_memory_client, so modprobe nvidia_peermem fails with
 # "Unknown symbol in module" and the kernel log says "nvidia_peermem: Unknown symbol ib_register_peer_memory_client".
 FAULT_NO_PEER_API = 'rdma-no-peer-api'
+# nvidia_peermem built before MLNX_OFED/DOCA-OFED was installed (the driver's DKMS build found no peer-memory
+# symbols): modinfo -F depends nvidia_peermem is empty and modprobe fails with "Invalid argument" (its init returns
+# -EINVAL), although /proc/kallsyms has the peer-memory API.
+FAULT_PEERMEM_NO_OFED = 'peermem-no-ofed'
+# The node is a virtual machine: systemd-detect-virt --vm prints the content (default kvm) and exits 0.
+FAULT_VIRTUAL_MACHINE = 'virtual-machine'
 FAULT_NAMES = (FAULT_GPU_MISSING, FAULT_GPU_REMOVED, FAULT_SMI_HANG, FAULT_DRIVER_UNLOADED, FAULT_XID,
                FAULT_RETIRED_PAGES, FAULT_REMAPPED_ROWS, FAULT_CLOCKS_CAPPED, FAULT_POWER_CAPPED, FAULT_SECURE_BOOT)
 FAULT_NAMES += (FAULT_FABRIC_IN_PROGRESS, FAULT_NVLINK_DOWN)
 # DCGM's software test fails on the GPUs named (lines "<index|bus id>"; default the last GPU): lib/dcgmi_double.py.
 FAULT_DCGM_DIAG_FAIL = 'dcgm-diag-fail'
 FAULT_NAMES += (FAULT_DCGM_DIAG_FAIL,)
-FAULT_NAMES += (FAULT_ACS_ON, FAULT_PEERMEM_UNLOADED, FAULT_NO_PEER_API)
+FAULT_NAMES += (FAULT_ACS_ON, FAULT_PEERMEM_UNLOADED, FAULT_NO_PEER_API, FAULT_PEERMEM_NO_OFED,
+                FAULT_VIRTUAL_MACHINE)
 # Issue 28, fitness (tests/testbed/gpu_double/REALITY.md, "Fitness faults"). Each file: lines naming GPUs (index, bus id,
 # UUID or `last`), default the last GPU, with the words given.
 # A hardware slowdown: HW Slowdown and (word `power-brake`, the default, or `thermal`) HW Power Brake / HW Thermal
@@ -560,10 +567,34 @@ PEER_MEMORY_SYMBOLS = ('ib_register_peer_memory_client', 'ib_unregister_peer_mem
 KALLSYMS = os.path.join(RUN_DIR, 'kallsyms')
 PEERMEM_UNKNOWN_SYMBOL = ("modprobe: ERROR: could not insert 'nvidia_peermem': Unknown symbol in module, or unknown "
                           "parameter (see dmesg)")
+# kmod's modprobe for any other init_module error: strerror of it (-EINVAL from nv_mem_client_init).
+PEERMEM_EINVAL = "modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument"
+# The RDMA core's DMA-BUF registration, in ib_core since Linux 5.12 (inbox and OFED alike).
+DMABUF_SYMBOLS = ('ib_umem_dmabuf_get',)
 
 
 def peer_api():
     return not fault_active(FAULT_NO_PEER_API)
+
+
+def peermem_with_ofed():
+    """nvidia_peermem was built against the peer-memory API (not the peermem-no-ofed fault)."""
+    return not fault_active(FAULT_PEERMEM_NO_OFED)
+
+
+def peermem_depends():
+    """modinfo -F depends nvidia_peermem: ib_core and nvidia when built with OFED's peer-memory API, nothing when built
+    without it (its code then calls neither module)."""
+    return 'ib_core,nvidia' if peermem_with_ofed() else ''
+
+
+def kernel_has_dmabuf(release=None):
+    """Linux 5.12 or later (the RDMA core's DMA-BUF registration)."""
+    try:
+        major, minor = [int(x) for x in (release or uname_r()).split('-')[0].split('.')[:2]]
+    except ValueError:
+        return False
+    return (major, minor) >= (5, 12)
 
 
 def peermem_marker():
@@ -575,11 +606,13 @@ def peermem_loaded():
     API there, and no peermem-unloaded fault."""
     state = load_state() or {}
     return (os.path.exists(peermem_marker()) and bool((state.get('driver') or {}).get('loaded')) and peer_api()
-            and not fault_active(FAULT_PEERMEM_UNLOADED))
+            and peermem_with_ofed() and not fault_active(FAULT_PEERMEM_UNLOADED))
 
 
 def kallsyms_text():
     lines = ['0000000000000000 T ib_register_client\t[ib_core]', '0000000000000000 T ib_umem_get\t[ib_core]']
+    if kernel_has_dmabuf():
+        lines += ['0000000000000000 T {0}\t[ib_core]'.format(name) for name in DMABUF_SYMBOLS]
     if peer_api():
         lines += ['0000000000000000 T {0}\t[ib_core]'.format(name) for name in PEER_MEMORY_SYMBOLS]
     return '\n'.join(lines) + '\n'
@@ -654,6 +687,75 @@ def write_proc_driver(state):
                     profile['product_name'], gpu['uuid'], name))
     except (IOError, OSError):
         # no bind over /proc/driver (plain nspawn keeps it read-only): the state file still counts
+        pass
+
+
+# /proc/devices as the node sees it (gpu_double/early/50-gpu-double-sysfs binds this file over it, after keeping the
+# host's in PROC_DEVICES_HOST): the host's lines, and the driver's character devices while it is loaded.
+PROC_DEVICES = os.path.join(RUN_DIR, 'devices')
+PROC_DEVICES_HOST = os.path.join(RUN_DIR, 'devices.host')
+NVIDIA_MAJOR = 195
+# The character devices the driver registers with a dynamic major, in the order the double registers them (the
+# order is a guess; nvidia and nvidiactl have the fixed major 195: NVIDIA's CUDA guide lists "195 nvidia",
+# "195 nvidiactl", "234 nvidia-caps-imex-channels", "509 nvidia-nvswitch").
+NVIDIA_DYNAMIC = ('nvidia-uvm', 'nvidia-nvlink', 'nvidia-caps', 'nvidia-caps-imex-channels')
+# Linux fs/char_dev.c find_dynamic_major: chrdevs[] has 255 buckets; the first free one from 254 down to 234
+# (CHRDEV_MAJOR_DYN_END), then the first free major from 511 (CHRDEV_MAJOR_DYN_EXT_START) down to 384.
+CHRDEV_BUCKETS = 255
+
+
+def _dynamic_major(taken):
+    for major in range(CHRDEV_BUCKETS - 1, 233, -1):
+        if not any(m % CHRDEV_BUCKETS == major for m in taken):
+            return major
+    for major in range(511, 383, -1):
+        if major not in taken:
+            return major
+    raise DoubleError('no free character major left')
+
+
+def proc_devices_text(host_text, loaded, nvswitch=False):
+    """/proc/devices with the driver's character devices added when it is loaded (majors as Linux gives them)."""
+    sections, order, current = {}, [], None
+    for line in (host_text or '').splitlines():
+        stripped = line.strip()
+        if stripped.endswith(':'):
+            current = stripped
+            order.append(current)
+            sections[current] = []
+        elif stripped and current:
+            parts = stripped.split(None, 1)
+            if len(parts) == 2 and parts[0].isdigit():
+                sections[current].append((int(parts[0]), parts[1]))
+    char = 'Character devices:'
+    if char not in sections:
+        order.insert(0, char)
+        sections[char] = []
+    if loaded:
+        entries = sections[char]
+        entries += [(NVIDIA_MAJOR, 'nvidia'), (NVIDIA_MAJOR, 'nvidiactl')]
+        for name in NVIDIA_DYNAMIC + (('nvidia-nvswitch',) if nvswitch else ()):
+            entries.append((_dynamic_major(set(m for m, _n in entries)), name))
+    out = []
+    for name in order:
+        if out:
+            out.append('')
+        out.append(name)
+        out.extend('{0:3d} {1}'.format(major, dev) for major, dev in sorted(sections[name], key=lambda e: e[0]))
+    return '\n'.join(out) + '\n'
+
+
+def write_proc_devices(state):
+    """Rewrite the bound /proc/devices in place (a missing host copy: nothing is bound, nothing to do)."""
+    host = read_text(PROC_DEVICES_HOST)
+    if host is None:
+        return
+    drv = state.get('driver') or {}
+    loaded = bool(drv.get('loaded')) and not fault_active(FAULT_DRIVER_UNLOADED)
+    try:
+        with open(path(PROC_DEVICES), 'w') as handle:
+            handle.write(proc_devices_text(host, loaded, nvswitch=nvswitch_count(load_profile()) > 0))
+    except (IOError, OSError):
         pass
 
 
@@ -744,6 +846,7 @@ def ensure_state(profile, at_boot=False):
         save_state(state)
         write_proc_driver(state)
         write_sys_module(state)
+        write_proc_devices(state)
     if unloaded_now:
         stop_persistenced()
     return state
@@ -905,6 +1008,14 @@ def pci_switches(profile):
     bridges = {}
     for cluster in clusters:
         low, high = _bus_of(cluster[0]), _bus_of(cluster[-1])
+        if low < 3:
+            # No room for a switch above the first buses (the GB200 tray's ConnectX functions are on buses 01-04):
+            # each bus hangs off a root port of bus 0 directly, as devices without a PCIe switch do.
+            for n, bus in enumerate(sorted(set(_bus_of(b) for b in cluster))):
+                bridges['0000:00:{0:02x}.0'.format(0x10 + n)] = {
+                    'kind': 'root', 'secondary': bus, 'subordinate': bus, 'ids': ROOT_PORT,
+                    'below': [b for b in cluster if _bus_of(b) == bus]}
+            continue
         ids = NVSWITCH_SWITCH if all(b in nvswitch_ids for b in cluster) else GPU_SWITCH
         bridges['0000:{0:02x}:01.0'.format(low - 3)] = {
             'kind': 'root', 'secondary': low - 2, 'subordinate': high, 'ids': ROOT_PORT, 'below': list(cluster)}

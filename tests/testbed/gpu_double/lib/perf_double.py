@@ -190,8 +190,8 @@ def all_reduce_perf(argv, nccl_tests_version=NCCL_TESTS_VERSION_DEFAULT, nccl_co
             wrong = '{0:6g}'.format(0) if opts['c'] else '   N/A'
             cols.append('  {0}  {1}  {2}  {3}'.format(float_str(time_us, 7), float_str(algbw, 6),
                                                       float_str(busbw, 6), wrong))
-            if place == 'in':
-                buses.append(busbw)
+            # src/common.cu adds the busBw of every printed half (out-of-place and in-place) to the average.
+            buses.append(busbw)
         out.append(''.join(cols))
     avg = sum(buses) / len(buses) if buses else 0.0
     out += ['# {0:<20} : {1} {2}'.format('Out of bounds values', 0, 'OK'),

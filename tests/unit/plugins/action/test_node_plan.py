@@ -12,7 +12,7 @@ from unittest.mock import MagicMock
 
 import pytest
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.parsing.dataloader import DataLoader
 from ansible.playbook.play_context import PlayContext
 from ansible.template import Templar
@@ -74,7 +74,7 @@ def test_gathers_what_is_missing_once_and_plans_with_typed_settings():
     result, calls = run({'roles': ['gpufleet.nodeprep.fake']}, {'nodeprep_fake_flag': 'false'})
     assert calls == [('gpufleet.nodeprep.gpu_node_facts',
                       {'gather_subset': ['shm'], 'keep_gathered': [], 'fail_on_error': True,
-                       'files': ['/etc/fake.conf']})]
+                       'command_timeout': 60, 'files': ['/etc/fake.conf']})]
     plan = result['ansible_facts']['nodeprep_plans']['fake']
     assert plan['args']['seen'] == {'flag': False, 'check_mode': False, 'host': 'gpu-a01',
                                     'shm': {'path': '/dev/shm', 'size_bytes': 1}}
@@ -97,7 +97,7 @@ def test_gather_always_reads_everything_again():
                           'fail_on_error': False, 'nvidia_timeout': 5}, {'ansible_facts': GATHERED})
     # What the play gathered besides what is read again stays (here the file states of other paths).
     assert calls[0][1] == {'gather_subset': ['shm'], 'keep_gathered': ['files'], 'fail_on_error': False,
-                           'files': ['/etc/fake.conf'], 'units': ['x'], 'nvidia_timeout': 5}
+                           'files': ['/etc/fake.conf'], 'units': ['x'], 'nvidia_timeout': 5, 'command_timeout': 60}
 
 
 def test_gather_never_reports_what_is_missing():
@@ -147,7 +147,7 @@ def test_a_subset_read_again_is_read_with_every_user_and_its_old_error_goes():
                                                          'limits': {'effective': {'root': {}, 'train': {}}}}})
     assert calls == [('gpufleet.nodeprep.gpu_node_facts',
                       {'gather_subset': ['limits'], 'keep_gathered': ['shm', 'files'], 'fail_on_error': True,
-                       'limits_users': ['root', 'train']})]
+                       'command_timeout': 60, 'limits_users': ['root', 'train']})]
     assert result['ansible_facts']['nodeprep_errors'] == {'nvidia': 'still failing'}
 
 
@@ -328,3 +328,65 @@ def test_record_with_keep_summary_on_a_host_without_work():
     assert sorted(result['ansible_facts']) == ['nodeprep_plans', 'nodeprep_run_record']
     assert result['ansible_facts']['nodeprep_run_record'] == {
         'fake': {'changes': [], 'reboot': [], 'reboot_allowed': False, 'gpu_skip': None}}
+
+
+# ------------------------------------------------------------------------------ the limits of the gather
+
+def run_failing(args, error, ssh_timeout=10):
+    """node_plan whose gather's connection fails with ``error``; the connection's timeout option is ssh_timeout."""
+    task = MagicMock()
+    task.args = args
+    task.async_val = 0
+    task.check_mode = False
+    connection = MagicMock()
+    connection.get_option = lambda name: {'timeout': ssh_timeout}[name]
+    action = node_plan.ActionModule(task, connection, PlayContext(), loader=DataLoader(),
+                                    templar=Templar(loader=DataLoader()), shared_loader_obj=None)
+
+    def execute(module_name, module_args, task_vars):
+        raise error
+    action._execute_module = execute
+    return action.run(task_vars={'inventory_hostname': 'gpu-a01'})
+
+
+BANNER = ('Failed to connect to the host via ssh: Connection timed out during banner exchange\r\n'
+          'Connection to 10.238.0.13 port 22 timed out')
+
+
+def test_a_connection_that_timed_out_names_the_ssh_connect_limit():
+    with pytest.raises(AnsibleConnectionFailure) as caught:
+        run_failing({'roles': ['fake']}, AnsibleConnectionFailure(BANNER))
+    assert str(caught.value).endswith('(the SSH connect limit of 10 s passed: ansible_ssh_timeout)')
+
+
+def test_on_unreachable_fail_fails_the_task_with_the_limit_for_the_rescue():
+    result = run_failing({'roles': ['fake'], 'on_unreachable': 'fail'}, AnsibleConnectionFailure(BANNER))
+    assert result['failed'] is True and result['nodeprep_unreachable'] is True
+    assert result['limit'] == {'limit': 'ssh_connect', 'variable': 'ansible_ssh_timeout', 'seconds': 10,
+                               'what': 'the SSH connection'}
+    assert 'banner exchange' in result['msg']
+
+
+def test_a_connection_refused_is_no_limit():
+    refused = AnsibleConnectionFailure('ssh: connect to host 10.238.0.13 port 22: Connection refused')
+    with pytest.raises(AnsibleConnectionFailure) as caught:
+        run_failing({'roles': ['fake']}, refused)
+    assert 'limit' not in str(caught.value)
+    result = run_failing({'roles': ['fake'], 'on_unreachable': 'fail'}, refused)
+    assert result['nodeprep_unreachable'] is True and result['limit'] is None
+
+
+@pytest.mark.parametrize('given, passed', [('30', 30), (45, 45)])
+def test_the_command_limit_is_typed_once_and_passed_to_the_gather(given, passed):
+    _result, calls = run({'roles': ['fake']}, {'nodeprep_command_timeout': given})
+    assert calls[0][1]['command_timeout'] == passed
+
+
+@pytest.mark.parametrize('given, words', [
+    ('abc', "nodeprep_command_timeout='abc': argument 'nodeprep_command_timeout' is of type str and we were unable "
+            "to convert to int"),
+    (0, 'nodeprep_command_timeout=0: must be at least 1 second')])
+def test_a_command_limit_that_is_not_one_fails_naming_it(given, words):
+    with pytest.raises(AnsibleActionFail) as caught:
+        run({'roles': ['fake']}, {'nodeprep_command_timeout': given})
+    assert str(caught.value).startswith(words)

@@ -13,7 +13,7 @@ from unittest.mock import MagicMock
 
 import pytest
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.parsing.dataloader import DataLoader
 from ansible.playbook.play_context import PlayContext
 from ansible.template import Templar
@@ -27,6 +27,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
 
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import test__plan_gpu_settings as T
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import test__plan_imex as X
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.rules import test_readiness_facts as F
 
 XID = ("2025-06-02T10:11:12+0000 node07 kernel: NVRM: Xid (PCI:0000:c4:00): 79, pid='<unknown>', name=<unknown>, "
@@ -36,9 +37,11 @@ LOG = {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [], 'error': 
 
 def inventory():
     """The inventory variables of the converged node of test_readiness_facts (the readiness role's own left at
-    their defaults, as the role's defaults/main.yml would give them)."""
+    their defaults, as the role's defaults/main.yml would give them; the perf_tools role left out: its tests are
+    below, "the performance gates")."""
     _facts, settings, _probe = F.converged()
-    return dict((k, v) for k, v in settings.items() if k not in _readiness_settings.SETTINGS)
+    return dict((k, v) for k, v in settings.items()
+                if k not in _readiness_settings.SETTINGS and not k.startswith('nodeprep_perf_tools_'))
 
 
 def converged_gather(settings=None):
@@ -94,16 +97,21 @@ def test_converged_node_is_ready_with_one_gather_and_no_plan_sent():
     # Everything the checks read, in the one gather: the subsets, the health read, the roles' units and files.
     assert module_args['gather_subset'] == ['nvidia', 'kernel', 'limits', 'shm', 'nic']
     assert (module_args['fail_on_error'], module_args['nvidia_timeout'], module_args['nvidia_topology'],
-            module_args['kernel_log_lines']) == (False, 60, True, 20000)
+            module_args['kernel_log_lines'], module_args['nvidia_nvlink']) == (False, 60, True, 20000, True)
     assert 'dcgm_diag' not in module_args
     assert '/etc/nccl.conf' in module_args['files'] and 'nvidia-persistenced.service' in module_args['units']
     assert sorted(k for k in module_args if k in ('plans', 'settings', 'facts')) == []
     assert result['changed'] is False and result['ready'] is True
     assert sorted(result) == ['changed', 'checked_values', 'checks', 'lost_gpus', 'ready', 'summary', 'values']
     assert result['checked_values'] == result['values']
-    # gpu.dcgm_diag is opt-in (nodeprep_readiness_dcgm false): it skips and the gather runs no DCGM command.
-    assert [(c['id'], c['status']) for c in result['checks'] if c['status'] != 'pass'] == [('gpu.dcgm_diag', 'skip')]
-    assert result['summary'] == {'pass': 20, 'warn': 0, 'fail': 0, 'skip': 1, 'status': 'pass'}
+    # gpu.dcgm_diag is opt-in (nodeprep_readiness_dcgm false): it skips and the gather runs no DCGM command; the node
+    # is in no IMEX domain (nodeprep_imex_domain_group unset): imex.domain skips and nvidia-imex-ctl is not run (no
+    # imex subset above); so are the perf_tools role and the performance gates (the gather runs no tool).
+    assert [(c['id'], c['status']) for c in result['checks'] if c['status'] != 'pass'] == [
+        ('gpu.dcgm_diag', 'skip'), ('imex.domain', 'skip'), ('perf.tools', 'skip'), ('perf.allreduce', 'skip'),
+        ('perf.nvbandwidth', 'skip')]
+    assert 'perf_tools' not in module_args
+    assert result['summary'] == {'pass': 26, 'warn': 0, 'fail': 0, 'skip': 5, 'status': 'pass'}
     assert [c['id'] for c in result['checks']] == list(r.CHECK_IDS)
     assert result['lost_gpus'] == []
     values = dict(result['values'])
@@ -207,6 +215,55 @@ def test_dcgm_not_installed_skips_where_the_dcgm_role_does_not_manage_it():
                                                             'gpufleet.nodeprep.dcgm installs it)')
 
 
+# Three GB200 trays of one IMEX domain (inventory group rack7); this node (gpu-a01) is 10.0.7.3.
+IMEX_HOSTS = [('gpu-a01', '10.0.7.3'), ('gpu-a02', '10.0.7.12'), ('gpu-a03', '10.0.7.21')]
+
+
+def imex_inventory(**extra):
+    variables = dict(inventory(), nodeprep_imex_domain_group='rack7', **extra)
+    variables['groups'] = {'rack7': [host for host, _address in reversed(IMEX_HOSTS)]}
+    variables['hostvars'] = dict((host, {'ansible_host': address}) for host, address in IMEX_HOSTS)
+    return variables
+
+
+def imex_gather(domain=None):
+    """The converged node with the imex role's work done (test__plan_imex.converged: node list, channel, boot unit,
+    nvidia-imex running, the domain as nvidia-imex-ctl -N -j shows it)."""
+    gathered = converged_gather()
+    node = X.converged()
+    gathered['imex'] = node['imex']
+    if domain is not None:
+        gathered['imex']['ctl']['domain'] = domain
+    gathered['nodeprep_units'].update(node['nodeprep_units'])
+    gathered['nodeprep_files'].update(node['nodeprep_files'])
+    gathered['nodeprep_gathered'] = sorted(set(gathered['nodeprep_gathered']) | {'imex'})
+    return gathered
+
+
+def test_an_imex_domain_member_is_judged_from_the_same_gather_with_its_group_from_the_inventory():
+    result, calls = run(imex_inventory(nodeprep_imex_ctl_timeout=45), gathered=imex_gather())
+    assert [name for name, _args in calls] == ['gpufleet.nodeprep.gpu_node_facts']
+    module_args = calls[0][1]
+    assert module_args['gather_subset'] == ['nvidia', 'kernel', 'limits', 'shm', 'nic', 'imex']
+    assert (module_args['imex_config'], module_args['imex_timeout']) == ('/etc/nvidia-imex/config.cfg', 45)
+    assert 'nvidia-imex.service' in module_args['units'] and X.X.SCRIPT in module_args['files']
+    check = by_id(result, 'imex.domain')
+    assert (check['status'], check['observed']) == ('pass', 'UP: 3/3 nodes READY, all connected; channel0 present')
+    assert check['expected'].startswith('nvidia-imex running with the 3 nodes of group rack7 in address order '
+                                        '(gpu-a01 10.0.7.3, gpu-a02 10.0.7.12, gpu-a03 10.0.7.21)')
+    assert result['ready'] is True
+
+
+def test_an_imex_peer_down_fails_the_member_naming_it():
+    result, _calls = run(imex_inventory(), gathered=imex_gather(X.DOWN))
+    check = by_id(result, 'imex.domain')
+    assert check['status'] == 'fail' and result['ready'] is False
+    assert check['observed'].split('; ')[2:] == [
+        'peer gpu-a02 (10.0.7.12) is UNAVAILABLE (it does not answer: nvidia-imex stopped, or the node is down or '
+        'unreachable)', 'gpu-a01 (10.0.7.3) -> gpu-a02 (10.0.7.12): RECOVERING (connection lost, not cleaned up yet)',
+        'IMEX domain DEGRADED']
+
+
 def test_only_the_checks_asked_for():
     """playbooks/recover_gpu.yml compares nvidia-smi with the PCI bus only: the gather reads the GPU and kernel facts,
     and the result holds gpu.count alone."""
@@ -215,7 +272,8 @@ def test_only_the_checks_asked_for():
     variables = dict(inventory(), nodeprep_readiness_nvidia_timeout=30)
     result, calls = run(variables, gathered=gathered, args={'checks': ['gpu.count']})
     assert calls[0][1]['gather_subset'] == ['nvidia', 'kernel']
-    assert (calls[0][1]['nvidia_timeout'], calls[0][1].get('nvidia_topology', False)) == (30, False)
+    assert (calls[0][1]['nvidia_timeout'], calls[0][1].get('nvidia_topology', False),
+            calls[0][1].get('nvidia_nvlink', False)) == (30, False, False)
     assert 'kernel_log_lines' not in calls[0][1]
     assert [c['id'] for c in result['checks']] == ['gpu.count']
     assert result['summary'] == {'pass': 0, 'warn': 0, 'fail': 1, 'skip': 0, 'status': 'fail'}
@@ -276,7 +334,8 @@ def test_nccl_conf_with_a_byte_that_is_not_utf8(tmp_path):
     result, _calls = run(variables, gathered=gathered)
     got = dict((c['id'], (c['status'], c['observed'])) for c in result['checks'])
     assert got['nccl.config'] == ('fail', '{0}: content differs'.format(path))
-    assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 19 + ['skip']
+    # (gpu.dcgm_diag, imex.domain, perf.tools and the performance gates skip: all opt-in.)
+    assert sorted(status for status, _observed in got.values()) == ['fail'] + ['pass'] * 25 + ['skip'] * 5
     assert dict(result['values'])['NCCL files'] == '{0}: content differs'.format(path)
 
 
@@ -319,3 +378,121 @@ def test_the_limits_the_node_read_are_resolved_here():
     assert by_id(result, 'memlock.users')['status'] == 'fail'
     assert "user 'train' given in users does not exist on this host" in by_id(result, 'memlock.users')['observed']
     assert by_id(result, 'nccl.config')['status'] == 'pass'
+
+
+# A hung node costs only itself: every command of the gather has nodeprep_command_timeout, typed once here.
+def test_every_command_of_the_gather_has_the_command_limit():
+    _result, calls = run(inventory())
+    assert calls[0][1]['command_timeout'] == 60
+    _result, calls = run(dict(inventory(), nodeprep_command_timeout='25'))
+    assert calls[0][1]['command_timeout'] == 25
+
+
+@pytest.mark.parametrize('value, words', [
+    (0, 'readiness check: nodeprep_command_timeout=0: must be at least 1 second'),
+    ('soon', 'readiness check: nodeprep_command_timeout="soon": argument \'nodeprep_command_timeout\' is of type str'),
+    (float('inf'), 'readiness check: nodeprep_command_timeout=Infinity: an infinite number'),
+])
+def test_a_bad_command_limit_is_refused_before_anything_is_read(value, words):
+    result, calls = run(dict(inventory(), nodeprep_command_timeout=value))
+    assert result['failed'] is True
+    assert result['msg'].startswith(words), result['msg']
+    assert calls == []
+
+
+def run_unreachable(error, ssh_timeout=10):
+    context = PlayContext()
+    connection = MagicMock()
+    connection.get_option.side_effect = lambda name: {'timeout': ssh_timeout}[name]
+    task = MagicMock()
+    task.args, task.async_val, task.check_mode, task.diff = {}, 0, False, False
+    action = readiness_info.ActionModule(task, connection, context, loader=DataLoader(),
+                                         templar=Templar(loader=DataLoader()), shared_loader_obj=None)
+
+    def execute(module_name, module_args, task_vars):
+        raise error
+    action._execute_module = execute
+    return action.run(task_vars=dict(inventory(), inventory_hostname='gpu-a01'))
+
+
+def test_a_connection_that_timed_out_names_the_ssh_connect_limit():
+    banner = 'Failed to connect to the host via ssh: Connection timed out during banner exchange'
+    with pytest.raises(AnsibleConnectionFailure) as caught:
+        run_unreachable(AnsibleConnectionFailure(banner))
+    assert str(caught.value) == banner + ' (the SSH connect limit of 10 s passed: ansible_ssh_timeout)'
+    refused = 'ssh: connect to host 10.238.0.13 port 22: Connection refused'
+    with pytest.raises(AnsibleConnectionFailure) as caught:
+        run_unreachable(AnsibleConnectionFailure(refused))
+    assert str(caught.value) == refused
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the performance gates: the scheduler's view decides before the gather; a busy node never runs a tool
+
+def _perf_inventory(**extra):
+    variables = dict(inventory(), nodeprep_perf_tools_install=True, nodeprep_readiness_performance=True,
+                     nodeprep_readiness_performance_thresholds=dict(F.B200_NVBANDWIDTH))
+    variables.update(extra)
+    return variables
+
+
+def _perf_gather():
+    gathered = converged_gather()
+    facts, _settings, _probe = F.converged()
+    gathered['nodeprep_files'].update(F.perf_tools_files())
+    gathered['nodeprep_file_patterns'] = facts['nodeprep_file_patterns']
+    gathered['kernel_state'] = F.perf_tools_facts(gathered)['kernel_state']
+    gathered['kernel_state']['driver_node']['packages'].update(F.PERF_PACKAGES)
+    gathered[r.PERF_FACT] = F.perf_passing()['runs']
+    return gathered
+
+
+IDLE = {'NodeName': 'gpu-a01', 'State': 'IDLE', 'Reason': ''}
+DRAINED_OURS = {'NodeName': 'gpu-a01', 'State': 'IDLE+DRAIN', 'Reason': 'nodeprep:20260101T000000:verify'}
+BUSY = {'NodeName': 'gpu-a01', 'State': 'MIXED', 'Reason': ''}
+
+
+@pytest.mark.parametrize('record, jobs', [(IDLE, []), (DRAINED_OURS, [])])
+def test_an_idle_or_drained_node_runs_both_tools_in_the_one_gather(record, jobs):
+    node_state = {'scheduler': 'slurm', 'record': record, 'jobs': jobs, 'error': None}
+    result, calls = run(_perf_inventory(), gathered=_perf_gather(), args={'node_state': node_state})
+    module_args = calls[0][1]
+    assert len(calls) == 1
+    assert module_args['perf_tools'] == {'all_reduce_perf': '/opt/nodeprep/perf/bin/all_reduce_perf',
+                                         'nvbandwidth': '/opt/nodeprep/perf/bin/nvbandwidth'}
+    assert module_args['perf_timeout'] == 600
+    got = dict((c['id'], c['status']) for c in result['checks'] if c['id'].startswith('perf.'))
+    assert got == {'perf.tools': 'pass', 'perf.allreduce': 'pass', 'perf.nvbandwidth': 'pass'}
+    assert result['ready'] is True
+
+
+@pytest.mark.parametrize('node_state, why', [
+    ({'scheduler': 'slurm', 'record': BUSY, 'jobs': ['4242'], 'error': None},
+     'not run: busy, Slurm runs job 4242 on this node (State=MIXED)'),
+    ({'scheduler': 'slurm', 'record': IDLE, 'jobs': ['4242'], 'error': None},
+     'not run: busy, Slurm runs job 4242 on this node (State=IDLE)'),
+    ({'scheduler': 'slurm', 'record': None, 'jobs': [], 'error': 'Slurm controller slurm-head: scontrol failed'},
+     'not run: the scheduler could not be read, so the node may run a job: Slurm controller slurm-head: scontrol '
+     'failed'),
+    (None, 'not run: no scheduler was asked and nodeprep_readiness_node_idle is false (the gates run only on a node '
+           'that runs no job: idle or drained in Slurm, or declared idle)'),
+])
+def test_a_busy_or_unknown_node_runs_no_tool(node_state, why):
+    result, calls = run(_perf_inventory(nodeprep_readiness_node_idle=node_state is not None),
+                        gathered=_perf_gather(), args={'node_state': node_state})
+    assert 'perf_tools' not in calls[0][1]
+    gates = [(c['id'], c['status'], c['observed']) for c in result['checks'] if c['id'].startswith('perf.')]
+    assert gates[1:] == [('perf.allreduce', 'skip', why), ('perf.nvbandwidth', 'skip', why)]
+
+
+def test_declared_idle_without_a_scheduler_runs_the_tools_of_the_given_paths():
+    variables = _perf_inventory(nodeprep_readiness_node_idle=True, nodeprep_perf_tools_install=False,
+                                nodeprep_perf_tools_all_reduce_perf='/usr/local/bin/all_reduce_perf')
+    _result, calls = run(variables, gathered=_perf_gather())
+    assert calls[0][1]['perf_tools'] == {'all_reduce_perf': '/usr/local/bin/all_reduce_perf',
+                                         'nvbandwidth': '/opt/nodeprep/perf/bin/nvbandwidth'}
+
+
+def test_a_bad_node_state_is_refused():
+    with pytest.raises(AnsibleActionFail, match='node_state: expected null or'):
+        run(_perf_inventory(), gathered=_perf_gather(), args={'node_state': 'idle'})

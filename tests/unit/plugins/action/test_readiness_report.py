@@ -58,7 +58,7 @@ def test_writes_the_report_files(tmp_path):
                                str(dest / 'report.txt'), str(dest / 'readiness.prom'), str(dest / 'exit-status')]
     assert sorted(os.listdir(str(dest))) == FILES
     assert result['summary'] == {'hosts': 3, 'ready': 1, 'not_ready': 1, 'unreachable': 1,
-                                 'pass': 21, 'warn': 0, 'fail': 20, 'skip': 1}
+                                 'pass': 30, 'warn': 0, 'fail': 29, 'skip': 3}
     assert result['ready'] is False
     assert result['not_ready_hosts'] == ['gpu-a02']
     assert result['unreachable_hosts'] == ['gpu-a03']
@@ -73,8 +73,11 @@ def test_writes_the_report_files(tmp_path):
     assert ids.index('gpu.fabric') < ids.index('gpu.topology') < ids.index('gpu.dcgm_diag')
     html = (dest / 'report.html').read_text()
     assert 'gpu.fabric' in html and 'gpu.topology' in html and 'gpu.dcgm_diag' in html
+    # the health checks of issue 28 in every format
+    for check_id in ('gpu.throttle', 'pci.link', 'nvlink.links', 'gpu.remapped_rows', 'gpu.mig', 'gpu.vbios'):
+        assert check_id in cases and check_id in html and check_id in ids, check_id
     assert ('<tr id="host-gpu-a03" class="hu"><td class="h"><a href="#host-gpu-a03">gpu-a03</a></td><td class="u">'
-            '<a href="#detail-gpu-a03">unreachable</a></td><td class="u m" colspan="21">no result: the host was '
+            '<a href="#detail-gpu-a03">unreachable</a></td><td class="u m" colspan="31">no result: the host was '
             'unreachable or failed before the check</td></tr>') in html
     # one host could not be checked: exit status 2, in the result, report.json, exit-status and readiness.prom
     assert (result['exit_status'], result['exit_status_meaning']) == (2, 'some hosts could not be checked')
@@ -140,7 +143,9 @@ def test_prometheus_textfile(tmp_path):
     assert result['files'][-1] == str(target)
     assert os.listdir(str(collector)) == ['nodeprep_readiness.prom']  # no temporary file left behind
     assert target.read_text() == (tmp_path / 'report' / 'readiness.prom').read_text()
-    assert 'nodeprep_readiness_check{host="gpu-a02",check="gpu.count",status="fail"} 0\n' in target.read_text()
+    # per check and status, the number of hosts (gpu-a02 failed gpu.count); no host label (node textfiles have it)
+    assert 'nodeprep_readiness_checks{check="gpu.count",status="fail"} 1\n' in target.read_text()
+    assert 'host=' not in target.read_text()
     assert oct(os.stat(str(target)).st_mode & 0o777) == '0o644'
 
 
@@ -156,3 +161,12 @@ def test_prometheus_textfile_refused(tmp_path, name, message):
         make_action({'dest': str(tmp_path / 'report'),
                      'prometheus_textfile': str(tmp_path / name)}).run(task_vars=task_vars())
     assert str(exc.value) == 'prometheus_textfile {0}: {1}'.format(tmp_path / name, message.format(tmp=tmp_path))
+
+
+def test_no_host_is_not_ready(tmp_path):
+    # an empty group or a --limit that matched nothing: before, the action said ready
+    result = make_action({'dest': str(tmp_path / 'report'), 'hosts': []}).run(task_vars=task_vars())
+    assert result['ready'] is False
+    assert (result['exit_status'], result['exit_status_meaning']) == (
+        2, 'no host was judged (the play had no host): not ready')
+    assert (tmp_path / 'report' / 'exit-status').read_text() == '2\n'

@@ -28,12 +28,13 @@ def lookup():
 
 
 @pytest.mark.parametrize('kwargs, expected', [
-    ({}, ['kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma', 'dcgm',
+    ({}, ['kernel', 'nvidia_driver', 'imex', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma', 'dcgm',
           'perf_tools']),
-    ({'stage': 'all'}, ['kernel', 'nvidia_driver', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma',
-                        'dcgm', 'perf_tools']),
+    ({'stage': 'all'}, ['kernel', 'nvidia_driver', 'imex', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload',
+                        'rdma', 'dcgm', 'perf_tools']),
     ({'stage': 'disruptive'}, ['kernel', 'nvidia_driver']),
-    ({'stage': 'settings'}, ['gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma', 'dcgm', 'perf_tools']),
+    ({'stage': 'settings'}, ['imex', 'gpu_settings', 'memlock', 'shm', 'nccl', 'nic_offload', 'rdma', 'dcgm',
+                             'perf_tools']),
 ])
 def test_the_roles_in_site_order(lookup, kwargs, expected):
     assert lookup.run([], {}, **kwargs) == expected

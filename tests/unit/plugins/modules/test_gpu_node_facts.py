@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_smi, run_main_rc
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FIXTURES, fake_script, fake_smi, run_main_rc
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._limits_conf import resolve
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._nvidia_smi_xml import parse_nvsmi_xml
@@ -30,6 +30,9 @@ def run(args, capsys):
     (['nic', 'nvidia'], ['nvidia', 'nic']),
     (['shm', 'all'], ['nvidia', 'kernel', 'limits', 'shm', 'nic']),
     (['limits'], ['limits']),
+    # imex only when named (its nvidia-imex-ctl -N asks every node of the domain)
+    (['imex', 'all'], ['nvidia', 'kernel', 'limits', 'shm', 'nic', 'imex']),
+    (['imex'], ['imex']),
 ])
 def test_wanted_subsets(requested, expected):
     assert gpu_node_facts.wanted_subsets(requested) == expected
@@ -94,6 +97,28 @@ def test_hang_reported_when_not_failing(tmp_path, capsys):
     assert facts['shm']['mounted'] is True
 
 
+def test_without_its_own_timeout_nvidia_smi_has_the_command_limit(tmp_path, capsys):
+    smi = fake_smi(tmp_path, 'exec sleep 30')
+    started = time.time()
+    code, result = run({'gather_subset': ['nvidia'], 'nvidia_smi': smi, 'command_timeout': 1}, capsys)
+    assert time.time() - started < 15
+    assert code == 1
+    assert result['msg'].startswith('nvidia facts: nvidia-smi -q -x did not answer within the timeout of 1 seconds')
+    # the failed task says which command hit which limit (site.yml's run summary names it)
+    assert result['timed_out'] == [{'command': smi + ' -q -x', 'seconds': 1, 'option': 'command_timeout'}]
+
+
+def test_a_command_killed_at_its_limit_is_a_fact_when_the_gather_goes_on(tmp_path, capsys):
+    smi = fake_smi(tmp_path, 'exec sleep 30')
+    code, result = run({'gather_subset': ['nvidia', 'shm'], 'nvidia_smi': smi, 'nvidia_timeout': 1,
+                        'command_timeout': 30, 'fail_on_error': False}, capsys)
+    assert code == 0, result.get('msg')
+    assert result['ansible_facts']['nodeprep_timed_out'] == [
+        {'command': smi + ' -q -x', 'seconds': 1, 'option': 'nvidia_timeout'}]
+    code, result = run({'gather_subset': ['shm']}, capsys)
+    assert 'nodeprep_timed_out' not in result['ansible_facts']
+
+
 def test_unknown_interface_fails_listing_real_ones(capsys):
     code, result = run({'gather_subset': ['nic'], 'nic_interfaces': ['nosuchnic0']}, capsys)
     assert code == 1
@@ -106,6 +131,34 @@ def test_bad_timeout_rejected(capsys):
     code, result = run({'nvidia_timeout': 0}, capsys)
     assert code == 1
     assert result['msg'] == 'nvidia_timeout must be at least 1 second, got 0'
+    code, result = run({'command_timeout': -5}, capsys)
+    assert code == 1
+    assert result['msg'] == 'command_timeout must be at least 1 second, got -5'
+    code, result = run({'imex_timeout': 0, 'gather_subset': ['imex']}, capsys)
+    assert code == 1
+    assert result['msg'] == 'imex_timeout must be at least 1 second, got 0'
+
+
+def test_the_imex_subset_runs_the_ctl_with_the_config(tmp_path, capsys, monkeypatch):
+    nodes = tmp_path / 'nodes_config.cfg'
+    nodes.write_text('10.0.0.1\n10.0.0.2\n')
+    config = tmp_path / 'config.cfg'
+    config.write_text('IMEX_NODE_CONFIG_FILE={0}\nIMEX_CMD_ENABLED=1\n'.format(nodes))
+    log = tmp_path / 'argv'
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    fake_script(str(bin_dir), 'nvidia-imex-ctl', 'echo "$@" > {0}\necho \'{{"nodes": {{"0": {{"status": "READY", '
+                '"host": "10.0.0.1"}}, "1": {{"status": "UNAVAILABLE", "host": "10.0.0.2"}}}}, "status": '
+                '"DEGRADED"}}\''.format(log))
+    monkeypatch.setenv('PATH', '{0}:{1}'.format(bin_dir, os.environ['PATH']))
+    code, result = run({'gather_subset': ['imex'], 'imex_config': str(config), 'imex_timeout': 7}, capsys)
+    assert code == 0, result.get('msg')
+    imex = result['ansible_facts']['imex']
+    assert log.read_text() == '-c {0} -N -j\n'.format(config)
+    assert imex['nodes'] == ['10.0.0.1', '10.0.0.2'] and imex['nodes_path'] == str(nodes)
+    assert imex['ctl']['domain']['status'] == 'DEGRADED' and imex['ctl']['rc'] == 0
+    assert [n['status'] for n in imex['ctl']['domain']['nodes']] == ['READY', 'UNAVAILABLE']
+    assert result['ansible_facts']['nodeprep_gathered'] == ['imex']
 
 
 @pytest.mark.parametrize('kept, expected', [

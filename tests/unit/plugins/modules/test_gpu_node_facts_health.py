@@ -43,7 +43,7 @@ class Runner(object):
         raise AssertionError('unexpected command {0}'.format(args))
 
 
-def run(monkeypatch, capsys, args, table, bins=('journalctl', 'dmesg')):
+def run(monkeypatch, capsys, args, table, bins=('journalctl', 'dmesg', 'timeout')):
     runner = Runner(table)
 
     def run_command(self, argv, **kw):
@@ -62,11 +62,16 @@ def timed(argv, seconds):
     return [TIMEOUT, '--kill-after=5', '--signal=TERM', str(seconds)] + argv
 
 
+# Every command of the gather runs under its limit, command_timeout (default 60 s; nodeprep_command_timeout).
+JOURNAL_RUN = timed(JOURNAL, 60)
+DMESG_RUN = timed(['/usr/bin/dmesg'], 60)
+
+
 def test_kernel_log_from_journald(monkeypatch, capsys):
     result, calls = run(monkeypatch, capsys, {'kernel_log_lines': 20000}, [
-        (JOURNAL, (0, '2025-06-02T10:00:00+0000 node07 kernel: Linux version 5.14.0\n' + XID + '\n', '')),
+        (JOURNAL_RUN, (0, '2025-06-02T10:00:00+0000 node07 kernel: Linux version 5.14.0\n' + XID + '\n', '')),
     ])
-    assert calls == [(JOURNAL, C_LOCALE)]
+    assert calls == [(JOURNAL_RUN, C_LOCALE)]
     facts = result['ansible_facts']
     assert result['changed'] is False
     assert facts['nodeprep_kernel_log'] == {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [XID],
@@ -77,10 +82,10 @@ def test_kernel_log_from_journald(monkeypatch, capsys):
 
 def test_xid_from_dmesg_when_journald_has_no_log(monkeypatch, capsys):
     result, calls = run(monkeypatch, capsys, {'kernel_log_lines': 20000}, [
-        (JOURNAL, (1, '', 'No journal files were found.\n')),
-        (['/usr/bin/dmesg'], (0, '[   12.3] nvidia: loading\n[ 99.1] ' + XID + '\n', '')),
+        (JOURNAL_RUN, (1, '', 'No journal files were found.\n')),
+        (DMESG_RUN, (0, '[   12.3] nvidia: loading\n[ 99.1] ' + XID + '\n', '')),
     ])
-    assert [argv for argv, _env in calls] == [JOURNAL, ['/usr/bin/dmesg']]
+    assert [argv for argv, _env in calls] == [JOURNAL_RUN, DMESG_RUN]
     assert result['ansible_facts']['nodeprep_kernel_log'] == {'source': 'dmesg (last 20000 lines)',
                                                               'lines': ['[ 99.1] ' + XID], 'error': None}
 
@@ -94,8 +99,8 @@ def test_no_log_tool(monkeypatch, capsys):
 
 def test_journal_and_dmesg_both_failing_say_why(monkeypatch, capsys):
     result, _calls = run(monkeypatch, capsys, {'kernel_log_lines': 20000}, [
-        (JOURNAL, (1, '', 'No journal files were found.\n')),
-        (['/usr/bin/dmesg'], (1, '', 'dmesg: read kernel buffer failed: Operation not permitted\n')),
+        (JOURNAL_RUN, (1, '', 'No journal files were found.\n')),
+        (DMESG_RUN, (1, '', 'dmesg: read kernel buffer failed: Operation not permitted\n')),
     ])
     assert result['ansible_facts']['nodeprep_kernel_log']['error'] == (
         'journalctl rc=1: No journal files were found.; dmesg rc=1: dmesg: read kernel buffer failed: Operation not '
@@ -120,9 +125,25 @@ def test_negative_kernel_log_lines_is_refused(monkeypatch, capsys):
 
 def test_check_mode_reads_the_same(monkeypatch, capsys):
     result, calls = run(monkeypatch, capsys, {'kernel_log_lines': 20000, '_ansible_check_mode': True},
-                        [(JOURNAL, (0, '', ''))])
-    assert [argv for argv, _env in calls] == [JOURNAL]
+                        [(JOURNAL_RUN, (0, '', ''))])
+    assert [argv for argv, _env in calls] == [JOURNAL_RUN]
     assert result['changed'] is False
+
+
+def test_a_hung_kernel_log_read_is_killed_at_the_command_limit(monkeypatch, capsys):
+    """journalctl that does not answer is killed at command_timeout; dmesg is read instead, and the gather lists the
+    command that hit its limit."""
+    clock = iter([0.0, 30.5, 31.0, 31.2])
+    monkeypatch.setattr('ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect._runner.monotonic',
+                        lambda: next(clock))
+    result, calls = run(monkeypatch, capsys, {'kernel_log_lines': 20000, 'command_timeout': 30}, [
+        (timed(JOURNAL, 30), (124, '', '')),
+        (timed(['/usr/bin/dmesg'], 30), (0, '[ 99.1] ' + XID + '\n', '')),
+    ])
+    assert [argv for argv, _env in calls] == [timed(JOURNAL, 30), timed(['/usr/bin/dmesg'], 30)]
+    facts = result['ansible_facts']
+    assert facts['nodeprep_kernel_log']['lines'] == ['[ 99.1] ' + XID]
+    assert facts['nodeprep_timed_out'] == [{'command': ' '.join(JOURNAL), 'seconds': 30, 'option': 'command_timeout'}]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -170,3 +191,72 @@ def test_dcgm_settings_are_checked(monkeypatch, capsys, option, value, words):
     assert result['failed'] is True
     assert words in result['msg']
     assert calls == []
+
+
+# The performance gates (opt-in, only where the controller decided the node runs no job): what is run and returned
+# (the verdict: rules/test__perf_gates.py; where: the same file and action/test_readiness_info.py)
+
+ARP = '/opt/nodeprep/perf/bin/all_reduce_perf'
+NVB = '/opt/nodeprep/perf/bin/nvbandwidth'
+
+
+class FakeModule(object):
+    """What the runner takes of AnsibleModule: run_command (from a table) and get_bin_path."""
+
+    def __init__(self, table):
+        self.runner = Runner(table)
+
+    def run_command(self, argv, **kw):
+        return self.runner(self, argv, **kw)
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return '/usr/bin/' + name if name == 'timeout' else None
+
+
+def test_perf_runs_both_tools_over_every_gpu_under_the_timeout():
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _health
+    allreduce = F.allreduce_output(8, 820.0)
+    nvb = F.nvbandwidth_output(8, 55.0, 55.5, 750.0)
+    arp_argv = [ARP, '-b', '1G', '-e', '16G', '-f', '2', '-g', '8', '-c', '1']
+    nvb_argv = [NVB, '-t', 'host_to_device_memcpy_ce', 'device_to_host_memcpy_ce', 'device_to_device_memcpy_read_ce']
+    module = FakeModule([(timed(arp_argv, 300), (0, allreduce, '')), (timed(nvb_argv, 300), (0, nvb, ''))])
+    found = _health.read_perf(module, {'all_reduce_perf': ARP, 'nvbandwidth': NVB}, 8, 300)
+    assert [argv for argv, _env in module.runner.calls] == [timed(arp_argv, 300), timed(nvb_argv, 300)]
+    assert all(env == C_LOCALE for _argv, env in module.runner.calls)
+    assert sorted(found) == ['all_reduce_perf', 'nvbandwidth']
+    assert dict((k, v) for k, v in found['all_reduce_perf'].items() if k != 'seconds') == {
+        'path': ARP, 'argv': arp_argv, 'rc': 0, 'stdout': allreduce, 'stderr': '', 'timed_out': False, 'timeout': 300}
+
+
+def test_perf_tool_missing_is_rc_127_with_the_reason():
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.collect import _health
+
+    class Missing(FakeModule):
+        def run_command(self, argv, **kw):
+            self.runner.calls.append((list(argv), kw.get('environ_update')))
+            return 127, '', '/usr/bin/timeout: failed to run command \u2018{0}\u2019: No such file or directory'.format(
+                NVB)
+
+    found = _health.read_perf(Missing([]), {'nvbandwidth': NVB}, 8, 600)
+    assert (found['nvbandwidth']['rc'], found['nvbandwidth']['stderr']) == (
+        127, 'cannot run {0}: No such file or directory'.format(NVB))
+
+
+def test_perf_without_a_gpu_listed_runs_nothing(monkeypatch, capsys):
+    result, calls = run(monkeypatch, capsys, {'perf_tools': {'all_reduce_perf': ARP}, 'perf_timeout': 120}, [],
+                        bins=('timeout',))
+    assert calls == []
+    perf = result['ansible_facts']['nodeprep_perf']
+    assert (perf['all_reduce_perf']['rc'], perf['all_reduce_perf']['stderr']) == (None, 'not run: nvidia-smi listed no GPU')
+    assert result['ansible_facts']['nodeprep_gathered'] == ['perf']
+
+
+@pytest.mark.parametrize('args, words', [
+    ({'perf_tools': {'all_reduce_perf': ARP}, 'perf_timeout': 0},
+     'perf_timeout=0 is not a timeout; allowed: a whole number of seconds, at least 1'),
+    ({'perf_tools': {'ib_write_bw': '/usr/bin/ib_write_bw'}},
+     'perf_tools: unknown tools ib_write_bw; allowed: all_reduce_perf, nvbandwidth'),
+])
+def test_perf_options_are_checked(monkeypatch, capsys, args, words):
+    result, calls = run(monkeypatch, capsys, args, [])
+    assert result['failed'] is True and words in result['msg'] and calls == []

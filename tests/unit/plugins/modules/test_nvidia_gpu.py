@@ -65,7 +65,7 @@ class FakeRunner(object):
         self.timeout = timeout
         self.seen = []
 
-    def __call__(self, module, argv, timeout=None, env=None):
+    def __call__(self, module, argv, timeout=None, env=None, option=None):
         self.seen.append(list(argv))
         assert self.calls, 'unexpected command {0}'.format(argv)
         assert timeout == self.timeout

@@ -40,6 +40,9 @@ def variants():
     facts, settings, probe = F.converged()
     del facts['nvidia']['gpus'][4]
     facts['nvidia']['attached_gpus'] = 7
+    # The performance gates ran on the 7 GPUs nvidia-smi listed (the gather passes -g 7).
+    facts[F.r.PERF_FACT] = {'all_reduce_perf': F.perf_run('all_reduce_perf', F.allreduce_output(7, 820.0)),
+                            'nvbandwidth': F.perf_run('nvbandwidth', F.nvbandwidth_output(7, 55.0, 55.5, 750.0))}
     _xid(probe, 79, 'gpu-node')
     out['gpu_lost'] = _result(facts, settings, probe)
 

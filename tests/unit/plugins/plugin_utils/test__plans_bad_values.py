@@ -188,7 +188,8 @@ PATHS = [(role, name, entry) for role in _plans.SITE_ROLES
 def test_every_setting_that_names_a_path_on_the_node_is_a_path_setting():
     names = [name for _role, name, _entry in PATHS]
     assert sorted(set(names)) == sorted([
-        'nodeprep_gpu_settings_config_path', 'nodeprep_memlock_limits_file', 'nodeprep_nccl_conf_path',
+        'nodeprep_gpu_settings_config_path', 'nodeprep_imex_config', 'nodeprep_memlock_limits_file',
+        'nodeprep_nccl_conf_path',
         'nodeprep_nccl_torch_env_path', 'nodeprep_nvidia_driver_nouveau_conf', 'nodeprep_perf_tools_all_reduce_perf',
         'nodeprep_perf_tools_nvbandwidth', 'nodeprep_perf_tools_prefix', 'nodeprep_shm_path'])
     # Every other string setting whose default is a path is one of them.

@@ -32,7 +32,7 @@ def _report():
 def test_build_report_summary_and_hosts():
     report = _report()
     assert report['summary'] == {'hosts': 5, 'ready': 1, 'not_ready': 2, 'unreachable': 2,
-                                 'pass': 21, 'warn': 0, 'fail': 21, 'skip': 1}
+                                 'pass': 30, 'warn': 0, 'fail': 30, 'skip': 3}
     assert report['host_order'] == ['gpu-a01', 'gpu-a02', 'gpu-a03', 'gpu-a04', 'gpu-a05']
     assert [report['hosts'][h]['status'] for h in report['host_order']] == \
         ['ready', 'not_ready', 'unreachable', 'unreachable', 'not_ready']
@@ -53,7 +53,7 @@ def test_json_junit_html_agree():
     # JUnit
     root = ET.fromstring(rr.render_junit(report).encode('utf-8'))
     assert root.tag == 'testsuites'
-    assert (root.get('tests'), root.get('failures'), root.get('errors'), root.get('skipped')) == ('45', '21', '2', '1')
+    assert (root.get('tests'), root.get('failures'), root.get('errors'), root.get('skipped')) == ('65', '30', '2', '3')
     junit = {}
     for suite in root.findall('testsuite'):
         for case in suite.findall('testcase'):
@@ -163,9 +163,66 @@ def test_render_matrix():
     text = rr.render_matrix(_report())
     lines = text.splitlines()
     assert lines[0].startswith('checks: 1=kernel.devel_matched  2=driver.nouveau_blacklisted  ')
-    assert lines[2] == 'gpu-a01  ' + ' '.join(['{0:>2}'.format('.')] * 21 + ['  ']) + '  ready'
-    assert lines[3] == 'gpu-a02  ' + ' '.join('{0:>2}'.format(m) for m in 'FFFFFFFFFFFFFFFFF-FFF ') + '  not_ready'
-    assert lines[4] == 'gpu-a03  ' + ' '.join([' ?'] * 22) + '  unreachable'
-    assert lines[6] == 'gpu-a05  ' + ' '.join(['  '] * 21 + [' F']) + '  not_ready'
+    assert lines[2] == 'gpu-a01  ' + ' '.join(['{0:>2}'.format('.')] * 27 + [' -'] + ['{0:>2}'.format('.')] * 3 + ['  ']) + '  ready'
+    assert lines[3] == 'gpu-a02  ' + ' '.join('{0:>2}'.format(m) for m in 'F' * 23 + '-FFF-FFF ') + '  not_ready'
+    assert lines[4] == 'gpu-a03  ' + ' '.join([' ?'] * 32) + '  unreachable'
+    assert lines[6] == 'gpu-a05  ' + ' '.join(['  '] * 31 + [' F']) + '  not_ready'
     assert lines[-1] == ('legend: . pass  W warn  F fail  - skip  ? unreachable; hosts 5: 1 ready, 2 not ready, '
                          '2 unreachable')
+
+
+def test_a_node_stopped_at_the_whole_step_limit_names_it():
+    """Ansible's task timeout (nodeprep_gather_timeout) ended the node's readiness task: facts.gather fails saying
+    which limit passed and the variable that sets it; any other failure keeps its message as it is."""
+    stopped = {'failed': True, 'msg': 'The task timed out.', 'timedout': {'period': 30}}
+    other = {'failed': True, 'msg': 'gpu_node_facts: bad option'}
+    report = rr.build_report(['a', 'b'], {'a': stopped, 'b': other}, '2026-12-06T03:00:00Z')
+    assert report['hosts']['a']['checks'][0]['observed'] == (
+        'The task timed out. (the limit of the whole step passed: 30 s, nodeprep_gather_timeout)')
+    assert report['hosts']['b']['checks'][0]['observed'] == 'gpu_node_facts: bad option'
+    assert rr.step_limit_words({'timedout': {}}) == '' and rr.step_limit_words(None) == ''
+
+
+def test_junit_is_well_formed_with_control_characters():
+    # a host name and texts holding characters XML 1.0 forbids (C0 controls, U+FFFE, a lone surrogate): before, the
+    # raw characters went into junit.xml and no XML parser read it
+    host = 'gpu-a01\x1b[31m'
+    converged = F.converged()
+    checks = F.evaluate(*converged)
+    checks[0] = dict(checks[0], status='fail', observed='dmesg said \x00\x07 and \ufffe\ud800 then tab\tend')
+    report = rr.build_report([host, 'gpu\x0b02'], {host: {'checks': checks},
+                                                   'gpu\x0b02': {'unreachable': True, 'msg': 'ssh: \x01bad'}},
+                             '2026-01-05T08:00:00Z')
+    text = rr.render_junit(report)
+    root = ET.fromstring(text.encode('utf-8'))
+    suites = [s.get('name') for s in root.findall('testsuite')]
+    assert suites == ['gpu-a01\\x1b[31m', 'gpu\\x0b02']
+    failure = root.find("testsuite[@name='gpu-a01\\x1b[31m']/testcase/failure")
+    assert failure.get('message') == 'dmesg said \\x00\\x07 and \\ufffe\\ud800 then tab\tend'
+    assert root.find("testsuite[@name='gpu\\x0b02']/testcase/error").get('message') == 'ssh: \\x01bad'
+    # the HTML page carries the same visible escapes
+    assert 'gpu-a01\\x1b[31m' in rr.render_html(report)
+    assert rr.xml_chars('ok \t\n\r \u00e9 \U0001f600') == 'ok \t\n\r \u00e9 \U0001f600'
+
+
+def test_a_report_over_no_host_is_not_ready():
+    report = rr.build_report([], {}, '2026-01-05T08:00:00Z')
+    assert report['exit_status'] == rr.EXIT_NOT_CHECKED
+    assert rr.is_ready(report) is False
+    assert rr.exit_meaning(report) == rr.NO_HOST == 'no host was judged (the play had no host): not ready'
+    root = ET.fromstring(rr.render_junit(report).encode('utf-8'))
+    assert (root.get('tests'), root.get('errors')) == ('1', '1')
+    error = root.find("testsuite[@name='readiness']/testcase[@name='hosts.judged']/error")
+    assert error.get('message') == rr.NO_HOST
+    assert rr.render_matrix(report).splitlines()[-1] == rr.NO_HOST
+    html = rr.render_html(report)
+    assert rr.NO_HOST in html
+    assert 'Passed on every host checked' not in html
+    assert 'nodeprep_readiness_exit_status 2\n' in rr.render_prometheus(report)
+    assert rr.render_exit_status(report) == '2\n'
+
+
+def test_a_ready_fleet_is_ready():
+    report = rr.build_report(['gpu-a01'], {'gpu-a01': {'checks': F.evaluate(*F.converged())}}, '2026-01-05T08:00:00Z')
+    assert rr.is_ready(report) is True
+    assert rr.exit_meaning(report) == 'every host checked and ready'

@@ -18,7 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_report as rr
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness_textfile
 from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.plugin_utils import report_fleet as RF
+from ansible_collections.gpufleet.nodeprep.tests.unit.prometheus_format import parse_exposition
 
 RANK = {'fail': 0, 'unreachable': 1, 'warn': 2, 'pass': 3}
 
@@ -142,7 +144,8 @@ def test_counts_per_state_and_per_check(fleet):
     # in the 4-node report most checks passed everywhere: one line names them
     four = RF.four_nodes()
     text = ''.join(Page(rr.render_html(four)).text)
-    clean = [c for c in four['check_ids'] if c not in ('gpu.count', 'gpu.health')]
+    # imex.domain skips on these HGX nodes (no IMEX domain configured): not a pass.
+    clean = [c for c in four['check_ids'] if c not in ('gpu.count', 'gpu.health', 'imex.domain')]
     assert 'Passed on every host checked ({0}): {1}\n'.format(len(clean), ', '.join(clean)) in text
 
 
@@ -194,94 +197,55 @@ def _size(report):
 
 def test_size_per_host(variants, fleet):
     """A host that passes everything adds less than 1.5 kB (measured: about 0.45 kB); the generated 500-node
-    fleet, 12% of it needing attention, stays under 1 kB per host (measured: about 0.7 kB)."""
+    fleet, 12% of it needing attention, stays under 48 bytes per host and check column (1 kB per host at 21 checks,
+    where it measured about 0.7 kB; about 39 bytes per cell at 28 checks)."""
     def passing(count):
         hosts = ['gpu-r{0:02d}n{1:02d}'.format(i // 20 + 1, i % 20 + 1) for i in range(count)]
         return rr.build_report(hosts, dict((h, variants['converged']) for h in hosts), '2026-01-05T08:00:00Z')
     per_host = (_size(passing(101)) - _size(passing(1))) / 100.0
     assert per_host < 1500
-    assert _size(fleet) / 500.0 < 1000
+    columns = len(fleet['check_ids'])
+    assert columns >= 21
+    assert _size(fleet) / (500.0 * columns) < 48
 
 
 # ---------------------------------------------------------------------------
 # readiness.prom: the rules of https://prometheus.io/docs/instrumenting/exposition_formats/ (text format details)
 # and of https://prometheus.io/docs/concepts/data_model/ (metric and label names), checked line by line.
 
-METRIC_NAME = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*$')
-LABEL_NAME = re.compile(r'^[a-zA-Z_][a-zA-Z0-9_]*$')
-# a label value: any character but a backslash, a double quote or a line feed, or one of the three escapes
-LABEL_PAIR = re.compile(r'([^=,{}"\s]+)="((?:[^"\\\n]|\\\\|\\"|\\n)*)"')
-SAMPLE = re.compile(r'^([^{\s]+)(?:\{(.*)\})? (\S+)$')
-
-
-def unescape(value):
-    return re.sub(r'\\(.)', lambda m: {'\\': '\\', '"': '"', 'n': '\n'}[m.group(1)], value)
-
-
-def parse_exposition(text):
-    """{family: {'help', 'type', 'samples': [(labels dict, value)]}}, asserting the format's rules on the way."""
-    assert text.endswith('\n'), 'the last line must end with a line feed'
-    families = {}
-    seen_series = set()
-    for line in text[:-1].split('\n'):
-        assert line == line.strip() and line, repr(line)
-        if line.startswith('#'):
-            parts = line.split(' ', 3)
-            assert parts[1] in ('HELP', 'TYPE'), line
-            name = parts[2]
-            assert METRIC_NAME.match(name) and ':' not in name, name
-            family = families.setdefault(name, {'help': None, 'type': None, 'samples': []})
-            assert not family['samples'], 'HELP/TYPE of {0} after its samples'.format(name)
-            if parts[1] == 'HELP':
-                assert family['help'] is None, 'two HELP lines for ' + name
-                assert re.match(r'^(?:[^\\\n]|\\\\|\\n)*$', parts[3]), 'HELP of {0} not escaped'.format(name)
-                family['help'] = parts[3]
-            else:
-                assert family['type'] is None, 'two TYPE lines for ' + name
-                assert parts[3] in ('counter', 'gauge', 'histogram', 'summary', 'untyped')
-                family['type'] = parts[3]
-            continue
-        match = SAMPLE.match(line)
-        assert match, line
-        name, labels_text, value = match.groups()
-        assert METRIC_NAME.match(name), name
-        assert name in families and families[name]['type'], 'sample of {0} before its TYPE'.format(name)
-        labels = {}
-        if labels_text:
-            pairs = LABEL_PAIR.findall(labels_text)
-            assert ','.join('{0}="{1}"'.format(k, v) for k, v in pairs) == labels_text, labels_text
-            for key, raw in pairs:
-                assert LABEL_NAME.match(key) and not key.startswith('__'), key
-                assert key not in labels, 'label {0} twice'.format(key)
-                labels[key] = unescape(raw)
-        float(value)
-        series = (name, tuple(sorted(labels.items())))
-        assert series not in seen_series, 'duplicate series {0}'.format(series)
-        seen_series.add(series)
-        families[name]['samples'].append((labels, float(value)))
-    # a family's samples are together: a name's HELP/TYPE were seen before all of them (checked above), and no
-    # other family's line comes between two of its samples
-    order = [line.split('{')[0].split(' ')[0] for line in text.splitlines() if not line.startswith('#')]
-    assert order == sorted(order, key=list(families).index)
-    return families
-
-
 def test_prometheus_textfile_follows_the_exposition_format(fleet):
     families = parse_exposition(rr.render_prometheus(fleet))
     assert sorted(families) == sorted(name for name, _help in rr.PROMETHEUS_FAMILIES)
     assert all(f['type'] == 'gauge' and f['help'] for f in families.values())
-    checks = families['nodeprep_readiness_check']['samples']
-    expected = [(h, c['id'], c['status']) for h in fleet['host_order'] for c in fleet['hosts'][h]['checks']]
-    assert [(lab['host'], lab['check'], lab['status']) for lab, _v in checks] == expected
-    assert all(v == (0.0 if lab['status'] == 'fail' else 1.0) for lab, v in checks)
-    ready = dict((lab['host'], v) for lab, v in families['nodeprep_readiness_host_ready']['samples'])
-    assert ready == dict((h, 1.0 if fleet['hosts'][h]['status'] == 'ready' else 0.0) for h in fleet['host_order'])
-    checked = dict((lab['host'], v) for lab, v in families['nodeprep_readiness_host_checked']['samples'])
-    assert sorted(h for h, v in checked.items() if v == 0) == sorted(
-        h for h in fleet['host_order'] if fleet['hosts'][h]['status'] == 'unreachable')
+    # per check and status: how many hosts, counted here from the report's hosts (not from by_check)
+    checks = families['nodeprep_readiness_checks']['samples']
+    assert [(lab['check'], lab['status']) for lab, _v in checks] == [
+        (check_id, status) for check_id in fleet['check_ids'] for status in ('pass', 'warn', 'fail', 'skip')]
+    for lab, value in checks:
+        assert value == sum(1 for h in fleet['host_order'] for c in fleet['hosts'][h]['checks']
+                            if c['id'] == lab['check'] and c['status'] == lab['status'])
+    hosts = dict((lab['state'], v) for lab, v in families['nodeprep_readiness_hosts']['samples'])
+    assert hosts == dict((state, float(sum(1 for h in fleet['host_order'] if fleet['hosts'][h]['status'] == state)))
+                         for state in ('ready', 'not_ready', 'unreachable'))
+    assert sum(hosts.values()) == len(fleet['host_order']) == 500
+    assert families['nodeprep_readiness_hosts_not_checked']['samples'] == [({}, float(sum(
+        1 for h in fleet['host_order'] if rr.not_checked(fleet['hosts'][h]))))]
     assert families['nodeprep_readiness_exit_status']['samples'] == [({}, 2.0)]
     # 2026-01-05T08:00:00Z
     assert families['nodeprep_readiness_last_run_timestamp_seconds']['samples'] == [({}, 1767600000.0)]
+    # no host names: per-host detail is each node's own textfile
+    assert 'host=' not in rr.render_prometheus(fleet)
+
+
+@pytest.mark.parametrize('count', [1, 10, 500])
+def test_prometheus_series_bounded_by_checks_not_nodes(variants, count):
+    """readiness.prom holds 4 series per check and 6 more, whatever the number of hosts."""
+    hosts = ['gpu-{0:04d}'.format(i) for i in range(count)]
+    report = rr.build_report(hosts, dict((h, variants['gpu_lost'] if i % 3 else variants['converged'])
+                                         for i, h in enumerate(hosts)), '2026-01-05T08:00:00Z')
+    text = rr.render_prometheus(report)
+    series = [line for line in text.splitlines() if not line.startswith('#')]
+    assert len(series) == 4 * len(report['check_ids']) + 6
 
 
 def test_prometheus_client_parses_the_same(fleet, variants):
@@ -299,18 +263,39 @@ def test_prometheus_client_parses_the_same(fleet, variants):
                 (name, labels, value) for labels, value in ours[name]['samples']]
 
 
+@pytest.mark.parametrize('checks', [
+    [],
+    [{'id': 'gpu.count', 'status': 'pass'}, {'id': 'pci.acs', 'status': 'fail'}, {'id': 'gpu.topology', 'status': 'warn'},
+     {'id': 'gpu.dcgm_diag', 'status': 'skip'}, {'id': 'odd\\"id"\n', 'status': 'fail'}],
+    [{'id': 'check.{0:02d}'.format(i), 'status': 'fail' if i % 2 else 'warn'} for i in range(60)],
+])
+def test_prometheus_client_reads_the_node_textfile(checks):
+    """The node's own textfile (module readiness_textfile) read by Prometheus's Python client as by our reader."""
+    text = _readiness_textfile.render_node(checks)
+    ours = parse_exposition(text)
+    theirs = dict((family.name, family) for family in text_string_to_metric_families(text))
+    assert sorted(theirs) == sorted(ours)
+    for name, family in theirs.items():
+        assert family.type == 'gauge'
+        assert family.documentation == ours[name]['help']
+        assert [(s.name, s.labels, s.value) for s in family.samples] == [
+            (name, labels, value) for labels, value in ours[name]['samples']]
+    assert sum(len(family.samples) for family in theirs.values()) <= 25
+
+
 def test_prometheus_label_values_are_escaped(variants):
     host = 'gpu\\a01 "quoted"\nnext'
     report = rr.build_report([host, 'gpu-a02'], {host: variants['gpu_lost'], 'gpu-a02': variants['gather_failed']},
                              'not a time')
+    # a check id with the three characters the format escapes (ids come from results, so any text may arrive)
+    report['check_ids'].append('odd\\"id"\n')
     text = rr.render_prometheus(report)
-    assert 'host="gpu\\\\a01 \\"quoted\\"\\nnext"' in text
+    assert 'check="odd\\\\\\"id\\"\\n"' in text
     families = parse_exposition(text)
-    assert set(lab['host'] for lab, _v in families['nodeprep_readiness_check']['samples']) == {host, 'gpu-a02'}
+    assert ({'check': 'odd\\"id"\n', 'status': 'pass'}, 0.0) in families['nodeprep_readiness_checks']['samples']
     # a gather failure: its facts.gather check fails, and the host counts as not checked
-    assert ({'host': 'gpu-a02', 'check': 'facts.gather', 'status': 'fail'}, 0.0) in \
-        families['nodeprep_readiness_check']['samples']
-    assert ({'host': 'gpu-a02'}, 0.0) in families['nodeprep_readiness_host_checked']['samples']
+    assert ({'check': 'facts.gather', 'status': 'fail'}, 1.0) in families['nodeprep_readiness_checks']['samples']
+    assert families['nodeprep_readiness_hosts_not_checked']['samples'] == [({}, 1.0)]
     # no time that can be read: no timestamp sample, and so no HELP/TYPE for it either
     assert 'nodeprep_readiness_last_run_timestamp_seconds' not in families
     assert rr.prometheus_label_value('a\\b"c\nd') == 'a\\\\b\\"c\\nd'

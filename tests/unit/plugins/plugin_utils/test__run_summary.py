@@ -40,7 +40,7 @@ CASES = [
     ('a converged fleet: every node unchanged', ['a', 'b'], ['a', 'b'],
      {'a': node({'kernel': plan()}), 'b': node({'shm': plan()})}, False,
      {'changed': {}, 'reboot': {}, 'failed': {}, 'no_gpu': {}, 'unchanged': ['a', 'b'],
-      'counts': {'changed': 0, 'reboot': 0, 'failed': 0, 'no_gpu': 0, 'unchanged': 2}}),
+      'counts': {'changed': 0, 'reboot': 0, 'failed': 0, 'no_gpu': 0, 'limits': 0, 'unchanged': 2}}),
     ('a node changed, one needs a reboot it was not allowed (nodeprep_reboot_ok false)', ['a', 'b'], ['a', 'b'],
      {'a': node({'shm': plan(['/dev/shm is 32G, want 64G'])}),
       'b': node({'nvidia_driver': plan(['driver: not installed'])}, reboot_reasons=['nouveau is loaded'])}, False,
@@ -56,8 +56,9 @@ CASES = [
      {'a': node({'memlock': plan(['limits'])}, errors={
          'shm': S.error_of('shm', 'Mount', {'msg': 'shm error'}),
          'kernel': S.error_of('kernel', 'Install', {'msg': 'kernel error'})})}, False,
-     {'failed': {'a': {'role': 'kernel', 'task': 'Install', 'msg': 'kernel error', 'hint': None,
-                       'roles': ['kernel', 'shm'], 'not_predicted': [], 'changes': {'memlock': ['limits']}}},
+     {'failed': {'a': {'role': 'kernel', 'task': 'Install', 'msg': 'kernel error', 'hint': None, 'limits': [],
+                       'unreachable': False, 'roles': ['kernel', 'shm'], 'not_predicted': [],
+                       'changes': {'memlock': ['limits']}}},
       'changed': {}}),
     ('a node without GPUs: skipped in one line, nothing changed', ['head'], ['head'],
      {'head': node({'kernel': plan(gpu_skip=NO_GPU), 'nvidia_driver': plan(gpu_skip=NO_GPU),
@@ -68,7 +69,7 @@ CASES = [
      {'a': node({'kernel': plan(['kernel-devel-matched missing'], reboot=['new kernel'], allowed=True)}),
       'b': node({'memlock': plan(['limits'])}, errors={'nvidia_driver': DRIVER_FAILED})}, True,
      {'changed': {'a': {'kernel': ['kernel-devel-matched missing']}}, 'reboot': {'a': ['new kernel']},
-      'failed': {'b': dict(DRIVER_FAILED, roles=['nvidia_driver'], not_predicted=['gpu_settings'],
+      'failed': {'b': dict(DRIVER_FAILED, roles=['nvidia_driver'], not_predicted=['imex', 'gpu_settings'],
                            changes={'memlock': ['limits']})}}),
     ('a real run: a rebooted node (the role cleared its request) needs no reboot', ['a'], ['a'],
      {'a': node({'kernel': plan(['new kernel'], reboot=['new kernel'], allowed=True)})}, False,
@@ -235,7 +236,7 @@ def test_record_keeps_the_earlier_roles_and_replaces_those_planned_again():
 
 
 @pytest.mark.parametrize('errors, check_mode, want', [
-    ({'nvidia_driver': DRIVER_FAILED}, True, ['gpu_settings']),
+    ({'nvidia_driver': DRIVER_FAILED}, True, ['imex', 'gpu_settings']),
     ({'nvidia_driver': DRIVER_FAILED}, False, []),
     ({'kernel': DRIVER_FAILED}, True, []),
     ({}, True, []),
@@ -248,3 +249,51 @@ def test_the_summary_lands_where_the_readiness_report_does():
     with open(os.path.join(ROOT, 'roles', 'readiness', 'defaults', 'main.yml')) as handle:
         defaults = yaml.safe_load(handle)
     assert action.DEFAULT_DEST == defaults['nodeprep_readiness_report_dir']
+
+
+# ------------------------------------------------------------------------------ the limits of a run
+
+def test_limit_of_each_limit():
+    # Ansible's task timeout on the whole gather (ansible_failed_result.timedout.period)
+    assert S.limit_of({'failed': True, 'msg': 'Task failed: Timed out after 30 second(s).',
+                       'timedout': {'period': 30}}) == [
+        {'limit': 'gather', 'variable': 'nodeprep_gather_timeout', 'seconds': 30, 'what': 'the whole remote step'}]
+    # the SSH connect limit, as the node_plan action reports it
+    ssh = {'limit': 'ssh_connect', 'variable': 'ansible_ssh_timeout', 'seconds': 10, 'what': 'the SSH connection'}
+    assert S.limit_of({'failed': True, 'nodeprep_unreachable': True, 'limit': ssh}) == [ssh]
+    # a command the gather killed (gpu_node_facts' timed_out)
+    assert S.limit_of({'timed_out': [{'command': '/usr/bin/nvidia-smi -q -x', 'seconds': 60,
+                                      'option': 'command_timeout'}]}) == [
+        {'limit': 'command', 'variable': 'nodeprep_command_timeout', 'seconds': 60,
+         'what': '/usr/bin/nvidia-smi -q -x'}]
+    # no limit: an error of another kind
+    assert S.limit_of({'msg': 'Connection refused', 'limit': None, 'timed_out': []}) == []
+    assert S.limit_of('not a dict') == []
+
+
+def test_an_unreachable_gather_is_recorded_as_unreachable():
+    error = S.error_of('gather', 'Gather the node and plan every role', {
+        'failed': True, 'nodeprep_unreachable': True, 'msg': 'Connection timed out during banner exchange',
+        'limit': {'limit': 'ssh_connect', 'variable': 'ansible_ssh_timeout', 'seconds': 10,
+                  'what': 'the SSH connection'}})
+    assert error['unreachable'] is True and error['limits'][0]['limit'] == 'ssh_connect'
+    assert S.error_of('shm', 'Mount', {'msg': 'x'})['unreachable'] is False
+
+
+def test_lines_name_the_nodes_that_hit_a_limit():
+    hung = S.error_of('gather', 'Gather the node and plan every role', {
+        'failed': True, 'nodeprep_unreachable': True, 'msg': 'Connection timed out during banner exchange',
+        'limit': {'limit': 'ssh_connect', 'variable': 'ansible_ssh_timeout', 'seconds': 10,
+                  'what': 'the SSH connection'}})
+    summary = S.build(['a', 'b', 'c'], ['a', 'c'], {
+        'a': node(), 'b': node(errors={'gather': hung}),
+        'c': dict(node(), timed_out=[{'command': '/usr/bin/systemctl show x', 'seconds': 60,
+                                      'option': 'command_timeout'}])}, roles=ROLES, run_id='4711')
+    assert summary['run_id'] == '4711'
+    assert summary['counts'] == {'changed': 0, 'reboot': 0, 'failed': 1, 'no_gpu': 0, 'limits': 2, 'unchanged': 2}
+    assert S.render(summary, ROLES) == [
+        '3 host(s): 0 changed, 0 need a reboot, 1 failed, 0 not GPU nodes, 2 unchanged, 2 hit a limit',
+        'failed b: gather: Gather the node and plan every role: Connection timed out during banner exchange',
+        'limit b: the SSH connection: stopped at the ssh connect limit of 10 s (ansible_ssh_timeout)',
+        'limit c: /usr/bin/systemctl show x: stopped at the command limit of 60 s (nodeprep_command_timeout)',
+    ]

@@ -170,3 +170,68 @@ def test_root_without_release_is_refused_not_the_host(tmp_path):
         K.collect_kernel_facts(NoTools(), root=str(tmp_path))
     assert 'root={0} has no proc/sys/kernel/osrelease'.format(tmp_path) in str(err.value)
     assert os.uname()[2] not in str(err.value)
+
+
+# --------------------------------------------------------------------------------- dkms status, the DKMS tree, apt
+
+def _fixture(*parts):
+    return open(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'fixtures', *parts)).read()
+
+
+def test_dkms_status_that_lists_nothing_and_says_so_on_stderr_is_reported():
+    """dkms 3.0.x with a stale tree (the capture: nothing on stdout, the error on stderr, exit 0): no entries, and
+    what it said kept for the rules (dkms-project/dkms#352)."""
+    from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FakeModule
+    stderr = _fixture('host', 'dkms-status.stale-first.stderr')
+    module = FakeModule({'dkms': '/usr/sbin/dkms'}, [(0, _fixture('host', 'dkms-status.stale-first.stdout'), stderr)])
+    warnings = []
+    entries, status = K._dkms(module, '/', warnings)
+    assert module.seen == [['/usr/sbin/dkms', 'status']]
+    assert entries == [] and warnings == []
+    assert status == {'ran': True, 'rc': 0, 'stderr': stderr.strip(), 'problems': []}
+
+
+def test_an_unparsable_dkms_status_line_does_not_fail_the_kernel_facts():
+    from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FakeModule
+    out = 'nvidia/580.95.05 6.8.0-60-generic x86_64 installed\nzfs/2.2.2, 6.8.0-60-generic, x86_64: installed\n'
+    module = FakeModule({'dkms': '/usr/sbin/dkms'}, [(0, out, '')])
+    warnings = []
+    entries, status = K._dkms(module, '/', warnings)
+    assert [e['module'] for e in entries] == ['zfs']
+    assert status['problems'] == warnings == [
+        "dkms status line 1: cannot parse 'nvidia/580.95.05 6.8.0-60-generic x86_64 installed'"]
+    failed = FakeModule({'dkms': '/usr/sbin/dkms'}, [(4, '', 'Error! something')])
+    assert K._dkms(failed, '/', warnings) == ([], {'ran': True, 'rc': 4, 'stderr': 'Error! something',
+                                                   'problems': []})
+    assert K._dkms(FakeModule({}, []), '/', []) == ([], {'ran': False, 'missing': True})
+
+
+def test_dkms_tree_names_every_nvidia_version_and_its_source(tmp_path):
+    root = tmp_path
+    stale = root / 'var/lib/dkms/nvidia/535.104.05'
+    (stale / '6.8.0-60-generic/x86_64/module').mkdir(parents=True)
+    os.symlink('/usr/src/nvidia-535.104.05', str(stale / 'source'))
+    good = root / 'var/lib/dkms/nvidia/580.95.05'
+    good.mkdir(parents=True)
+    (root / 'usr/src/nvidia-580.95.05').mkdir(parents=True)
+    os.symlink('/usr/src/nvidia-580.95.05', str(good / 'source'))
+    os.symlink('580.95.05/6.8.0-60-generic/x86_64', str(root / 'var/lib/dkms/nvidia/kernel-6.8.0-60-generic-x86_64'))
+    (root / 'var/lib/dkms/zfs/2.2.2').mkdir(parents=True)
+    assert K.dkms_tree(str(root)) == [{'module': 'nvidia', 'version': '535.104.05', 'source': False},
+                                      {'module': 'nvidia', 'version': '580.95.05', 'source': True}]
+
+
+def test_apt_candidates_from_apt_cache_policy():
+    """One apt-cache policy over the names (the capture: a name apt does not know is left out, a virtual package
+    shows (none))."""
+    from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import FakeModule
+    names = ['bash', 'mail-transport-agent', 'nosuchpkg-r4', 'zstd']
+    module = FakeModule({'apt-cache': '/usr/bin/apt-cache'},
+                        [(0, _fixture('packages', 'apt-cache-policy.stdout'), '')])
+    warnings = []
+    assert K.apt_candidates(module, names, warnings) == {'bash': '5.2.15-2+b13', 'mail-transport-agent': None,
+                                                         'nosuchpkg-r4': None, 'zstd': '1.5.4+dfsg2-5+deb12u1'}
+    assert module.seen == [['/usr/bin/apt-cache', 'policy'] + names] and warnings == []
+    assert K.apt_candidates(FakeModule({}, []), [], warnings) == {}
+    assert K.apt_candidates(FakeModule({'apt-cache': '/usr/bin/apt-cache'}, [(100, '', 'E: broken')]), names,
+                            warnings) is None and warnings == ['apt-cache policy failed (rc=100): E: broken']

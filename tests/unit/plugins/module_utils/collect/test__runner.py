@@ -190,3 +190,56 @@ def test_real_nvidia_smi_exit_15_after_truncated_xml_reports_stderr(tmp_path):
     facts = _nvidia_smi.collect_nvidia_facts(real_module(), timeout=5, nvidia_smi=smi)
     assert (facts['present'], facts['error']) == (
         False, 'Unable to determine the device handle for GPU 0000:97:00.0: Unknown Error')
+
+
+# ---------------------------------------------------------------------------------- the per-command limit
+
+class LimitedModule(FakeModule):
+    """A fake module with the option command_timeout."""
+
+    def __init__(self, limit, **kwargs):
+        super(LimitedModule, self).__init__(**kwargs)
+        self.params = {'command_timeout': limit}
+
+
+@pytest.mark.parametrize('params, limit', [
+    ({'command_timeout': 20}, 20), ({'command_timeout': None}, None), ({}, None), (None, None),
+    ({'command_timeout': 0}, None), ({'command_timeout': True}, None)])
+def test_command_limit_is_the_modules_option(params, limit):
+    module = FakeModule()
+    if params is not None:
+        module.params = params
+    assert _runner.command_limit(module) == limit
+
+
+def test_fake_a_command_without_a_limit_of_its_own_gets_the_modules():
+    module = LimitedModule(20)
+    _runner.run_status(module, ['/usr/bin/systemctl', 'show', 'x'])
+    _runner.run(module, ['/usr/bin/nvidia-smi', '-q', '-x'], timeout=7)
+    assert [call[0][:4] for call in module.calls] == [['/usr/bin/timeout', '--kill-after=5', '--signal=TERM', '20'],
+                                                      ['/usr/bin/timeout', '--kill-after=5', '--signal=TERM', '7']]
+
+
+def test_real_run_status_names_the_limit_and_remembers_the_command(tmp_path):
+    _runner.forget_timeouts()
+    script = fake_script(tmp_path, 'systemctl', 'echo partial; sleep 30')
+    module = real_module()
+    module.params['command_timeout'] = 1
+    started = time.time()
+    rc, out, err = _runner.run_status(module, [script, 'show', 'x'])
+    assert time.time() - started < 10
+    assert (rc, out) == (124, 'partial\n')
+    assert err == '{0} show x did not answer within 1 seconds (command_timeout) and was killed'.format(script)
+    assert _runner.timed_out_commands() == [{'command': script + ' show x', 'seconds': 1,
+                                             'option': 'command_timeout'}]
+    _runner.forget_timeouts()
+    assert _runner.timed_out_commands() == []
+
+
+def test_real_an_explicit_limit_is_named_by_its_option(tmp_path):
+    _runner.forget_timeouts()
+    script = fake_script(tmp_path, 'dcgmi', 'sleep 30')
+    result = _runner.run(real_module(), [script, 'diag'], timeout=1, option='dcgm_timeout')
+    assert result.timed_out is True
+    assert _runner.timed_out_commands() == [{'command': script + ' diag', 'seconds': 1, 'option': 'dcgm_timeout'}]
+    _runner.forget_timeouts()

@@ -42,7 +42,8 @@ def facts(family='el', cuda='13.0', driver='580.105.08', packages=None, unit=Non
                          'nvidia_module': {'loaded': driver is not None, 'version': driver}},
         'nvidia': ({'present': True, 'cuda_version': cuda, 'driver_version': driver, 'gpus': []} if cuda else
                    {'present': False, 'error': 'nvidia-smi not found', 'cuda_version': None, 'gpus': []}),
-        'nodeprep_units': {p.SERVICE: dict(unit if unit is not None else NOT_FOUND)},
+        # The gather reads DCGM 3.x's deprecated dcgm.service too (not installed here).
+        'nodeprep_units': {p.SERVICE: dict(unit if unit is not None else NOT_FOUND), 'dcgm.service': dict(NOT_FOUND)},
     }
 
 
@@ -236,6 +237,66 @@ def test_the_versionlock_plugin_is_installed_where_missing():
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# DCGM 3.x installed (issue 30): refused by default, replaced when allowed
+
+DCGM3 = {'datacenter-gpu-manager': '1:3.3.9-1'}
+
+
+def dcgm3_facts(family='el', unit=None, deprecated=None, **kw):
+    """A node with DCGM 3.x (NVIDIA/DCGM v3.3.9: datacenter-gpu-manager, epoch 1) and its host engine running
+    (``unit``, default RUNNING; the deprecated dcgm.service: ``deprecated``, default not installed)."""
+    the_facts = facts(family=family, packages=DCGM3, unit=RUNNING if unit is None else unit, **kw)
+    the_facts['nodeprep_units']['dcgm.service'] = dict(NOT_FOUND if deprecated is None else deprecated)
+    return the_facts
+
+
+@pytest.mark.parametrize('family', ['el', 'debian'])
+def test_dcgm3_is_refused_naming_both(family):
+    """Before: DCGM 3.x was not read at all; the role installed DCGM 4 over it (dnf: conflict error; apt: DCGM 3 and
+    its unit removed without a word)."""
+    out = plan(dcgm3_facts(family), settings())
+    assert out['reasons'] == [] and 'install' not in out['args']
+    assert len(out['errors']) == 1
+    msg = out['errors'][0]
+    for part in ('DCGM on gpu-a01: DCGM 3.x is installed (datacenter-gpu-manager 1:3.3.9-1, nvidia-dcgm.service '
+                 'enabled or running)', 'installs DCGM 4 (datacenter-gpu-manager-4-cuda13 with '
+                 'datacenter-gpu-manager-4-core)', 'conflicts with it', 'nodeprep_dcgm_replace_v3=true',
+                 'nodeprep_dcgm_install=false'):
+        assert part in msg, part
+
+
+def test_the_gather_reads_the_dcgm3_package_and_units():
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._driver_packages import keep_package
+    assert keep_package('datacenter-gpu-manager') and keep_package(CORE)
+    assert p.gather(settings())['units'] == ['nvidia-dcgm.service', 'dcgm.service']
+    assert p.installed_packages(dcgm3_facts())['datacenter-gpu-manager'] == '1:3.3.9-1'
+
+
+@pytest.mark.parametrize('family, locks, holds, unhold, unlock', [
+    ('el', LOCKS[:1] + ['datacenter-gpu-manager-1:3.3.9-1.*'], (), [], ['datacenter-gpu-manager-1:3.3.9-1.*']),
+    ('debian', (), ['datacenter-gpu-manager'], ['datacenter-gpu-manager'], []),
+])
+def test_dcgm3_replaced_when_allowed(family, locks, holds, unhold, unlock):
+    the_facts = dcgm3_facts(family, deprecated=STOPPED, locks=locks, holds=holds)
+    out = plan(the_facts, settings(nodeprep_dcgm_replace_v3=True))
+    assert out['errors'] == []
+    assert out['args']['replace'] == {'family': family, 'units': ['nvidia-dcgm.service'], 'unhold': unhold,
+                                      'unlock': unlock, 'packages': ['datacenter-gpu-manager']}
+    assert out['args']['install']['name'] == [CUDA13, CORE] and out['args']['predict_install'] is False
+    # The unit the gather saw is DCGM 3's: DCGM 4's is enabled and started after the replacement.
+    assert out['args']['service'] == {'name': 'nvidia-dcgm.service', 'enabled': True, 'state': 'started'}
+    assert out['reasons'][0] == ('replace: DCGM 3.x (datacenter-gpu-manager 1:3.3.9-1) is installed; '
+                                 'nodeprep_dcgm_replace_v3=true: stopped, removed, DCGM 4 installed')
+    # Check mode: the installation and the host engine are predicted (dnf cannot resolve DCGM 4 beside DCGM 3).
+    assert plan(the_facts, settings(nodeprep_dcgm_replace_v3=True), check_mode=True)['args']['predict_install']
+
+
+def test_the_deprecated_dcgm3_unit_is_stopped_too():
+    out = plan(dcgm3_facts(unit=STOPPED, deprecated=RUNNING), settings(nodeprep_dcgm_replace_v3=True))
+    assert out['args']['replace']['units'] == ['dcgm.service']
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # Agreement with readiness (tests/unit/plugins/module_utils/plans/agreement.py): the plan owns gpu.dcgm_diag; the role's
 # work is its fixable drift, its refusals fail it, DCGM's verdict (the diagnostic the readiness gather ran,
 # nodeprep_dcgm) is drift no run of the role fixes.
@@ -274,8 +335,9 @@ AGREEMENT = [
     ('not managed, DCGM the site installed passes', with_diag(facts(), diag()), _plan.defaults(p),
      (False, False, 'pass')),
     ('not managed, no DCGM on the node', with_diag(facts(), OFF), _plan.defaults(p), (False, False, 'skip')),
+    # the diagnostic asked for and the host engine stopped: not proven, so it fails (issue: it skipped before)
     ('not managed, host engine stopped', with_diag(facts(), STOPPED_ENGINE), _plan.defaults(p),
-     (False, False, 'skip')),
+     (False, False, 'fail')),
     ('not managed, a GPU fails the diagnostic', with_diag(facts(), diag(False)), _plan.defaults(p),
      (False, False, 'fail')),
     ('fresh node: DCGM to install, host engine to start', facts(), settings(), (True, False, 'fail')),
@@ -313,4 +375,5 @@ def test_the_roles_work_is_what_gpu_dcgm_diag_says():
         'the dcgm role manages DCGM on this node, yet the DCGM host engine is not running')
     assert managed['checks'][p.CHECK]['expected'] == (
         'datacenter-gpu-manager-4-core installed, nvidia-dcgm enabled and running (nodeprep_dcgm_install); dcgmi diag '
-        '-r 1: every test passes (or is skipped) on every GPU, and DCGM sees every GPU nvidia-smi lists')
+        '-r 1: every test passes (or is skipped) on every GPU, DCGM\'s test summaries pass, not every test skipped, and '
+        'DCGM sees every GPU nvidia-smi lists')

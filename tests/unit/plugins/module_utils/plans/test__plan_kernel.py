@@ -736,3 +736,146 @@ def test_the_check_agrees_with_the_plan(name, state, given):
         target = plan['args']['kernel']['target']
         assert check['observed'] == 'devel/headers present for {0} (/lib/modules/{0}/build)'.format(target)
         assert check['expected'] == 'devel/headers installed for the kernel that boots next, ' + target
+
+
+# --------------------------------------------------------------------------------------- what stops a reboot outright
+
+UBUNTU24 = dict(UBUNTU, distribution_version='24.04', distribution_major_version='24')
+U_RUN = '6.8.0-60-generic'
+U_NEW = '6.8.0-62-generic'
+SIGNED = 'linux-modules-nvidia-580-server-open-'
+
+
+def records(**versions):
+    """The gather's package records (driver_node.packages) of name=version."""
+    return dict((name.replace('_', '-'), [{'epoch': None, 'version': version, 'release': None, 'arch': 'amd64'}])
+                for name, version in versions.items())
+
+
+def signed_facts(candidates, installed_next=False, stage_packages=None):
+    """An Ubuntu 24.04 node on Ubuntu's signed driver (R25) whose kernel meta package brought U_NEW, booting next;
+    ``candidates``: the gather's apt candidates (None: not read)."""
+    packages = {'nvidia-headless-no-dkms-580-server-open': [{'version': '580.95.05-0ubuntu0.24.04.2'}],
+                SIGNED + U_RUN: [{'version': '6.8.0-60.63+1'}], SIGNED + 'generic': [{'version': '6.8.0-60.63+1'}]}
+    if installed_next:
+        packages[SIGNED + U_NEW] = [{'version': '6.8.0-62.65+1'}]
+    packages.update(stage_packages or {})
+    state = facts(UBUNTU24, U_RUN, U_NEW, {U_RUN: True, U_NEW: True},
+                  {'linux-image-generic': ['6.8.0-62.65'], 'linux-image-' + U_RUN: ['6.8.0-60.63'],
+                   'linux-image-' + U_NEW: ['6.8.0-62.65']})
+    state['kernel_state'].update(
+        nvidia_module={'loaded': True, 'version': '580.95.05', 'flavour': 'open'}, dkms=[], dkms_tree=[],
+        dkms_status={'ran': False, 'missing': True},
+        driver_node={'packages': packages, 'apt_candidates': candidates})
+    return state
+
+
+REBOOT_OK = {'nodeprep_reboot_ok': True}
+
+
+def test_ubuntu_signed_modules_of_the_next_kernel_installed_before_the_reboot():
+    plan = make_plan(signed_facts({SIGNED + U_NEW: '6.8.0-62.65+1', SIGNED + U_RUN: '6.8.0-60.63+1'}), REBOOT_OK)
+    modules = plan['args']['kernel']['modules']
+    assert (modules['install'], modules['transactions'], modules['unavailable']) == (
+        [SIGNED + U_NEW], [[SIGNED + U_NEW]], [])
+    assert plan['args']['kernel']['stop'] == [] and plan['reboot']['allowed'] is True
+    assert "modules: Ubuntu's signed {0}{1} not installed for {1}; installed before the node may boot it".format(
+        SIGNED, U_NEW) in plan['reasons']
+    # Candidates not read (apt-cache could not run): the installation is tried and read back.
+    assert make_plan(signed_facts(None), REBOOT_OK)['args']['kernel']['modules']['install'] == [SIGNED + U_NEW]
+    # Installed: nothing in the way of the reboot.
+    done = make_plan(signed_facts({}, installed_next=True), REBOOT_OK)
+    assert done['args']['kernel']['modules']['needed'] == [SIGNED + U_NEW]
+    assert done['args']['kernel']['modules']['install'] == [] and done['reboot']['allowed'] is True
+
+
+def test_ubuntu_next_kernel_without_signed_modules_is_not_rebooted_into():
+    """The kernel meta package brought a kernel whose linux-modules-nvidia-* package is in no apt list: the node
+    would come back without GPUs, so the reboot stops (before: the plan rebooted, it only checked DKMS)."""
+    for mode in (False, True):
+        plan = make_plan(signed_facts({SIGNED + U_NEW: None, SIGNED + U_RUN: '6.8.0-60.63+1'}), REBOOT_OK,
+                         check_mode=mode)
+        kernel = plan['args']['kernel']
+        assert kernel['modules']['unavailable'] == [SIGNED + U_NEW] and kernel['modules']['transactions'] == []
+        assert len(kernel['stop']) == 1 and plan['reboot']['allowed'] is False and plan['reboot']['needed'] is True
+        msg = kernel['stop'][0]
+        for part in ("kernel on node1: Ubuntu's Canonical-signed NVIDIA modules are not installed for " + U_NEW,
+                     SIGNED + U_NEW + ': no installation candidate in the apt lists (apt-cache policy)',
+                     'it is not rebooted (the boot loader still boots {0} next)'.format(U_NEW), 'keep ' + U_RUN):
+            assert part in msg, part
+        check = _readiness.plan_check(K.CHECK, plan)
+        assert check['status'] == 'fail' and msg in check['observed']
+
+
+def test_ubuntu_modules_installation_that_did_not_bring_them_stops_the_node():
+    facts_ = signed_facts({SIGNED + U_NEW: '6.8.0-62.65+1'})
+    plan = make_plan(facts_, REBOOT_OK, run={'stage': 'dkms'})
+    assert len(plan['errors']) == 1 and 'the installation did not bring it' in plan['errors'][0]
+
+
+STALE = [{'module': 'nvidia-open', 'version': '570.86.15', 'source': False},
+         {'module': 'nvidia-open', 'version': '580.95.05', 'source': True}]
+
+
+def stale_facts(default, status=None):
+    """EL 10 on NVIDIA's DKMS driver, kernel-ml installed; dkms status lists nothing (a stale tree sorts first)."""
+    state = ml_facts(default, [])
+    state['kernel_state'].update(
+        nvidia_module={'loaded': True, 'version': '580.95.05', 'flavour': 'open'}, dkms_tree=STALE,
+        dkms_status=status or {'ran': True, 'rc': 0, 'stderr': 'Error! Could not locate dkms.conf file.\nFile: '
+                               '/var/lib/dkms/nvidia-open/570.86.15/source/dkms.conf does not exist.', 'problems': []},
+        driver_node={'packages': {'kmod-nvidia-open-dkms': [{'epoch': '3', 'version': '580.95.05',
+                                                             'release': '1.el10', 'arch': 'x86_64'}]}})
+    return state
+
+
+GIVEN_ML = {'nodeprep_kernel_source': 'elrepo-ml', 'nodeprep_reboot_ok': True}
+
+
+@pytest.mark.parametrize('default, restore', [(ML10, True), (K10, False)])
+def test_an_unknown_dkms_state_stops_the_reboot(default, restore):
+    """dkms status lists nothing while the node has NVIDIA's DKMS driver (dkms-project/dkms#352): before, nothing was
+    'needed' and the node rebooted into kernel-ml without its GPUs."""
+    plan = make_plan(stale_facts(default), GIVEN_ML)
+    kernel = plan['args']['kernel']
+    assert kernel['dkms']['missing'] == [] and len(kernel['stop']) == 1
+    assert plan['reboot']['allowed'] is False
+    # The target is not made the default boot entry; where it already is, the running kernel becomes it again.
+    assert kernel['default'] == [] and kernel['set_default'] is False
+    assert kernel['restore'] == ([['grubby', '--set-default=/boot/vmlinuz-' + K10]] if restore else [])
+    msg = kernel['stop'][0]
+    for part in ('kernel on node1: dkms status lists no NVIDIA module although /var/lib/dkms holds '
+                 'nvidia-open/570.86.15 (its source link does not resolve',
+                 'DKMS driver packages are installed (kmod-nvidia-open-dkms)',
+                 'it printed on stderr: Error! Could not locate dkms.conf file.',
+                 'Whether the NVIDIA driver is built for ' + ML10, K10 + ' stays the default boot entry'):
+        assert part in msg, part
+    check = _readiness.plan_check(K.CHECK, plan)
+    assert check['status'] == 'fail' and msg in check['observed']
+
+
+def test_an_unknown_dkms_state_is_no_matter_without_another_kernel():
+    plan = make_plan(stale_facts(K10), {})
+    assert plan['args']['kernel']['stop'] == [] and plan['reasons'] == []
+
+
+def test_check_mode_predicts_the_stop_before_the_kernel_is_installed():
+    state = stale_facts(K10)
+    state['kernel_state']['packages'] = {'kernel-core': [K10]}
+    plan = make_plan(state, GIVEN_ML, check_mode=True)
+    kernel = plan['args']['kernel']
+    assert kernel['pending'] and len(kernel['stop']) == 1 and plan['reboot']['allowed'] is False
+    assert kernel['restore'] == [['grubby', '--set-default=/boot/vmlinuz-' + K10]] and kernel['default'] == []
+
+
+STOP_ROWS = [
+    ('stop: a stale DKMS tree, kernel-ml boots next', stale_facts(ML10), GIVEN_ML),
+    ('stop: a stale DKMS tree, kernel-ml installed', stale_facts(K10), GIVEN_ML),
+    ("stop: Ubuntu's signed modules in no apt list", signed_facts({SIGNED + U_NEW: None}), REBOOT_OK),
+    ("Ubuntu's signed modules to install first", signed_facts({SIGNED + U_NEW: '6.8.0-62.65+1'}), REBOOT_OK),
+]
+
+
+@pytest.mark.parametrize('name, state, given', STOP_ROWS, ids=[row[0] for row in STOP_ROWS])
+def test_the_check_agrees_with_the_plan_where_a_reboot_stops(name, state, given):
+    test_the_check_agrees_with_the_plan(name, state, given)

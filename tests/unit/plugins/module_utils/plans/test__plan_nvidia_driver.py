@@ -490,7 +490,7 @@ def test_check_mode_on_a_fresh_node_predicts_each_task_once():
     assert installed['args']['predict'] == {'install': [], 'extras': [D.EXTRAS_TASK, D.LOCK_TASK, D.SERVICES_TASK]}
     assert installed['args']['extras'] == [{'name': ['python3-dnf-plugin-versionlock']}]
     assert installed['args']['modprobe'] == [['modprobe', 'nvidia']]
-    assert installed['args']['pending'] == {'persistenced': True}
+    assert installed['args']['pending'] == {'persistenced': True, 'imex': False, 'flavour': 'open', 'branch': '580'}
     assert installed['args']['stop'] == []
 
 

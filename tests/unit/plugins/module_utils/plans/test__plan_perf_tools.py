@@ -14,6 +14,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_perf_tools as p
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.module_utils.plans import agreement
 
 PREFIX = '/opt/nodeprep/perf'
 ARP_BUILD = PREFIX + '/build/nccl-tests-2.17.9_cuda13.0_nccl2.27.7-1+cuda13.0'
@@ -300,3 +301,60 @@ def test_the_gather_asks_for_what_the_plan_reads():
 def test_binaries_for_the_checks():
     assert p.binaries(settings(prefix='/opt/perf/')) == {'all_reduce_perf': '/opt/perf/bin/all_reduce_perf',
                                                          'nvbandwidth': '/opt/perf/bin/nvbandwidth'}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Agreement with readiness (tests/unit/plugins/module_utils/plans/agreement.py): the plan owns perf.tools; the role's
+# work (packages, downloads, builds, links) is its fixable drift, what stops it on the node is drift no run fixes.
+
+CONVERGED = facts(packages=EL_INSTALLED, files=converged_files())
+
+# (name, facts, settings) -> (work, refuses, status of perf.tools)
+AGREEMENT = [
+    ('not managed', facts(files=fresh_files()), _plan.defaults(p), (False, False, 'skip')),
+    ('fresh node: packages, sources and builds to make', facts(files=fresh_files()), settings(), (True, False, 'fail')),
+    ('converged', CONVERGED, settings(), (False, False, 'pass')),
+    ('converged, a link removed', facts(packages=EL_INSTALLED, files=dict(converged_files(), **{
+        PREFIX + '/bin/nvbandwidth': missing()})), settings(), (True, False, 'fail')),
+    ('converged, NCCL at another version', facts(packages=dict(EL_INSTALLED, libnccl='2.26.2-1+cuda12.8'),
+                                                 files=converged_files()), settings(), (True, False, 'fail')),
+    ("the site's binaries, linked", facts(files=dict(fresh_files(), **{
+        '/usr/local/bin/all_reduce_perf': regular(), '/usr/local/bin/nvbandwidth': regular(),
+        PREFIX: directory(), PREFIX + '/src': directory(), PREFIX + '/build': directory(), PREFIX + '/bin': directory(),
+        PREFIX + '/bin/all_reduce_perf': link('/usr/local/bin/all_reduce_perf'),
+        PREFIX + '/bin/nvbandwidth': link('/usr/local/bin/nvbandwidth')})),
+     settings(all_reduce_perf='/usr/local/bin/all_reduce_perf', nvbandwidth='/usr/local/bin/nvbandwidth'),
+     (False, False, 'pass')),
+    ("a site binary that is not there", facts(files=dict(fresh_files(), **{'/usr/local/bin/all_reduce_perf': missing()})),
+     settings(all_reduce_perf='/usr/local/bin/all_reduce_perf', tools=['all_reduce_perf']), (True, True, 'fail')),
+    ('no driver: the CUDA toolkit cannot be told', facts(cuda=None, files=converged_files()), settings(),
+     (False, True, 'fail')),
+    ('a prefix that is not a folder of its own', facts(files=fresh_files()), settings(prefix='/usr'),
+     (False, True, 'fail')),
+    ('no NVIDIA GPU on the PCI bus', facts(gpus=0, files=fresh_files()), settings(), (False, False, 'skip')),
+]
+
+
+@pytest.mark.parametrize('name, the_facts, the_settings, want', AGREEMENT, ids=[row[0] for row in AGREEMENT])
+def test_readiness_agrees_with_the_plan(name, the_facts, the_settings, want):
+    work, refuses, status = want
+    agreement.assert_agrees(name, plan(the_facts, the_settings), p.CHECKS, work, refuses, {p.CHECK: status})
+
+
+def test_the_roles_work_is_what_perf_tools_says():
+    check = agreement.verdicts(plan(facts(packages=EL_INSTALLED, files=dict(converged_files(), **{
+        PREFIX + '/bin/nvbandwidth': missing()})), settings()), p.CHECKS)[p.CHECK]
+    assert check == ('fail', '/opt/nodeprep/perf/bin/nvbandwidth: missing')
+    done = plan(CONVERGED, settings())
+    assert done['checks'][p.CHECK] == {
+        'expected': 'all_reduce_perf, nvbandwidth built (or given) and linked at /opt/nodeprep/perf/bin/all_reduce_perf, '
+                    '/opt/nodeprep/perf/bin/nvbandwidth',
+        'observed': 'in place: /opt/nodeprep/perf/bin/all_reduce_perf -> the build, /opt/nodeprep/perf/bin/nvbandwidth '
+                    '-> the build', 'skip': None}
+
+
+def test_the_gates_run_the_links_or_the_given_paths():
+    assert p.gate_paths(_plan.defaults(p)) == {'all_reduce_perf': PREFIX + '/bin/all_reduce_perf',
+                                               'nvbandwidth': PREFIX + '/bin/nvbandwidth'}
+    assert p.gate_paths(settings(nvbandwidth='/usr/local/bin/nvbandwidth', tools=['all_reduce_perf'])) == {
+        'all_reduce_perf': PREFIX + '/bin/all_reduce_perf', 'nvbandwidth': '/usr/local/bin/nvbandwidth'}

@@ -201,14 +201,110 @@ NO_ENGINE = ('Error: unable to establish a connection to the specified host: loc
     (None, 'skip', 'nodeprep_readiness_dcgm is false'),
     ({'enabled': False}, 'skip', 'nodeprep_readiness_dcgm is false'),
     ({'enabled': True, 'dcgmi': None}, 'skip', 'DCGM is not installed'),
-    (probe('', discovery=NO_ENGINE, discovery_rc=d.RC_NO_HOST_ENGINE), 'skip',
-     'the DCGM host engine is not running (nvidia-dcgm.service'),
 ])
 def test_skips_say_why(the_probe, status, words):
     got, expected, observed = d.judge(the_probe, H100)
     assert got == status
     assert words in observed
     assert expected.startswith('dcgmi diag -r 1: every test passes')
+
+
+def test_host_engine_stopped_fails_naming_the_unit():
+    # the operator asked for the diagnostic (enabled) and nvidia-dcgm.service is stopped: not proven, so it fails
+    # (it skipped before); dcgmi's own words (dcgmi/Command.cpp) on both commands
+    for the_probe in (probe('', discovery=NO_ENGINE, discovery_rc=d.RC_NO_HOST_ENGINE),
+                      probe(NO_ENGINE, rc=d.RC_NO_HOST_ENGINE, discovery='', discovery_rc=d.RC_NO_HOST_ENGINE)):
+        status, expected, observed = d.judge(the_probe, H100)
+        assert status == 'fail'
+        assert observed.startswith('the DCGM host engine is not running (nvidia-dcgm.service not active: dcgmi '
+                                   'cannot connect), so the diagnostic nodeprep_readiness_dcgm asks for could not '
+                                   'run; start it (systemctl start nvidia-dcgm.service)')
+        assert expected.startswith('dcgmi diag -r 1: every test passes')
+
+
+def edit_215(change):
+    """The wrapped issue #215 document with ``change(test)`` applied to its one test object (a real 4.x test)."""
+    loaded = json.loads(wrap_215())
+    change(loaded['DCGM Diagnostic']['test_categories'][0]['tests'][0])
+    return json.dumps(loaded)
+
+
+def test_test_summary_fail_fails_though_every_result_passed():
+    def summary_fails(test):
+        test['test_summary'] = {'status': 'Fail', 'warnings': [
+            {'warning': 'The diagnostic plugin exited early', 'error_id': 8, 'error_category': 1,
+             'error_severity': 4}]}
+    status, _expected, observed = d.judge(probe(edit_215(summary_fails), rc=d.RC_NVVS_ERROR), H100)
+    assert status == 'fail', observed
+    assert observed.startswith("diagnostic: DCGM's test_summary says Fail: The diagnostic plugin exited early "
+                               "[error 8, severity TRIAGE]")
+    # without warnings in the summary (the GB10 capture's summary has info only), the words say so
+    status, _expected, observed = d.judge(probe(edit_215(lambda test: test['test_summary'].update(status='FAIL'))),
+                                          H100)
+    assert status == 'fail'
+    assert observed.startswith("diagnostic: DCGM's test_summary says Fail (no result of the test failed)")
+
+
+def test_test_summary_warn_warns():
+    status, _expected, observed = d.judge(probe(edit_215(lambda test: test['test_summary'].update(status='Warn'))),
+                                          H100)
+    assert status == 'warn'
+    assert observed.startswith("diagnostic: DCGM's test_summary says Warn")
+
+
+def test_a_test_with_results_for_one_of_two_gpus_fails():
+    # the real test object cut to the result of GPU 0 on a node whose nvidia-smi lists two GPUs: GPU 1 not proven
+    one = edit_215(lambda test: test.update(results=test['results'][:1]))
+    status, _expected, observed = d.judge(probe(one, discovery=''), H100[:2])
+    assert status == 'fail', observed
+    assert observed.startswith('diagnostic: no result for GPU 1 (00000000:5D:00.0) (results for 1 of 2 GPUs)')
+    # all 8 GPUs of the capture, GPU 7's result gone: DCGM's discovery names the GPUs the document lacks
+    eight = [{'index': i, 'pci_bus_id': '00000000:{0:02X}:00.0'.format(0x18 + 0x10 * i)} for i in range(8)]
+    status, _expected, observed = d.judge(probe(edit_215(lambda test: test['results'].pop()), discovery=''), eight)
+    assert status == 'fail'
+    assert observed.startswith('diagnostic: no result for GPU 7 (00000000:88:00.0) (results for 7 of 8 GPUs)')
+
+
+def test_every_test_skipped_is_not_a_pass():
+    def skip_all(test):
+        for result in test['results']:
+            result['status'] = 'Skip'
+        test['test_summary'] = {'status': 'Skip'}
+    status, _expected, observed = d.judge(probe(edit_215(skip_all)), H100)
+    assert status == 'fail', observed
+    assert observed.startswith('every test was skipped or not run (8 results: diagnostic): the diagnostic proved '
+                               'nothing')
+
+    # some skipped, some passed: still a pass, counted
+    def skip_one(test):
+        test['results'][2]['status'] = 'Skip'
+    status, _expected, observed = d.judge(probe(edit_215(skip_one)), H100)
+    assert status == 'pass'
+    assert observed.endswith('all passed (1 skipped or not run)')
+
+
+def test_gb10_summary_fail_is_not_reported_twice():
+    status, _expected, observed = d.judge(probe(GB10, rc=d.RC_NVVS_ERROR, discovery=''), [
+        {'index': 0, 'pci_bus_id': '0000000F:01:00.0'}])
+    assert status == 'fail'
+    assert "test_summary" not in observed
+
+
+@pytest.mark.parametrize('depth', [33, 5000, 200000])
+def test_deeply_nested_json_is_refused_with_a_clear_error(depth):
+    # json.loads raises RecursionError (not ValueError) near 1,000 levels: readiness crashed on such output
+    text = '{"DCGM Diagnostic": {"test_categories": ' + '[' * depth + ']' * depth + '}}'
+    status, _expected, observed = d.judge(probe(text, rc=255), H100)
+    assert status == 'fail'
+    assert observed.startswith('dcgmi diag -r 1 failed (rc=255): the output of dcgmi diag nests deeper than 32 '
+                               'levels (DCGM\'s own nest about 10): not a diagnostic document')
+    with pytest.raises(_dcgmi.DcgmError):
+        _dcgmi.parse_diag(text)
+
+
+def test_json_depth_of_the_captures():
+    assert _dcgmi.json_depth(GB10) == 10
+    assert _dcgmi.json_depth('{"a": "[[[{{{", "b": "\\"[["}') == 1
 
 
 def test_gb10_persistence_off_fails_and_says_so():

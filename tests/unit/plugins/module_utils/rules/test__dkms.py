@@ -98,3 +98,96 @@ def test_dkms_logs_reads_the_make_log_of_a_failed_build(tmp_path):
     assert D.log_kernel(got) == ML and got.endswith('the end\n')
     os.remove(str(log))
     assert _kernel_state.dkms_logs(str(tmp_path), entries) == {}
+
+
+# ------------------------------------------------------------------ an unknown DKMS state (dkms-project/dkms#352)
+
+def _capture(name):
+    """stdout, stderr and exit status of a real ``dkms status`` (tests/fixtures/SOURCES.md, host/dkms-status.*)."""
+    base = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'fixtures', 'host', name)
+    return tuple(open(base + '.' + part).read() for part in ('stdout', 'stderr', 'rc'))
+
+
+UBUNTU_K = '6.8.0-60-generic'
+STALE_TREE = [{'module': 'nvidia', 'version': '535.104.05', 'source': False},
+              {'module': 'nvidia', 'version': '580.95.05', 'source': True}]
+LOADED = {'loaded': True, 'version': '580.95.05', 'flavour': 'open'}
+NVIDIA_DKMS_PACKAGE = {'nvidia-dkms-580-open': [{'version': '580.95.05-0ubuntu1'}]}
+
+
+def _state(capture, tree=None, module=None, rc=None):
+    stdout, stderr, code = _capture(capture) if capture else ('', '', '0')
+    entries, problems = K.read_dkms_status(stdout)
+    status = {'ran': True, 'rc': int(code) if rc is None else rc, 'stderr': stderr.strip(), 'problems': problems}
+    return {'running': UBUNTU_K, 'dkms': entries, 'dkms_status': status, 'dkms_tree': tree or [],
+            'nvidia_module': module or {'loaded': False}}
+
+
+def test_the_stale_tree_captures_list_nothing_or_only_what_sorts_first():
+    """dkms 3.0.10 (Debian 12's package) on a tree with a version whose source is gone: it stops listing there,
+    says so on stderr only, exits 0."""
+    stdout, stderr, rc = _capture('dkms-status.stale-first')
+    assert (K.read_dkms_status(stdout), rc.strip()) == (([], []), '0')
+    assert stderr.startswith('Error! Could not locate dkms.conf file.\nFile: /var/lib/dkms/nvidia/535.104.05/source')
+    stdout, stderr, rc = _capture('dkms-status.stale-last')
+    entries, problems = K.read_dkms_status(stdout)
+    assert [(e['module'], e['version'], e['kernel'], e['status']) for e in entries] == [
+        ('nvidia', '580.95.05', UBUNTU_K, 'installed')] and problems == []
+
+
+@pytest.mark.parametrize('name, state, packages, words', [
+    ('the issue: a stale tree sorts first, nothing listed, the driver loaded',
+     _state('dkms-status.stale-first', STALE_TREE, LOADED), NVIDIA_DKMS_PACKAGE,
+     ['/var/lib/dkms holds nvidia/535.104.05 (its source link does not resolve',
+      'DKMS driver packages are installed (nvidia-dkms-580-open)', 'the NVIDIA module 580.95.05 is loaded',
+      'it printed on stderr: Error! Could not locate dkms.conf file.', 'dkms-project/dkms#352']),
+    ('dkms status failed', _state(None, rc=3), {'kmod-nvidia-open-dkms': [{'version': '580.95.05'}]},
+     ['dkms status exited 3', 'DKMS driver packages are installed (kmod-nvidia-open-dkms)']),
+    ('a line dkms status printed that cannot be read is no NVIDIA module',
+     dict(_state(None, module=LOADED), dkms_status={'ran': True, 'rc': 0, 'stderr': '', 'problems': [
+         "dkms status line 1: cannot parse 'nvidia/580.95.05 6.8.0-60-generic x86_64 installed'"]}), {},
+     ['lines it could not read: dkms status line 1', 'the NVIDIA module 580.95.05 is loaded and no package provides '
+      'it for ' + UBUNTU_K]),
+    ('a runfile driver without DKMS: loaded, nothing listed', _state(None, module=LOADED), {},
+     ['the NVIDIA module 580.95.05 is loaded', 'dkms status printed no NVIDIA line and exited 0']),
+    ('dkms not installed at all', dict(_state(None, module=LOADED), dkms_status={'ran': False, 'missing': True}), {},
+     ['(dkms is not installed)']),
+])
+def test_unknown_dkms_state(name, state, packages, words):
+    reason = D.unknown_state(state, packages)
+    for word in words:
+        assert word in reason, (name, word, reason)
+    msg = D.unknown_error('node1', ML, EL, reason, True)
+    assert msg.startswith('kernel on node1: dkms status lists no NVIDIA module') and 'is not rebooted and ' + EL + \
+        ' stays the default boot entry' in msg and 'dkms remove <module>/<version> --all' in msg
+
+
+@pytest.mark.parametrize('name, state, packages', [
+    ('the stale tree sorts last: the NVIDIA module is listed, the usual check applies',
+     _state('dkms-status.stale-last', STALE_TREE, LOADED), NVIDIA_DKMS_PACKAGE),
+    ('no NVIDIA driver at all', _state(None), {}),
+    ("Ubuntu's signed modules for the running kernel: no DKMS", _state(None, module=LOADED),
+     {'linux-modules-nvidia-580-server-open-' + UBUNTU_K: [{'version': '6.8.0-60.63+1'}]}),
+    ('the driver removed (dpkg rc: no records)', _state(None), {'nvidia-dkms-580-open': []}),
+])
+def test_known_dkms_state(name, state, packages):
+    assert D.unknown_state(state, packages) == '', name
+
+
+@pytest.mark.parametrize('name', ['nvidia-dkms-580-open', 'nvidia-dkms-open', 'nvidia-dkms-580-server-open',
+                                  'kmod-nvidia-open-dkms', 'kmod-nvidia-latest-dkms', 'nvidia-kernel-dkms',
+                                  'nvidia-open-kernel-dkms', 'nvidia-tesla-535-kernel-dkms'])
+def test_dkms_driver_packages(name):
+    assert D.dkms_packages({name: [{'version': '1'}], 'nvidia-kernel-common-580': [{'version': '1'}],
+                            'dkms': [{'version': '3.0.11'}]}) == [name]
+
+
+def test_read_dkms_status_keeps_what_it_can_read():
+    """An unparsable line is reported, not fatal: the gather's reading (parse_dkms_status still raises)."""
+    text = 'garbage\n' + STATUS_3 + 'nvidia: installed\n'
+    entries, problems = K.read_dkms_status(text)
+    assert entries == K.parse_dkms_status(STATUS_3)
+    assert problems == ["dkms status line 1: cannot parse 'garbage'",
+                        "dkms status line 3: no module version in 'nvidia: installed'"]
+    with pytest.raises(K.KernelError):
+        K.parse_dkms_status(text)

@@ -159,7 +159,7 @@ def test_signed_node_with_source_nvidia_is_refused_naming_both_flavours(default)
     assert list(plan['refused']) == ['flavour']
     msg = plan['refused']['flavour']
     assert "Ubuntu's Canonical-signed NVIDIA driver" in msg and "NVIDIA's repository packages" in msg
-    assert 'nvidia-driver-580-server-open' in msg and 'nodeprep_nvidia_driver_source=ubuntu' in msg
+    assert 'nvidia-headless-no-dkms-580-server-open' in msg and 'nodeprep_nvidia_driver_source=ubuntu' in msg
     assert 'install' not in plan
 
 
@@ -194,11 +194,13 @@ def test_adopted_node_with_a_kernel_update_gets_the_modules_of_the_next_kernel()
     node_facts, node = signed_node(default=K_NEXT, pci=H100_PCI)
     plan = P.driver_plan(node_facts, settings(source='ubuntu'), node=node)
     assert plan['refusals'] == [] and plan['ok'] is False
-    assert plan['install']['packages'] == ['nvidia-driver-580-server-open',
+    # The archive's userspace without DKMS (nvidia-driver-580-server-open would pull nvidia-dkms-580-server-open:
+    # NVIDIA/gpu-driver-container commit 8a29f61), nvidia-smi, the signed modules of the next kernel.
+    assert plan['install']['packages'] == ['nvidia-headless-no-dkms-580-server-open', 'nvidia-utils-580-server',
                                            'linux-modules-nvidia-580-server-open-' + K_NEXT]
     assert (plan['install']['pinning_package'], plan['install']['unpin']) == (None, [])
     assert (plan['installed_version'], plan['installed_source']) == (
-        VERSION, 'package nvidia-driver-580-server-open')
+        VERSION, 'package nvidia-kernel-common-580-server')
     # Ubuntu's archive has the fabric manager and NSCQ (with the branch in the name) at the driver's version.
     assert plan['extras']['packages'] == ['nvidia-compute-utils-580-server',
                                           'nvidia-fabricmanager-580=580.95.05-*', 'libnvidia-nscq-580=580.95.05-*']
@@ -288,13 +290,13 @@ def test_adopted_node_under_secure_boot_is_not_blocked():
 
 
 @pytest.mark.parametrize('version, driver', [
-    ('', 'nvidia-driver-580-server-open'),
-    (VERSION, 'nvidia-driver-580-server-open=580.95.05-*'),
+    ('', ['nvidia-headless-no-dkms-580-server-open', 'nvidia-utils-580-server']),
+    (VERSION, ['nvidia-headless-no-dkms-580-server-open=580.95.05-*', 'nvidia-utils-580-server=580.95.05-*']),
 ])
 def test_fresh_ubuntu_node_with_source_ubuntu(version, driver):
     node_facts, node = facts([], default=K_NEXT)
     plan = P.driver_plan(node_facts, settings(source='ubuntu', version=version), node=node, check_mode=True)
-    assert plan['install']['packages'] == [driver, 'linux-modules-nvidia-580-server-open-' + K_NEXT]
+    assert plan['install']['packages'] == driver + ['linux-modules-nvidia-580-server-open-' + K_NEXT]
     # apt answers check mode from the node's own archive: nothing to predict for a repository to be set up.
     assert plan['predict']['packages'] is False
     assert nvidia_names(plan) == []
@@ -303,7 +305,8 @@ def test_fresh_ubuntu_node_with_source_ubuntu(version, driver):
 def test_proprietary_modules_name():
     node_facts, node = facts([])
     plan = P.driver_plan(node_facts, settings(source='ubuntu', module_type='proprietary'), node=node)
-    assert plan['install']['packages'] == ['nvidia-driver-580-server', 'linux-modules-nvidia-580-server-' + K_RUN]
+    assert plan['install']['packages'] == ['nvidia-headless-no-dkms-580-server', 'nvidia-utils-580-server',
+                                           'linux-modules-nvidia-580-server-' + K_RUN]
 
 
 # ------------------------------------------------------------------------------------------------ role plan, readiness
@@ -379,3 +382,124 @@ def test_the_gather_reads_the_driver_packages_with_one_argv():
     # apt: persistenced at the driver's version too (R21), any Debian release of it
     assert plan['extras']['missing'] == ['nvidia-persistenced=580.95.05-*']
     assert plan['extras']['hold'] == ['nvidia-fabricmanager', 'libnvidia-nscq']
+
+
+# ------------------------------------------------------------------------------------- Ubuntu's DKMS flavour (issue 30)
+
+# Ubuntu's archive, DKMS flavour: what ubuntu-drivers installs where no module package exists for the kernel
+# (canonical/ubuntu-drivers-common detect.py falls back to nvidia-dkms-<flavour>).  Versions of Ubuntu's updates
+# carry the release (570.211.01-0ubuntu1.24.04.1: canonical/core-base PR 439); NVIDIA's repository the same names at
+# <V>-0ubuntu1 (570.133.20-0ubuntu1 in public install transcripts).
+U570 = '570.211.01-0ubuntu1.24.04.1'
+UBUNTU_DKMS = [('nvidia-driver-570-open', U570), ('nvidia-dkms-570-open', U570), ('nvidia-kernel-common-570', U570),
+               ('libnvidia-compute-570', U570)]
+NVIDIA_570 = [('nvidia-open', '570.133.20-0ubuntu1'), ('nvidia-driver-570-open', '570.133.20-0ubuntu1'),
+              ('nvidia-dkms-570-open', '570.133.20-0ubuntu1')]
+# The -server series through nvidia-driver-580-server-open, which pulls Ubuntu's DKMS package (NVIDIA/gpu-driver-
+# container commit 8a29f61 purged it again), beside the signed modules.
+SERVER_DKMS = UBUNTU_SIGNED + [('nvidia-dkms-580-server-open', UBU_V)]
+
+
+@pytest.mark.parametrize('name, rows, kind, dkms', [
+    ("Ubuntu's desktop DKMS driver", UBUNTU_DKMS, 'ubuntu-dkms', ['nvidia-dkms-570-open', 'nvidia-driver-570-open']),
+    ("the same names from NVIDIA's repository", NVIDIA_570, 'nvidia', []),
+    ("Ubuntu's -server driver with its DKMS package", SERVER_DKMS, 'ubuntu-dkms', ['nvidia-dkms-580-server-open']),
+    ("Ubuntu's 590 keeps the branch in the name (NVIDIA's has none)", [('nvidia-dkms-590-open', '590.48.01-0ubuntu1')],
+     'ubuntu-dkms', ['nvidia-dkms-590-open']),
+    ("Ubuntu's signed driver, no DKMS", UBUNTU_SIGNED, 'ubuntu', []),
+])
+def test_ubuntu_dkms_flavour_is_told_from_nvidia_s(name, rows, kind, dkms):
+    found = U.flavour(dpkg(*rows))
+    assert (found['flavour'], found['dkms_packages']) == (kind, dkms), name
+
+
+@pytest.mark.parametrize('source', ['nvidia', 'ubuntu'])
+def test_ubuntu_dkms_flavour_is_refused_naming_both_flavours(source):
+    """Before: read as NVIDIA's repository driver, and nvidia-open installed over it (source nvidia)."""
+    node_facts, node = facts(UBUNTU_DKMS, loaded=dict(LOADED, version='570.211.01'),
+                             smi=dict(SMI, driver_version='570.211.01'))
+    plan = P.driver_plan(node_facts, settings(source=source, branch='570'), node=node)
+    assert list(plan['refused']) == ['flavour'] and 'install' not in plan
+    msg = plan['refused']['flavour']
+    for part in ("Ubuntu's DKMS-built NVIDIA driver from Ubuntu's archive (installed: nvidia-dkms-570-open, "
+                 'nvidia-driver-570-open)', 'nodeprep_nvidia_driver_source=' + source + ' would install',
+                 'nodeprep_nvidia_driver_source=nvidia: nvidia-open with nvidia-dkms-open',
+                 'nodeprep_nvidia_driver_source=ubuntu: nvidia-headless-no-dkms-570-server-open with '
+                 'linux-modules-nvidia-570-server-open-<kernel>', 'apt-get purge nvidia-dkms-570-open '
+                 'nvidia-driver-570-open'):
+        assert part in msg, part
+
+
+def test_role_plan_refuses_the_ubuntu_dkms_flavour_before_any_change():
+    plan = role_plan(role_facts(UBUNTU_DKMS, loaded=dict(LOADED, version='570.211.01')),
+                     {'nodeprep_nvidia_driver_branch': '570'})
+    assert len(plan['problems']) == 1 and "Ubuntu's DKMS-built NVIDIA driver" in plan['problems'][0]
+    assert plan['args'].get('install') in (None, [])
+
+
+# ------------------------------------------------------------------------------------- module meta package, archive
+
+def test_flavour_meta_package_follows_the_installed_kernel_flavour():
+    """linux-image-generic installed -> linux-modules-nvidia-580-server-open-generic (ubuntu-drivers' naming:
+    canonical/ubuntu-drivers-common detect.py get_linux_modules_metapackage); virtual counts as generic."""
+    kernel_packages = {'linux-image-generic-hwe-24.04': ['6.11.0-29.29~24.04.1'], 'linux-image-virtual': ['1'],
+                       'linux-image-' + K_RUN: ['6.8.0-60.63'], 'linux-image-unsigned-' + K_RUN: ['1']}
+    candidates = {SIGNED_PREFIX + 'generic': '6.8.0-60.63+1', SIGNED_PREFIX + 'generic-hwe-24.04': None}
+    assert U.flavour_metas(settings(), kernel_packages, candidates, {}) == [
+        {'name': SIGNED_PREFIX + 'generic', 'installed': False, 'available': True},
+        {'name': SIGNED_PREFIX + 'generic-hwe-24.04', 'installed': False, 'available': False}]
+    assert U.flavour_metas(settings(), kernel_packages, None, {})[0]['available'] is None
+
+
+SIGNED_PREFIX = 'linux-modules-nvidia-580-server-open-'
+
+
+def meta_facts(candidates, rows=None):
+    node_facts, node = signed_node(pci=NO_SWITCH_PCI)
+    node_facts['kernel_state']['packages'] = {'linux-image-generic': ['6.8.0-60.63'],
+                                              'linux-image-' + K_RUN: ['6.8.0-60.63']}
+    node['packages'] = dpkg(*(rows or [r for r in UBUNTU_SIGNED if not r[0].endswith('-generic')]))
+    node['apt_candidates'] = candidates
+    return node_facts, node
+
+
+def test_the_meta_package_is_an_extra_of_the_driver():
+    """Only the per-kernel package was installed: kernels installed outside the collection (apt upgrade of
+    linux-generic) came without their modules."""
+    node_facts, node = meta_facts({SIGNED_PREFIX + K_RUN: '6.8.0-60.63+1', SIGNED_PREFIX + 'generic': '6.8.0-60.63+1'})
+    plan = P.driver_plan(node_facts, settings(source='ubuntu'), node=node)
+    assert SIGNED_PREFIX + 'generic' in plan['extras']['packages']
+    assert plan['extras']['missing'] == [SIGNED_PREFIX + 'generic'] and plan['extras']['needed'] is True
+    assert P.work_items(plan, node_facts, {'blacklist_nouveau': True})[0] == (
+        P.LOADED, 'fail', 'extras: ' + SIGNED_PREFIX + 'generic')
+    # Installed: nothing more; no candidate: a warning, nothing to install.
+    node_facts, node = meta_facts({SIGNED_PREFIX + 'generic': '6.8.0-60.63+1'}, UBUNTU_SIGNED)
+    assert P.driver_plan(node_facts, settings(source='ubuntu'), node=node)['extras']['missing'] == []
+    node_facts, node = meta_facts({SIGNED_PREFIX + 'generic': None})
+    plan = P.driver_plan(node_facts, settings(source='ubuntu'), node=node)
+    assert plan['extras']['missing'] == [] and ("Ubuntu's archive has no " + SIGNED_PREFIX + 'generic') in \
+        plan['warnings'][0]
+
+
+def test_signed_modules_the_archive_lacks_for_the_boot_kernel_stop_the_driver_role():
+    node_facts, node = facts([], default=K_NEXT)
+    node['apt_candidates'] = {SIGNED_PREFIX + K_NEXT: None}
+    plan = P.driver_plan(node_facts, settings(source='ubuntu'), node=node)
+    assert list(plan['refused']) == ['modules']
+    assert plan['refused']['modules'].startswith("nvidia_driver on this node: Ubuntu's Canonical-signed NVIDIA "
+                                                 'modules are not installed for ' + K_NEXT)
+    role = role_plan(role_facts([], default=K_NEXT), {'nodeprep_nvidia_driver_source': 'ubuntu'})
+    assert role['errors'] == [] and role['problems'] == []
+    gathered = role_facts([], default=K_NEXT)
+    gathered['kernel_state']['driver_node']['apt_candidates'] = {SIGNED_PREFIX + K_NEXT: None}
+    role = role_plan(gathered, {'nodeprep_nvidia_driver_source': 'ubuntu'})
+    assert len(role['errors']) == 1 and role['problems'] == [] and SIGNED_PREFIX + K_NEXT in role['errors'][0]
+
+
+@pytest.mark.parametrize('packages, kernels, flavours, names', [
+    ({}, [K_RUN], ['generic'], []),
+    (dpkg(*UBUNTU_SIGNED), [K_RUN, K_NEXT, None], ['generic'],
+     [SIGNED_PREFIX + K_RUN, SIGNED_PREFIX + K_NEXT, SIGNED_PREFIX + 'generic']),
+])
+def test_the_gather_asks_apt_for_the_module_packages_of_each_kernel(packages, kernels, flavours, names):
+    assert _driver_packages.modules_queries(packages, kernels, flavours) == names

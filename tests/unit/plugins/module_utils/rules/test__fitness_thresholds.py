@@ -111,6 +111,10 @@ def test_thresholds_flat_with_sources_and_overrides():
     got = T.thresholds('NVIDIA L40S')
     assert got['allreduce_busbw_gbps'] == {'value': None, 'source': None, 'source_key': None}
     assert got['remapped_rows_uncorrectable_max']['value'] == 512
+    assert got['nvlink_replay_errors_max']['value'] == got['nvlink_recovery_errors_max']['value'] == 0
+    assert got['nvlink_crc_errors_max'] == {'value': None, 'source': None, 'source_key': None}
+    got = T.thresholds('NVIDIA H100 80GB HBM3', {'nvlink_crc_errors_max': 0, 'remapped_rows_uncorrectable_max': 0})
+    assert got['nvlink_crc_errors_max']['value'] == 0 and got['remapped_rows_uncorrectable_max']['source'] == 'setting'
 
 
 @pytest.mark.parametrize('overrides, message', [
@@ -118,6 +122,9 @@ def test_thresholds_flat_with_sources_and_overrides():
     ({'nvlinks': 0}, 'nvlinks=0: a threshold is a number above 0'),
     ({'nvlinks': True}, 'nvlinks=True: a threshold is a number above 0'),
     ({'allreduce_busbw_gbps': '460'}, "allreduce_busbw_gbps='460': a threshold is a number above 0"),
+    ({'nvlink_replay_errors_max': -1}, 'nvlink_replay_errors_max=-1: a count of errors is a whole number, 0 or more'),
+    ({'remapped_rows_uncorrectable_max': 1.5},
+     'remapped_rows_uncorrectable_max=1.5: a count of errors is a whole number, 0 or more'),
 ])
 def test_bad_overrides(overrides, message):
     with pytest.raises(T.ThresholdError) as err:
@@ -137,7 +144,7 @@ def test_clock_reasons_cover_the_xml_reasons():
         reasons = parse_nvsmi_xml(handle.read())['gpus'][0]['clocks_event_reasons']
     assert sorted(reasons) == sorted(T.CLOCK_REASONS)
     assert sorted(k for k, v in T.CLOCK_REASONS.items() if v == 'fail') == [
-        'hw_power_brake_slowdown', 'hw_slowdown', 'hw_thermal_slowdown']
+        'hw_power_brake_slowdown', 'hw_slowdown', 'hw_thermal_slowdown', 'sw_thermal_slowdown']
 
 
 def test_models_is_a_copy():

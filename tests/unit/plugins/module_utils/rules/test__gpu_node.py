@@ -178,9 +178,11 @@ def test_readiness_skips_every_gpu_check_on_a_node_without_gpus():
             ('skip', 'not a GPU node: no NVIDIA GPU on the PCI bus'), check_id
     assert R.GPU_CHECKS == ('kernel.devel_matched', 'driver.nouveau_blacklisted', 'driver.loaded',
                             'driver.open_modules', 'driver.persistenced', 'gpu.count', 'gpu.power_limit',
-                            'gpu.clocks', 'gpu.health', 'nccl.config', 'fabric.manager', 'gpu.fabric',
+                            'gpu.clocks', 'gpu.health', 'gpu.throttle', 'pci.link', 'nvlink.links',
+                            'gpu.remapped_rows', 'gpu.mig', 'gpu.vbios', 'nccl.config', 'fabric.manager', 'gpu.fabric',
                             'gpu.topology', 'gpu.dcgm_diag',
-                            'rdma.peer_memory', 'pci.acs', 'kernel.iommu')
+                            'rdma.peer_memory', 'pci.acs', 'kernel.iommu', 'perf.tools', 'perf.allreduce',
+                            'perf.nvbandwidth')
     assert 'fail' not in [checks[c]['status'] for c in R.GPU_CHECKS]
 
 

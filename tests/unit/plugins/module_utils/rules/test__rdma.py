@@ -93,11 +93,74 @@ def test_acs_only_switch_downstream_ports(devices):
     (None, R.SKIP, 'the RDMA facts were not gathered'),
     ({'connectx': ['0000:1a:00.0'], 'lspci_error': 'lspci not found (install pciutils)'}, R.FAIL,
      'lspci -D -vvv could not be read: lspci not found (install pciutils)'),
-    ({'connectx': ['0000:1a:00.0'], 'bridges': []}, R.PASS,
-     'no PCIe switch between the 1 GPUs/ConnectX devices and their root ports'),
+    # empty lspci output (it passed before, as a node without PCIe switches)
+    ({'connectx': ['0000:1a:00.0'], 'bridges': []}, R.FAIL,
+     'lspci -D -vvv listed no PCI device (empty output), so the switch ports above the 1 GPUs/ConnectX devices could '
+     'not be judged'),
+    ({'connectx': ['0000:1a:00.0'], 'bridges': None}, R.FAIL,
+     'lspci -D -vvv listed no PCI device (empty output), so the switch ports above the 1 GPUs/ConnectX devices could '
+     'not be judged'),
 ])
 def test_acs_table(rdma, status, text):
     assert R.acs_result(rdma, [])[0::2] == (status, text)
+
+
+def test_acs_no_switch_still_passes():
+    # a GPU and a ConnectX straight under root ports (no switch), both listed: nothing to judge, a pass
+    text = ('0000:00:01.0 PCI bridge: Intel Corporation Device 352a\n\tBus: primary=00, secondary=01, subordinate=01'
+            '\n\tCapabilities: [40] Express (v2) Root Port (Slot+), MSI 00\n\n'
+            '0000:01:00.0 3D controller: NVIDIA Corporation Device 2330 (rev a1)\n\n'
+            '0000:00:02.0 PCI bridge: Intel Corporation Device 352a\n\tBus: primary=00, secondary=02, subordinate=02'
+            '\n\n0000:02:00.0 Infiniband controller: Mellanox Technologies MT2910 Family [ConnectX-7]\n')
+    rdma = {'connectx': ['0000:02:00.0'], 'bridges': _rdma_state.relevant_devices(_rdma_path.parse_lspci_vvv(text))}
+    assert R.acs_result(rdma, ['0000:01:00.0'])[0::2] == (
+        R.PASS, 'no PCIe switch between the 2 GPUs/ConnectX devices and their root ports')
+
+
+@pytest.mark.parametrize('cut', [0.25, 0.5, 'db:00.0 3D controller'])
+def test_acs_truncated_capture_fails(cut):
+    # the real HGX H100 capture cut short: the GPUs and NICs past the cut are not listed, so ACS is not proven
+    with open(H100) as handle:
+        text = handle.read()
+    end = text.index(cut) if isinstance(cut, str) else int(len(text) * cut)
+    devices = _rdma_path.parse_lspci_vvv(text[:end])
+    status, _expected, observed = R.acs_result(rdma_from(devices), H100_GPUS)
+    assert status == R.FAIL, observed
+    assert 'GPUs/ConnectX devices (' in observed and 'its output is cut short' in observed
+    assert 'GPU 0000:db:00.0' in observed
+
+
+def test_acs_five_digit_domain():
+    # a VMD domain (10000:...) as lspci -D prints it: parsed and judged, no crash (it raised ValueError before)
+    text = ('10000:e0:06.0 PCI bridge: Intel Corporation 12th Gen Core Processor PCI Express x4 Controller #0 (rev 02)'
+            '\n\tBus: primary=00, secondary=e1, subordinate=e1, sec-latency=0\n'
+            '\tCapabilities: [40] Express (v2) Downstream Port (Slot+), MSI 00\n'
+            '\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n\n'
+            '10000:e1:00.0 3D controller: NVIDIA Corporation Device 2330 (rev a1)\n\n'
+            '0000:1a:00.0 Infiniband controller: Mellanox Technologies MT2910 Family [ConnectX-7]\n')
+    devices = _rdma_path.parse_lspci_vvv(text)
+    assert [d['bus_id'] for d in devices] == ['10000:e0:06.0', '10000:e1:00.0', '0000:1a:00.0']
+    assert [b['bus_id'] for b in R.bridges_above(devices, '10000:e1:00.0')] == ['10000:e0:06.0']
+    rdma = {'connectx': ['0000:1a:00.0'], 'bridges': _rdma_state.relevant_devices(devices)}
+    status, _expected, observed = R.acs_result(rdma, ['10000:e1:00.0'])
+    assert status == R.FAIL
+    assert observed == ('ACS redirects peer traffic through the root complex at switch downstream port '
+                        '10000:e0:06.0 (above GPU 10000:e1:00.0): ACSCtl ReqRedir+ CmpltRedir+')
+
+
+@pytest.mark.parametrize('bus_id, want', [
+    ('0000:19:00.0', (0, 0x19)), ('00000000:19:00.0', (0, 0x19)), ('10000:e1:00.0', (0x10000, 0xe1)),
+    ('19:00.0', (0, 0x19)), ('nonsense', (None, None)), ('zz:yy:00.0', (None, None)), (None, (None, None)),
+])
+def test_split_bus_id(bus_id, want):
+    assert R.split_bus_id(bus_id) == want
+
+
+def test_device_kind_without_pci_ids():
+    # lspci without the pci.ids database prints the vendor:device ids instead of names
+    assert _rdma_path.device_kind({'class': '3D controller', 'description': 'Device 10de:2330 (rev a1)'}) == 'gpu'
+    assert _rdma_path.device_kind({'class': 'Infiniband controller', 'description': 'Device 15b3:1021'}) == 'nic'
+    assert _rdma_path.device_kind({'class': '3D controller', 'description': 'Device 1002:74a1'}) is None
 
 
 def test_acs_denied():
@@ -117,8 +180,10 @@ CX = ['0000:1a:00.0']
     ({'connectx': CX, 'peermem_loaded': True}, 'auto', None, None, R.PASS,
      'nvidia_peermem loaded (/sys/module/nvidia_peermem)'),
     ({'connectx': CX, 'peermem_loaded': False, 'peer_symbols': list(_rdma_path.PEER_MEMORY_SYMBOLS)}, 'auto', None, None,
-     R.FAIL, 'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX 0000:1a:00.0; load it (rdma role, '
-             'nodeprep_rdma_peermem: true) or declare DMA-BUF (nodeprep_rdma_path: dmabuf)'),
+     # issue 30: auto names why DMA-BUF cannot serve before it asks for nvidia_peermem
+     R.FAIL, 'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX 0000:1a:00.0; DMA-BUF cannot '
+             'serve here (the running kernel is unknown; the loaded nvidia module is of unknown flavour, not the open '
+             'kernel modules): load nvidia_peermem (rdma role, nodeprep_rdma_peermem: true)'),
     ({'connectx': CX, 'peermem_loaded': False, 'peer_symbols': []}, 'peermem', None, None, R.FAIL,
      'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX 0000:1a:00.0; the RDMA stack lacks '
      'ib_register_peer_memory_client, ib_unregister_peer_memory_client (/proc/kallsyms), so modprobe nvidia_peermem '
@@ -282,3 +347,194 @@ def test_boot_args_from_the_tree(tmp_path):
     assert _rdma_state.read_boot_args(str(tmp_path)) == {'bls': {'abc-5.14.0.conf': 'root=/dev/sda ro iommu=pt'},
                                                          'grub_cmdline_linux': 'crashkernel=auto rhgb',
                                                          'grub_cmdline_linux_default': ''}
+
+
+# ---------------------------------------------------------------- issue 30: DMA-BUF first under auto
+
+# Kernel releases of the distributions we support (uname -r of Rocky 9.6, Ubuntu 24.04, Rocky 8.10) and driver
+# versions of NVIDIA's repositories (580.82.07 open, 470.256.02: the last branch without the open kernel modules).
+EL9, NOBLE, EL8 = '5.14.0-570.58.1.el9_6.x86_64', '6.8.0-45-generic', '4.18.0-553.el8_10.x86_64'
+OFED = list(_rdma_path.PEER_MEMORY_SYMBOLS)
+DMABUF = list(_rdma_path.DMABUF_SYMBOLS)
+# modinfo -F depends nvidia_peermem: built with MLNX_OFED/DOCA-OFED it uses ib_core's
+# ib_register_peer_memory_client and nvidia's nvidia_p2p_*; built without, nv_mem_client_init only returns -EINVAL
+# (kernel-open/nvidia-peermem/nvidia-peermem.c) and the module uses no symbol of either.
+WITH_OFED = {'found': True, 'depends': ['ib_core', 'nvidia']}
+NO_OFED = {'found': True, 'depends': []}
+
+
+def rdma_state(**kw):
+    state = {'connectx': CX, 'peermem_loaded': False, 'peer_symbols': OFED, 'dmabuf_symbols': DMABUF,
+             'peermem_module': WITH_OFED}
+    state.update(kw)
+    return state
+
+
+@pytest.mark.parametrize('rdma, path, release, flavour, version, status, text', [
+    # the issue's node: open kernel modules, kernel 5.12+, ConnectX, no nvidia_peermem: ready under auto
+    (rdma_state(), 'auto', EL9, 'open', '580.82.07', R.PASS,
+     'DMA-BUF (kernel 5.14.0-570.58.1.el9_6.x86_64, open kernel modules); nvidia_peermem not loaded'),
+    (rdma_state(peermem_loaded=True, peer_symbols=None, dmabuf_symbols=None), 'auto', NOBLE, 'open', '580.82.07',
+     R.PASS, 'DMA-BUF (kernel 6.8.0-45-generic, open kernel modules); nvidia_peermem loaded'),
+    # the RDMA stack without DMA-BUF registration
+    (rdma_state(dmabuf_symbols=[]), 'auto', EL9, 'open', '580.82.07', R.FAIL,
+     'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX 0000:1a:00.0; DMA-BUF cannot serve '
+     'here (the RDMA stack lacks ib_umem_dmabuf_get (/proc/kallsyms)): load nvidia_peermem (rdma role, '
+     'nodeprep_rdma_peermem: true)'),
+    (rdma_state(), 'auto', EL8, 'open', '580.82.07', R.FAIL,
+     'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX 0000:1a:00.0; DMA-BUF cannot serve '
+     'here (kernel 4.18.0-553.el8_10.x86_64 is older than 5.12): load nvidia_peermem (rdma role, '
+     'nodeprep_rdma_peermem: true)'),
+    (rdma_state(peermem_loaded=True), 'auto', EL8, 'proprietary', '470.256.02', R.PASS,
+     'nvidia_peermem loaded (/sys/module/nvidia_peermem)'),
+    # the nvidia_peermem built before OFED: named, and DMA-BUF's blocker too
+    (rdma_state(peermem_module=NO_OFED), 'auto', EL9, 'proprietary', '580.82.07', R.FAIL,
+     'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX 0000:1a:00.0; nvidia_peermem was '
+     'built without the peer-memory API of MLNX_OFED/DOCA-OFED (modinfo -F depends nvidia_peermem: none; no ib_core): '
+     'its init returns -EINVAL and modprobe nvidia_peermem fails with "Invalid argument"; rebuild the driver after '
+     'installing OFED (dkms install, or reinstall the driver packages); DMA-BUF cannot serve here (the loaded nvidia '
+     'module is proprietary, not the open kernel modules)'),
+    (rdma_state(peermem_module=NO_OFED), 'peermem', EL9, 'open', '580.82.07', R.FAIL,
+     'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX 0000:1a:00.0; nvidia_peermem was '
+     'built without the peer-memory API of MLNX_OFED/DOCA-OFED (modinfo -F depends nvidia_peermem: none; no ib_core): '
+     'its init returns -EINVAL and modprobe nvidia_peermem fails with "Invalid argument"; rebuild the driver after '
+     'installing OFED (dkms install, or reinstall the driver packages)'),
+    (rdma_state(), 'dmabuf', EL9, 'open', '510.108.03', R.FAIL, 'DMA-BUF declared but driver 510.108.03 is older than 515'),
+])
+def test_peer_memory_path_in_use(rdma, path, release, flavour, version, status, text):
+    assert R.peer_memory_result(rdma, path, release, flavour, version)[0::2] == (status, text)
+
+
+@pytest.mark.parametrize('rdma, path, release, flavour, action, words', [
+    # auto: DMA-BUF where it serves, the legacy module never loaded there
+    (rdma_state(), 'auto', EL9, 'open', 'dmabuf', 'DMA-BUF (kernel 5.14.0-570.58.1.el9_6.x86_64, open kernel '
+                                                  'modules, RDMA stack with ib_umem_dmabuf_get); nvidia_peermem not '
+                                                  'loaded'),
+    (rdma_state(peermem_loaded=True), 'auto', EL9, 'open', 'dmabuf', 'nvidia_peermem not loaded'),
+    (rdma_state(), 'auto', EL9, 'proprietary', 'load', 'load nvidia_peermem'),
+    (rdma_state(dmabuf_symbols=[]), 'auto', NOBLE, 'open', 'load', 'load nvidia_peermem'),
+    (rdma_state(), 'peermem', EL9, 'open', 'load', 'load nvidia_peermem'),
+    # built before OFED: refused before any modprobe, naming the rebuild
+    (rdma_state(peermem_module=NO_OFED), 'peermem', EL9, 'open', 'fail',
+     'rebuild the driver after installing OFED'),
+    (rdma_state(peermem_module=NO_OFED), 'auto', EL8, 'open', 'fail',
+     'rebuild the driver after installing OFED (dkms install, or reinstall the driver packages), and DMA-BUF cannot '
+     'serve: kernel 4.18.0-553.el8_10.x86_64 is older than 5.12; nothing changed'),
+    (rdma_state(peermem_module=NO_OFED), 'auto', EL9, 'open', 'dmabuf', 'nvidia_peermem not loaded'),
+    # modinfo not answering (None) or the module not built for this kernel: no claim about OFED
+    (rdma_state(peermem_module={'found': None, 'depends': None}), 'peermem', EL9, 'open', 'load', 'load'),
+    (rdma_state(peermem_module={'found': False, 'depends': None}), 'peermem', EL9, 'open', 'load', 'load'),
+])
+def test_peermem_plan_dmabuf_first(rdma, path, release, flavour, action, words):
+    plan = R.peermem_plan(rdma, True, path, release, flavour, '580.82.07')
+    assert plan['action'] == action and words in plan['msg']
+
+
+@pytest.mark.parametrize('rc, out, err, found, depends', [
+    # modinfo(8) -F prints the field's value (empty line for an empty field); kmod's "not found" message
+    (0, 'ib_core,nvidia\n', '', True, ['ib_core', 'nvidia']),
+    (0, '\n', '', True, []),
+    (1, '', 'modinfo: ERROR: Module nvidia_peermem not found.\n', False, None),
+    (127, '', 'modinfo: command not found', None, None),
+])
+def test_parse_modinfo_depends(rc, out, err, found, depends):
+    assert _rdma_path.parse_modinfo_depends(rc, out, err) == (found, depends)
+
+
+@pytest.mark.parametrize('rc, out, vendor, product, name, source', [
+    # systemd-detect-virt(1): prints the technology, or "none" and exits non-zero
+    (0, 'kvm\n', None, None, 'kvm', 'systemd-detect-virt --vm'),
+    (1, 'none\n', 'QEMU', 'Standard PC (Q35 + ICH9, 2009)', 'none', 'systemd-detect-virt --vm'),
+    (None, None, 'QEMU\n', 'Standard PC (Q35 + ICH9, 2009)\n', 'qemu', '/sys/class/dmi/id'),
+    (None, None, 'Microsoft Corporation\n', 'Virtual Machine\n', 'microsoft', '/sys/class/dmi/id'),
+    (None, None, 'Supermicro\n', 'SYS-821GE-TNHR\n', 'none', '/sys/class/dmi/id'),
+    (None, None, None, None, None, None),
+])
+def test_virtualization(rc, out, vendor, product, name, source):
+    assert _rdma_path.virtualization(rc, out, vendor, product) == {'name': name, 'source': source}
+
+
+def test_acs_vm_refusal_names_node_and_virtualization():
+    assert R.acs_vm_refusal({'name': 'none', 'source': 'systemd-detect-virt --vm'}, 'gpu01') is None
+    assert R.acs_vm_refusal({'name': None, 'source': None}, 'gpu01') is None
+    assert R.acs_vm_refusal({'name': 'kvm', 'source': 'systemd-detect-virt --vm'}, 'gpu01') == (
+        'gpu01 is a virtual machine (systemd-detect-virt --vm: kvm): ACS must stay on in a virtual machine, so the ACS '
+        "boot unit is refused; set nodeprep_rdma_acs_unit: false for it and leave ACS to the hypervisor's host")
+
+
+# ---------------------------------------------------------------- issue 30: ACS ports found by their place
+
+# The capture's switch downstream ports above its GPUs and ConnectX functions (lspci -t of the same node).
+H100_ACS_PORTS = ['0000:17:01.0', '0000:17:02.0', '0000:17:03.0', '0000:39:01.0', '0000:39:02.0', '0000:4a:01.0',
+                  '0000:4a:02.0', '0000:5b:01.0', '0000:5b:02.0', '0000:99:01.0', '0000:99:02.0', '0000:99:03.0',
+                  '0000:b9:01.0', '0000:b9:02.0', '0000:c9:01.0', '0000:c9:02.0', '0000:d9:01.0', '0000:d9:02.0']
+
+
+def renumbered(text, shift):
+    """The capture as the node shows it after a BIOS or adapter change moved every bus from 0x10 up by ``shift``."""
+    import re
+
+    def bus(value):
+        number = int(value, 16)
+        return '{0:02x}'.format(number + shift if number >= 0x10 else number)
+    text = re.sub(r'^([0-9a-f]{4}:)?([0-9a-f]{2}):([0-9a-f]{2}\.)',
+                  lambda m: '{0}{1}:{2}'.format(m.group(1) or '', bus(m.group(2)), m.group(3)), text, flags=re.M)
+    return re.sub(r'(primary|secondary|subordinate)=([0-9a-f]{2})',
+                  lambda m: '{0}={1}'.format(m.group(1), bus(m.group(2))), text)
+
+
+def test_acs_unit_ports_plan_and_boot_agree(devices):
+    # the plan reads the gathered devices, the boot script lspci's own: one function, one answer
+    assert R.acs_unit_ports(devices) == H100_ACS_PORTS
+    assert R.acs_unit_ports(_rdma_state.relevant_devices(devices)) == H100_ACS_PORTS
+    # the NVSwitch ports (ACS on, nothing of ours below) are not touched
+    assert '0000:82:00.0' not in R.acs_unit_ports(devices)
+
+
+def test_acs_unit_ports_follow_a_renumbering():
+    with open(H100) as handle:
+        moved = _rdma_path.parse_lspci_vvv(renumbered(handle.read(), 2))
+    expected = ['0000:{0:02x}:{1}'.format(int(port[5:7], 16) + 2, port[8:]) for port in H100_ACS_PORTS]
+    assert R.acs_unit_ports(moved) == expected
+    assert R.setpci_argv(expected[0]) == ['setpci', '-s', '0000:19:01.0', 'ECAP_ACS+0x6.w=0000']
+
+
+class FakeModule(object):
+    def __init__(self, tools):
+        self.tools = tools
+
+    def get_bin_path(self, name, opt_dirs=None):
+        return self.tools.get(name)
+
+
+def test_collect_reads_dmabuf_symbols_and_dmi(tmp_path):
+    root = tmp_path
+    dev = root / 'sys/bus/pci/devices/0000:1a:00.0'
+    dev.mkdir(parents=True)
+    (dev / 'vendor').write_text('0x15b3\n')
+    (root / 'sys/class/dmi/id').mkdir(parents=True)
+    (root / 'sys/class/dmi/id/sys_vendor').write_text('QEMU\n')
+    (root / 'sys/class/dmi/id/product_name').write_text('Standard PC (Q35 + ICH9, 2009)\n')
+    (root / 'proc').mkdir()
+    (root / 'proc/kallsyms').write_text('0000000000000000 T ib_umem_dmabuf_get\t[ib_core]\n'
+                                        '0000000000000000 T ib_register_peer_memory_client\t[ib_core]\n')
+    facts = _rdma_state.collect_rdma_facts(None, str(root), None, [], [])
+    assert (facts['peer_symbols'], facts['dmabuf_symbols']) == (['ib_register_peer_memory_client'],
+                                                                ['ib_umem_dmabuf_get'])
+    assert facts['virtualization'] == {'name': 'qemu', 'source': '/sys/class/dmi/id'}
+
+
+def test_collect_asks_modinfo_and_systemd_detect_virt():
+    calls = []
+
+    def run_status(module, argv):
+        calls.append(argv)
+        return {'/usr/bin/systemd-detect-virt': (1, 'none\n', ''),
+                '/usr/sbin/modinfo': (0, '\n', '')}[argv[0]]
+    module = FakeModule({'systemd-detect-virt': '/usr/bin/systemd-detect-virt', 'modinfo': '/usr/sbin/modinfo'})
+    assert _rdma_state.read_virtualization(module, '/nonexistent-root/', run_status)['name'] is None
+    bare_metal = {'name': 'none', 'source': 'systemd-detect-virt --vm'}
+    assert _rdma_state.read_virtualization(module, '/', run_status) == bare_metal
+    assert _rdma_state.read_peermem_module(module, run_status) == {'found': True, 'depends': []}
+    assert calls == [['/usr/bin/systemd-detect-virt', '--vm'], ['/usr/sbin/modinfo', '-F', 'depends', 'nvidia_peermem']]
+    assert _rdma_state.read_peermem_module(FakeModule({}), run_status) == {'found': None, 'depends': None}

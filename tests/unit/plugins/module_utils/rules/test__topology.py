@@ -12,6 +12,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _fitness_thresholds
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _topology as T
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers import _nvidia_smi_topo
 
@@ -116,15 +117,40 @@ def test_model_table():
     assert T.model_nvlinks('NVIDIA H200') == (18, 'H200 SXM')
     assert T.model_nvlinks('NVIDIA B200') == (18, 'B200')
     assert T.model_nvlinks('NVIDIA GB200') == (18, 'GB200')
-    assert T.model_nvlinks('NVIDIA GB300') == (18, 'GB300 (guess)')
+    # GB300: 18 from the figures table (oci-hpc), no longer labelled a guess
+    assert T.model_nvlinks('NVIDIA GB300') == (18, 'GB300')
     assert T.model_nvlinks('NVIDIA H200 NVL') == (None, None)
     assert T.model_nvlinks('NVIDIA L40S') == (None, None)
+    # A800 and H800: NVLink cut to 8 links (400 GB/s); the table said 12 and 18 before
+    assert T.model_nvlinks('NVIDIA A800-SXM4-80GB') == (8, 'A800 SXM4')
+    assert T.model_nvlinks('NVIDIA H800') == (8, 'H800 SXM5')
+    assert T.model_nvlinks('NVIDIA H800 PCIe') == (None, None)
+    assert T.model_nvlinks('Tesla V100-SXM2-16GB') == (6, 'V100 SXM2')
+    assert T.model_layout('Tesla V100-SXM2-16GB') == T.HYBRID_CUBE_MESH
+    assert T.model_nvlinks('NVIDIA H20') == (18, 'H20')
+    assert T.model_nvlinks('NVIDIA A100-SXM-64GB') == (12, 'A100 SXM4')
+
+
+def test_model_table_is_the_fitness_table():
+    # one home for the NVLinks per GPU: every model of _fitness_thresholds with a count gives the same to the rule
+    for name, key in (('NVIDIA H100 80GB HBM3', 'h100-sxm'), ('NVIDIA H200', 'h200'), ('NVIDIA B200', 'b200'),
+                      ('NVIDIA B300', 'b300'), ('NVIDIA GB200', 'gb200'), ('NVIDIA GB300', 'gb300'),
+                      ('NVIDIA A100-SXM4-80GB', 'a100-sxm4'), ('NVIDIA A800-SXM4-80GB', 'a800-sxm4'),
+                      ('NVIDIA H800', 'h800-sxm'), ('Tesla V100-SXM2-32GB', 'v100-sxm2'), ('NVIDIA H20', 'h20')):
+        entry = _fitness_thresholds.model_for(name)
+        assert entry['key'] == key
+        assert T.model_nvlinks(name)[0] == entry['nvlinks'] == _fitness_thresholds.thresholds(name)['nvlinks']['value']
 
 
 A100 = _nvidia_smi_topo.parse_topo_matrix(read('a100-8gpu-nv12_topo-m_ml-engineering.txt'))
 H100_NICS = _nvidia_smi_topo.parse_topo_matrix(read('h100-8gpu-9nic-nv18_topo-m_nccl-issue1453-excerpt.txt'))
 B200_NICS = _nvidia_smi_topo.parse_topo_matrix(read('b200-8gpu-8nic-nv18_topo-m_vllm-issue24513-excerpt.txt'))
 H100_PLAIN = _nvidia_smi_topo.parse_topo_matrix(read('h100-8gpu-nv18_topo-m_ml-engineering.txt'))
+H800_NICS = _nvidia_smi_topo.parse_topo_matrix(read('h800-8gpu-9nic-nv8_topo-m_sglang-issue28424.txt'))
+V100_DGX1 = _nvidia_smi_topo.parse_topo_matrix(read('v100-sxm2-8gpu-4nic-dgx1_topo-m_pytorch-ddp-readme.txt'))
+H800 = 'NVIDIA H800'
+A800 = 'NVIDIA A800-SXM4-80GB'
+V100 = 'Tesla V100-SXM2-16GB'
 
 
 @pytest.mark.parametrize('matrix, model, switched, status, words', [
@@ -154,6 +180,60 @@ def test_rule(matrix, model, switched, status, words):
     assert expected == T.EXPECTED
     for word in words:
         assert word in observed
+
+
+def a800_matrix():
+    # No public A800 capture with the model named was found: the real H800 board's matrix (NV8, the same NVSwitch
+    # layout), read as A800 SXM4 GPUs (constructed from a real capture).
+    return copy.deepcopy(H800_NICS)
+
+
+@pytest.mark.parametrize('matrix, model, switched, status, words', [
+    # sgl-project/sglang#28424: 8 x H800, NV8 between every pair, a NIC at PIX per GPU (failed before: want NV18)
+    (H800_NICS, H800, True, 'pass', ['28 GPU pairs at NV8 (H800 SXM5 with NVSwitches: NV8)',
+                                     '8 of 8 GPUs with a NIC at PIX/PXB']),
+    (H800_NICS, H800, None, 'pass', ['28 GPU pairs at NV8']),
+    (a800_matrix(), A800, True, 'pass', ['28 GPU pairs at NV8 (A800 SXM4 with NVSwitches: NV8)']),
+    # a real defect still fails: one pair lost half its links, or a GPU lost NVLink to a peer
+    (degrade(H800_NICS, 'GPU1', 'GPU6', 'NV4'), H800, True, 'fail',
+     ['NVLink degraded on 1 of 28 GPU pairs: GPU1 (00000000:28:00.0)-GPU6 (00000000:78:00.0): NV4, want NV8']),
+    (degrade(a800_matrix(), 'GPU0', 'GPU7', 'SYS'), A800, True, 'fail',
+     ['GPU0 (00000000:18:00.0)-GPU7 (00000000:88:00.0): SYS (no NVLink), want NV8']),
+    # pytorch/pytorch DDP README: a DGX-1 with 8 x V100 SXM2, hybrid cube-mesh (failed before: NV1 pairs and SYS
+    # pairs below the best pair NV2)
+    (V100_DGX1, V100, False, 'pass', ['8 GPUs with 6 NVLinks each to their peers (V100 SXM2, hybrid cube-mesh']),
+    (V100_DGX1, V100, None, 'pass', ['8 GPUs with 6 NVLinks each']),
+    # a lost link: the NV2 pair GPU0-GPU3 down to NV1 fails both GPUs, naming their pairs
+    (degrade(V100_DGX1, 'GPU0', 'GPU3', 'NV1'), V100, False, 'fail',
+     ['NVLink degraded on 2 of 8 GPUs of a hybrid cube-mesh board: GPU0 (00000000:18:00.0): 5 NVLinks to its '
+      'peers, want 6 (GPU1=NV1 GPU2=NV1 GPU3=NV1 GPU4=NV2)', 'GPU3 (00000000:48:00.0): 5 NVLinks']),
+    # a pair that lost its only link (NV1 -> SYS)
+    (degrade(V100_DGX1, 'GPU4', 'GPU5', 'SYS'), V100, False, 'fail', ['GPU4 (00000000:58:00.0): 5 NVLinks',
+                                                                      'GPU5 (00000000:68:00.0): 5 NVLinks']),
+])
+def test_rule_nv8_and_cube_mesh(matrix, model, switched, status, words):
+    got, _expected, observed = T.check(matrix, gpus(8, model), switched)
+    assert got == status, observed
+    for word in words:
+        assert word in observed, observed
+
+
+def test_parse_h800_and_v100_captures():
+    assert H800_NICS['gpus'] == ['GPU{0}'.format(i) for i in range(8)]
+    assert H800_NICS['nic_names']['NIC8'] == 'mlx5_bond_0'
+    assert V100_DGX1['nics'] == ['mlx5_2', 'mlx5_0', 'mlx5_3', 'mlx5_1']
+    row = [V100_DGX1['links']['GPU0'][g] for g in V100_DGX1['gpus']]
+    assert row == ['X', 'NV1', 'NV1', 'NV2', 'NV2', 'SYS', 'SYS', 'SYS']
+
+
+def test_rule_cube_mesh_part_of_the_board_is_not_judged():
+    # a VM given 4 of the 8 V100s: the per-GPU count of the whole board does not hold, so it is reported only
+    part = copy.deepcopy(V100_DGX1)
+    keep = ['GPU0', 'GPU1', 'GPU2', 'GPU3']
+    part['gpus'] = keep
+    status, _expected, observed = T.check(part, gpus(4, V100), False)
+    assert status == 'pass', observed
+    assert '4 of the 8 GPUs of a hybrid cube-mesh board (V100 SXM2): NVLinks per GPU GPU0 4, GPU1 4' in observed
 
 
 def test_rule_no_rail_warns_naming_the_gpu():

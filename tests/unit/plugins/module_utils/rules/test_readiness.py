@@ -36,6 +36,9 @@ def by_id(checks, check_id):
 # ---------------------------------------------------------------------------------------------------------------------
 # whole fact sets
 
+# What a node outside any IMEX domain (nodeprep_imex_domain_group unset, the imex role's default) reports.
+NOT_IN_IMEX_DOMAIN = {'imex.domain': 'skip'}
+
 CONVERGED = [
     ('kernel.devel_matched', 'pass', 'devel/headers present for {0} (/lib/modules/{0}/build)'.format(RUNNING)),
     ('driver.nouveau_blacklisted', 'pass', 'blacklisted in /etc/modprobe.d/nvidia-installer-disable-nouveau.conf, '
@@ -48,6 +51,13 @@ CONVERGED = [
     ('gpu.clocks', 'pass', 'within the supported range on all 8 GPUs; the locks recorded this boot show in the '
                            'current clocks'),
     ('gpu.health', 'pass', 'all 8 GPUs healthy; no Xid in journalctl -k -b 0 (last 20000 lines)'),
+    ('gpu.throttle', 'pass', 'no clock slowdown on 8 GPUs'),
+    ('pci.link', 'pass', 'all 8 GPUs at x16 Gen5'),
+    ('nvlink.links', 'pass', '8 of 8 GPUs with all 18 NVLinks active (NVIDIA B200); error counters within the '
+                             'thresholds on 8 GPUs'),
+    ('gpu.remapped_rows', 'pass', 'none pending or failed on 8 GPUs; 0 rows uncorrectable remapped'),
+    ('gpu.mig', 'pass', 'MIG disabled on 8 GPUs'),
+    ('gpu.vbios', 'pass', 'VBIOS 97.00.FA.00.09 on 8 GPUs'),
     ('memlock.users', 'pass', 'root unlimited/unlimited, train unlimited/unlimited'),
     ('memlock.services', 'pass', 'default unlimited/unlimited, slurmd unlimited/unlimited'),
     ('shm.size', 'pass', 'live 716.0 GiB, fstab 716.0 GiB'),
@@ -57,9 +67,17 @@ CONVERGED = [
     ('gpu.fabric', 'pass', 'all 8 GPUs Completed/Success'),
     ('gpu.topology', 'pass', '28 GPU pairs at NV18 (B200 with NVSwitches: NV18); 8 of 8 GPUs with a NIC at PIX/PXB'),
     ('gpu.dcgm_diag', 'pass', 'DCGM 4.1.1: 8 results of diagnostic (discovery not read); all passed'),
-    ('rdma.peer_memory', 'pass', 'nvidia_peermem loaded (/sys/module/nvidia_peermem)'),
+    # issue 30: the path in use is named (the open modules on Linux 5.14 serve DMA-BUF)
+    ('rdma.peer_memory', 'pass', 'DMA-BUF (kernel ' + RUNNING + ', open kernel modules); nvidia_peermem loaded'),
     ('pci.acs', 'pass', 'no PCIe switch between the 9 GPUs/ConnectX devices and their root ports'),
     ('kernel.iommu', 'pass', 'IOMMU off: no IOMMU group in /sys/kernel/iommu_groups (cmdline: iommu=pt)'),
+    # An HGX node is not in an IMEX domain (the imex role is opt-in): the check does not apply.
+    ('imex.domain', 'skip', 'nodeprep_imex_domain_group is not set'),
+    ('perf.tools', 'pass', 'in place: /opt/nodeprep/perf/bin/all_reduce_perf -> the build, '
+                           '/opt/nodeprep/perf/bin/nvbandwidth -> the build'),
+    ('perf.allreduce', 'pass', 'mean bus bandwidth 820.0 GB/s at 1 GiB to 16 GiB over 8 GPUs; no wrong value'),
+    ('perf.nvbandwidth', 'pass', 'host_to_device_memcpy_ce min 55.0 GB/s (GPU 0); device_to_host_memcpy_ce min 55.5 '
+                                 'GB/s (GPU 0); device_to_device_memcpy_read_ce min 750.0 GB/s (GPU 0 -> GPU 1)'),
 ]
 
 FRESH = [
@@ -80,6 +98,12 @@ FRESH = [
                            '(the settings are lost at the next reboot)'),
     ('gpu.health', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     # The memlock role's plan (nothing written yet): its files are missing.
+    ('gpu.throttle', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('pci.link', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('nvlink.links', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('gpu.remapped_rows', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('gpu.mig', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
+    ('gpu.vbios', 'fail', 'could not be read: nvidia-smi failed: nvidia-smi not found'),
     ('memlock.users', 'fail', 'root 8192/8192, train 8192/8192; /etc/security/limits.d/90-nodeprep-memlock.conf: '
                               'missing'),
     ('memlock.services', 'fail', 'default 8192/8192, slurmd 8192/8192; /etc/systemd/system.conf.d: missing; '
@@ -102,12 +126,18 @@ FRESH = [
                                  '0000:8d:00.0; the RDMA stack '
                                  'lacks ib_register_peer_memory_client, ib_unregister_peer_memory_client '
                                  '(/proc/kallsyms), so modprobe nvidia_peermem fails with "Unknown symbol '
-                                 'ib_register_peer_memory_client"; load it (rdma role, nodeprep_rdma_peermem: true) '
-                                 'or declare DMA-BUF (nodeprep_rdma_path: dmabuf)'),
+                                 'ib_register_peer_memory_client"; DMA-BUF cannot serve here (the loaded nvidia '
+                                 'module is of unknown flavour, not the open kernel modules)'),
     ('pci.acs', 'fail', 'ACS redirects peer traffic through the root complex at switch downstream port '
                         '0000:8e:01.0 (above GPU 0000:8f:00.0): ACSCtl ReqRedir+ CmpltRedir+'),
     ('kernel.iommu', 'fail', 'IOMMU translating DMA for GPU 0000:8f:00.0 (group type DMA-FQ); cmdline: no IOMMU '
                              'parameter'),
+    ('imex.domain', 'skip', 'nodeprep_imex_domain_group is not set'),
+    # Without a driver the perf_tools plan cannot tell the CUDA toolkit; the gather ran neither tool (no GPU listed).
+    ('perf.tools', 'fail', 'perf_tools on gpu-a01: cannot tell which CUDA toolkit builds all_reduce_perf, nvbandwidth '
+                           '(nvidia-smi: nvidia-smi not found); set nodeprep_perf_tools_cuda_version (such as 12.8).'),
+    ('perf.allreduce', 'fail', 'all_reduce_perf not run: nvidia-smi listed no GPU'),
+    ('perf.nvbandwidth', 'fail', 'nvbandwidth not run: nvidia-smi listed no GPU'),
 ]
 
 
@@ -117,7 +147,7 @@ def test_converged_node_passes_every_check():
     assert statuses(checks) == CONVERGED
     assert [c['id'] for c in checks] == list(r.CHECK_IDS)
     assert all(c['remedy'] == r.REMEDIES[c['id']] for c in checks)
-    assert r.summarize(checks) == {'pass': 21, 'warn': 0, 'fail': 0, 'skip': 0, 'status': 'pass'}
+    assert r.summarize(checks) == {'pass': 30, 'warn': 0, 'fail': 0, 'skip': 1, 'status': 'pass'}
 
 
 def test_freshly_provisioned_node():
@@ -126,7 +156,7 @@ def test_freshly_provisioned_node():
     assert statuses(checks) == FRESH
     assert by_id(checks, 'driver.open_modules')['expected'] == \
         'open kernel modules (PCI device ID 0x2901 is Blackwell or newer)'
-    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 20, 'skip': 1, 'status': 'fail'}
+    assert r.summarize(checks) == {'pass': 0, 'warn': 0, 'fail': 29, 'skip': 2, 'status': 'fail'}
 
 
 def test_expected_texts_of_the_converged_node():
@@ -141,8 +171,17 @@ def test_expected_texts_of_the_converged_node():
         'gpu.count': '8 GPUs in nvidia-smi and on the PCI bus (nodeprep_expected_gpus)',
         'gpu.power_limit': 'power limit 70% on every GPU (nodeprep_gpu_settings_power_limit)',
         'gpu.clocks': 'GPU clocks locked to 1500-1965 MHz; re-applied at boot by nodeprep-gpu-settings.service',
-        'gpu.health': 'no pending page retirement or row remapping, no uncorrectable ECC error, no Xid event in the '
-                      'kernel log of this boot',
+        'gpu.health': 'no pending page retirement, no uncorrectable ECC error, no Xid event in the kernel log of '
+                      'this boot',
+        'gpu.throttle': 'no GPU with HW Power Brake Slowdown, HW Slowdown, HW Thermal Slowdown, SW Thermal Slowdown '
+                        'Active (clock event reasons; SW Power Cap, Idle and the clock settings are not faults)',
+        'pci.link': 'every GPU at its full PCIe width (x16 on HGX boards); a lower generation only while idle',
+        'nvlink.links': "the board's NVLinks active on every GPU, at their speed; NVLink error counters within the "
+                        'thresholds',
+        'gpu.remapped_rows': 'no row remapping pending or failed on any GPU; uncorrectable remapped rows within the '
+                             'threshold',
+        'gpu.mig': 'MIG disabled (current and pending) on every GPU (nodeprep_readiness_mig)',
+        'gpu.vbios': 'one VBIOS version across the GPUs of a node',
         'memlock.users': 'memlock soft and hard unlimited for root, train',
         'memlock.services': 'unlimited for systemd DefaultLimitMEMLOCK, slurmd LimitMEMLOCK',
         'shm.size': '/dev/shm tmpfs of 716.0 GiB (nodeprep_shm_size), live and in fstab',
@@ -154,12 +193,21 @@ def test_expected_texts_of_the_converged_node():
                           "the GPUs' fabric state is gpu.fabric's",
         'gpu.fabric': _gpu_fabric.EXPECTED,
         'gpu.topology': _topology.EXPECTED,
-        'gpu.dcgm_diag': 'dcgmi diag -r 1: every test passes (or is skipped) on every GPU, and DCGM sees every GPU '
-                         'nvidia-smi lists',
-        'rdma.peer_memory': 'nvidia_peermem loaded, or DMA-BUF declared (nodeprep_rdma_path: dmabuf)',
+        'gpu.dcgm_diag': 'dcgmi diag -r 1: every test passes (or is skipped) on every GPU, DCGM\'s test summaries pass, '
+                         'not every test skipped, and DCGM sees every GPU nvidia-smi lists',
+        'rdma.peer_memory': 'DMA-BUF usable (Linux 5.12 or later, the open kernel modules, an RDMA stack with DMA-BUF), '
+                            'else nvidia_peermem loaded',
         'pci.acs': 'ACS redirect off (ACSCtl ReqRedir- CmpltRedir-) on the PCIe switch downstream ports above the '
                    'GPUs and ConnectX devices',
         'kernel.iommu': 'IOMMU off or in passthrough (iommu=pt) for the GPUs and ConnectX devices',
+        'imex.domain': 'not managed (nodeprep_imex_domain_group is not set)',
+        'perf.tools': 'all_reduce_perf, nvbandwidth built (or given) and linked at /opt/nodeprep/perf/bin/all_reduce_perf, '
+                      '/opt/nodeprep/perf/bin/nvbandwidth',
+        # The table's B200 figure and its source; nvbandwidth's from the setting (the table has none for B200).
+        'perf.allreduce': 'all_reduce_perf over all 8 GPUs: mean bus bandwidth at 1 GiB to 16 GiB >= 440 GB/s (b200: '
+                          'oci-hpc); no wrong or out-of-bounds value',
+        'perf.nvbandwidth': 'nvbandwidth, every cell: host_to_device_memcpy_ce >= 48 GB/s; device_to_host_memcpy_ce >= '
+                            '48 GB/s; device_to_device_memcpy_read_ce >= 600 GB/s (b200: setting)',
     }
 
 
@@ -188,8 +236,22 @@ def _gpu_set(index, key, value):
 
 
 def _drop_gpu(index):
+    """A GPU nvidia-smi no longer lists: the gather runs the performance gates on the GPUs it lists (CUDA sees the
+    same ones), so their outputs have one GPU less."""
     def mutate(state):
         del _gpus(state)[index]
+        count = len(_gpus(state))
+        state[0][r.PERF_FACT] = {
+            'all_reduce_perf': F.perf_run('all_reduce_perf', F.allreduce_output(count, 820.0)),
+            'nvbandwidth': F.perf_run('nvbandwidth', F.nvbandwidth_output(count, 55.0, 55.5, 750.0))}
+    return mutate
+
+
+def _perf_not_run(why):
+    """The gather ran neither tool (collect/_health.read_perf: nvidia-smi listed no GPU)."""
+    def mutate(state):
+        for run in state[0][r.PERF_FACT].values():
+            run.update(rc=None, stdout='', stderr=why)
     return mutate
 
 
@@ -236,22 +298,26 @@ FAULTS = [
            _set((0, 'kernel_state', 'installed'), [RUNNING, '5.14.0-611.el9.x86_64'])),
      'kernel.devel_matched', 'fail',
      'devel: /lib/modules/5.14.0-611.el9.x86_64/build does not resolve: kernel-devel-uname-r = 5.14.0-611.el9.x86_64 '
-     'is not installed; reboot: running ' + RUNNING + ', 5.14.0-611.el9.x86_64 boots next',
+     'is not installed; dkms: nvidia-open/580.105.08 not built for 5.14.0-611.el9.x86_64; built before the node may '
+     'boot it; reboot: running ' + RUNNING + ', 5.14.0-611.el9.x86_64 boots next',
      # No NVIDIA DKMS build for the kernel that boots next: the driver plan warns (the nvidia_driver role builds it).
      {'driver.loaded': 'warn'}),
     # The pending reboot is the kernel role's work (it reboots when allowed): the check warns until then (issue 27).
+    # DKMS built the driver for it when its devel package came (the kernel role's check before the reboot, R24).
     ('reboot pending into a kernel with devel',
      _both(_set((0, 'kernel_state', 'default'), '5.14.0-611.el9.x86_64'),
-           _set((0, 'kernel_state', 'devel'), {RUNNING: True, '5.14.0-611.el9.x86_64': True})),
+           _set((0, 'kernel_state', 'devel'), {RUNNING: True, '5.14.0-611.el9.x86_64': True}),
+           _set((0, 'kernel_state', 'dkms'), [F.dkms_entry(RUNNING), F.dkms_entry('5.14.0-611.el9.x86_64')])),
      'kernel.devel_matched', 'warn',
      'devel/headers present for 5.14.0-611.el9.x86_64 (/lib/modules/5.14.0-611.el9.x86_64/build); reboot: running '
-     + RUNNING + ', 5.14.0-611.el9.x86_64 boots next', {'driver.loaded': 'warn'}),
+     + RUNNING + ', 5.14.0-611.el9.x86_64 boots next'),
     ('ELRepo kernel wanted, distro kernel running',
      _set((1, 'nodeprep_kernel_source'), 'elrepo-ml'),
      'kernel.devel_matched', 'fail',
      'install: kernel-ml, kernel-ml-devel (Rocky 9.6 has no kernel installed of nodeprep_kernel_source=elrepo-ml); '
      'devel: no kernel of the chosen source is installed yet (kernel-ml), so neither is its devel/headers package; '
-     'kernel: (newest kernel-ml to be installed) must boot next (the boot loader default is ' + RUNNING + '); '
+     'dkms: nvidia-open/580.105.08 not built for (newest kernel-ml to be installed); built before the node may boot '
+     'it; kernel: (newest kernel-ml to be installed) must boot next (the boot loader default is ' + RUNNING + '); '
      'reboot: running ' + RUNNING + ', (newest kernel-ml to be installed) boots next'),
     ('nouveau blacklisted but still loaded',
      _set((0, 'kernel_state', 'nouveau', 'loaded'), True),
@@ -281,10 +347,16 @@ FAULTS = [
      _both(_drop_gpu(4), _drop_pci(4)),
      'gpu.count', 'fail', 'nvidia-smi: 7, PCI bus: 7; the PCI bus shows 7 of 8 GPUs'),
     ('nvidia-smi hangs',
-     _set((0, 'nvidia'), {'present': True, 'error': 'nvidia-smi timed out after 60 s', 'gpus': []}),
+     _both(_set((0, 'nvidia'), {'present': True, 'error': 'nvidia-smi timed out after 60 s', 'gpus': []}),
+           _perf_not_run('not run: nvidia-smi listed no GPU')),
      'gpu.count', 'fail', 'nvidia-smi: failed, PCI bus: 8; missing from nvidia-smi: ' + ALL_GPUS,
+     # The gates ran nothing (no GPU listed): they fail saying so.
      {'driver.loaded': 'fail', 'gpu.power_limit': 'fail', 'gpu.clocks': 'fail', 'gpu.health': 'fail',
-      'gpu.fabric': 'fail', 'gpu.topology': 'fail'}),
+      'gpu.fabric': 'fail', 'gpu.topology': 'fail', 'gpu.throttle': 'fail', 'pci.link': 'fail', 'nvlink.links': 'fail',
+      'gpu.remapped_rows': 'fail', 'gpu.mig': 'fail', 'gpu.vbios': 'fail', 'perf.allreduce': 'fail',
+      'perf.nvbandwidth': 'fail',
+      # The perf_tools plan cannot tell the CUDA toolkit without nvidia-smi (it refuses the node, as its role would).
+      'perf.tools': 'fail'}),
     ('power limit left at the default',
      _gpu_set(2, 'power_limit_w', 1000.0),
      'gpu.power_limit', 'fail', 'all 8 GPUs at 1000 / 700 W; GPU 2: power limit 1000 W, wanted 700 W'),
@@ -306,9 +378,96 @@ FAULTS = [
      # the role fails on the first GPU it cannot lock (the plan's error, from _gpu_settings.check_clock_range)
      'gpu.clocks', 'fail', 'GPU 0 (00000000:8F:00.0) on node1: locked_gpu_clocks 1500-2100 MHz is outside the '
                            'supported range up to 1965 MHz'),
-    ('pending row remapping',
+    # Remapped rows moved from gpu.health to gpu.remapped_rows (testbed fault rows-pending).
+    ('pending row remapping (testbed fault rows-pending)',
      _gpu_set(5, 'remapped_rows', {'pending': True, 'failure': False, 'correctable': 0, 'uncorrectable': 1}),
-     'gpu.health', 'fail', 'GPU 5 (00000000:C5:00.0): row remapping pending (reset needed)'),
+     'gpu.remapped_rows', 'fail', 'GPU 5 (00000000:C5:00.0): row remapping pending (reset the GPU or reboot to apply '
+                                  'it)'),
+    ('row remapping failed',
+     _gpu_set(2, 'remapped_rows', {'pending': False, 'failure': True, 'correctable': 3, 'uncorrectable': 7}),
+     'gpu.remapped_rows', 'fail', 'GPU 2 (00000000:96:00.0): row remapping failed (replace the GPU)'),
+    ('more uncorrectable remapped rows than DCGM allows',
+     _gpu_set(3, 'remapped_rows', {'pending': False, 'failure': False, 'correctable': 0, 'uncorrectable': 513}),
+     'gpu.remapped_rows', 'fail', 'GPU 3 (00000000:97:00.0): 513 rows remapped for uncorrectable errors, above 512 '
+                                  'rows (azure-nhc)'),
+    ('uncorrectable remapped rows over a site threshold',
+     _both(_gpu_set(3, 'remapped_rows', {'pending': False, 'failure': False, 'correctable': 0, 'uncorrectable': 9}),
+           _set((1, 'nodeprep_readiness_thresholds'), {'remapped_rows_uncorrectable_max': 8})),
+     'gpu.remapped_rows', 'fail', 'GPU 3 (00000000:97:00.0): 9 rows remapped for uncorrectable errors, above 8 rows '
+                                  '(nodeprep_readiness_thresholds.remapped_rows_uncorrectable_max)'),
+    ('HW Power Brake Slowdown (testbed fault hw-slowdown)',
+     _both(_gpu_set(7, 'clocks_event_reasons', dict(F.gpu(7)['clocks_event_reasons'], gpu_idle=False,
+                                                    hw_slowdown=True, hw_power_brake_slowdown=True)),
+           _gpu_set(7, 'clocks', {'graphics_mhz': 491, 'sm_mhz': 491, 'mem_mhz': 3996, 'video_mhz': 660})),
+     'gpu.throttle', 'fail', 'GPU 7 (00000000:CC:00.0): HW Power Brake Slowdown, HW Slowdown Active (graphics clock '
+                             '491 of 1965 MHz)',
+     # The clocks locked this boot no longer show in the current clocks: the gpu_settings plan warns (not a fail).
+     {'gpu.clocks': 'warn'}),
+    ('SW Thermal Slowdown',
+     _gpu_set(1, 'clocks_event_reasons', dict(F.gpu(1)['clocks_event_reasons'], gpu_idle=False,
+                                              sw_thermal_slowdown=True)),
+     'gpu.throttle', 'fail', 'GPU 1 (00000000:90:00.0): SW Thermal Slowdown Active (graphics clock 1965 of 1965 '
+                             'MHz)'),
+    ('SW Power Cap only: the power limit, a setting',
+     _gpu_set(1, 'clocks_event_reasons', dict(F.gpu(1)['clocks_event_reasons'], gpu_idle=False, sw_power_cap=True,
+                                              applications_clocks_setting=True)),
+     'gpu.throttle', 'pass', 'no clock slowdown on 8 GPUs'),
+    ('PCIe link trained at x8 (testbed fault pcie-downtrained)',
+     _gpu_set(7, 'pcie', dict(F.gpu(7)['pcie'], width_current=8)),
+     'pci.link', 'fail', 'GPU 7 (00000000:CC:00.0): PCIe link x8 (Gen5), below x16 lanes (model b200, source '
+                         'captures)'),
+    ('PCIe at Gen1 with full width on an idle GPU: power saving',
+     _gpu_set(4, 'pcie', dict(F.gpu(4)['pcie'], gen_current=1)),
+     'pci.link', 'pass', '8 GPUs: x16 Gen1, x16 Gen5; GPU 4 (00000000:C4:00.0) at Gen1 of Gen5 while idle (power '
+                         'saving)'),
+    ('PCIe at Gen4 with full width on a busy GPU',
+     _both(_gpu_set(4, 'pcie', dict(F.gpu(4)['pcie'], gen_current=4)),
+           _gpu_set(4, 'clocks_event_reasons', dict(F.gpu(4)['clocks_event_reasons'], gpu_idle=False))),
+     'pci.link', 'warn', 'GPU 4 (00000000:C4:00.0): PCIe Gen4, below its Gen5 maximum while not idle (x16; the '
+                         'host<->device bandwidth gate judges it under load)'),
+    ('PCIe x8 accepted by the site',
+     _both(_gpu_set(7, 'pcie', dict(F.gpu(7)['pcie'], width_current=8)),
+           _set((1, 'nodeprep_readiness_thresholds'), {'pcie_width': 8})),
+     'pci.link', 'pass', '8 GPUs: x16 Gen5, x8 Gen5'),
+    ('two NVLinks inactive (testbed fault nvlink-inactive)',
+     _set((0, 'nvidia', 'nvlink'), F.nvlink(down={7: (3, 7)})),
+     'nvlink.links', 'fail', 'GPU 7 (00000000:CC:00.0): links 3, 7 inactive; 16 of 18 links active (oci-hpc)'),
+    ('all NVLinks of a GPU inactive',
+     _set((0, 'nvidia', 'nvlink'), F.nvlink(down={2: 'all'})),
+     'nvlink.links', 'fail', 'GPU 2 (00000000:96:00.0): all NVLinks inactive, 18 wanted (oci-hpc)'),
+    ('NVLink recovery errors since the driver loaded',
+     _set((0, 'nvidia', 'nvlink'), F.nvlink(counts={(6, 11, 'Recovery Errors'): 2})),
+     'nvlink.links', 'fail', 'GPU 6 (00000000:CB:00.0) link 11: 2 Recovery Errors, above 0 (dcgm-health; counted '
+                             'since the driver loaded)'),
+    ('NVLink CRC errors: no count threshold, a warning',
+     _set((0, 'nvidia', 'nvlink'), F.nvlink(counts={(0, 1, 'CRC Errors'): 40})),
+     'nvlink.links', 'warn', '8 of 8 GPUs with all 18 NVLinks active (NVIDIA B200); error counters within the '
+                             'thresholds on 8 GPUs; GPU 0 (00000000:8F:00.0) link 1: 40 CRC Errors since the driver '
+                             'loaded (no threshold: DCGM judges CRC errors per second)'),
+    ('NVLink CRC errors over a site threshold',
+     _both(_set((0, 'nvidia', 'nvlink'), F.nvlink(counts={(0, 1, 'CRC Errors'): 40})),
+           _set((1, 'nodeprep_readiness_thresholds'), {'nvlink_crc_errors_max': 10})),
+     'nvlink.links', 'fail', 'GPU 0 (00000000:8F:00.0) link 1: 40 CRC Errors, above 10 '
+                             '(nodeprep_readiness_thresholds.nvlink_crc_errors_max; counted since the driver loaded)'),
+    ('nvidia-smi nvlink -s failed',
+     _set((0, 'nvidia', 'nvlink', 'status'), {'rc': 255, 'stdout': '', 'stderr': 'Failed to initialize NVML',
+                                              'error': None}),
+     'nvlink.links', 'fail', 'nvidia-smi nvlink -s exited with rc 255: Failed to initialize NVML'),
+    ('MIG on (testbed fault mig-enabled)',
+     _both(_gpu_set(7, 'mig_mode', 'Enabled'), _gpu_set(7, 'mig_pending', 'Enabled')),
+     'gpu.mig', 'fail', 'GPU 7 (00000000:CC:00.0): MIG Enabled current, Enabled pending'),
+    ('MIG on after the next reset (testbed fault mig-enabled VALUE=pending)',
+     _gpu_set(7, 'mig_pending', 'Enabled'),
+     'gpu.mig', 'fail', 'GPU 7 (00000000:CC:00.0): MIG Enabled pending'),
+    ('MIG on, and the site wants it: inference nodes',
+     _both(_set((1, 'nodeprep_readiness_mig'), 'enabled'),
+           (lambda state: [g.update(mig_mode='Enabled', mig_pending='Enabled') for g in state[0]['nvidia']['gpus']])),
+     'gpu.mig', 'pass', 'MIG enabled on 8 GPUs'),
+    ('VBIOS differs on one GPU',
+     _gpu_set(3, 'vbios_version', '97.00.FA.00.0A'),
+     'gpu.vbios', 'warn', '2 VBIOS versions: 97.00.FA.00.09 on GPU 0 (00000000:8F:00.0), GPU 1 (00000000:90:00.0), '
+                          'GPU 2 (00000000:96:00.0), GPU 4 (00000000:C4:00.0), GPU 5 (00000000:C5:00.0), GPU 6 '
+                          '(00000000:CB:00.0), GPU 7 (00000000:CC:00.0); 97.00.FA.00.0A on GPU 3 (00000000:97:00.0)'),
     ('uncorrectable ECC errors since the driver loaded',
      _gpu_set(1, 'ecc', {'current': 'Enabled', 'pending': 'Enabled', 'volatile_uncorrectable': 3,
                          'aggregate_uncorrectable': 3}),
@@ -446,6 +605,39 @@ FAULTS = [
      _gpu_set(7, 'fabric', {'state': 'In Progress', 'status': None}),
      'gpu.fabric', 'fail', 'GPU 7 (00000000:CC:00.0): fabric state In Progress (status N/A); CUDA cannot use the GPU '
                            'until the fabric is Completed'),
+    # The testbed fault allreduce-slow (factor 0.5): all_reduce_perf's bus bandwidth halved, nothing else changes.
+    ('all-reduce at half the bus bandwidth (testbed fault allreduce-slow)',
+     _set((0, r.PERF_FACT, 'all_reduce_perf', 'stdout'), F.allreduce_output(8, 410.0)),
+     'perf.allreduce', 'fail', 'mean bus bandwidth 410.0 GB/s at 1 GiB to 16 GiB over 8 GPUs, below the 440 GB/s of b200 '
+                               '(oci-hpc)'),
+    ('a wrong value in the all-reduce (data corruption)',
+     _set((0, r.PERF_FACT, 'all_reduce_perf', 'stdout'), F.allreduce_output(8, 820.0, wrong=3)),
+     'perf.allreduce', 'fail', '#wrong above 0 at 16 GiB (out-of-place 0, in-place 3)'),
+    ('one GPU slow from the host (a PCIe link at half width under load)',
+     _set((0, r.PERF_FACT, 'nvbandwidth', 'stdout'), F.nvbandwidth_output(8, [55.0] * 5 + [27.4] + [55.0] * 2, 55.5,
+                                                                          750.0)),
+     'perf.nvbandwidth', 'fail', 'host_to_device_memcpy_ce: 1 of 8 cells below 48 GB/s: GPU 5 27.4 GB/s; '
+                                 'host_to_device_memcpy_ce min 27.4 GB/s (GPU 5); device_to_host_memcpy_ce min 55.5 GB/s '
+                                 '(GPU 0); device_to_device_memcpy_read_ce min 750.0 GB/s (GPU 0 -> GPU 1)'),
+    ('the node runs a job: the gates skip',
+     _set((0, r.PERF_WHERE_FACT), {'run': False, 'why': 'not run: busy, Slurm runs job 4242 on this node (State=MIXED)'}),
+     'perf.allreduce', 'skip', 'not run: busy, Slurm runs job 4242 on this node (State=MIXED)',
+     {'perf.nvbandwidth': 'skip'}),
+    # issue 30: the open kernel modules on Linux 5.14 serve DMA-BUF, so auto does not need nvidia_peermem
+    ('nvidia_peermem unloaded on the open modules (testbed fault peermem-unloaded): DMA-BUF under auto',
+     _set((0, 'kernel_state', 'rdma', 'peermem_loaded'), False),
+     'rdma.peer_memory', 'pass', 'DMA-BUF (kernel ' + RUNNING + ', open kernel modules); nvidia_peermem not loaded'),
+    ('nvidia_peermem built before OFED, peermem declared (testbed fault peermem-no-ofed)',
+     _both(_set((0, 'kernel_state', 'rdma', 'peermem_loaded'), False),
+           _set((0, 'kernel_state', 'rdma', 'peer_symbols'), ['ib_register_peer_memory_client',
+                                                              'ib_unregister_peer_memory_client']),
+           _set((0, 'kernel_state', 'rdma', 'peermem_module'), {'found': True, 'depends': []}),
+           _set((1, 'nodeprep_rdma_path'), 'peermem')),
+     'rdma.peer_memory', 'fail',
+     'nvidia_peermem not loaded (/sys/module/nvidia_peermem missing) for ConnectX 0000:8d:00.0; nvidia_peermem was '
+     'built without the peer-memory API of MLNX_OFED/DOCA-OFED (modinfo -F depends nvidia_peermem: none; no ib_core): '
+     'its init returns -EINVAL and modprobe nvidia_peermem fails with "Invalid argument"; rebuild the driver after '
+     'installing OFED (dkms install, or reinstall the driver packages)'),
     ('NVLinks down on one GPU pair (testbed fault nvlink-down)',
      _nvlink_pair('GPU1', 'GPU6', 'NV12'),
      'gpu.topology', 'fail', 'NVLink degraded on 1 of 28 GPU pairs: GPU1 (00000000:90:00.0)-GPU6 (00000000:CB:00.0): '
@@ -457,7 +649,8 @@ FAULTS = [
 @pytest.mark.parametrize('fault', FAULTS, ids=[f[0] for f in FAULTS])
 def test_single_fault(fault):
     name, mutate, check_id, status, observed = fault[:5]
-    also = fault[5] if len(fault) > 5 else {}
+    # The fixture is an HGX node outside any IMEX domain: imex.domain skips whatever the fault.
+    also = dict(NOT_IN_IMEX_DOMAIN, **(fault[5] if len(fault) > 5 else {}))
     state = [copy.deepcopy(x) for x in F.converged()]
     mutate(state)
     checks = F.evaluate(*state)
@@ -509,6 +702,10 @@ MEMLOCK_NOT_GATHERED = ('subsets: limits; files: /etc/security/limits.d/90-nodep
                         'limits_services: slurmd')
 
 
+NO_SCHEDULER = ('not run: no scheduler was asked and nodeprep_readiness_node_idle is false (the gates run only on a '
+                'node that runs no job: idle or drained in Slurm, or declared idle)')
+
+
 def test_skip_checks_and_missing_namespaces():
     facts, settings, probe = F.converged()
     settings['nodeprep_readiness_skip_checks'] = ['gpu.health']
@@ -526,6 +723,12 @@ def test_skip_checks_and_missing_namespaces():
         ('gpu.power_limit', 'skip', 'nvidia-smi lists no GPU'),
         ('gpu.clocks', 'skip', 'nvidia-smi lists no GPU'),
         ('gpu.health', 'skip', 'not checked'),
+        ('gpu.throttle', 'skip', 'nvidia-smi lists no GPU'),
+        ('pci.link', 'skip', 'nvidia-smi lists no GPU'),
+        ('nvlink.links', 'skip', 'nvidia-smi lists no GPU'),
+        ('gpu.remapped_rows', 'skip', 'nvidia-smi lists no GPU'),
+        ('gpu.mig', 'skip', 'nvidia-smi lists no GPU'),
+        ('gpu.vbios', 'skip', 'nvidia-smi lists no GPU'),
         # The memlock role's plan cannot be made without its facts: its checks fail (the readiness role gathers them).
         ('memlock.users', 'fail', 'not gathered: ' + MEMLOCK_NOT_GATHERED),
         ('memlock.services', 'fail', 'not gathered: ' + MEMLOCK_NOT_GATHERED),
@@ -547,6 +750,20 @@ def test_skip_checks_and_missing_namespaces():
         ('rdma.peer_memory', 'skip', 'the RDMA facts were not gathered'),
         ('pci.acs', 'skip', 'the RDMA facts were not gathered'),
         ('kernel.iommu', 'skip', 'the RDMA facts were not gathered'),
+        # Not configured: the imex plan asks for nothing.
+        ('imex.domain', 'skip', 'nodeprep_imex_domain_group is not set'),
+        # The perf_tools plan (nodeprep_perf_tools_install: true) needs its facts; the gates had no decision of where
+        # they may run: as on a node no scheduler was asked about.
+        ('perf.tools', 'fail', 'not gathered: subsets: kernel, nvidia; files: /opt/nodeprep/perf, '
+                               '/opt/nodeprep/perf/src, /opt/nodeprep/perf/build, /opt/nodeprep/perf/bin, '
+                               '/opt/nodeprep/perf/bin/all_reduce_perf, /opt/nodeprep/perf/src/nccl-tests-2.17.9.tar.gz, '
+                               '/opt/nodeprep/perf/src/nccl-tests-2.17.9/Makefile, '
+                               '/opt/nodeprep/perf/build/*/all_reduce_perf, /opt/nodeprep/perf/bin/nvbandwidth, '
+                               '/opt/nodeprep/perf/src/nvbandwidth-0.8.tar.gz, '
+                               '/opt/nodeprep/perf/src/nvbandwidth-0.8/CMakeLists.txt, '
+                               '/opt/nodeprep/perf/build/*/nvbandwidth'),
+        ('perf.allreduce', 'skip', NO_SCHEDULER),
+        ('perf.nvbandwidth', 'skip', NO_SCHEDULER),
     ]
 
 
@@ -588,8 +805,10 @@ def test_plans_are_required():
     assert str(exc.value) == ("plans: no plan for role {0}; the checks {1} read the roles' plans (the readiness role "
                               "makes them with gpufleet.nodeprep.node_plan)".format(
                                   ', '.join(roles), ', '.join(sorted(r.PLAN_CHECKS))))
-    # rdma and dcgm own their checks through their plans (rdma.peer_memory, pci.acs; gpu.dcgm_diag).
-    assert roles == ['dcgm', 'gpu_settings', 'kernel', 'memlock', 'nccl', 'nic_offload', 'nvidia_driver', 'rdma', 'shm']
+    # rdma and dcgm own their checks through their plans (rdma.peer_memory, pci.acs; gpu.dcgm_diag); imex its domain,
+    # perf_tools perf.tools.
+    assert roles == ['dcgm', 'gpu_settings', 'imex', 'kernel', 'memlock', 'nccl', 'nic_offload', 'nvidia_driver',
+                     'perf_tools', 'rdma', 'shm']
 
 
 def test_applications_clocks_deprecated_driver_warns():
@@ -631,7 +850,8 @@ def test_a_bad_nic_offload_setting_fails_its_check_only():
         'the settings of role nic_offload are invalid: nodeprep_nic_offload_networks=["10.20.0.0/33"]: '
         "nodeprep_nic_offload_networks[0] '10.20.0.0/33' is not a valid network (CIDR such as 10.20.0.0/16): "
         "'10.20.0.0/33' does not appear to be an IPv4 or IPv6 network")
-    assert [(c['id'], c['status']) for c in checks if c['status'] != 'pass'] == [('nic.offload', 'fail')]
+    assert [(c['id'], c['status']) for c in checks if c['status'] != 'pass'] == [('nic.offload', 'fail'),
+                                                                                 ('imex.domain', 'skip')]
 
 
 @pytest.mark.parametrize('facts, settings, message', [
@@ -743,6 +963,7 @@ def test_hung_nvidia_smi_fails_driver_and_count_only():
     facts, settings, probe = F.converged()
     facts['nvidia'] = {'present': False, 'timed_out': True, 'driver_version': None, 'attached_gpus': 0, 'gpus': [],
                        'error': 'nvidia-smi -q -x did not answer within the timeout of 15 seconds and was killed'}
+    _perf_not_run('not run: nvidia-smi listed no GPU')((facts, settings, probe))
     checks = dict((c['id'], c) for c in F.evaluate(facts, settings, probe))
     assert checks['driver.loaded']['status'] == 'fail'
     assert checks['driver.loaded']['observed'] == (
@@ -750,8 +971,11 @@ def test_hung_nvidia_smi_fails_driver_and_count_only():
     assert checks['gpu.count']['status'] == 'fail'
     failing = sorted(k for k, c in checks.items() if c['status'] == 'fail')
     # The GPU settings and health could not be read either: they fail, they do not skip.
-    assert failing == ['driver.loaded', 'gpu.clocks', 'gpu.count', 'gpu.fabric', 'gpu.health', 'gpu.power_limit',
-                       'gpu.topology']
+    # The performance gates ran nothing (no GPU listed); the perf_tools plan cannot tell the CUDA toolkit.
+    assert failing == ['driver.loaded', 'gpu.clocks', 'gpu.count', 'gpu.fabric', 'gpu.health', 'gpu.mig',
+                       'gpu.power_limit', 'gpu.remapped_rows', 'gpu.throttle', 'gpu.topology', 'gpu.vbios',
+                       'nvlink.links', 'pci.link', 'perf.allreduce', 'perf.nvbandwidth', 'perf.tools']
+    assert checks['perf.allreduce']['observed'] == 'all_reduce_perf not run: nvidia-smi listed no GPU'
     assert checks['gpu.health']['observed'] == ('could not be read: nvidia-smi failed: nvidia-smi -q -x did not '
                                                 'answer within the timeout of 15 seconds and was killed')
 
@@ -866,7 +1090,8 @@ def test_a_dcgm_failure_fails_only_gpu_dcgm_diag_and_names_the_gpu_and_test():
     assert doc != probe['dcgm']['diag']['stdout']
     probe['dcgm']['diag'].update(rc=205, stdout=doc)
     checks = F.evaluate(facts, settings, probe)
-    assert [(c['id'], c['status']) for c in checks if c['status'] != 'pass'] == [('gpu.dcgm_diag', 'fail')]
+    assert [(c['id'], c['status']) for c in checks if c['status'] != 'pass'] == [('gpu.dcgm_diag', 'fail'),
+                                                                                 ('imex.domain', 'skip')]
     observed = by_id(checks, 'gpu.dcgm_diag')['observed']
     assert observed.startswith('GPU 3 ({0}): diagnostic failed: GPU 3 failed [error 61, severity ISOLATE]'.format(
         [g['pci_bus_id'] for g in facts['nvidia']['gpus'] if g['index'] == 3][0]))

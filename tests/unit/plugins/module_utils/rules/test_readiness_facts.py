@@ -22,7 +22,9 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _pl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_memlock
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nccl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nic_offload
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_imex
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_nvidia_driver
+from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_perf_tools
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_rdma
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_shm
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
@@ -68,7 +70,50 @@ def gpu(index):
         'remapped_rows': {'pending': False, 'failure': False, 'correctable': 0, 'uncorrectable': 0},
         'fabric': {'state': 'Completed', 'status': 'Success'},
         'pci_device_id': '0x2901',
+        # As the B200 capture prints them (tests/fixtures/nvidia-smi-xml/b200-8gpu_k8s-test-infra.xml): idle, Gen5 x16.
+        'clocks_event_reasons': {'gpu_idle': True, 'applications_clocks_setting': False, 'sw_power_cap': False,
+                                 'hw_slowdown': False, 'hw_thermal_slowdown': False, 'hw_power_brake_slowdown': False,
+                                 'sync_boost': False, 'sw_thermal_slowdown': False, 'display_clocks_setting': False},
+        'pcie': {'gen_current': 5, 'gen_max': 5, 'gen_device_current': 5, 'gen_device_max': 5, 'gen_host_max': None,
+                 'width_current': 16, 'width_max': 16, 'replay_counter': 0},
+        'vbios_version': '97.00.FA.00.09', 'mig_pending': 'Disabled',
     }
+
+
+def nvlink_status(down=None, speed='53.125'):
+    """``nvidia-smi nvlink -s`` of the 8 B200 GPUs in the layout of the captures (tests/fixtures/nvlink): 18 links
+    each at the speed of the GB200 capture of NVIDIA/k8s-test-infra#371; ``down``: {index: links printed
+    <inactive>, or 'all'}."""
+    lines = []
+    for index in range(8):
+        lines.append('GPU {0}: NVIDIA B200 (UUID: GPU-00000000-0000-0000-0000-00000000000{0})'.format(index))
+        gone = (down or {}).get(index, ())
+        if gone == 'all':
+            lines.append('\t NVML: Unable to retrieve NVLink information as all links are inActive')
+            continue
+        lines.extend('\t Link {0}: {1}'.format(link, '<inactive>' if link in gone else speed + ' GB/s')
+                     for link in range(18))
+    return ''.join(line + '\n' for line in lines)
+
+
+def nvlink_errors(counts=None):
+    """``nvidia-smi nvlink -e`` of the 8 B200 GPUs (three counters a link, as the H100 capture of
+    tests/fixtures/nvlink prints them); ``counts``: {(index, link, counter): count}."""
+    lines = []
+    for index in range(8):
+        lines.append('GPU {0}: NVIDIA B200 (UUID: GPU-00000000-0000-0000-0000-00000000000{0})'.format(index))
+        for link in range(18):
+            if link:
+                lines.append('')
+            lines.extend('\t Link {0}: {1}: {2}'.format(link, name, (counts or {}).get((index, link, name), 0))
+                         for name in ('Replay Errors', 'Recovery Errors', 'CRC Errors'))
+    return ''.join(line + '\n' for line in lines)
+
+
+def nvlink(down=None, counts=None):
+    """gpu_node_facts' nvidia.nvlink: the raw reads."""
+    return {'status': {'rc': 0, 'stdout': nvlink_status(down), 'stderr': '', 'error': None},
+            'errors': {'rc': 0, 'stdout': nvlink_errors(counts), 'stderr': '', 'error': None}}
 
 
 def pci():
@@ -161,7 +206,7 @@ def memlock_files(written=True, want='unlimited'):
 # The rule module of each role whose readiness checks read its plan (_readiness.PLAN_CHECKS).
 RULE_MODULES = {'kernel': _plan_kernel, 'memlock': _plan_memlock, 'shm': _plan_shm, 'nccl': _plan_nccl,
                 'nic_offload': _plan_nic_offload, 'nvidia_driver': _plan_nvidia_driver, 'rdma': _plan_rdma,
-                'dcgm': _plan_dcgm}
+                'dcgm': _plan_dcgm, 'imex': _plan_imex, 'perf_tools': _plan_perf_tools}
 
 # The OS of the node (kernel_state.os, read from /etc/os-release by the gather) and its driver packages as the gather
 # reads them (kernel_state.driver_node): NVIDIA's EL9 repository, the driver of nvidia-smi installed.
@@ -244,7 +289,28 @@ def plans(facts, settings, probe=None, host='gpu-a01'):
             continue
         typed = _plan.defaults(module)
         typed.update((name, copy.deepcopy(settings[name])) for name in module.SETTINGS if name in settings)
-        out[role] = _plan.plan_with(module, facts, typed, (), _plan.new_context(host=host))
+        out[role] = _plan.plan_with(module, perf_tools_facts(facts) if role == 'perf_tools' else facts, typed, (),
+                                    _plan.new_context(host=host))
+    return out
+
+
+# The packages the perf_tools role installs on the converged EL9 node (CUDA 13.0 of the driver, NCCL 2.27.7).
+PERF_PACKAGES = dict([(name, [{'epoch': 0, 'version': '13.0.88', 'release': '1', 'arch': 'x86_64'}])
+                      for name in ('cuda-nvcc-13-0', 'cuda-cudart-devel-13-0', 'cuda-driver-devel-13-0',
+                                   'cuda-nvml-devel-13-0')]
+                     + [(name, [{'epoch': 0, 'version': '2.27.7', 'release': '1+cuda13.0', 'arch': 'x86_64'}])
+                        for name in ('libnccl', 'libnccl-devel')]
+                     + [(name, [{'epoch': 0, 'version': '1', 'release': '1.el9', 'arch': 'x86_64'}])
+                        for name in ('make', 'gcc-c++', 'cmake', 'boost-devel', 'boost-static')])
+
+
+def perf_tools_facts(facts):
+    """The facts the perf_tools plan reads: these, with the role's packages installed where the gather read the
+    kernel facts and no package list of its own (the nvidia_driver plan's packages are driver_facts')."""
+    out = copy.deepcopy(facts)
+    kernel_state = out.get('kernel_state')
+    if isinstance(kernel_state, dict) and 'driver_node' not in kernel_state:
+        kernel_state['driver_node'] = {'packages': copy.deepcopy(PERF_PACKAGES)}
     return out
 
 
@@ -265,6 +331,20 @@ def topology():
         return {'matrix': _nvidia_smi_topo.parse_topo_matrix(handle.read()), 'error': None}
 
 
+def lspci_endpoints():
+    """What lspci -D -vvv lists of the node's GPUs and ConnectX (collect/_rdma_state.relevant_devices keeps them):
+    endpoints straight under root ports, no switch."""
+    return [{'bus_id': bus, 'class': klass, 'port': 'Endpoint', 'secondary': None, 'subordinate': None,
+             'acs_ctl': None, 'denied': False}
+            for bus, klass in [(b, '3D controller') for b in SYSFS_IDS] + [('0000:8d:00.0', 'Infiniband controller')]]
+
+
+def dkms_entry(kernel, version='580.105.08'):
+    """A dkms status line of EL's kmod-nvidia-open-dkms, as _dkms_status.parse_dkms_status reads it."""
+    return {'module': 'nvidia-open', 'version': version, 'kernel': kernel, 'arch': 'x86_64', 'status': 'installed',
+            'detail': 'installed'}
+
+
 def converged():
     """facts, settings, probe of a node site.yml has converged."""
     facts = {
@@ -274,13 +354,16 @@ def converged():
                            '/etc/nccl.conf': file_state(NCCL_CONF)},
         'nodeprep_file_patterns': list(_plan_nic_offload.FILE_PATTERNS),
         'nvidia': {'present': True, 'error': None, 'driver_version': '580.105.08', 'cuda_version': '13.0',
-                   'attached_gpus': 8, 'gpus': [gpu(i) for i in range(8)], 'topology': topology()},
+                   'attached_gpus': 8, 'gpus': [gpu(i) for i in range(8)], 'topology': topology(),
+                   'nvlink': nvlink()},
         'kernel_state': {
             'running': RUNNING, 'installed': [RUNNING], 'default': RUNNING, 'devel': {RUNNING: True},
             'nouveau': {'loaded': False, 'blacklisted': True,
                         'blacklist_files': ['/etc/modprobe.d/nvidia-installer-disable-nouveau.conf']},
             'nvidia_module': {'loaded': True, 'version': '580.105.08', 'flavour': 'open'},
-            'dkms': [], 'pci': pci(),
+            # kmod-nvidia-open-dkms built the loaded module: dkms status lists it (an empty listing with the package
+            # installed is an unknown DKMS state, rules/_dkms.unknown_state).
+            'dkms': [dkms_entry(RUNNING)], 'pci': pci(),
             # The OS (from /etc/os-release) and the installed kernel packages the kernel plan reads.
             'os': {'os_family': 'RedHat', 'distribution': 'Rocky', 'distribution_version': '9.6',
                    'distribution_major_version': '9', 'architecture': 'x86_64'},
@@ -288,7 +371,8 @@ def converged():
             # The GPUDirect RDMA path (rules/_rdma.py): one ConnectX function, nvidia_peermem loaded, no IOMMU, no switch.
             'rdma': {'connectx': ['0000:8d:00.0'], 'peermem_loaded': True, 'peer_symbols': None,
                      'cmdline': 'BOOT_IMAGE=(hd0,gpt2)/vmlinuz-{0} root=/dev/nvme0n1p3 ro iommu=pt'.format(RUNNING),
-                     'iommu': {'groups': 0, 'class': [], 'device_types': {}}, 'bridges': [], 'lspci_error': None},
+                     'iommu': {'groups': 0, 'class': [], 'device_types': {}}, 'bridges': lspci_endpoints(),
+                     'lspci_error': None},
         },
         'limits': {
             'entries': [], 'effective': {'root': unlimited(), 'train': unlimited()}, 'errors': [],
@@ -325,6 +409,15 @@ def converged():
     }
     probe['dcgm'] = dcgm_passing()
     facts['nodeprep_files'].update(memlock_files())
+    # The performance gates (opt-in) on, the perf_tools role's tools in place, both gates passing.
+    settings.update({'nodeprep_perf_tools_install': True, 'nodeprep_readiness_performance': True,
+                     'nodeprep_readiness_performance_thresholds': dict(B200_NVBANDWIDTH)})
+    facts['nodeprep_files'].update(perf_tools_files())
+    facts['nodeprep_file_patterns'] += [p for p in _plan_perf_tools.gather(dict(
+        _plan.defaults(_plan_perf_tools), nodeprep_perf_tools_install=True))['files'] if '*' in p]
+    perf = perf_passing()
+    facts[r.PERF_WHERE_FACT] = perf['where']
+    facts[r.PERF_FACT] = perf['runs']
     # The units the nvidia_driver plan reads, as the gather read them on this node.
     facts['nodeprep_units'] = unit_states(probe, _plan_nvidia_driver.gather(_plan.defaults(_plan_nvidia_driver))['units'])
     return facts, settings, probe
@@ -371,10 +464,11 @@ def fresh():
     # As delivered: the inbox RDMA stack, ACS on at the switch port above GPU 0 (firmware default), IOMMU translating.
     ks['rdma'] = dict(ks['rdma'], peermem_loaded=False, peer_symbols=[], cmdline='BOOT_IMAGE=(hd0,gpt2)/vmlinuz ro',
                       iommu={'groups': 120, 'class': ['dmar0'], 'device_types': {SYSFS_IDS[0]: 'DMA-FQ'}},
-                      bridges=[{'bus_id': '0000:8e:01.0', 'class': 'PCI bridge', 'port': 'Downstream Port',
-                                'secondary': 0x8f, 'subordinate': 0x8f, 'denied': False,
-                                'acs_ctl': {'SrcValid': True, 'TransBlk': False, 'ReqRedir': True, 'CmpltRedir': True,
-                                            'UpstreamFwd': True, 'EgressCtrl': False, 'DirectTrans': False}}])
+                      bridges=lspci_endpoints() + [{
+                          'bus_id': '0000:8e:01.0', 'class': 'PCI bridge', 'port': 'Downstream Port',
+                          'secondary': 0x8f, 'subordinate': 0x8f, 'denied': False,
+                          'acs_ctl': {'SrcValid': True, 'TransBlk': False, 'ReqRedir': True, 'CmpltRedir': True,
+                                      'UpstreamFwd': True, 'EgressCtrl': False, 'DirectTrans': False}}])
     eight_mib = {'soft': 8192, 'hard': 8192}
     facts['limits'] = {'entries': [], 'effective': {'root': {'memlock': eight_mib}, 'train': {'memlock': eight_mib}},
                        'errors': [],
@@ -387,8 +481,117 @@ def fresh():
     facts['nics']['ens3f0np0']['nm_connection']['properties'] = {'ethtool.feature-gro': '', 'ethtool.feature-lro': ''}
     missing = {'load_state': 'not-found', 'active_state': 'inactive', 'unit_file_state': None}
     facts['nodeprep_files']['/etc/nccl.conf'] = dict(MISSING_FILE)
+    # No performance tool yet; and with no GPU listed by nvidia-smi the gather runs neither.
+    facts['nodeprep_files'].update((path, dict(MISSING_FILE)) for path, state in perf_tools_files().items())
+    for run in facts[r.PERF_FACT].values():
+        run.update(rc=None, stdout='', stderr='not run: nvidia-smi listed no GPU')
     probe = {
         'kernel_log': {'source': 'journalctl -k -b 0 (last 20000 lines)', 'lines': [], 'error': None},
         'services': dict((name, dict(missing)) for name in probe['services']),
     }
     return facts, settings, probe
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the performance gates: what the gather ran on a node with no job (rules/_perf_gates.py)
+
+def allreduce_output(gpus, busbw, wrong=0, host='gpu-a01', product='NVIDIA B200', bus_ids=None):
+    """all_reduce_perf -b 1G -e 16G -f 2 -g <gpus> -c 1 as nccl-tests 2.17.9 prints it: the layout of the real capture
+    tests/fixtures/nccl-tests/gh200-16gpu-4node-nccl-tests-2.17.9_all_reduce_perf-wrong_sigma2-olivia.txt (header,
+    rank lines, the two-line column title, the summary lines of the a3mega capture), with ``busbw`` GB/s at every
+    size and ``wrong`` wrong elements in the 16 GiB in-place row (test_readiness.py checks the layout against the
+    captures through the parser)."""
+    bus_ids = bus_ids or [b[4:-2].lower() for b in BUS_IDS]
+    lines = ['# nccl-tests version 2.17.9 nccl-headers=22707 nccl-library=22707',
+             '# Collective test starting: all_reduce_perf',
+             '# nThread 1 nGpus {0} minBytes 1073741824 maxBytes 17179869184 step: 2(factor) warmup iters: 1 iters: '
+             '20 agg iters: 1 validation: 1 graph: 0'.format(gpus), '#', '# Using devices']
+    for rank in range(gpus):
+        lines.append('#  Rank {0:2d} Group  0 Pid  41230 on {1:>10} device {0:2d} [0000:{2}] {3}'.format(
+            rank, host, bus_ids[rank % len(bus_ids)], product))
+    lines += ['#',
+              '#                                                              out-of-place                       '
+              'in-place          ',
+              '#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw '
+              '  busbw  #wrong ',
+              '#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s) '
+              ' (GB/s)         ']
+    factor = 2.0 * (gpus - 1) / gpus
+    size = GIB
+    while size <= 16 * GIB:
+        algbw = busbw / factor
+        time_us = size / algbw / 1e3
+        lines.append('{0:12d}  {1:12d}  {2:>8}  {3:>6}  {4:>6}  {5:7.0f}  {6:6.2f}  {7:6.2f}  {8:6d}  {5:7.0f}  {6:6.2f}  '
+                     '{7:6.2f}  {9:6d}'.format(size, size // 4, 'float', 'sum', -1, time_us, algbw, busbw, 0,
+                                               wrong if size == 16 * GIB else 0))
+        size *= 2
+    lines += ['# Out of bounds values : 0 OK', '# Avg bus bandwidth    : {0:g} '.format(busbw), '#',
+              '# Collective test concluded: all_reduce_perf', '']
+    return '\n'.join(lines)
+
+
+def nvbandwidth_output(gpus, h2d, d2h, d2d, product='NVIDIA B200'):
+    """nvbandwidth -t host_to_device_memcpy_ce device_to_host_memcpy_ce device_to_device_memcpy_read_ce as v0.8
+    prints it: the layout of the real captures of tests/fixtures/nvbandwidth (the Azure H100 d2d matrix, the README's
+    host-to-device row), ``h2d``/``d2h`` GB/s per GPU (a number or a list), ``d2d`` per pair."""
+    def per_gpu(value):
+        return list(value) if isinstance(value, (list, tuple)) else [value] * gpus
+
+    def row(label, cells):
+        shown = ['N/A' if v is None else '{0:.2f}'.format(v) for v in cells]
+        return '{0:>2}'.format(label) + ''.join('{0:>10}'.format(cell) for cell in shown)
+
+    head = '  ' + ''.join('{0:>10}'.format(n) for n in range(gpus))
+    lines = ['nvbandwidth Version: v0.8', 'Built from Git version: ', '', 'CUDA Runtime Version: 13000',
+             'CUDA Driver Version: 13000', 'Driver Version: 580.105.08', '', 'gpu-a01']
+    lines += ['Device {0}: {1} ({2})'.format(n, product, b[4:-2].lower()) for n, b in enumerate(BUS_IDS[:gpus])]
+    lines.append('')
+    for name, words, values in (('host_to_device_memcpy_ce', 'CPU(row) -> GPU(column)', per_gpu(h2d)),
+                                ('device_to_host_memcpy_ce', 'CPU(row) <- GPU(column)', per_gpu(d2h))):
+        lines += ['Running {0}.'.format(name), 'memcpy CE {0} bandwidth (GB/s)'.format(words), head, row(0, values),
+                  '', 'SUM {0} {1:.2f}'.format(name, sum(values)), '']
+    matrix = [[None if a == b else d2d for b in range(gpus)] for a in range(gpus)]
+    lines += ['Running device_to_device_memcpy_read_ce.', 'memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)', head]
+    lines += [row(n, cells) for n, cells in enumerate(matrix)]
+    lines += ['', 'SUM device_to_device_memcpy_read_ce {0:.2f}'.format(d2d * gpus * (gpus - 1)), '',
+              'NOTE: The reported results may not reflect the full capabilities of the platform.',
+              'Performance can vary with software drivers, hardware clocks, and system topology.', '']
+    return '\n'.join(lines)
+
+
+def perf_run(tool, stdout, rc=0, stderr=''):
+    """One tool's record as collect/_health.read_perf returns it."""
+    paths = {'all_reduce_perf': '/opt/nodeprep/perf/bin/all_reduce_perf', 'nvbandwidth': '/opt/nodeprep/perf/bin/nvbandwidth'}
+    return {'path': paths[tool], 'argv': [paths[tool]], 'rc': rc, 'stdout': stdout, 'stderr': stderr,
+            'timed_out': False, 'timeout': 600, 'seconds': 41.2}
+
+
+# The converged B200 node's gates: 820 GB/s all-reduce bus bandwidth (the double's B200 figure; OCI's gate is 440),
+# 55 GB/s host<->device, 750 GB/s device-to-device read per pair.
+B200_NVBANDWIDTH = {'host_to_device_gbps': 48, 'device_to_host_gbps': 48, 'device_to_device_read_gbps': 600}
+
+
+def perf_passing():
+    """The facts of the performance gates on the converged node: the controller let them run (drained in Slurm) and
+    both tools printed passing figures."""
+    return {'where': {'run': True, 'why': 'Slurm: drained, no job (State=IDLE+DRAIN, reason nodeprep:20250602T101112:verify)'},
+            'runs': {'all_reduce_perf': perf_run('all_reduce_perf', allreduce_output(8, 820.0)),
+                     'nvbandwidth': perf_run('nvbandwidth', nvbandwidth_output(8, 55.0, 55.5, 750.0))}}
+
+
+def perf_tools_files():
+    """The perf_tools role's paths on the converged node: folders, builds and links in place."""
+    from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan_perf_tools as P
+    settings = _plan.defaults(P)
+    settings.update({'nodeprep_perf_tools_install': True})
+    out = {}
+    for path in P.gather(settings)['files']:
+        out[path] = {'exists': False}
+    prefix = settings['nodeprep_perf_tools_prefix']
+    for path in (prefix, prefix + '/src', prefix + '/build', prefix + '/bin'):
+        out[path] = {'exists': True, 'type': 'directory', 'mode': '0755', 'uid': 0, 'gid': 0}
+    for tool in P.TOOLS:
+        binary = P.build_dir(settings, tool, (13, 0), '2.27.7-1+cuda13.0') + '/' + tool
+        out[binary] = {'exists': True, 'type': 'file', 'mode': '0755', 'uid': 0, 'gid': 0}
+        out[P.binaries(settings)[tool]] = {'exists': True, 'type': 'link', 'target': binary, 'uid': 0, 'gid': 0}
+    return out
