@@ -72,6 +72,22 @@ def summary_of(plans):
     return dict((role, dict((key, plan[key]) for key in SUMMARY_KEYS if key in plan)) for role, plan in plans.items())
 
 
+def site_group_result(runs, add_group=None):
+    """Put the host in the groups of site.yml's plays ``runs`` (_plans.site_runs): the part of the action's result
+    that does it. ansible-core 2.21 and later add a group through the action's ``add_group`` (the strategy's inventory,
+    as group_by does; ``add_group`` is that bound method) and nothing goes into the result. Before 2.21 the strategy
+    adds the one group a result names in ``add_group`` as group_by's result names it, under its ``parent_groups``: the
+    group of this set of plays (nodeprep_site_<keys>), under every group of ``runs``, so that the host is in each."""
+    names = [_plans.site_group(key) for key, _reasons in runs]
+    if not names:
+        return {}
+    if add_group is not None:
+        for name in names:
+            add_group(name, parent_group_names=['all'])
+        return {}
+    return {'add_group': 'nodeprep_site_' + '__'.join(key for key, _reasons in runs), 'parent_groups': names}
+
+
 def connection_limit(message, seconds):
     """The SSH connect limit a connection error says passed (``{'limit', 'variable', 'seconds', 'what'}``), or None
     for any other connection error (refused, no route, authentication)."""
@@ -121,7 +137,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'fail_on_problems', 'nvidia_timeout',
                              'nvidia_topology', 'plan', 'run', 'keep',
-                             'record', 'on_unreachable'))
+                             'record', 'on_unreachable', 'site_groups'))
 
     def _facts(self, task_vars):
         facts = task_vars.get('ansible_facts') or {}
@@ -168,6 +184,7 @@ class ActionModule(ActionBase):
             keep=dict(type='str', choices=['all', 'summary'], default='all'),
             record=dict(type='bool', default=False),
             on_unreachable=dict(type='str', choices=list(UNREACHABLE_MODES), default='unreachable'),
+            site_groups=dict(type='bool', default=False),
         ))
         roles = [short_name(role) for role in (_plans.SITE_ROLES if args['roles'] is None else args['roles'])]
         unknown = [role for role in roles if role not in _plans.RULES]
@@ -272,6 +289,13 @@ class ActionModule(ActionBase):
         all_plans = dict((key, value) for key, value in plain(known).items() if key not in plans) \
             if isinstance(known, dict) else {}
         all_plans.update(plans)
+        runs = None
+        if args['site_groups']:
+            missing = [role for role in _plans.SITE_ROLES if role not in all_plans]
+            if missing:
+                raise AnsibleActionFail('site_groups: the groups of site.yml need the plans of every role; no plan of '
+                                        '{0} (plan them in this task: roles unset)'.format(', '.join(missing)))
+            runs = _plans.site_runs(all_plans)
         facts_out = dict(gathered)
         facts_out['nodeprep_plans'] = all_plans
         if args['record']:
@@ -285,6 +309,10 @@ class ActionModule(ActionBase):
             facts_out['nodeprep_plans'] = summary
         # The plans live once, in the facts: the roles, site.yml and readiness read ansible_facts.nodeprep_plans.
         result.update({'changed': False, 'gathered': bool(gathered), 'ansible_facts': facts_out})
+        if runs is not None:
+            # Which of site.yml's plays the node goes through, and why (shown with -v), and the groups of those plays.
+            result['site_runs'] = dict(runs)
+            result.update(site_group_result(runs, getattr(self, 'add_group', None)))
         if args['fail_on_problems']:
             # A role's prologue: the host stops here, before the role changes anything, in the plan's own words.
             refusals = [text for text in (_plans.refusal(role, plans[role], context['host']) for role in roles)

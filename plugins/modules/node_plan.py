@@ -135,6 +135,20 @@ options:
         end-of-run summary (the same function), without a task of its own. C(gpufleet.nodeprep.site) uses it.
     type: bool
     default: false
+  site_groups:
+    description:
+      - V(true) puts the host in the inventory groups of the plays of C(gpufleet.nodeprep.site) whose roles have
+        something to do or to say on it, as C(ansible.builtin.group_by) would, without a task of its own -
+        C(nodeprep_kernel_driver_work) (any work of the C(kernel) or C(nvidia_driver) plan; the host then goes through
+        every settings role too), C(nodeprep_<role>_work) for each settings role, C(nodeprep_settings_work) (any of
+        those) and C(nodeprep_no_gpu) (not a GPU node). A host where no plan has anything to do or to say is put in
+        no group.
+      - Needs the plans of every role (O(roles) unset, or earlier plans in C(ansible_facts.nodeprep_plans)).
+      - With ansible-core 2.21 and later the groups are added through the action plugin API that
+        C(ansible.builtin.group_by) uses; before 2.21 the result names one group, C(nodeprep_site_<plays>), under the
+        groups above (the strategy adds the group a result names, as for C(ansible.builtin.group_by)).
+    type: bool
+    default: false
   run:
     description:
       - What the tasks of a role did so far in this run, by role name, for the plans of its later stages (the
@@ -193,6 +207,14 @@ gathered:
   description: Whether this task ran M(gpufleet.nodeprep.gpu_node_facts).
   returned: always
   type: bool
+site_runs:
+  description:
+    - The plays of C(gpufleet.nodeprep.site) the host goes through and why (the plans' C(run)), by play -
+      C(kernel_driver), a settings role, C(settings) (the settings roles that run), C(no_gpu) (why the host is not a
+      GPU node). Empty on a host where no plan has anything to do or to say.
+  returned: when O(site_groups=true)
+  type: dict
+  sample: {"memlock": ["/etc/security/limits.d/90-nodeprep-memlock.conf: missing"], "settings": ["memlock"]}
 ansible_facts:
   description:
     - The facts the gather read (when it ran) and the plans.

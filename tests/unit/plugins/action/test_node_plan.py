@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import re
+import subprocess
 import types
 from unittest.mock import MagicMock
 
@@ -21,6 +23,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.action import node_plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_summary
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ansible_bin, ansible_env
 
 
 def fake_rules():
@@ -390,3 +393,122 @@ def test_a_command_limit_that_is_not_one_fails_naming_it(given, words):
     with pytest.raises(AnsibleActionFail) as caught:
         run({'roles': ['fake']}, {'nodeprep_command_timeout': given})
     assert str(caught.value).startswith(words)
+
+
+# ------------------------------------------------------------------------------ site_groups: the plays of site.yml
+
+def run_grouping(args, known_runs, add_group):
+    """node_plan for role fake (a missing file: work) with site_groups, every other site role's plan already known
+    (``known_runs``: role -> run); ``add_group`` stands for ansible-core 2.21's ActionBase.add_group (None: before
+    2.21, where ActionBase has none)."""
+    task = MagicMock()
+    task.args = dict(args, site_groups=True)
+    task.async_val = 0
+    task.check_mode = False
+    action = node_plan.ActionModule(task, MagicMock(), PlayContext(), loader=DataLoader(),
+                                    templar=Templar(loader=DataLoader()), shared_loader_obj=None)
+    action.add_group = add_group
+    action._execute_module = lambda module_name, module_args, task_vars: {'ansible_facts': dict(GATHERED)}
+    known = dict((role, {'run': list(known_runs.get(role, []))}) for role in _plans.SITE_ROLES)
+    return action.run(task_vars={'inventory_hostname': 'gpu-a01', 'ansible_facts': {'nodeprep_plans': known}})
+
+
+def test_site_groups_through_the_action_api_of_ansible_core_2_21(monkeypatch):
+    monkeypatch.setattr(_plans, 'SITE_ROLES', _plans.SITE_ROLES + ('fake',))
+    monkeypatch.setattr(_plans, 'SETTINGS_ROLES', _plans.SETTINGS_ROLES + ('fake',))
+    added = []
+    result = run_grouping({'roles': ['fake'], 'gather': 'always'}, {'memlock': ['users']},
+                          lambda name, parent_group_names=None: added.append((name, parent_group_names)))
+    assert added == [('nodeprep_memlock_work', ['all']), ('nodeprep_fake_work', ['all']),
+                     ('nodeprep_settings_work', ['all'])]
+    assert result['site_runs'] == {'memlock': ['users'], 'fake': ['/etc/fake.conf: missing'],
+                                   'settings': ['memlock', 'fake']}
+    assert 'add_group' not in result and 'parent_groups' not in result and result['changed'] is False
+
+
+def test_site_groups_through_the_result_before_ansible_core_2_21(monkeypatch):
+    monkeypatch.setattr(_plans, 'SITE_ROLES', _plans.SITE_ROLES + ('fake',))
+    monkeypatch.setattr(_plans, 'SETTINGS_ROLES', _plans.SETTINGS_ROLES + ('fake',))
+    result = run_grouping({'roles': ['fake'], 'gather': 'always'}, {'kernel': ['kernel-devel missing']}, None)
+    # One group per result (the strategy adds it, as group_by's): under every group of the node's plays.
+    assert result['add_group'] == 'nodeprep_site_kernel_driver__' + '__'.join(_plans.SETTINGS_ROLES) + '__settings'
+    assert result['parent_groups'] == (['nodeprep_kernel_driver_work']
+                                       + ['nodeprep_{0}_work'.format(r) for r in _plans.SETTINGS_ROLES]
+                                       + ['nodeprep_settings_work'])
+
+
+def test_site_groups_put_a_node_already_right_in_no_group(monkeypatch):
+    monkeypatch.setattr(_plans, 'SITE_ROLES', _plans.SITE_ROLES + ('fake',))
+    added = []
+    task_facts = dict(GATHERED, nodeprep_files=RIGHT_FILE)
+    task = MagicMock()
+    task.args = {'roles': ['fake'], 'gather': 'always', 'site_groups': True, 'keep': 'summary'}
+    task.async_val = 0
+    task.check_mode = False
+    action = node_plan.ActionModule(task, MagicMock(), PlayContext(), loader=DataLoader(),
+                                    templar=Templar(loader=DataLoader()), shared_loader_obj=None)
+    action.add_group = lambda name, parent_group_names=None: added.append(name)
+    action._execute_module = lambda module_name, module_args, task_vars: {'ansible_facts': task_facts}
+    known = dict((role, {'run': []}) for role in _plans.SITE_ROLES if role != 'fake')
+    result = action.run(task_vars={'inventory_hostname': 'gpu-a01', 'ansible_facts': {'nodeprep_plans': known}})
+    assert added == [] and result['site_runs'] == {}
+    assert 'add_group' not in result
+    assert sorted(result['ansible_facts']['nodeprep_plans']['fake']) == ['reasons', 'reboot', 'run']
+
+
+def test_site_groups_need_the_plans_of_every_role():
+    with pytest.raises(AnsibleActionFail, match='site_groups: .*no plan of kernel, nvidia_driver'):
+        run({'roles': ['fake'], 'gather': 'always', 'site_groups': True}, {})
+
+
+GROUPING_ACTION = '''
+from ansible.plugins.action import ActionBase
+from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import site_group_result
+
+
+class ActionModule(ActionBase):
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        runs = [(key, reasons) for key, reasons in self._task.args['runs']]
+        result.update(site_group_result(runs, getattr(self, 'add_group', None)), changed=False)
+        return result
+'''
+
+GROUPING_PLAY = '''
+- hosts: all
+  gather_facts: false
+  tasks:
+    - grouping:
+        runs: "{{ runs }}"
+      # ansible-core before 2.21 says changed where a result's add_group made a group (site.yml says the same).
+      changed_when: false
+- hosts: nodeprep_settings_work
+  gather_facts: false
+  tasks:
+    - debug:
+        msg: "IN {{ inventory_hostname }} {{ group_names | select('match', 'nodeprep_.*_work') | sort | join(',') }}"
+'''
+
+
+def test_site_groups_reach_the_plays_of_the_running_ansible_core(tmp_path):
+    """With the running ansible-core (2.21: the action API; under make units-matrix 2.20: the result's add_group), a
+    host is in the groups of its plays and only those; a host without work is in none."""
+    (tmp_path / 'action_plugins').mkdir()
+    (tmp_path / 'action_plugins' / 'grouping.py').write_text(GROUPING_ACTION)
+    (tmp_path / 'play.yml').write_text(GROUPING_PLAY)
+    (tmp_path / 'hosts.yml').write_text(
+        'all:\n  vars:\n    ansible_connection: local\n    ansible_python_interpreter: "{{ ansible_playbook_python }}"\n'
+        '  hosts:\n'
+        '    a: {runs: [[kernel_driver, [x]], [memlock, [after]], [settings, [memlock]]]}\n'
+        '    b: {runs: [[nccl, [y]], [settings, [nccl]]]}\n'
+        '    c: {runs: []}\n')
+    proc = subprocess.run([ansible_bin('ansible-playbook'), '-i', str(tmp_path / 'hosts.yml'),
+                           str(tmp_path / 'play.yml')], capture_output=True, text=True, cwd=str(tmp_path),
+                          env=ansible_env(), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = sorted(line.strip().strip('"').split('IN ', 1)[1] for line in proc.stdout.splitlines() if '"IN ' in line)
+    assert lines == ['a nodeprep_kernel_driver_work,nodeprep_memlock_work,nodeprep_settings_work',
+                     'b nodeprep_nccl_work,nodeprep_settings_work']
+    assert re.search(r'^a +: ok=2 +changed=0 ', proc.stdout, re.M), proc.stdout
