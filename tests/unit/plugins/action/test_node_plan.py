@@ -506,7 +506,7 @@ def test_site_groups_reach_the_plays_of_the_running_ansible_core(tmp_path):
         '    c: {runs: []}\n')
     proc = subprocess.run([ansible_bin('ansible-playbook'), '-i', str(tmp_path / 'hosts.yml'),
                            str(tmp_path / 'play.yml')], capture_output=True, text=True, cwd=str(tmp_path),
-                          env=ansible_env(), timeout=300)
+                          env=ansible_env(), timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = sorted(line.strip().strip('"').split('IN ', 1)[1] for line in proc.stdout.splitlines() if '"IN ' in line)
     assert lines == ['a nodeprep_kernel_driver_work,nodeprep_memlock_work,nodeprep_settings_work',
