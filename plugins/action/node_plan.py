@@ -12,6 +12,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 # Ansible's own OS facts, when the play has them (setup), win over the gather's /etc/os-release (_os_release.os_facts).
@@ -70,6 +71,15 @@ def summary_of(plans):
     if any(plan.get('run') for plan in plans.values()):
         return None
     return dict((role, dict((key, plan[key]) for key in SUMMARY_KEYS if key in plan)) for role, plan in plans.items())
+
+
+display = Display()
+
+
+def runs_lines(host, runs):
+    """The lines that say why ``host`` goes through each play of site.yml (_plans.site_runs), one per play, as the
+    run's output shows them (none for a host without work)."""
+    return ['[{0}] {1}: {2}'.format(host, key, '; '.join(reasons)) for key, reasons in runs]
 
 
 def site_group_result(runs, add_group=None):
@@ -313,6 +323,10 @@ class ActionModule(ActionBase):
             # Which of site.yml's plays the node goes through, and why (shown with -v), and the groups of those plays.
             result['site_runs'] = dict(runs)
             result.update(site_group_result(runs, getattr(self, 'add_group', None)))
+            # In the run's output without -v: the reasons a node is in each play (its plans' words, such as a refusal
+            # with its fix); a node already right prints nothing.
+            for line in runs_lines(context['host'], runs):
+                display.display(line)
         if args['fail_on_problems']:
             # A role's prologue: the host stops here, before the role changes anything, in the plan's own words.
             refusals = [text for text in (_plans.refusal(role, plans[role], context['host']) for role in roles)

@@ -414,6 +414,8 @@ def run_grouping(args, known_runs, add_group):
 
 
 def test_site_groups_through_the_action_api_of_ansible_core_2_21(monkeypatch):
+    shown = []
+    monkeypatch.setattr(node_plan.display, 'display', lambda msg, **kwargs: shown.append(msg))
     monkeypatch.setattr(_plans, 'SITE_ROLES', _plans.SITE_ROLES + ('fake',))
     monkeypatch.setattr(_plans, 'SETTINGS_ROLES', _plans.SETTINGS_ROLES + ('fake',))
     added = []
@@ -421,6 +423,9 @@ def test_site_groups_through_the_action_api_of_ansible_core_2_21(monkeypatch):
                           lambda name, parent_group_names=None: added.append((name, parent_group_names)))
     assert added == [('nodeprep_memlock_work', ['all']), ('nodeprep_fake_work', ['all']),
                      ('nodeprep_settings_work', ['all'])]
+    # Why, in the run's output without -v (as the group_by task's loop labels showed it).
+    assert shown == ['[gpu-a01] memlock: users', '[gpu-a01] fake: /etc/fake.conf: missing',
+                     '[gpu-a01] settings: memlock; fake']
     assert result['site_runs'] == {'memlock': ['users'], 'fake': ['/etc/fake.conf: missing'],
                                    'settings': ['memlock', 'fake']}
     assert 'add_group' not in result and 'parent_groups' not in result and result['changed'] is False
@@ -438,6 +443,8 @@ def test_site_groups_through_the_result_before_ansible_core_2_21(monkeypatch):
 
 
 def test_site_groups_put_a_node_already_right_in_no_group(monkeypatch):
+    shown = []
+    monkeypatch.setattr(node_plan.display, 'display', lambda msg, **kwargs: shown.append(msg))
     monkeypatch.setattr(_plans, 'SITE_ROLES', _plans.SITE_ROLES + ('fake',))
     added = []
     task_facts = dict(GATHERED, nodeprep_files=RIGHT_FILE)
@@ -451,7 +458,7 @@ def test_site_groups_put_a_node_already_right_in_no_group(monkeypatch):
     action._execute_module = lambda module_name, module_args, task_vars: {'ansible_facts': task_facts}
     known = dict((role, {'run': []}) for role in _plans.SITE_ROLES if role != 'fake')
     result = action.run(task_vars={'inventory_hostname': 'gpu-a01', 'ansible_facts': {'nodeprep_plans': known}})
-    assert added == [] and result['site_runs'] == {}
+    assert added == [] and result['site_runs'] == {} and shown == []
     assert 'add_group' not in result
     assert sorted(result['ansible_facts']['nodeprep_plans']['fake']) == ['reasons', 'reboot', 'run']
 
@@ -463,7 +470,7 @@ def test_site_groups_need_the_plans_of_every_role():
 
 GROUPING_ACTION = '''
 from ansible.plugins.action import ActionBase
-from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import site_group_result
+from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import display, runs_lines, site_group_result
 
 
 class ActionModule(ActionBase):
@@ -473,6 +480,8 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         runs = [(key, reasons) for key, reasons in self._task.args['runs']]
         result.update(site_group_result(runs, getattr(self, 'add_group', None)), changed=False)
+        for line in runs_lines(task_vars['inventory_hostname'], runs):
+            display.display(line)
         return result
 '''
 
@@ -512,3 +521,6 @@ def test_site_groups_reach_the_plays_of_the_running_ansible_core(tmp_path):
     assert lines == ['a nodeprep_kernel_driver_work,nodeprep_memlock_work,nodeprep_settings_work',
                      'b nodeprep_nccl_work,nodeprep_settings_work']
     assert re.search(r'^a +: ok=2 +changed=0 ', proc.stdout, re.M), proc.stdout
+    # The reasons reach the run's output (the worker's display) without -v; nothing for the host without work.
+    assert '[a] kernel_driver: x' in proc.stdout and '[b] settings: nccl' in proc.stdout, proc.stdout
+    assert not re.search(r'^\[c\] ', proc.stdout, re.M), proc.stdout
