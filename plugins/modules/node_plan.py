@@ -143,7 +143,7 @@ options:
         every settings role too), C(nodeprep_<role>_work) for each settings role, C(nodeprep_settings_work) (any of
         those) and C(nodeprep_no_gpu) (not a GPU node). A host where no plan has anything to do or to say is put in
         no group.
-      - The run's output shows why, one line per play of the host (C([host] play: reasons), the plans' C(run)), also
+      - The run's output shows why, one line per play of the host (the host, the play, then the plans' C(run)), also
         without C(-v); a host without work shows none.
       - Needs the plans of every role (O(roles) unset, or earlier plans in C(ansible_facts.nodeprep_plans)).
       - With ansible-core 2.21 and later the groups are added through the action plugin API that
