@@ -42,7 +42,7 @@ TARBALL      = $(TMP)/dist/gpufleet-nodeprep-$(VERSION).tar.gz
 
 
 .PHONY: deps help venv collection-link test units units-ansible-test sanity sanity-copy sanity-matrix units-matrix lint py36 py36-units security \
-        build docs-rst docs-rst-check settings-gen settings-check importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo report-screenshots bench bench-scale ahead clean
+        build docs-rst docs-rst-check settings-gen settings-check importer docs-lint docsite ee changelog-lint molecule slurm-fleet demo report-screenshots bench bench-scale bench-report ahead clean
 
 deps: ## Install the Debian packages the gates and the simulated fleet need (root)
 	bash .ci/install-deps.sh
@@ -253,6 +253,10 @@ bench: deps collection-link ## Benchmarks: the parser, then the simulated fleet 
 # a recording made before (no fleet, no root needed for that part).
 bench-scale: deps collection-link ## The controller at 100, 250 and 1,000 hosts: record on the fleet, replay (root; docs/performance.md)
 	$(PY) bench/scale_bench.py
+
+# Not part of `make test`: the readiness report built for BENCH_REPORT_HOSTS (default 10,000) synthetic hosts.
+bench-report: collection-link ## The readiness report for 10,000 synthetic hosts: CPU, wall, memory (docs/performance.md)
+	$(PY) bench/report_bench.py
 
 clean: ## Remove build outputs (keeps .venv/)
 	rm -rf $(TMP) .pytest_cache

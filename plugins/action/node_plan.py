@@ -12,12 +12,14 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 # Ansible's own OS facts, when the play has them (setup), win over the gather's /etc/os-release (_os_release.os_facts).
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.parsers._os_release import OS_FACT_KEYS
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _imex_members
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_summary
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_settings
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input import plain
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._gather_resolve import resolve_gathered
@@ -34,6 +36,8 @@ FACT_NAMES = ('nvidia', 'kernel_state', 'limits', 'shm', 'nics', 'imex', 'nodepr
     + OS_FACT_KEYS
 # Gathered namespaces that a gather adds to instead of replacing (what it did not read again stays).
 _MERGED = ('nodeprep_units', 'nodeprep_files', 'nodeprep_packages', 'nodeprep_contents', 'nodeprep_errors')
+# keep=summary: the keys of each plan kept on a host where no plan has anything to do or to say.
+SUMMARY_KEYS = ('run', 'reasons', 'reboot', 'gpu_node', 'gpu_skip')
 
 
 def short_name(role):
@@ -59,6 +63,39 @@ def gather_args(request, keep_gathered=(), fail_on_error=True, nvidia_timeout=No
     if nvidia_topology and 'nvidia' in args['gather_subset']:
         args['nvidia_topology'] = True
     return args
+
+
+def summary_of(plans):
+    """``plans`` with only the keys SUMMARY_KEYS of each plan, when no plan has anything to do or to say (every
+    ``run`` empty); else None (the host keeps everything)."""
+    if any(plan.get('run') for plan in plans.values()):
+        return None
+    return dict((role, dict((key, plan[key]) for key in SUMMARY_KEYS if key in plan)) for role, plan in plans.items())
+
+
+display = Display()
+
+
+def runs_lines(host, runs):
+    """The lines that say why ``host`` goes through each play of site.yml (_plans.site_runs), one per play, as the
+    run's output shows them (none for a host without work)."""
+    return ['[{0}] {1}: {2}'.format(host, key, '; '.join(reasons)) for key, reasons in runs]
+
+
+def site_group_result(runs, add_group=None):
+    """Put the host in the groups of site.yml's plays ``runs`` (_plans.site_runs): the part of the action's result
+    that does it. ansible-core 2.21 and later add a group through the action's ``add_group`` (the strategy's inventory,
+    as group_by does; ``add_group`` is that bound method) and nothing goes into the result. Before 2.21 the strategy
+    adds the one group a result names in ``add_group`` as group_by's result names it, under its ``parent_groups``: the
+    group of this set of plays (nodeprep_site_<keys>), under every group of ``runs``, so that the host is in each."""
+    names = [_plans.site_group(key) for key, _reasons in runs]
+    if not names:
+        return {}
+    if add_group is not None:
+        for name in names:
+            add_group(name, parent_group_names=['all'])
+        return {}
+    return {'add_group': 'nodeprep_site_' + '__'.join(key for key, _reasons in runs), 'parent_groups': names}
 
 
 def connection_limit(message, seconds):
@@ -109,7 +146,8 @@ class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(('roles', 'gather', 'gather_extra', 'fail_on_error', 'fail_on_problems', 'nvidia_timeout',
-                             'nvidia_topology', 'plan', 'run', 'on_unreachable'))
+                             'nvidia_topology', 'plan', 'run', 'keep',
+                             'record', 'on_unreachable', 'site_groups'))
 
     def _facts(self, task_vars):
         facts = task_vars.get('ansible_facts') or {}
@@ -153,7 +191,10 @@ class ActionModule(ActionBase):
             nvidia_topology=dict(type='bool', default=False),
             plan=dict(type='bool', default=True),
             run=dict(type='dict', default={}),
+            keep=dict(type='str', choices=['all', 'summary'], default='all'),
+            record=dict(type='bool', default=False),
             on_unreachable=dict(type='str', choices=list(UNREACHABLE_MODES), default='unreachable'),
+            site_groups=dict(type='bool', default=False),
         ))
         roles = [short_name(role) for role in (_plans.SITE_ROLES if args['roles'] is None else args['roles'])]
         unknown = [role for role in roles if role not in _plans.RULES]
@@ -259,10 +300,34 @@ class ActionModule(ActionBase):
         all_plans = dict((key, value) for key, value in plain(known).items() if key not in plans) \
             if isinstance(known, dict) else {}
         all_plans.update(plans)
+        runs = None
+        if args['site_groups']:
+            missing = [role for role in _plans.SITE_ROLES if role not in all_plans]
+            if missing:
+                raise AnsibleActionFail('site_groups: the groups of site.yml need the plans of every role; no plan of '
+                                        '{0} (plan them in this task: roles unset)'.format(', '.join(missing)))
+            runs = _plans.site_runs(all_plans)
         facts_out = dict(gathered)
         facts_out['nodeprep_plans'] = all_plans
+        if args['record']:
+            # For the end-of-run summary, what gpufleet.nodeprep.run_summary's record keeps: one task less per host.
+            facts_out[_run_summary.RECORD_FACT] = _run_summary.record(
+                all_plans, roles, plain(task_vars.get('ansible_facts', {}).get(_run_summary.RECORD_FACT) or {}))
+        summary = summary_of(all_plans) if args['keep'] == 'summary' else None
+        if summary is not None:
+            # No role's play runs on this host: nothing later reads its facts or its whole plans.
+            facts_out = dict((key, value) for key, value in facts_out.items() if key == _run_summary.RECORD_FACT)
+            facts_out['nodeprep_plans'] = summary
         # The plans live once, in the facts: the roles, site.yml and readiness read ansible_facts.nodeprep_plans.
         result.update({'changed': False, 'gathered': bool(gathered), 'ansible_facts': facts_out})
+        if runs is not None:
+            # Which of site.yml's plays the node goes through, and why (shown with -v), and the groups of those plays.
+            result['site_runs'] = dict(runs)
+            result.update(site_group_result(runs, getattr(self, 'add_group', None)))
+            # In the run's output without -v: the reasons a node is in each play (its plans' words, such as a refusal
+            # with its fix); a node already right prints nothing.
+            for line in runs_lines(context['host'], runs):
+                display.display(line)
         if args['fail_on_problems']:
             # A role's prologue: the host stops here, before the role changes anything, in the plan's own words.
             refusals = [text for text in (_plans.refusal(role, plans[role], context['host']) for role in roles)

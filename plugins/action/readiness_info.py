@@ -111,7 +111,7 @@ def select(result, checks):
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(('checks', 'node_state'))
+    _VALID_ARGS = frozenset(('checks', 'node_state', 'settings_only'))
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -121,6 +121,7 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(argument_spec=dict(
             checks=dict(type='list', elements='str'),
             node_state=dict(type='raw'),
+            settings_only=dict(type='bool', default=False),
         ))
         checks = list(_readiness.CHECK_IDS) if args['checks'] is None else list(args['checks'])
         unknown = sorted(set(checks) - set(_readiness.CHECK_IDS))
@@ -146,6 +147,13 @@ class ActionModule(ActionBase):
                 problems = [str(exc)]
         if problems:
             result.update(failed=True, msg='readiness check: {0}'.format('; '.join(problems)))
+            return result
+        if args['settings_only']:
+            # The role's run-once steps (Slurm, the report) read the settings typed here, never the variables.
+            controller = _readiness_settings.slurm_controller(own, task_vars.get('groups'))
+            result.update(changed=False, settings=dict((name, own[name]) for name in _readiness_settings.SETTINGS),
+                          slurm_controller=controller,
+                          slurm_delegate=controller or task_vars.get('inventory_hostname'))
             return result
 
         # Where the performance gates may run (never on a node that runs a job): decided here, before the gather.

@@ -26,7 +26,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._filter_input im
 # The readiness role's default of nodeprep_readiness_report_dir (its one home: the role's SETTINGS): the summary lands
 # next to the readiness report.
 DEFAULT_DEST = _readiness_settings.SETTINGS['nodeprep_readiness_report_dir']['default']
-RECORD_VAR = 'nodeprep_run_record'
+RECORD_VAR = _run_summary.RECORD_FACT
 ERRORS_VAR = 'nodeprep_run_errors'
 UNPREDICTED_VAR = 'nodeprep_run_unpredicted'
 TIMED_OUT_VAR = 'nodeprep_timed_out'

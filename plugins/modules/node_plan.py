@@ -116,6 +116,41 @@ options:
         bare gather with it.
     type: bool
     default: true
+  keep:
+    description:
+      - What the facts keep on a host where no plan of O(roles) has anything to do or to say (every plan's C(run)
+        empty, so no role's play runs there).
+      - V(all) keeps the facts the gather read and the whole plans.
+      - V(summary) keeps, on such a host only, each plan's C(run), C(reasons), C(reboot), C(gpu_node) and C(gpu_skip)
+        (what C(gpufleet.nodeprep.site) reads after its first play) and none of the gathered facts; a host whose
+        plans have work keeps all. C(gpufleet.nodeprep.site)'s first play uses it, so that a node that is already
+        right does not carry its facts through the run.
+    type: str
+    choices: [all, summary]
+    default: all
+  record:
+    description:
+      - V(true) also keeps, in the host fact C(nodeprep_run_record), what the plans of O(roles) say now, as
+        M(gpufleet.nodeprep.run_summary) with O(gpufleet.nodeprep.run_summary#module:record) keeps it for the
+        end-of-run summary (the same function), without a task of its own. C(gpufleet.nodeprep.site) uses it.
+    type: bool
+    default: false
+  site_groups:
+    description:
+      - V(true) puts the host in the inventory groups of the plays of C(gpufleet.nodeprep.site) whose roles have
+        something to do or to say on it, as C(ansible.builtin.group_by) would, without a task of its own -
+        C(nodeprep_kernel_driver_work) (any work of the C(kernel) or C(nvidia_driver) plan; the host then goes through
+        every settings role too), C(nodeprep_<role>_work) for each settings role, C(nodeprep_settings_work) (any of
+        those) and C(nodeprep_no_gpu) (not a GPU node). A host where no plan has anything to do or to say is put in
+        no group.
+      - The run's output shows why, one line per play of the host (the host, the play, then the plans' C(run)), also
+        without C(-v); a host without work shows none.
+      - Needs the plans of every role (O(roles) unset, or earlier plans in C(ansible_facts.nodeprep_plans)).
+      - With ansible-core 2.21 and later the groups are added through the action plugin API that
+        C(ansible.builtin.group_by) uses; before 2.21 the result names one group, C(nodeprep_site_<plays>), under the
+        groups above (the strategy adds the group a result names, as for C(ansible.builtin.group_by)).
+    type: bool
+    default: false
   run:
     description:
       - What the tasks of a role did so far in this run, by role name, for the plans of its later stages (the
@@ -174,6 +209,14 @@ gathered:
   description: Whether this task ran M(gpufleet.nodeprep.gpu_node_facts).
   returned: always
   type: bool
+site_runs:
+  description:
+    - The plays of C(gpufleet.nodeprep.site) the host goes through and why (the plans' C(run)), by play -
+      C(kernel_driver), a settings role, C(settings) (the settings roles that run), C(no_gpu) (why the host is not a
+      GPU node). Empty on a host where no plan has anything to do or to say.
+  returned: when O(site_groups=true)
+  type: dict
+  sample: {"memlock": ["/etc/security/limits.d/90-nodeprep-memlock.conf: missing"], "settings": ["memlock"]}
 ansible_facts:
   description:
     - The facts the gather read (when it ran) and the plans.
@@ -189,6 +232,14 @@ ansible_facts:
           C(units), C(args), C(reboot) (C(needed), C(why), C(allowed); for the C(kernel) and C(nvidia_driver) roles
           also C(timeout) and C(before), the commands to run just before the reboot), C(run) and C(settings) (the
           typed variables).
+        - With O(keep=summary), on a host where no plan has anything to do or to say, only C(run), C(reasons),
+          C(reboot), C(gpu_node) and C(gpu_skip) of each plan, and no gathered facts.
       returned: when O(plan) is true
+      type: dict
+    nodeprep_run_record:
+      description:
+        - Per role of O(roles) (and what the fact held before for other roles) the changes, the reboot and the GPU
+          line its plan says now; what M(gpufleet.nodeprep.run_summary) reads at the end of the run.
+      returned: when O(record) is true and O(plan) is true
       type: dict
 """

@@ -61,6 +61,14 @@ options:
         read, or null. A node with a job, or allocated, or completing one, never runs a gate; a drained or idle node
         does; an unreadable Slurm runs none.
     type: raw
+  settings_only:
+    description:
+      - V(true) only types the settings (as for a check, failing the same way on one that does not type) and returns
+        them in RV(settings), with RV(slurm_controller) and RV(slurm_delegate); nothing is gathered or judged. The
+        P(gpufleet.nodeprep.readiness#role) role runs it once for the steps that run once (the Slurm steps, the
+        report), so that they never read the variables untyped.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -108,6 +116,23 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+settings:
+  description:
+    - The readiness role's settings as typed from its argument spec (every variable of it, the default where unset).
+  returned: with O(settings_only=true)
+  type: dict
+slurm_controller:
+  description:
+    - The host that runs C(scontrol) for the role - C(nodeprep_readiness_slurm_controller), else the first host of
+      the inventory group C(slurm_head), else null.
+  returned: with O(settings_only=true)
+  type: str
+slurm_delegate:
+  description:
+    - RV(slurm_controller), or this host when none is known (where a Slurm step that then skips is delegated -
+      Ansible templates C(delegate_to) before the step's condition).
+  returned: with O(settings_only=true)
+  type: str
 checks:
   description: One entry per check, in the order of the check ids above.
   returned: success

@@ -52,6 +52,40 @@ SETTINGS_ROLES = tuple(role for role in SITE_ROLES if role not in DISRUPTIVE_ROL
 # What the site_roles lookup's stage option names.
 STAGES = {'all': SITE_ROLES, 'disruptive': DISRUPTIVE_ROLES, 'settings': SETTINGS_ROLES}
 
+# After the kernel and driver play (a node that may have rebooted), every settings role runs and plans again.
+AFTER_KERNEL_DRIVER = 'after the kernel and driver'
+
+
+def site_runs(plans):
+    """Which of site.yml's plays a node goes through, and why: ``[(key, reasons)]`` in site.yml's order, from its
+    plans (``run`` of every role of SITE_ROLES; ``gpu_skip`` where a plan has it). ``kernel_driver``: any work of the
+    batched play's roles (the node goes through every settings role after it); ``<role>``: a settings role with
+    something to do or to say; ``settings``: the settings play (the roles above); ``no_gpu``: the node is not a GPU
+    node (the first plan's words)."""
+    reasons = dict((role, list(plans[role].get('run') or [])) for role in SITE_ROLES if role in plans)
+    kernel_driver = [reason for role in DISRUPTIVE_ROLES for reason in reasons.get(role, [])]
+    runs = []
+    if kernel_driver:
+        runs.append(('kernel_driver', kernel_driver))
+    for role in SETTINGS_ROLES:
+        if kernel_driver:
+            runs.append((role, [AFTER_KERNEL_DRIVER]))
+        elif reasons.get(role):
+            runs.append((role, reasons[role]))
+    settings = [key for key, _reasons in runs if key != 'kernel_driver']
+    if settings:
+        runs.append(('settings', settings))
+    skips = [plans[role]['gpu_skip'] for role in SITE_ROLES if role in plans and plans[role].get('gpu_skip')]
+    if skips:
+        runs.append(('no_gpu', [skips[0]]))
+    return runs
+
+
+def site_group(key):
+    """The inventory group of site.yml's play ``key`` (site_runs): nodeprep_<key>_work, or nodeprep_no_gpu."""
+    return 'nodeprep_no_gpu' if key == 'no_gpu' else 'nodeprep_{0}_work'.format(key)
+
+
 # The collection's root on the controller (roles/<role>/... of ROLE_FILES are read from here).
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _ROLE_FILES = {}

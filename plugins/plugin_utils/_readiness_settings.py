@@ -149,3 +149,14 @@ SETTINGS = {
 # The collection-wide variables of a run that the role reads (their one home: _run_settings.SETTINGS): the limits of
 # its two remote steps, and where a slice of a sliced run writes its part of the report.
 SETTINGS.update((name, _run_settings.SETTINGS[name]) for name in _run_settings.READINESS_READS)
+
+
+def slurm_controller(settings, groups):
+    """The host that runs ``scontrol`` for the role (its Slurm steps run there): nodeprep_readiness_slurm_controller
+    (typed, in ``settings``), else the first host of the inventory group slurm_head (``groups``: Ansible's), else None
+    (no Slurm controller known)."""
+    named = settings.get('nodeprep_readiness_slurm_controller') or ''
+    if named:
+        return named
+    heads = (groups or {}).get('slurm_head') or []
+    return str(heads[0]) if heads else None

@@ -27,6 +27,8 @@ import re
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _gpu_node
 
 FILE_NAME = 'run-summary.json'
+# The host fact that keeps what record() returns (gpufleet.nodeprep.run_summary record, node_plan record).
+RECORD_FACT = 'nodeprep_run_record'
 VERSION = 1
 # The keys of a summary that list hosts, in the order of its counts line.
 KEYS = ('changed', 'reboot', 'failed', 'no_gpu', 'limits', 'unchanged')

@@ -175,7 +175,9 @@ def _plan_peermem(plan, facts, settings, context):
         plan['errors'].append(decision['msg'])
         _plan.add_drift(plan, PEER_MEMORY, decision['msg'], fixable=False)
     elif action == 'dmabuf':
-        plan['reports'].append('GPUDirect RDMA path: {0}'.format(decision['msg']))
+        # The right state (nothing to load or write): said by readiness (rdma.peer_memory's observed value) and kept
+        # in args.peermem.msg, not reported by every run, so that a node already right gives the role no run.
+        pass
     else:
         if action == 'load':
             plan['args']['modprobe'] = [_rdma_path.PEERMEM_MODULE]

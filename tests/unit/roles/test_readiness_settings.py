@@ -23,6 +23,7 @@ from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _pl
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.rules import _readiness as r
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _readiness_settings
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_settings
+from ansible_collections.gpufleet.nodeprep.tests.unit.plugins.action import test_readiness_info as RI
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -99,51 +100,104 @@ def test_the_role_runs_only_its_own_modules():
     for name in os.listdir(folder):
         found.update(_modules(_load('roles', 'readiness', 'tasks', name)))
     # rolling_slurm: the verdict in Slurm (nodeprep_readiness_slurm=drain), the rolling maintenance backend;
-    # readiness_textfile: each node's verdict for its node_exporter (nodeprep_readiness_node_textfile).
+    # readiness_verdict: each node's verdict for its node_exporter (nodeprep_readiness_node_textfile, through the
+    # readiness_textfile module) and the failure of the nodes that are not ready, in one task.
     assert sorted(found) == ['ansible.builtin.debug', 'ansible.builtin.fail', 'ansible.builtin.import_tasks',
                              'gpufleet.nodeprep.readiness_info', 'gpufleet.nodeprep.readiness_report',
-                             'gpufleet.nodeprep.readiness_textfile', 'gpufleet.nodeprep.rolling_slurm']
+                             'gpufleet.nodeprep.readiness_verdict', 'gpufleet.nodeprep.rolling_slurm']
 
 
 def test_one_task_per_node_before_the_report():
-    """The per-node work is one task (gather and judge); the report runs once; the verdict is the other per-node
-    task (controller CPU per node: each per-node task costs a slot per host); the node textfile is one opt-in task
-    per node (skipped when nodeprep_readiness_node_textfile is false)."""
+    """The per-node work is one task (gather and judge); the settings are typed once for the run-once steps; the report
+    runs once; the verdict is the other per-node task (controller CPU per node: each per-node task costs a slot per
+    host), with the opt-in node textfile in it."""
     tasks = _load('roles', 'readiness', 'tasks', 'main.yml')
+    # The settings of the run-once steps, typed by the action (once, on the first host).
+    assert tasks[0]['run_once'] is True and tasks[0]['gpufleet.nodeprep.readiness_info'] == {'settings_only': True}
+    assert tasks[0]['register'] == '__nodeprep_readiness_settings'
     # Slurm's state of the nodes, for the performance gates (opt-in): once, on the Slurm controller, not per node.
-    assert tasks[0]['run_once'] is True and tasks[0]['gpufleet.nodeprep.rolling_slurm']['op'] == 'state'
-    assert tasks[0]['when'][0] == ("(nodeprep_readiness_performance | string | lower) in ['true', 'yes', 'on', '1', "
-                                   "'y', 't']")
-    tasks = tasks[1:]
+    assert tasks[1]['run_once'] is True and tasks[1]['gpufleet.nodeprep.rolling_slurm']['op'] == 'state'
+    assert tasks[1]['when'][0] == '__nodeprep_readiness_settings.settings.nodeprep_readiness_performance'
+    tasks = tasks[2:]
     assert [t['name'] for t in tasks] == ['Gather each node once and judge it on the controller',
                                           'Write the report on the controller',
-                                          "Publish each node's verdict for node_exporter's textfile collector "
-                                          '(nodeprep_readiness_node_textfile)',
                                           'Act on the verdict in Slurm (nodeprep_readiness_slurm=drain)',
-                                          'Fail the nodes that are not ready']
-    assert tasks[2]['when'][0] == 'nodeprep_readiness_node_textfile | bool'
+                                          "Publish each node's verdict and fail the nodes that are not ready"]
     assert tasks[0]['register'] == 'nodeprep_readiness'
     assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'report.yml'))
     assert all(t.get('run_once') for t in _load('roles', 'readiness', 'tasks', 'slurm.yml'))
     assert len(_load('roles', 'readiness', 'tasks', 'verdict.yml')) == 1
 
 
-def test_the_slurm_task_templates_its_delegate_without_a_slurm_head():
+def _per_node_tasks(tasks):
+    """The tasks of the role that run on every node (not run_once), the imported files' included."""
+    found = []
+    for task in tasks:
+        if 'ansible.builtin.import_tasks' in task:
+            found.extend(_per_node_tasks(_load('roles', 'readiness', 'tasks', task['ansible.builtin.import_tasks'])))
+        elif not task.get('run_once'):
+            found.append(task['name'])
+    return found
+
+
+def test_readiness_yml_spends_two_task_slots_per_node():
+    """readiness_info and the verdict, nothing else per node: the role's argument spec is not validated by a task of
+    its own in readiness.yml (readiness_info types every variable of it on every node)."""
+    assert _per_node_tasks(_load('roles', 'readiness', 'tasks', 'main.yml')) == [
+        'Gather each node once and judge it on the controller',
+        "Publish the node's verdict for node_exporter (nodeprep_readiness_node_textfile), fail the node when it is "
+        'not ready']
+    play = _load('playbooks', 'readiness.yml')
+    role = [t['ansible.builtin.import_role'] for t in play[0]['tasks'] if 'ansible.builtin.import_role' in t]
+    assert role == [{'name': 'gpufleet.nodeprep.readiness', 'rolespec_validate': False}]
+    spec = _load('roles', 'readiness', 'meta', 'argument_specs.yml')['argument_specs']['main']['options']
+    assert sorted(spec) == sorted(_readiness_settings.SETTINGS)
+
+
+# The settings the role's steps act on: read only as its actions typed them, never from the variables in Jinja.
+ACTED_ON = ('nodeprep_readiness_performance', 'nodeprep_readiness_report', 'nodeprep_readiness_report_dir',
+            'nodeprep_readiness_prometheus_textfile', 'nodeprep_readiness_slurm', 'nodeprep_readiness_slurm_controller',
+            'nodeprep_readiness_fail', 'nodeprep_readiness_node_textfile', 'nodeprep_readiness_node_textfile_path')
+
+
+def _code(node, key=None):
+    if isinstance(node, dict):
+        for name, value in node.items():
+            if name != 'name':
+                yield from _code(value, name)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _code(value, key)
+    elif isinstance(node, str) and key != 'msg':
+        yield node
+
+
+def test_the_tasks_read_no_setting_they_act_on_untyped():
+    import re
+    folder = os.path.join(ROOT, 'roles', 'readiness', 'tasks')
+    for name in sorted(os.listdir(folder)):
+        for text in _code(_load('roles', 'readiness', 'tasks', name)):
+            untyped = [setting for setting in ACTED_ON if re.search(r'(?<![.\w])' + setting + r'\b', text)]
+            assert not untyped, (name, untyped, text)
+
+
+def test_the_slurm_tasks_delegate_to_the_controller_of_its_one_rule():
     """Ansible templates delegate_to before the task's `when` (nodeprep_readiness_slurm=report skips it): in an
-    inventory without the group slurm_head the expression must template (it failed every readiness run there)."""
-    from ansible.parsing.dataloader import DataLoader
-    from ansible.template import Templar, trust_as_template
-    # Both Slurm tasks: the verdict's (slurm.yml) and the performance gates' read of the nodes' state (main.yml).
+    inventory without the group slurm_head the delegate must still name a host (it failed every readiness run there).
+    Both Slurm tasks read it from the settings step, whose action decides it with _readiness_settings.slurm_controller
+    (one home: no fallback expression in the tasks)."""
     tasks = [item for name in ('slurm.yml', 'main.yml') for item in _load('roles', 'readiness', 'tasks', name)
              if 'gpufleet.nodeprep.rolling_slurm' in item]
     assert len(tasks) == 2
-    base = {'nodeprep_readiness_slurm_controller': '', 'inventory_hostname': 'gpu-a01'}
-    for task in tasks:
-        for groups, wanted in (({'all': ['gpu-a01']}, 'gpu-a01'), ({'slurm_head': ['head-01']}, 'head-01')):
-            templar = Templar(loader=DataLoader(), variables=dict(base, groups=groups))
-            assert templar.template(trust_as_template(task['delegate_to'])) == wanted
-        templar = Templar(loader=DataLoader(), variables=dict(base, groups={}, nodeprep_readiness_slurm_controller='ctl'))
-        assert templar.template(trust_as_template(task['delegate_to'])) == 'ctl'
+    assert [t['delegate_to'] for t in tasks] == ['{{ __nodeprep_readiness_settings.slurm_delegate }}'] * 2
+    for groups, variables, controller, delegate in (
+            ({'all': ['gpu-a01']}, {}, None, 'gpu-a01'),
+            ({'slurm_head': ['head-01', 'head-02']}, {}, 'head-01', 'head-01'),
+            ({}, {'nodeprep_readiness_slurm_controller': 'ctl'}, 'ctl', 'ctl'),
+            ({'slurm_head': ['head-01']}, {'nodeprep_readiness_slurm_controller': 'ctl'}, 'ctl', 'ctl')):
+        result, calls = RI.run(dict(variables, groups=groups), args={'settings_only': True})
+        assert calls == []  # nothing is gathered
+        assert (result['slurm_controller'], result['slurm_delegate']) == (controller, delegate), (groups, variables)
 
 
 def test_the_rolling_verify_step_hands_readiness_its_slurm_controller():

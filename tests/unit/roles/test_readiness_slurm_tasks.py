@@ -25,9 +25,14 @@ PLAY = """- hosts: all
   vars:
     nodeprep_readiness_slurm_controller: ''
   tasks:
+    - name: Type the readiness settings once (as roles/readiness/tasks/main.yml does first)
+      gpufleet.nodeprep.readiness_info:
+        settings_only: true
+      run_once: true
+      register: __nodeprep_readiness_settings
     - name: Act on the verdict in Slurm (as roles/readiness/tasks/main.yml imports it)
       ansible.builtin.import_tasks: {tasks}
-      when: nodeprep_readiness_slurm == 'drain'
+      when: __nodeprep_readiness_settings.settings.nodeprep_readiness_slurm == 'drain'
 """
 
 

@@ -63,7 +63,9 @@ def test_every_gather_has_the_whole_step_limit():
     for task in gathers:
         assert 'nodeprep_gather_timeout' in str(task.get('timeout')), task['name']
     # readiness: one task gathers and judges (the readiness_info action; it passes nodeprep_command_timeout itself)
-    checks = [task for task in tasks('roles/readiness/tasks/main.yml') if 'gpufleet.nodeprep.readiness_info' in task]
+    # (The other readiness_info task only types the settings, once: settings_only, no gather.)
+    checks = [task for task in tasks('roles/readiness/tasks/main.yml') if 'gpufleet.nodeprep.readiness_info' in task
+              and not (task['gpufleet.nodeprep.readiness_info'] or {}).get('settings_only')]
     assert len(checks) == 1
     step = checks[0]['timeout']
     assert 'nodeprep_gather_timeout | default(' in step and 'nodeprep_readiness_dcgm_timeout' in step

@@ -72,3 +72,15 @@ def test_tags_select_each_settings_role(tmp_path):
     assert len(line) == 1, proc.stdout
     tags = re.search(r'TAGS: \[(.*)\]', line[0]).group(1).split(', ')
     assert sorted(tags) == sorted(_plans.SETTINGS_ROLES)
+
+
+def test_the_first_play_spends_one_task_per_node_already_right():
+    """The gather-and-plan is the first play's only task on a node that answers (the rescue runs only on a node that
+    left): it records for the summary and puts the node in the groups of its plays itself (no group_by task)."""
+    first = plays()[0]
+    assert len(first['tasks']) == 1
+    block = first['tasks'][0]
+    assert [list(task)[1] for task in block['block']] == ['gpufleet.nodeprep.node_plan']
+    args = block['block'][0]['gpufleet.nodeprep.node_plan']
+    assert args['site_groups'] is True and args['record'] is True and args['keep'] == 'summary'
+    assert 'group_by' not in str(first)

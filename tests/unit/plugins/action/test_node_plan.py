@@ -6,6 +6,9 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import hashlib
+import re
+import subprocess
 import types
 from unittest.mock import MagicMock
 
@@ -19,6 +22,8 @@ from ansible.template import Templar
 from ansible_collections.gpufleet.nodeprep.plugins.action import node_plan
 from ansible_collections.gpufleet.nodeprep.plugins.module_utils.plans import _plan
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
+from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _run_summary
+from ansible_collections.gpufleet.nodeprep.tests.unit.nodeprep_harness import ansible_bin, ansible_env
 
 
 def fake_rules():
@@ -276,6 +281,58 @@ def test_a_user_the_node_does_not_know(fail_on_error):
         assert 'limits' not in result['ansible_facts']
 
 
+RIGHT_FILE = {'/etc/fake.conf': {'exists': True, 'type': 'file', 'mode': '0644', 'uid': 0, 'gid': 0, 'size': 2,
+                                 'sha1': hashlib.sha1(b'x\n').hexdigest(), 'target': None}}
+
+
+def test_keep_summary_keeps_everything_where_a_plan_has_work():
+    # The file is missing: the fake role has work, so the host keeps the gathered facts and the whole plan.
+    full, _calls = run({'roles': ['fake'], 'gather': 'always'}, {})
+    kept, _calls = run({'roles': ['fake'], 'gather': 'always', 'keep': 'summary'}, {})
+    assert kept['ansible_facts']['nodeprep_plans']['fake']['run'] == ['/etc/fake.conf: missing']
+    assert kept == full
+
+
+def test_keep_summary_on_a_host_without_work_keeps_what_site_reads():
+    gathered = dict(GATHERED, nodeprep_files=RIGHT_FILE)
+    full, _calls = run({'roles': ['fake'], 'gather': 'always'}, {}, module_result={'ansible_facts': gathered})
+    plan = full['ansible_facts']['nodeprep_plans']['fake']
+    assert plan['run'] == [] and 'files' in plan and 'shm' in full['ansible_facts']
+    kept, _calls = run({'roles': ['fake'], 'gather': 'always', 'keep': 'summary'}, {},
+                       module_result={'ansible_facts': gathered})
+    # Only the plans' keys that site.yml's first play and the run summary read; no gathered namespace.
+    assert kept['ansible_facts'] == {'nodeprep_plans': {'fake': dict(
+        (key, plan[key]) for key in node_plan.SUMMARY_KEYS if key in plan)}}
+    assert sorted(kept['ansible_facts']['nodeprep_plans']['fake']) == ['reasons', 'reboot', 'run']
+    assert kept['gathered'] is True and kept['changed'] is False
+
+
+def test_keep_must_be_one_of_its_choices():
+    with pytest.raises(Exception, match='keep'):
+        run({'roles': ['fake'], 'keep': 'some'}, {'ansible_facts': GATHERED})
+
+
+def test_record_keeps_what_run_summary_record_keeps():
+    before = {'other': {'changes': ['x'], 'reboot': [], 'reboot_allowed': False, 'gpu_skip': None}}
+    result, _calls = run({'roles': ['fake'], 'gather': 'always', 'record': True},
+                         {'ansible_facts': {'nodeprep_run_record': before}})
+    plans = result['ansible_facts']['nodeprep_plans']
+    assert result['ansible_facts']['nodeprep_run_record'] == _run_summary.record(plans, ['fake'], before)
+    assert result['ansible_facts']['nodeprep_run_record']['fake']['changes'] == ['/etc/fake.conf: missing']
+    assert result['ansible_facts']['nodeprep_run_record']['other'] == before['other']
+    # Without record the fact is not touched.
+    result, _calls = run({'roles': ['fake'], 'gather': 'always'}, {})
+    assert 'nodeprep_run_record' not in result['ansible_facts']
+
+
+def test_record_with_keep_summary_on_a_host_without_work():
+    result, _calls = run({'roles': ['fake'], 'gather': 'always', 'record': True, 'keep': 'summary'}, {},
+                         module_result={'ansible_facts': dict(GATHERED, nodeprep_files=RIGHT_FILE)})
+    assert sorted(result['ansible_facts']) == ['nodeprep_plans', 'nodeprep_run_record']
+    assert result['ansible_facts']['nodeprep_run_record'] == {
+        'fake': {'changes': [], 'reboot': [], 'reboot_allowed': False, 'gpu_skip': None}}
+
+
 # ------------------------------------------------------------------------------ the limits of the gather
 
 def run_failing(args, error, ssh_timeout=10):
@@ -336,3 +393,134 @@ def test_a_command_limit_that_is_not_one_fails_naming_it(given, words):
     with pytest.raises(AnsibleActionFail) as caught:
         run({'roles': ['fake']}, {'nodeprep_command_timeout': given})
     assert str(caught.value).startswith(words)
+
+
+# ------------------------------------------------------------------------------ site_groups: the plays of site.yml
+
+def run_grouping(args, known_runs, add_group):
+    """node_plan for role fake (a missing file: work) with site_groups, every other site role's plan already known
+    (``known_runs``: role -> run); ``add_group`` stands for ansible-core 2.21's ActionBase.add_group (None: before
+    2.21, where ActionBase has none)."""
+    task = MagicMock()
+    task.args = dict(args, site_groups=True)
+    task.async_val = 0
+    task.check_mode = False
+    action = node_plan.ActionModule(task, MagicMock(), PlayContext(), loader=DataLoader(),
+                                    templar=Templar(loader=DataLoader()), shared_loader_obj=None)
+    action.add_group = add_group
+    action._execute_module = lambda module_name, module_args, task_vars: {'ansible_facts': dict(GATHERED)}
+    known = dict((role, {'run': list(known_runs.get(role, []))}) for role in _plans.SITE_ROLES)
+    return action.run(task_vars={'inventory_hostname': 'gpu-a01', 'ansible_facts': {'nodeprep_plans': known}})
+
+
+def test_site_groups_through_the_action_api_of_ansible_core_2_21(monkeypatch):
+    shown = []
+    monkeypatch.setattr(node_plan.display, 'display', lambda msg, **kwargs: shown.append(msg))
+    monkeypatch.setattr(_plans, 'SITE_ROLES', _plans.SITE_ROLES + ('fake',))
+    monkeypatch.setattr(_plans, 'SETTINGS_ROLES', _plans.SETTINGS_ROLES + ('fake',))
+    added = []
+    result = run_grouping({'roles': ['fake'], 'gather': 'always'}, {'memlock': ['users']},
+                          lambda name, parent_group_names=None: added.append((name, parent_group_names)))
+    assert added == [('nodeprep_memlock_work', ['all']), ('nodeprep_fake_work', ['all']),
+                     ('nodeprep_settings_work', ['all'])]
+    # Why, in the run's output without -v (as the group_by task's loop labels showed it).
+    assert shown == ['[gpu-a01] memlock: users', '[gpu-a01] fake: /etc/fake.conf: missing',
+                     '[gpu-a01] settings: memlock; fake']
+    assert result['site_runs'] == {'memlock': ['users'], 'fake': ['/etc/fake.conf: missing'],
+                                   'settings': ['memlock', 'fake']}
+    assert 'add_group' not in result and 'parent_groups' not in result and result['changed'] is False
+
+
+def test_site_groups_through_the_result_before_ansible_core_2_21(monkeypatch):
+    monkeypatch.setattr(_plans, 'SITE_ROLES', _plans.SITE_ROLES + ('fake',))
+    monkeypatch.setattr(_plans, 'SETTINGS_ROLES', _plans.SETTINGS_ROLES + ('fake',))
+    result = run_grouping({'roles': ['fake'], 'gather': 'always'}, {'kernel': ['kernel-devel missing']}, None)
+    # One group per result (the strategy adds it, as group_by's): under every group of the node's plays.
+    assert result['add_group'] == 'nodeprep_site_kernel_driver__' + '__'.join(_plans.SETTINGS_ROLES) + '__settings'
+    assert result['parent_groups'] == (['nodeprep_kernel_driver_work']
+                                       + ['nodeprep_{0}_work'.format(r) for r in _plans.SETTINGS_ROLES]
+                                       + ['nodeprep_settings_work'])
+
+
+def test_site_groups_put_a_node_already_right_in_no_group(monkeypatch):
+    shown = []
+    monkeypatch.setattr(node_plan.display, 'display', lambda msg, **kwargs: shown.append(msg))
+    monkeypatch.setattr(_plans, 'SITE_ROLES', _plans.SITE_ROLES + ('fake',))
+    added = []
+    task_facts = dict(GATHERED, nodeprep_files=RIGHT_FILE)
+    task = MagicMock()
+    task.args = {'roles': ['fake'], 'gather': 'always', 'site_groups': True, 'keep': 'summary'}
+    task.async_val = 0
+    task.check_mode = False
+    action = node_plan.ActionModule(task, MagicMock(), PlayContext(), loader=DataLoader(),
+                                    templar=Templar(loader=DataLoader()), shared_loader_obj=None)
+    action.add_group = lambda name, parent_group_names=None: added.append(name)
+    action._execute_module = lambda module_name, module_args, task_vars: {'ansible_facts': task_facts}
+    known = dict((role, {'run': []}) for role in _plans.SITE_ROLES if role != 'fake')
+    result = action.run(task_vars={'inventory_hostname': 'gpu-a01', 'ansible_facts': {'nodeprep_plans': known}})
+    assert added == [] and result['site_runs'] == {} and shown == []
+    assert 'add_group' not in result
+    assert sorted(result['ansible_facts']['nodeprep_plans']['fake']) == ['reasons', 'reboot', 'run']
+
+
+def test_site_groups_need_the_plans_of_every_role():
+    with pytest.raises(AnsibleActionFail, match='site_groups: .*no plan of kernel, nvidia_driver'):
+        run({'roles': ['fake'], 'gather': 'always', 'site_groups': True}, {})
+
+
+GROUPING_ACTION = '''
+from ansible.plugins.action import ActionBase
+from ansible_collections.gpufleet.nodeprep.plugins.action.node_plan import display, runs_lines, site_group_result
+
+
+class ActionModule(ActionBase):
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        runs = [(key, reasons) for key, reasons in self._task.args['runs']]
+        result.update(site_group_result(runs, getattr(self, 'add_group', None)), changed=False)
+        for line in runs_lines(task_vars['inventory_hostname'], runs):
+            display.display(line)
+        return result
+'''
+
+GROUPING_PLAY = '''
+- hosts: all
+  gather_facts: false
+  tasks:
+    - grouping:
+        runs: "{{ runs }}"
+      # ansible-core before 2.21 says changed where a result's add_group made a group (site.yml says the same).
+      changed_when: false
+- hosts: nodeprep_settings_work
+  gather_facts: false
+  tasks:
+    - debug:
+        msg: "IN {{ inventory_hostname }} {{ group_names | select('match', 'nodeprep_.*_work') | sort | join(',') }}"
+'''
+
+
+def test_site_groups_reach_the_plays_of_the_running_ansible_core(tmp_path):
+    """With the running ansible-core (2.21: the action API; under make units-matrix 2.20: the result's add_group), a
+    host is in the groups of its plays and only those; a host without work is in none."""
+    (tmp_path / 'action_plugins').mkdir()
+    (tmp_path / 'action_plugins' / 'grouping.py').write_text(GROUPING_ACTION)
+    (tmp_path / 'play.yml').write_text(GROUPING_PLAY)
+    (tmp_path / 'hosts.yml').write_text(
+        'all:\n  vars:\n    ansible_connection: local\n    ansible_python_interpreter: "{{ ansible_playbook_python }}"\n'
+        '  hosts:\n'
+        '    a: {runs: [[kernel_driver, [x]], [memlock, [after]], [settings, [memlock]]]}\n'
+        '    b: {runs: [[nccl, [y]], [settings, [nccl]]]}\n'
+        '    c: {runs: []}\n')
+    proc = subprocess.run([ansible_bin('ansible-playbook'), '-i', str(tmp_path / 'hosts.yml'),
+                           str(tmp_path / 'play.yml')], capture_output=True, text=True, cwd=str(tmp_path),
+                          env=ansible_env(), timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = sorted(line.strip().strip('"').split('IN ', 1)[1] for line in proc.stdout.splitlines() if '"IN ' in line)
+    assert lines == ['a nodeprep_kernel_driver_work,nodeprep_memlock_work,nodeprep_settings_work',
+                     'b nodeprep_nccl_work,nodeprep_settings_work']
+    assert re.search(r'^a +: ok=2 +changed=0 ', proc.stdout, re.M), proc.stdout
+    # The reasons reach the run's output (the worker's display) without -v; nothing for the host without work.
+    assert '[a] kernel_driver: x' in proc.stdout and '[b] settings: nccl' in proc.stdout, proc.stdout
+    assert not re.search(r'^\[c\] ', proc.stdout, re.M), proc.stdout

@@ -504,3 +504,23 @@ def test_declared_idle_without_a_scheduler_runs_the_tools_of_the_given_paths():
 def test_a_bad_node_state_is_refused():
     with pytest.raises(AnsibleActionFail, match='node_state: expected null or'):
         run(_perf_inventory(), gathered=_perf_gather(), args={'node_state': 'idle'})
+
+
+def test_settings_only_types_the_settings_of_the_run_once_steps_and_gathers_nothing():
+    result, calls = run({'nodeprep_readiness_performance': 'yes', 'nodeprep_readiness_report': 'false',
+                         'nodeprep_readiness_slurm': 'drain', 'groups': {'slurm_head': ['head-01']}},
+                        args={'settings_only': True})
+    assert calls == [] and not result.get('failed') and result['changed'] is False
+    assert result['settings']['nodeprep_readiness_performance'] is True
+    assert result['settings']['nodeprep_readiness_report'] is False
+    assert result['settings']['nodeprep_readiness_slurm'] == 'drain'
+    assert sorted(result['settings']) == sorted(_readiness_settings.SETTINGS)
+    assert (result['slurm_controller'], result['slurm_delegate']) == ('head-01', 'head-01')
+
+
+def test_settings_only_refuses_a_setting_that_does_not_type_naming_it():
+    # A typo of true is not false: refused, as the role's argument spec refuses it.
+    result, calls = run({'nodeprep_readiness_performance': 'ture'}, args={'settings_only': True})
+    assert calls == [] and result['failed'] is True
+    assert result['msg'].startswith('readiness check: nodeprep_readiness_performance="ture": '), result['msg']
+    assert 'settings' not in result

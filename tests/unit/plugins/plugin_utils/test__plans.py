@@ -137,3 +137,45 @@ def test_the_driver_settings_come_typed_from_the_plan():
 ])
 def test_refusal_is_the_plans_words(plan, expected):
     assert _plans.refusal('shm', plan, 'gpu-a01') == expected
+
+
+# ------------------------------------------------------------------------------ site.yml's plays per node
+
+def _site_plans(**runs):
+    """A plan of every site role: ``run`` empty but for the roles named."""
+    return dict((role, {'run': list(runs.get(role, []))}) for role in _plans.SITE_ROLES)
+
+
+@pytest.mark.parametrize('plans, expected', [
+    # Already right: no play.
+    (_site_plans(), []),
+    # A settings role with work: that role's play and the settings play.
+    (_site_plans(memlock=['/etc/security/limits.d/90-nodeprep.conf: missing']),
+     [('memlock', ['/etc/security/limits.d/90-nodeprep.conf: missing']), ('settings', ['memlock'])]),
+    # Two settings roles: site.yml's order, whatever the order of the plans.
+    (_site_plans(nccl=['nccl.conf: differs'], gpu_settings=['GPU 0: power limit']),
+     [('gpu_settings', ['GPU 0: power limit']), ('nccl', ['nccl.conf: differs']),
+      ('settings', ['gpu_settings', 'nccl'])]),
+    # Kernel or driver work: the batched play with every reason, then every settings role after it.
+    (_site_plans(kernel=['kernel-devel missing'], nvidia_driver=['nouveau not blacklisted'], shm=['size']),
+     [('kernel_driver', ['kernel-devel missing', 'nouveau not blacklisted'])]
+     + [(role, ['after the kernel and driver']) for role in _plans.SETTINGS_ROLES]
+     + [('settings', list(_plans.SETTINGS_ROLES))]),
+])
+def test_site_runs_are_the_plays_a_node_goes_through(plans, expected):
+    assert _plans.site_runs(plans) == expected
+
+
+def test_site_runs_name_a_node_that_is_not_a_gpu_node_once():
+    plans = _site_plans(memlock=['users'])
+    plans['kernel']['gpu_skip'] = 'no NVIDIA GPU on the PCI bus: kernel has nothing to do'
+    plans['nccl']['gpu_skip'] = 'no NVIDIA GPU on the PCI bus: nccl has nothing to do'
+    plans['shm']['gpu_skip'] = None
+    assert _plans.site_runs(plans) == [
+        ('memlock', ['users']), ('settings', ['memlock']),
+        ('no_gpu', ['no NVIDIA GPU on the PCI bus: kernel has nothing to do'])]
+
+
+def test_site_groups_are_the_groups_site_yml_plays_run_on():
+    assert [_plans.site_group(key) for key in ('kernel_driver', 'memlock', 'settings', 'no_gpu')] == [
+        'nodeprep_kernel_driver_work', 'nodeprep_memlock_work', 'nodeprep_settings_work', 'nodeprep_no_gpu']

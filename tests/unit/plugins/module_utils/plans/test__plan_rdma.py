@@ -143,7 +143,23 @@ OPEN_TABLE = [
 def test_peermem_decision_table_open_modules(name, rdma, given, files, want):
     got = plan(facts(rdma, files), **given)
     changed = [entry['path'] for entry in got['files'] if entry['change']]
-    assert (got['args'].get('modprobe', []), changed, got['reasons'], got['reports'], got['errors']) == want, name
+    # What the plan says of the path: its reports, and the DMA-BUF decision (args.peermem.msg; not a report, below).
+    said = list(got['reports'])
+    if got['args']['peermem']['action'] == 'dmabuf':
+        assert got['reports'] == [], name
+        said.append('GPUDirect RDMA path: {0}'.format(got['args']['peermem']['msg']))
+    assert (got['args'].get('modprobe', []), changed, got['reasons'], said, got['errors']) == want, name
+
+
+@pytest.mark.parametrize('given', [{'nodeprep_rdma_peermem': True},
+                                   {'nodeprep_rdma_peermem': True, 'nodeprep_rdma_path': 'dmabuf'}])
+def test_a_node_already_on_dma_buf_gives_the_role_no_run(given):
+    """DMA-BUF serving is the right state: nothing to do and nothing said by every run (the role's play would run on
+    every node of a fleet on the open modules, every hour); readiness's rdma.peer_memory says it."""
+    got = plan(facts({}), **given)
+    assert got['args']['peermem']['action'] == 'dmabuf'
+    assert got['run'] == [] and got['reports'] == []
+    assert got['checks'][P.PEER_MEMORY]['observed'].startswith('DMA-BUF')
 
 
 @pytest.mark.parametrize('name, rdma, given, files, want', TABLE, ids=[row[0] for row in TABLE])
