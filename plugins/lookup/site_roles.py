@@ -45,6 +45,7 @@ _raw:
   elements: str
 """
 
+from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._plans import STAGES
@@ -53,5 +54,11 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._plans import ST
 class LookupModule(LookupBase):
 
     def run(self, terms, variables=None, **kwargs):
+        # Refused here, naming the allowed values, before Ansible's own check (whose words change between releases
+        # and do not list them).
+        stage = kwargs.get('stage', 'all')
+        if stage not in STAGES:
+            raise AnsibleError('gpufleet.nodeprep.site_roles: stage={0!r} is not one of {1}'.format(
+                stage, ', '.join(sorted(STAGES))))
         self.set_options(var_options=variables, direct=kwargs)
         return list(STAGES[self.get_option('stage')])
