@@ -12,10 +12,9 @@ __metaclass__ = type
 
 import datetime
 import os
-import tempfile
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.text.converters import to_bytes, to_native
+from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _slices
@@ -29,21 +28,6 @@ from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils._readiness_repor
 )
 
 
-def write_atomic(path, text):
-    """Write ``text`` to ``path`` through a temporary file of the same directory and a rename, so a reader (the
-    node_exporter textfile collector, a browser) never sees half a file; the temporary name does not end in .prom."""
-    folder, name = os.path.split(path)
-    handle, tmp = tempfile.mkstemp(prefix='.' + name + '.', dir=folder or '.')
-    try:
-        with os.fdopen(handle, 'wb') as out:
-            out.write(to_bytes(text))
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def write_report(dest, report):
     """Write the report files into ``dest`` (created when missing), each atomically; return their paths."""
     dest = os.path.abspath(os.path.expanduser(dest))
@@ -54,7 +38,7 @@ def write_report(dest, report):
     written = []
     for name, render in FILES:
         path = os.path.join(dest, name)
-        write_atomic(path, render(report))
+        _slices.write_atomic(path, render(report))
         written.append(path)
     return written
 
@@ -69,7 +53,7 @@ def write_textfile(path, report):
     if not os.path.isdir(os.path.dirname(path)):
         raise AnsibleActionFail('prometheus_textfile {0}: the directory {1} does not exist; give the directory of '
                                 'node_exporter --collector.textfile.directory'.format(path, os.path.dirname(path)))
-    write_atomic(path, render_prometheus(report))
+    _slices.write_atomic(path, render_prometheus(report))
     return path
 
 

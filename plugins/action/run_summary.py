@@ -11,10 +11,9 @@ __metaclass__ = type
 
 import json
 import os
-import tempfile
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.text.converters import to_bytes, to_native
+from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.nodeprep.plugins.plugin_utils import _plans
@@ -37,19 +36,7 @@ def write_json(dest, name, data):
     dest = os.path.abspath(os.path.expanduser(dest))
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise AnsibleActionFail('dest {0} exists and is not a directory'.format(dest))
-    if not os.path.isdir(dest):
-        os.makedirs(dest)
-    path = os.path.join(dest, name)
-    handle, tmp = tempfile.mkstemp(prefix='.' + name + '.', dir=dest)
-    try:
-        with os.fdopen(handle, 'wb') as out:
-            out.write(to_bytes(json.dumps(data, indent=2, sort_keys=True) + '\n'))
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return _slices.write_atomic(os.path.join(dest, name), json.dumps(data, indent=2, sort_keys=True) + '\n')
 
 
 class ActionModule(ActionBase):

@@ -250,14 +250,16 @@ def runs_found(base):
 
 def write_atomic(path, text):
     """Write ``text`` to ``path`` through a temporary file of its directory (created when missing) and a rename, so
-    that a reader (node_exporter's textfile collector, a browser) never sees half a file; return the path."""
+    that a reader (node_exporter's textfile collector, a browser) never sees half a file; return the path. The one
+    writer of the run's files on the controller (the readiness report, the run summary, the merged slices). Text
+    decoded from a node with surrogateescape is written back as its bytes, as Ansible's to_bytes does."""
     folder = os.path.dirname(path) or '.'
     if not os.path.isdir(folder):
         os.makedirs(folder)
     handle, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', dir=folder)
     try:
         with os.fdopen(handle, 'wb') as out:
-            out.write(text.encode('utf-8'))
+            out.write(text.encode('utf-8', 'surrogateescape'))
         os.chmod(tmp, 0o644)
         os.rename(tmp, path)
     finally:

@@ -261,3 +261,12 @@ def test_read_slices_and_runs_found(tmp_path):
     with pytest.raises(_slices.SliceError):
         _slices.read_slices(base, '../x', 'report.json', json.load)
     assert not [name for name in os.listdir(os.path.join(base, 'slices', '11', '12')) if name.startswith('.')]
+
+
+def test_write_atomic_writes_a_nodes_undecodable_bytes_back_as_they_were(tmp_path):
+    # Bytes written by hand: 0xff is no UTF-8; a node's output decoded with surrogateescape holds it as U+DCFF.
+    path = _slices.write_atomic(os.path.join(str(tmp_path), 'new', 'report.txt'), 'gpu0 \udcff ok\n')
+    with open(path, 'rb') as f:
+        assert f.read() == b'gpu0 \xff ok\n'
+    assert oct(os.stat(path).st_mode & 0o777) == '0o644'
+    assert os.listdir(os.path.dirname(path)) == ['report.txt']
