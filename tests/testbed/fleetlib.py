@@ -157,6 +157,16 @@ class Fleet(object):
 
     # ---------------------------------------------------------------------------------------- the fleet
 
+    def fresh_up(self, up, what, timed_as=None, down_what='testbed.py down before up (fresh nodes)'):
+        """Fresh nodes: the fleet taken down (its nodes' disks go), then ``up()`` (the finished testbed.py process),
+        each a check (``down_what``, ``what``), both timed as ``timed_as`` (else ``what``). True when both worked."""
+        t0 = time.time()
+        if not self.check(self.testbed('down').returncode == 0, down_what):
+            return False
+        proc = up()
+        self.timed(timed_as or what, t0)
+        return self.check(proc.returncode == 0, what)
+
     def testbed(self, *argv, **kw):
         """testbed.py with the fleet's identity; ``check=True`` raises when it fails. The finished process."""
         return subprocess.run(TESTBED + list(argv), env=self.env, check=kw.get('check', False), cwd=REPO)
@@ -337,3 +347,24 @@ class ConvergedFleet(Fleet):
         self.cleanup()
         if not self.reuse:
             self.testbed('down')
+
+    def run(self, title, scenario, report):
+        """A converged-fleet scenario's main(): as root only, the fleet up and converged, the scenario (an exception
+        is a failure), every node healed and the fleet down whatever happened, then ``report(started)`` prints the
+        closing lines. The exit code: 0 when every check passed, else 1."""
+        if os.geteuid() != 0:
+            sys.exit('{0}: run as root (the simulated fleet needs it)'.format(title))
+        started = time.time()
+        os.makedirs(self.work, exist_ok=True)
+        code = 1
+        try:
+            self.up()
+            scenario()
+            code = 1 if self.failed else 0
+        except Exception as exc:  # the fleet is taken down whatever happened
+            self.say('ERROR: {0}'.format(exc))
+            self.failed.append(str(exc))
+        finally:
+            self.teardown()
+            report(started)
+        return code

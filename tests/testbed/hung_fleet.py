@@ -158,29 +158,18 @@ def named(playbook, folder, host, limit, seconds):
     return text
 
 
+def report(total):
+    with open(os.path.join(WORK, 'results.json'), 'w') as f:
+        json.dump({'rows': ROWS, 'margin_s': MARGIN, 'seconds': round(time.time() - total),
+                   'load': os.getloadavg()}, f, indent=1)
+    for item in ROWS:
+        say('  {0}'.format(json.dumps(item)))
+    say('hung-fleet, all steps: {0:.0f} s; {1}'.format(time.time() - total, 'FAILED: ' + '; '.join(
+        FLEET.failed) if FLEET.failed else 'PASSED'))
+
+
 def main():
-    if os.geteuid() != 0:
-        sys.exit('hung-fleet: run as root (the simulated fleet needs it)')
-    total = time.time()
-    os.makedirs(WORK, exist_ok=True)
-    code = 1
-    try:
-        FLEET.up()
-        scenario()
-        code = 1 if FLEET.failed else 0
-    except Exception as exc:  # the fleet is taken down whatever happened
-        say('ERROR: {0}'.format(exc))
-        FLEET.failed.append(str(exc))
-    finally:
-        FLEET.teardown()
-        with open(os.path.join(WORK, 'results.json'), 'w') as f:
-            json.dump({'rows': ROWS, 'margin_s': MARGIN, 'seconds': round(time.time() - total),
-                       'load': os.getloadavg()}, f, indent=1)
-        for item in ROWS:
-            say('  {0}'.format(json.dumps(item)))
-        say('hung-fleet, all steps: {0:.0f} s; {1}'.format(time.time() - total, 'FAILED: ' + '; '.join(
-            FLEET.failed) if FLEET.failed else 'PASSED'))
-    return code
+    return FLEET.run('hung-fleet', scenario, report)
 
 
 if __name__ == '__main__':

@@ -113,13 +113,8 @@ def boot_time(node):
 
 
 def scenario():
-    t0 = time.time()
-    proc = FLEET.testbed('down')
-    if not check(proc.returncode == 0, 'testbed.py down before up (fresh nodes)'):
-        return
-    proc = FLEET.testbed('up', '--nodes', '3', '--kinds', KINDS, '--imex')
-    timed('testbed.py up --imex (3 GB200 nodes, until SSH answers)', t0)
-    if not check(proc.returncode == 0, 'testbed.py up --imex'):
+    if not FLEET.fresh_up(lambda: FLEET.testbed('up', '--nodes', '3', '--kinds', KINDS, '--imex'), 'testbed.py up --imex',
+                          timed_as='testbed.py up --imex (3 GB200 nodes, until SSH answers)'):
         return
     if not os.path.isdir(REPORT):
         os.makedirs(REPORT)

@@ -102,15 +102,8 @@ def slurm_conf(present):
 
 
 def scenario():
-    if not REUSE:
-        t0 = time.time()
-        proc = FLEET.testbed('down')
-        if not check(proc.returncode == 0, 'testbed.py down before up'):
-            return
-        proc = FLEET.up()
-        timed('testbed.py up --slurm', t0)
-        if not check(proc.returncode == 0, 'testbed.py up --slurm'):
-            return
+    if not REUSE and not FLEET.fresh_up(FLEET.up, 'testbed.py up --slurm', down_what='testbed.py down before up'):
+        return
     if not os.path.isdir(REPORT):
         os.makedirs(REPORT)
     idle = FLEET.wait_for('both nodes idle', lambda: FLEET.sinfo_states() == {EL: 'idle', UB: 'idle'} and True)

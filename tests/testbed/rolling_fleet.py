@@ -197,17 +197,10 @@ def start_playbook(run_id, *extra):
 
 def scenario():
     host_vars(EL)
-    if not REUSE:
-        # Fresh nodes every time: `down` removes the nodes' disks (their overlay upper dirs, slurmctld's state on the
-        # head), so a fleet left up by an earlier run (or ROLLING_FLEET_REUSE=1) is never upgraded already.
-        t0 = time.time()
-        proc = FLEET.testbed('down')
-        if not check(proc.returncode == 0, 'testbed.py down before up (fresh nodes)'):
-            return
-        proc = FLEET.up()
-        timed('testbed.py up --slurm', t0)
-        if not check(proc.returncode == 0, 'testbed.py up --slurm'):
-            return
+    # Fresh nodes every time: `down` removes the nodes' disks (their overlay upper dirs, slurmctld's state on the
+    # head), so a fleet left up by an earlier run (or ROLLING_FLEET_REUSE=1) is never upgraded already.
+    if not REUSE and not FLEET.fresh_up(FLEET.up, 'testbed.py up --slurm'):
+        return
     if not os.path.isdir(REPORT):
         os.makedirs(REPORT)
     idle = wait_for('both nodes idle', lambda: sinfo_states() == {EL: 'idle', UB: 'idle'} and True)

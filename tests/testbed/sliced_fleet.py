@@ -280,27 +280,16 @@ def scenario():
         compare(unsliced, folder, 'N={0}'.format(count))
 
 
+def report(total):
+    timed('sliced-fleet, all steps', total)
+    for label, seconds in FLEET.times:
+        say('  {0:7.0f} s  {1}'.format(seconds, label))
+    say('{0}: {1}'.format('FAILED' if FLEET.failed else 'PASSED', '; '.join(FLEET.failed) if FLEET.failed
+                          else 'every check'))
+
+
 def main():
-    if os.geteuid() != 0:
-        sys.exit('sliced-fleet: run as root (the simulated fleet needs it)')
-    total = time.time()
-    os.makedirs(WORK, exist_ok=True)
-    code = 1
-    try:
-        FLEET.up()
-        scenario()
-        code = 1 if FLEET.failed else 0
-    except Exception as exc:  # the fleet is taken down whatever happened
-        say('ERROR: {0}'.format(exc))
-        FLEET.failed.append(str(exc))
-    finally:
-        FLEET.teardown()
-        timed('sliced-fleet, all steps', total)
-        for label, seconds in FLEET.times:
-            say('  {0:7.0f} s  {1}'.format(seconds, label))
-        say('{0}: {1}'.format('FAILED' if FLEET.failed else 'PASSED', '; '.join(FLEET.failed) if FLEET.failed
-                              else 'every check'))
-    return code
+    return FLEET.run('sliced-fleet', scenario, report)
 
 
 if __name__ == '__main__':

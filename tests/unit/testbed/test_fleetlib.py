@@ -143,6 +143,32 @@ def test_checks_times_and_exit_code(capsys):
     assert capsys.readouterr().out.splitlines()[-1] == 'imex-fleet: all checks passed'
 
 
+@pytest.mark.parametrize('down_rc, up_rc, want, lines, calls', [
+    (0, 0, True, ['imex-fleet: PASS testbed.py down before up (fresh nodes)', 'imex-fleet: PASS testbed.py up --imex'],
+     ['down', 'up']),
+    (0, 1, False, ['imex-fleet: PASS testbed.py down before up (fresh nodes)', 'imex-fleet: FAIL testbed.py up --imex'],
+     ['down', 'up']),
+    (1, 0, False, ['imex-fleet: FAIL testbed.py down before up (fresh nodes)'], ['down']),
+])
+def test_fresh_up_takes_the_fleet_down_then_up_each_a_check(monkeypatch, capsys, down_rc, up_rc, want, lines, calls):
+    fleet = fleetlib.Fleet('imex-fleet', 'npix', '10.252', '/srv/imex')
+    called = []
+
+    def testbed(*argv, **kw):
+        called.append(argv[0])
+        return subprocess.CompletedProcess(argv, down_rc)
+
+    def up():
+        called.append('up')
+        return subprocess.CompletedProcess(['up'], up_rc)
+
+    monkeypatch.setattr(fleet, 'testbed', testbed)
+    assert fleet.fresh_up(up, 'testbed.py up --imex', timed_as='testbed.py up --imex (3 GB200 nodes)') is want
+    assert capsys.readouterr().out.splitlines() == lines
+    assert called == calls
+    assert [step[0] for step in fleet.times] == (['testbed.py up --imex (3 GB200 nodes)'] if len(calls) == 2 else [])
+
+
 def test_timed_prints_the_step_only_when_asked(capsys):
     quiet = fleetlib.Fleet('slurm-fleet', 'npsl', '10.236', '/srv/slurm')
     loud = fleetlib.Fleet('sliced-fleet', 'npsf', '10.237', '/srv/sliced', echo_times=True)
